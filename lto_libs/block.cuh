@@ -1,0 +1,63 @@
+// Block-level cooperative primitives over CUB, instantiated by numba_tiles.
+//
+// numba_tiles renders, per instantiation, a one-line `extern "C" __device__` entry point that
+// calls one of these templates; NVRTC turns it into LTO-IR and nvJitLink inlines it into the
+// Numba kernel. Keep these thin: the algorithms are CUB's.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cuda/functional>
+#include <cuda/std/functional>
+#include <cuda/std/limits>
+
+namespace numba_tiles {
+
+// The value of a reduction over no items (num_valid <= 0): the op's identity.
+template <typename Op, typename T>
+struct identity;
+template <typename T>
+struct identity<::cuda::std::plus<T>, T> { static constexpr T value = T(0); };
+template <typename T>
+struct identity<::cuda::std::multiplies<T>, T> { static constexpr T value = T(1); };
+template <typename T>
+struct identity<::cuda::minimum<T>, T> {
+  static constexpr T value = ::cuda::std::numeric_limits<T>::has_infinity
+                               ? ::cuda::std::numeric_limits<T>::infinity()
+                               : ::cuda::std::numeric_limits<T>::max();
+};
+template <typename T>
+struct identity<::cuda::maximum<T>, T> {
+  static constexpr T value = ::cuda::std::numeric_limits<T>::has_infinity
+                               ? -::cuda::std::numeric_limits<T>::infinity()
+                               : ::cuda::std::numeric_limits<T>::lowest();
+};
+template <typename T>
+struct identity<::cuda::std::bit_and<T>, T> { static constexpr T value = static_cast<T>(~T(0)); };
+template <typename T>
+struct identity<::cuda::std::bit_or<T>, T> { static constexpr T value = T(0); };
+template <typename T>
+struct identity<::cuda::std::bit_xor<T>, T> { static constexpr T value = T(0); };
+
+// Reduce one value per thread over the block; the result is valid in thread 0 (as in CUB).
+// With Partial, only the first num_valid threads (in linear order) contribute; num_valid <= 0
+// gives the op's identity and num_valid beyond the block size counts the whole block.
+template <typename T, typename Op, int BX, int BY, int BZ, bool Partial>
+__device__ __forceinline__ T block_reduce(T value, int num_valid) {
+  using Reduce = cub::BlockReduce<T, BX, cub::BLOCK_REDUCE_WARP_REDUCTIONS, BY, BZ>;
+  constexpr int threads = BX * BY * BZ;
+  // One buffer per instantiation, shared by all its call sites in a kernel.
+  __shared__ typename Reduce::TempStorage temp;
+  T result;
+  if (!Partial || num_valid >= threads) {
+    result = Reduce(temp).Reduce(value, Op{});
+  } else if (num_valid > 0) {
+    result = Reduce(temp).Reduce(value, Op{}, num_valid);
+  } else {
+    result = identity<Op, T>::value;
+  }
+  // The next call of this instantiation reuses `temp`: CUB requires a barrier in between.
+  __syncthreads();
+  return result;
+}
+
+}  // namespace numba_tiles

@@ -1,0 +1,233 @@
+"""The one mechanism: an intrinsic spec becomes Numba typing, lowering, C++ and a simulator call.
+
+An intrinsic is declared once, on its public function (see ``block.py``)::
+
+    @intrinsic(header="block.cuh", consts={"op": ops.parse, "block_dim": parse_block_dim},
+               rule=_reduce_rule, simulate=simulator.block_reduce)
+    def block_reduce(value, op, *, block_dim, num_valid=None):
+        '''docs'''
+
+Parameters named in ``consts`` are compile-time constants (literals or module globals), parsed
+by the given function at typing; the others are run-time values. ``rule`` turns the parsed
+arguments into an `Instance`: one C++ template instantiation with an ``extern "C"`` entry point.
+Lowering compiles the instance to LTO-IR (memoized), attaches it to the kernel's code library
+and calls the entry point; nvJitLink links and inlines it with Numba's own code.
+"""
+
+import functools
+import hashlib
+import inspect
+from dataclasses import dataclass
+
+from numba.cuda import config, types
+
+from . import _compile, _dtypes
+from ._errors import TilesError, error
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One instantiation: ``template`` called from an ``extern "C" __device__`` entry point.
+
+    ``params`` are the entry point's run-time parameters as (name, Numba type, value passed
+    when the caller omits it).
+    """
+
+    intrinsic: str
+    header: str
+    template: str
+    result: types.Type
+    params: tuple
+
+    @property
+    def symbol(self):
+        digest = hashlib.sha256(f"{self.header}:{self.template}".encode()).hexdigest()[:16]
+        return f"numba_tiles_{self.intrinsic}_{digest}"
+
+    def source(self):
+        """The C++ translation unit that NVRTC compiles for this instance."""
+        decls = ", ".join(f"{_cxx(ty)} {name}" for name, ty, _ in self.params)
+        names = ", ".join(name for name, _, _ in self.params)
+        return (
+            f'#include "{self.header}"\n\n'
+            f'extern "C" __device__ {_cxx(self.result)} {self.symbol}({decls}) {{\n'
+            f"  return {self.template}({names});\n"
+            f"}}\n"
+        )
+
+    def ltoir(self, arch):
+        return _compile.ltoir(self.source(), arch, self.symbol)
+
+
+def _cxx(ty):
+    return _dtypes.scalar("(entry point)", "type", ty).cxx
+
+
+class _NotConstant(Exception):
+    pass
+
+
+def _constant(ty):
+    """The Python value behind a Numba type that carries one (a literal, a tuple of them, a global function)."""
+    if isinstance(ty, types.Omitted):
+        return ty.value
+    if isinstance(ty, types.Literal):
+        return ty.literal_value
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_constant(t) for t in ty)
+    if isinstance(ty, types.Function):
+        return ty.typing_key
+    if isinstance(ty, types.NoneType):
+        return None
+    raise _NotConstant
+
+
+class Spec:
+    """An intrinsic's declaration: its Python signature, which parameters are compile-time, its rule."""
+
+    def __init__(self, func, header, consts, rule, simulate, fixed):
+        self.name = func.__name__
+        self.header = header
+        self.consts = consts
+        self.rule = rule
+        self.simulate = simulate
+        self.fixed = fixed
+        self.pysig = inspect.signature(func)
+        unknown = set(consts) - set(self.pysig.parameters) - set(fixed)
+        assert not unknown, f"{self.name}: consts {unknown} are not parameters"
+
+    def _bind(self, args, kwargs, omitted):
+        """Arguments by name, the fixed ones included; ``omitted(default)`` stands for each one not given."""
+        try:
+            bound = self.pysig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise error(self.name, str(exc), f"call it as tiles.{self.name}{self.pysig}") from None
+        given = bound.arguments
+        return {
+            **{n: given[n] if n in given else omitted(p.default) for n, p in self.pysig.parameters.items()},
+            **self.fixed,
+        }
+
+    def _parse(self, name, value):
+        return self.consts[name](self.name, value)
+
+    def resolve_types(self, arguments):
+        """Typing: Numba types of the arguments (literal where constant, Omitted where not given) → `Instance`."""
+        resolved = {}
+        for name, ty in arguments.items():
+            if name in self.fixed:
+                resolved[name] = self._parse(name, ty)
+            elif name not in self.consts:
+                resolved[name] = None if isinstance(ty, (types.Omitted, types.NoneType)) else ty
+            else:
+                try:
+                    value = _constant(ty)
+                except _NotConstant:
+                    raise error(
+                        self.name,
+                        f"{name} must be a compile-time constant, got a run-time {types.unliteral(ty)}",
+                        f"write it as a literal or a module-level global, e.g. {name}=256",
+                    ) from None
+                resolved[name] = self._parse(name, value)
+        return self.rule(self.name, resolved)
+
+    def resolve_values(self, arguments):
+        """The simulator's twin of `resolve_types`: Python values in, (instance, parsed arguments) out."""
+        from numba import typeof
+
+        parsed = {n: self._parse(n, v) if n in self.consts else v for n, v in arguments.items()}
+        typed = {n: v if n in self.consts or v is None else typeof(v) for n, v in parsed.items()}
+        return self.rule(self.name, typed), parsed
+
+    def typing_signature(self, args, kws):
+        from numba.cuda.typing.templates import signature
+
+        arguments = self._bind(args, kws, omitted=types.Omitted)
+        instance = self.resolve_types(arguments)
+        entry = {name: ty for name, ty, _ in instance.params}
+        # Numba casts each run-time argument to the formal type: make it the entry point's.
+        formal = [
+            arguments[n] if n in self.consts or isinstance(arguments[n], types.Omitted) else entry[n]
+            for n in self.pysig.parameters
+        ]
+        # Lowering gets the arguments folded in declaration order, omitted ones as Omitted(default).
+        positional = self.pysig.replace(
+            parameters=[p.replace(kind=p.POSITIONAL_OR_KEYWORD) for p in self.pysig.parameters.values()]
+        )
+        return signature(instance.result, *formal).replace(pysig=positional)
+
+    def lower(self, context, builder, sig, args):
+        from llvmlite import ir
+        from numba.core.targetconfig import ConfigStack
+        from numba.cuda import cgutils
+
+        # numba-cuda keeps the target's compute capability and LTO switch in the active flags
+        # (its own lowering of tanh and atomics reads them the same way); cuda.compile() asks
+        # for LTO through the NVVM options instead.
+        flags = ConfigStack().top()
+        if not (flags.lto or "gen-lto" in (flags.nvvm_options or {})):
+            raise error(
+                self.name,
+                "this kernel is compiled without link-time optimization, which numba_tiles needs",
+                "leave lto at its default or pass @cuda.jit(lto=True) (debug=True turns LTO off)",
+            )
+        arch = "sm_%d%d" % flags.compute_capability
+        arguments = dict(zip(self.pysig.parameters, sig.args))
+        instance = self.resolve_types({**arguments, **self.fixed})
+        context.active_code_library.add_linking_file(instance.ltoir(arch))
+
+        values = dict(zip(self.pysig.parameters, args))
+        call_args = [
+            context.get_constant(ty, default) if isinstance(arguments.get(name), types.Omitted) else values[name]
+            for name, ty, default in instance.params
+        ]
+        fnty = ir.FunctionType(
+            context.get_value_type(instance.result), [context.get_value_type(ty) for _, ty, _ in instance.params]
+        )
+        fn = cgutils.get_or_insert_function(builder.module, fnty, instance.symbol)
+        return builder.call(fn, call_args)
+
+
+def _register(spec, func):
+    from numba.cuda.extending import lower_builtin
+    from numba.cuda.typing.templates import AbstractTemplate, infer_global
+
+    class Template(AbstractTemplate):
+        key = func
+        # Constants arrive as literal types only in the literal pass: try it first.
+        prefer_literal = True
+        _first_error = None
+
+        def generic(self, args, kws):
+            # Numba retries without literals after a failure; that pass cannot see constants and
+            # would blame them, so the first (true) error is raised again instead.
+            if self._first_error is not None:
+                raise self._first_error
+            try:
+                return spec.typing_signature(args, kws)
+            except TilesError as exc:
+                self._first_error = exc
+                raise
+
+    infer_global(func, types.Function(Template))
+    lower_builtin(func, types.VarArg(types.Any))(spec.lower)
+
+
+def intrinsic(*, header, consts, rule, simulate, fixed=None):
+    """Declare the decorated function (its signature and docstring) as an intrinsic; see module doc."""
+
+    def decorate(declaration):
+        spec = Spec(declaration, header, consts, rule, simulate, fixed or {})
+
+        @functools.wraps(declaration)
+        def call(*args, **kwargs):
+            # Outside a compiled kernel this is the simulator's implementation.
+            instance, arguments = spec.resolve_values(spec._bind(args, kwargs, omitted=lambda default: default))
+            return spec.simulate(instance, arguments)
+
+        call.spec = spec
+        if not config.ENABLE_CUDASIM:
+            _register(spec, call)
+        return call
+
+    return decorate

@@ -1,0 +1,79 @@
+"""Where the CUDA pieces come from (NVRTC, CCCL headers, our lto_libs) and their versions.
+
+Everything is found in Python packages (the pinned ``nvidia-*`` wheels); no system toolkit is
+needed. Versions feed the compile key, so a toolkit change never reuses stale LTO-IR.
+"""
+
+import functools
+import hashlib
+import importlib.util
+import re
+from pathlib import Path
+
+from . import __version__
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@functools.cache
+def lto_libs_dir():
+    """The C++ sources: shipped inside the wheel, or beside the package in a checkout."""
+    for candidate in (_PACKAGE / "lto_libs", _PACKAGE.parent / "lto_libs"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"numba_tiles: lto_libs/ not found next to {_PACKAGE}; reinstall numba_tiles")
+
+
+@functools.cache
+def cccl_include_dir():
+    """CCCL (CUB, libcu++) headers from the ``nvidia-cuda-cccl`` wheel.
+
+    The ``nvidia`` namespace package is searched first so that a wheel installed with
+    ``pip --target`` on ``PYTHONPATH`` wins over one elsewhere; cuda.pathfinder is the fallback.
+    """
+    spec = importlib.util.find_spec("nvidia")
+    for root in spec.submodule_search_locations if spec else ():
+        for found in sorted(Path(root).glob("cu*/include/cccl")):
+            if (found / "cub" / "cub.cuh").is_file():
+                return found
+    from cuda.pathfinder import find_nvidia_header_directory
+
+    found = find_nvidia_header_directory("cccl")
+    if found is None:
+        raise FileNotFoundError("numba_tiles: CCCL headers not found; pip install 'nvidia-cuda-cccl==13.0.*'")
+    return Path(found)
+
+
+@functools.cache
+def cccl_version():
+    text = (cccl_include_dir() / "cuda" / "std" / "__cccl" / "version.h").read_text()
+    return int(re.search(r"#define CCCL_VERSION (\d+)", text).group(1))
+
+
+@functools.cache
+def nvrtc_version():
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"numba_tiles: NVRTC did not load ({err}); pip install 'nvidia-cuda-nvrtc==13.0.*'")
+    return (major, minor)
+
+
+@functools.cache
+def lto_libs_digest():
+    h = hashlib.sha256()
+    for path in sorted(lto_libs_dir().rglob("*")):
+        if path.is_file():
+            h.update(path.relative_to(lto_libs_dir()).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def versions():
+    """Everything outside the generated C++ text that changes the compiled bytes (part of the compile key)."""
+    return {
+        "numba_tiles": __version__,
+        "nvrtc": "%d.%d" % nvrtc_version(),
+        "cccl": cccl_version(),
+        "lto_libs": lto_libs_digest(),
+    }
