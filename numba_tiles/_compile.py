@@ -8,7 +8,6 @@ can be persisted as it is.
 import collections
 import hashlib
 import json
-import re
 import threading
 
 from . import _toolchain
@@ -16,8 +15,14 @@ from . import _toolchain
 _OPTIONS = {"std": "c++17", "link_time_optimization": True, "relocatable_device_code": True}
 
 _memo = {}
-_memo_lock = threading.Lock()
+_lock = threading.Lock()
 stats = collections.Counter()  # "nvrtc": programs compiled, "memo": reuses in this process
+
+
+def translation_unit(instances):
+    """One C++ source defining the entry points of ``instances`` (anything with header, entry())."""
+    includes = "".join(f'#include "{h}"\n' for h in sorted({i.header for i in instances}))
+    return includes + "".join("\n" + i.entry() for i in instances)
 
 
 def key(source, arch):
@@ -35,25 +40,29 @@ def key_components(source, arch):
     }
 
 
-def ltoir(source, arch, name):
-    """The LTO-IR of a C++ translation unit, as a Numba linkable object.
+def ltoir(instances, arch):
+    """The LTO-IR defining each instance's entry point, as Numba linkable objects (one per instance).
 
-    The same object is returned for the same key, so Numba's set of linking files links it once
-    however many call sites and device functions use it.
+    Instances not compiled yet in this process go into one NVRTC program together: the CUB
+    headers are parsed once, and each further instantiation costs little. Each instance keeps
+    the object it was first compiled in, so an entry point is never defined twice in a link,
+    and Numba's set of linking files holds each object once however many call sites use it.
     """
     from numba.cuda.cudadrv.linkable_code import LTOIR
 
-    digest = key(source, arch)
-    with _memo_lock:
-        found = _memo.get(digest)
-        if found is not None:
-            stats["memo"] += 1
-            return found
-    # NVRTC runs outside the lock: distinct instantiations compile in parallel threads.
-    code = _nvrtc(source, arch, name)
-    with _memo_lock:
-        stats["nvrtc"] += 1
-        return _memo.setdefault(digest, LTOIR(code, name=f"{name}.ltoir"))
+    keys = [key(translation_unit([i]), arch) for i in instances]
+    # One lock around lookup and compile: two threads never build objects that both define
+    # an entry point (and NVRTC holds the GIL anyway, so nothing would run in parallel).
+    with _lock:
+        missing = {k: i for k, i in zip(keys, instances) if k not in _memo}
+        stats["memo"] += len(keys) - len(missing)
+        if missing:
+            todo = list(missing.values())
+            name = todo[0].symbol if len(todo) == 1 else f"numba_tiles_batch_of_{len(todo)}"
+            code = LTOIR(_nvrtc(translation_unit(todo), arch, name), name=f"{name}.ltoir")
+            stats["nvrtc"] += 1
+            _memo.update(dict.fromkeys(missing, code))
+        return [_memo[k] for k in keys]
 
 
 def _nvrtc(source, arch, name):
@@ -76,15 +85,21 @@ def _nvrtc(source, arch, name):
 
 
 def parse_arch(arch):
-    """``"sm_90"`` → ``(9, 0)``; only real architectures sm_70 and newer."""
-    match = re.fullmatch(r"sm_(\d+)(\d)", arch) if isinstance(arch, str) else None
-    if match is None or int(match.group(1)) < 7:
-        raise ValueError(f"numba_tiles.compile: arch must be 'sm_70' or newer, like 'sm_90'; got {arch!r}")
-    return int(match.group(1)), int(match.group(2))
+    """``"sm_90"`` → ``(9, 0)``, for the architectures this toolkit's NVRTC supports."""
+    supported = _toolchain.supported_archs()
+    if arch not in supported:
+        raise ValueError(
+            f"numba_tiles.compile: arch must be one of {', '.join(supported)} "
+            f"(what NVRTC {'%d.%d' % _toolchain.nvrtc_version()} supports); got {arch!r}"
+        )
+    number = arch[3:]
+    return int(number[:-1]), int(number[-1])
 
 
 def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False):
     """Compile a kernel for ``arch`` and link it with its intrinsics, on any machine: no GPU needed.
+
+    ``arch`` is any real architecture the pinned NVRTC supports (CUDA 13.0: sm_75 to sm_121).
 
     ``pyfunc`` is a Python function or a ``@cuda.jit`` kernel; ``signature`` its argument types
     (``"void(float32[:], float32[:])"`` or a tuple of Numba types). ``output="cubin"`` or

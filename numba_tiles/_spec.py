@@ -41,22 +41,21 @@ class Instance:
 
     @property
     def symbol(self):
+        # Named after the C++ template, not the intrinsic, so that spellings of one
+        # instantiation (block_sum and block_reduce with "+") share one entry point.
         digest = hashlib.sha256(f"{self.header}:{self.template}".encode()).hexdigest()[:16]
-        return f"numba_tiles_{self.intrinsic}_{digest}"
+        base = self.template.split("<", 1)[0].rsplit("::", 1)[-1]
+        return f"numba_tiles_{base}_{digest}"
 
-    def source(self):
-        """The C++ translation unit that NVRTC compiles for this instance."""
+    def entry(self):
+        """The C++ entry point NVRTC compiles for this instance (after ``#include`` of its header)."""
         decls = ", ".join(f"{_cxx(ty)} {name}" for name, ty, _ in self.params)
         names = ", ".join(name for name, _, _ in self.params)
         return (
-            f'#include "{self.header}"\n\n'
             f'extern "C" __device__ {_cxx(self.result)} {self.symbol}({decls}) {{\n'
             f"  return {self.template}({names});\n"
             f"}}\n"
         )
-
-    def ltoir(self, arch):
-        return _compile.ltoir(self.source(), arch, self.symbol)
 
 
 def _cxx(ty):
@@ -161,20 +160,14 @@ class Spec:
         from numba.core.targetconfig import ConfigStack
         from numba.cuda import cgutils
 
-        # numba-cuda keeps the target's compute capability and LTO switch in the active flags
-        # (its own lowering of tanh and atomics reads them the same way); cuda.compile() asks
-        # for LTO through the NVVM options instead.
+        # numba-cuda keeps the target's compute capability in the active flags (its own
+        # lowering of tanh and atomics reads it the same way).
         flags = ConfigStack().top()
-        if not (flags.lto or "gen-lto" in (flags.nvvm_options or {})):
-            raise error(
-                self.name,
-                "this kernel is compiled without link-time optimization, which numba_tiles needs",
-                "leave lto at its default or pass @cuda.jit(lto=True) (debug=True turns LTO off)",
-            )
         arch = "sm_%d%d" % flags.compute_capability
         arguments = dict(zip(self.pysig.parameters, sig.args))
         instance = self.resolve_types({**arguments, **self.fixed})
-        context.active_code_library.add_linking_file(instance.ltoir(arch))
+        (ltoir,) = _compile.ltoir([instance], arch)
+        context.active_code_library.add_linking_file(ltoir)
 
         values = dict(zip(self.pysig.parameters, args))
         call_args = [

@@ -69,6 +69,15 @@ def lto_libs_digest():
     return h.hexdigest()[:16]
 
 
+@functools.cache
+def supported_archs():
+    """The real architectures this NVRTC compiles for, as ``"sm_XY"`` strings (CUDA 13: sm_75 on)."""
+    from cuda.bindings import nvrtc
+
+    err, archs = nvrtc.nvrtcGetSupportedArchs()
+    return tuple(f"sm_{a}" for a in archs)
+
+
 def versions():
     """Everything outside the generated C++ text that changes the compiled bytes (part of the compile key)."""
     return {

@@ -1,0 +1,100 @@
+"""tiles.compile with no GPU, the per-process memo of NVRTC products, and the compile key."""
+
+import numpy as np
+import pytest
+from numba import cuda, float64
+
+import numba_tiles as tiles
+from numba_tiles import _compile, _toolchain
+
+SIG = "void(float32[:], float32[:])"
+
+
+def sum_kernel(block_dim, op="+"):
+    def kernel(x, out):
+        i = cuda.grid(1)
+        s = tiles.block_reduce(x[i] if i < x.size else 0.0, op, block_dim=block_dim)
+        if cuda.threadIdx.x == 0:
+            out[cuda.blockIdx.x] = s
+
+    return kernel
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_90", "sm_100", "sm_120"])
+def test_cubin_for_any_arch(arch):
+    cubin = tiles.compile(sum_kernel(96), SIG, arch=arch)
+    assert cubin[:4] == b"\x7fELF"
+
+
+def test_ptx_and_ltoir_outputs():
+    ptx = tiles.compile(sum_kernel(64), SIG, arch="sm_90", output="ptx").decode()
+    assert ".target sm_90" in ptx and "shfl.sync" in ptx
+    modules = tiles.compile(sum_kernel(64), SIG, arch="sm_90", output="ltoir")
+    assert len(modules) == 2 and all(isinstance(m, bytes) and m for m in modules)
+
+
+def test_jit_dispatcher_is_accepted():
+    # Device-function helpers are compiled by numba-cuda for the current device, so kernels
+    # that call them need a GPU to compile (numba-cuda's limit); tests/gpu covers them.
+    @cuda.jit
+    def kernel(x, out):
+        out[0] = tiles.block_sum(x[cuda.threadIdx.x + 8 * cuda.threadIdx.y], block_dim=(8, 8))
+
+    assert tiles.compile(kernel, SIG, arch="sm_80")[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("arch", ["sm_70", "compute_90", "90", None])
+def test_bad_arch(arch):
+    with pytest.raises(ValueError, match=r"arch must be one of sm_75, sm_80, .*sm_90.*what NVRTC 13\.\d supports"):
+        tiles.compile(sum_kernel(32), SIG, arch=arch)
+
+
+def test_bad_output():
+    with pytest.raises(ValueError, match="output must be 'cubin', 'ptx' or 'ltoir'"):
+        tiles.compile(sum_kernel(32), SIG, output="sass")
+
+
+def test_same_instantiation_compiles_once_per_process():
+    before = _compile.stats["nvrtc"]
+    tiles.compile(sum_kernel((4, 4, 4), "max"), SIG, arch="sm_90")
+    assert _compile.stats["nvrtc"] == before + 1
+    # Another kernel, other spellings of the same op and shape: no new NVRTC run.
+    tiles.compile(sum_kernel((4, 4, 4), max), "void(float32[:], float32[:])", arch="sm_90")
+
+    def other(x, out):
+        out[1] = tiles.block_reduce(float64(x[0]), np.maximum, block_dim=(4, 4, 4))
+
+    tiles.compile(other, SIG, arch="sm_90")
+    assert _compile.stats["nvrtc"] == before + 1
+    # Another arch is another product.
+    tiles.compile(sum_kernel((4, 4, 4), "max"), SIG, arch="sm_80")
+    assert _compile.stats["nvrtc"] == before + 2
+
+
+def test_batch_compiles_missing_instances_in_one_program():
+    spec = tiles.block_reduce.spec
+    instances = [spec.resolve_values(dict(value=np.float64(0), op=op, block_dim=48, num_valid=None))[0]
+                 for op in ("+", "*", "min")]
+    before = _compile.stats["nvrtc"]
+    objects = _compile.ltoir(instances, "sm_90")
+    assert _compile.stats["nvrtc"] == before + 1
+    assert len({id(o) for o in objects}) == 1
+    assert _compile.ltoir(instances[1:2], "sm_90")[0] is objects[0]
+    assert _compile.stats["nvrtc"] == before + 1
+
+
+def test_key_covers_source_arch_and_toolchain():
+    parts = _compile.key_components("int x;", "sm_90")
+    assert set(parts) == {"source", "arch", "options", "numba_tiles", "nvrtc", "cccl", "lto_libs"}
+    assert parts["nvrtc"].startswith("13.") and parts["cccl"] >= 3000000
+    keys = {_compile.key("int x;", "sm_90"), _compile.key("int y;", "sm_90"), _compile.key("int x;", "sm_80")}
+    assert len(keys) == 3
+
+
+def test_entry_point_renders_the_cub_template():
+    instance, _ = tiles.block_sum.spec.resolve_values(dict(value=np.int64(0), block_dim=(16, 16), num_valid=3))
+    source = _compile.translation_unit([instance])
+    assert source.startswith('#include "block.cuh"')
+    assert "numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<::cuda::std::int64_t>, 16, 16, 1, true>" in source
+    assert f'extern "C" __device__ ::cuda::std::int64_t {instance.symbol}(' in source
+    assert (_toolchain.lto_libs_dir() / "block.cuh").is_file()

@@ -1,0 +1,63 @@
+"""Misuse fails at compile time with a message naming the intrinsic, the problem and the fix."""
+
+import re
+
+import pytest
+from numba import cuda
+from numba.core.errors import TypingError
+
+import numba_tiles as tiles
+
+BLOCK = 128
+NOT_A_BLOCK = (1024, 2)
+
+
+def compile_body(body, sig="void(float32[:], float32[:], int64)"):
+    source = f"def kernel(x, out, n):\n    i = cuda.grid(1)\n    out[0] = {body}\n"
+    namespace = {"cuda": cuda, "tiles": tiles, "BLOCK": BLOCK, "NOT_A_BLOCK": NOT_A_BLOCK, "abs": abs}
+    exec(source, namespace)
+    tiles.compile(namespace["kernel"], sig, arch="sm_90")
+
+
+@pytest.mark.parametrize(
+    "body,sig,message",
+    [
+        ("tiles.block_reduce(x[i] > 0, '+', block_dim=128)", None, r"value has type bool, which is not supported"),
+        ("tiles.block_sum(x[i], block_dim=128)", "void(complex64[:], complex64[:], int64)",
+         r"value has type complex64.*Fix: pass one of int32, int64, uint32, uint64, float32, float64"),
+        ("tiles.block_sum(x[i], block_dim=128)", "void(int8[:], int8[:], int64)", r"value has type int8"),
+        ("tiles.block_reduce(x[i], '%', block_dim=128)", None, r"op '%' is not supported.*Fix: use one of '\+'"),
+        ("tiles.block_reduce(x[i], abs, block_dim=128)", None, r"op 'abs' is not supported"),
+        ("tiles.block_reduce(x[i], '&', block_dim=128)", None, r"op '&' needs an integer dtype, got float32"),
+        ("tiles.block_reduce(x[i], '+', block_dim=n)", None, r"block_dim must be a compile-time constant, got a run-time int64"),
+        ("tiles.block_sum(x[i], block_dim=2048)", None, r"block_dim=2048 is not a valid CUDA block \(2048 threads\)"),
+        ("tiles.block_sum(x[i], block_dim=NOT_A_BLOCK)", None, r"block_dim=\(1024, 2\) is not a valid CUDA block"),
+        ("tiles.block_sum(x[i], block_dim=(4, 4, 128))", None, r"is not a valid CUDA block"),
+        ("tiles.block_sum(x[i], block_dim=(0, 4))", None, r"is not a valid CUDA block"),
+        ("tiles.block_sum(x[i], block_dim=(4, 4, 4, 4))", None, r"block_dim must be an int or a tuple of 1 to 3 ints"),
+        ("tiles.block_sum(x[i], block_dim=128.0)", None, r"block_dim must be a compile-time constant, got a run-time float64.*e.g. block_dim=256"),
+        ("tiles.block_sum(x[i], block_dim=128, num_valid=1.5)", None, r"num_valid must be an integer, got float64"),
+        ("tiles.block_sum(x[i])", None, r"tiles.block_sum: missing a required argument: 'block_dim'"),
+        ("tiles.block_sum(x[i], 128)", None, r"tiles.block_sum: too many positional arguments.*block_dim"),
+        ("tiles.block_reduce(x[i], '+', block_dim=128, items=4)", None, r"unexpected keyword argument 'items'"),
+    ],
+)
+def test_misuse_is_a_clear_compile_time_error(body, sig, message):
+    intrinsic = body.split("(")[0]
+    with pytest.raises(TypingError) as info:
+        compile_body(body, *(sig,) if sig else ())
+    text = str(info.value)
+    assert f"{intrinsic}:" in text
+    assert "Fix:" in text
+    assert re.search(message, text, re.S), text
+
+
+def test_module_global_and_closure_constants_are_accepted():
+    compile_body("tiles.block_sum(x[i], block_dim=BLOCK)")
+    dims = (16, 8)
+
+    def kernel(x, out):
+        out[0] = tiles.block_reduce(x[cuda.grid(1)], "min", block_dim=dims)
+
+    assert tiles.compile(kernel, "void(float64[:], float64[:])", arch="sm_90")
+

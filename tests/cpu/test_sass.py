@@ -1,0 +1,37 @@
+"""The linked cubin (no GPU needed) has CUB's reduction inlined: no calls, no local memory, shuffles."""
+
+import subprocess
+
+import pytest
+from cuda.pathfinder import find_nvidia_binary_utility
+
+import numba_tiles as tiles
+
+from .. import reference
+
+
+def sass(cubin, tmp_path):
+    nvdisasm = find_nvidia_binary_utility("nvdisasm")
+    assert nvdisasm, "nvdisasm not found: pip install nvidia-cuda-nvdisasm (part of .[test])"
+    path = tmp_path / "kernel.cubin"
+    path.write_bytes(cubin)
+    return subprocess.run([nvdisasm, "-c", str(path)], check=True, capture_output=True, text=True).stdout
+
+
+def instructions(text):
+    return [line.split(";")[0].split("*/", 1)[-1].split() for line in text.splitlines() if "/*" in line and ";" in line]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype,op", [(d, op) for d in reference.DTYPES for op in ("+", "max")] + [("uint32", "^")])
+def test_cub_inlined_without_local_memory(arch, dtype, op, tmp_path):
+    kernel = reference.make_kernel(op, 256)
+    sig = f"void({dtype}[:], int64[:], {dtype}[:], {dtype}[:])"
+    code = sass(tiles.compile(kernel, sig, arch=arch), tmp_path)
+    opcodes = [ins[0] if not ins[0].startswith("@") else ins[1] for ins in instructions(code) if ins]
+    names = {op_.split(".")[0] for op_ in opcodes}
+    assert opcodes, "no instructions disassembled"
+    assert not names & {"CALL", "LDL", "STL"}, f"external call or local memory in {sorted(names)}"
+    assert names & {"SHFL", "REDUX"}, f"no warp shuffle or REDUX in {sorted(names)}"
+    assert "BAR" in names  # the block-wide step of CUB's reduction and the reuse barrier
+

@@ -1,0 +1,73 @@
+"""block_reduce / block_sum on the GPU against NumPy: every dtype × op × block shape, with and without num_valid."""
+
+import pytest
+
+from .. import reference
+from .conftest import BLOCK_DIMS
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("block_dim", BLOCK_DIMS, ids=str)
+@pytest.mark.parametrize("dtype,op", reference.cases())
+def test_block_reduce(dtype, op, block_dim, rng):
+    reference.run_case(dtype, op, block_dim, rng)
+
+
+@pytest.mark.parametrize("block_dim", BLOCK_DIMS, ids=str)
+@pytest.mark.parametrize("dtype", reference.DTYPES)
+def test_block_sum(dtype, block_dim, rng):
+    reference.run_case(dtype, "+", block_dim, rng, api="sum")
+
+
+@pytest.mark.parametrize("dtype,op", reference.cases())
+def test_op_spelled_as_python_function(dtype, op, rng):
+    reference.run_case(dtype, op, 256, rng, api="spelled")
+
+
+def test_back_to_back_calls_share_temp_storage(rng):
+    """Two calls of one instantiation in a row must not race on CUB's shared temp storage."""
+    import numpy as np
+    from numba import cuda
+
+    import numba_tiles as tiles
+
+    @cuda.jit
+    def twice(x, out):
+        i = cuda.grid(1)
+        a = tiles.block_sum(x[i], block_dim=128)
+        b = tiles.block_sum(x[i] * 2, block_dim=128)
+        c = tiles.block_sum(x[i] * 3, block_dim=128)
+        if cuda.threadIdx.x == 0:
+            out[cuda.blockIdx.x, 0] = a
+            out[cuda.blockIdx.x, 1] = b
+            out[cuda.blockIdx.x, 2] = c
+
+    x = rng.integers(-1000, 1000, 128 * 512).astype(np.int64)
+    out = np.zeros((512, 3), np.int64)
+    twice[512, 128](x, out)
+    s = x.reshape(512, 128).sum(axis=1)
+    np.testing.assert_array_equal(out, np.stack([s, 2 * s, 3 * s], axis=1))
+
+
+def test_device_function_helper(rng):
+    import numpy as np
+    from numba import cuda
+
+    import numba_tiles as tiles
+
+    @cuda.jit(device=True)
+    def tile_max(v):
+        return tiles.block_reduce(v, "max", block_dim=(8, 8))
+
+    @cuda.jit
+    def kernel(x, out):
+        t = cuda.threadIdx.x + 8 * cuda.threadIdx.y
+        m = tile_max(x[cuda.blockIdx.x * 64 + t])
+        if t == 0:
+            out[cuda.blockIdx.x] = m
+
+    x = rng.standard_normal(64 * 100).astype(np.float32)
+    out = np.zeros(100, np.float32)
+    kernel[100, (8, 8)](x, out)
+    np.testing.assert_array_equal(out, x.reshape(100, 64).max(axis=1))

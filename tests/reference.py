@@ -1,0 +1,112 @@
+"""Kernels and NumPy references shared by the GPU and simulator tests of the block reductions."""
+
+import operator
+
+import numpy as np
+from numba import cuda
+
+import numba_tiles as tiles
+
+DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
+OPS = {"+": np.add, "*": np.multiply, "min": np.minimum, "max": np.maximum,
+       "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor}
+# The same ops spelled as Python objects, to check every spelling reaches the same code.
+SPELLED = {"+": operator.add, "*": operator.mul, "min": min, "max": max,
+           "&": operator.and_, "|": operator.or_, "^": operator.xor}
+
+
+def cases(dtypes=DTYPES):
+    """(dtype, op) pairs that make sense: bitwise ops on integers only."""
+    return [(d, op) for d in dtypes for op in OPS if np.dtype(d).kind in "iu" or op in "+*minmax"]
+
+
+def threads_of(block_dim):
+    dims = block_dim if isinstance(block_dim, tuple) else (block_dim,)
+    return int(np.prod(dims))
+
+
+def num_valid_per_block(threads, rng):
+    """Per-block counts: the edge cases (0, 1, full, beyond full) and random partial tiles."""
+    fixed = [threads, 0, 1, threads - 1, threads + 7, max(threads // 2, 1)]
+    return np.array(fixed + list(rng.integers(0, threads + 1, 4)), dtype=np.int64)
+
+
+def random_values(dtype, op, n, rng):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        if op == "*":  # products of values near 1 stay finite and well-conditioned
+            return np.exp(rng.normal(0.0, 0.05, n)).astype(dtype)
+        return rng.uniform(-100.0, 100.0, n).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+
+
+def make_kernel(op, block_dim, api="reduce"):
+    """A kernel in which block b reduces x[b*T:(b+1)*T], in full and over its first nv[b] items."""
+    T = threads_of(block_dim)
+    dims = block_dim if isinstance(block_dim, tuple) else (block_dim,)
+    BX = dims[0]
+    BY = dims[1] if len(dims) > 1 else 1
+    OP = SPELLED[op] if api == "spelled" else op
+
+    @cuda.jit
+    def kernel(x, nv, full, part):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        v = x[b * T + t]
+        if api == "sum":
+            a = tiles.block_sum(v, block_dim=block_dim)
+            p = tiles.block_sum(v, block_dim=block_dim, num_valid=nv[b])
+        else:
+            a = tiles.block_reduce(v, OP, block_dim=block_dim)
+            p = tiles.block_reduce(v, OP, block_dim=block_dim, num_valid=nv[b])
+        if t == 0:
+            full[b] = a
+            part[b] = p
+
+    return kernel
+
+
+def reference(dtype, op, x, counts, threads):
+    """Per-block results: float64 for floats, exact (wrapping) in the dtype for integers."""
+    dtype = np.dtype(dtype)
+    ufunc = OPS[op]
+    acc = np.float64 if dtype.kind == "f" else dtype
+    tiles_ = x.reshape(-1, threads).astype(acc)
+    full = ufunc.reduce(tiles_, axis=1, dtype=acc)
+    part = np.array([
+        ufunc.reduce(row[: min(n, threads)], dtype=acc) if n > 0 else tiles.ops.parse("t", op).identity(dtype)
+        for row, n in zip(tiles_, counts)
+    ])
+    return full, part
+
+
+def check(dtype, op, got, want, x, threads):
+    """Integers exactly; floats within the float64 reference's rounding bound for `threads` terms."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        np.testing.assert_array_equal(got, want.astype(dtype))
+        return
+    assert not np.isnan(got).any()
+    if op in ("min", "max"):
+        np.testing.assert_array_equal(got, want.astype(dtype))
+        return
+    # Summation/product error grows at most ~ threads * eps relative to the magnitudes involved.
+    eps = np.finfo(dtype).eps
+    scale = np.abs(x.reshape(-1, threads)).astype(np.float64).sum(axis=1) if op == "+" else np.abs(want)
+    np.testing.assert_array_less(np.abs(got.astype(np.float64) - want), threads * eps * scale + np.finfo(dtype).tiny)
+
+
+def run_case(dtype, op, block_dim, rng, api="reduce"):
+    """Launch the kernel on fresh data and compare with NumPy."""
+    T = threads_of(block_dim)
+    counts = num_valid_per_block(T, rng)
+    blocks = len(counts)
+    x = random_values(dtype, op, blocks * T, rng)
+    full = np.full(blocks, 123, dtype=dtype)  # poison: every block must write its slot
+    part = np.full(blocks, 123, dtype=dtype)
+    kernel = make_kernel(op, block_dim, api)
+    kernel[blocks, block_dim](x, counts, full, part)
+    want_full, want_part = reference(dtype, op, x, counts, T)
+    check(dtype, op, full, want_full, x, T)
+    check(dtype, op, part, want_part, x, T)
