@@ -35,7 +35,7 @@ def _reduce_rule(name, args):
     return Instance(
         intrinsic=name,
         header="block.cuh",
-        template=f"numba_tiles::block_reduce<{dtype.cxx}, {op.cxx(dtype)}, {bx}, {by}, {bz}, {str(partial).lower()}>",
+        template=f"numba_tiles::block_reduce<{dtype.cxx}, {op.cxx}, {bx}, {by}, {bz}, {str(partial).lower()}>",
         result=dtype.numba,
         params=(("value", dtype.numba, None), ("num_valid", types.int32, 0)),
     )

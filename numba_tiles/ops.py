@@ -22,12 +22,13 @@ class Op:
     """One associative, commutative operator: its C++ functor and its NumPy twin."""
 
     name: str
-    functor: str  # a CCCL function object template, instantiated per dtype
+    functor: str  # a CCCL transparent function object (CUB's fast paths, like REDUX, match on those)
     ufunc: np.ufunc
     integer_only: bool
 
-    def cxx(self, dtype):
-        return f"{self.functor}<{dtype.cxx}>"
+    @property
+    def cxx(self):
+        return f"{self.functor}<>"
 
     def identity(self, dtype):
         """The value of an empty reduction in NumPy ``dtype`` (as lto_libs' ``identity`` gives it)."""

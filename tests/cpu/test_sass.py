@@ -35,3 +35,13 @@ def test_cub_inlined_without_local_memory(arch, dtype, op, tmp_path):
     assert names & {"SHFL", "REDUX"}, f"no warp shuffle or REDUX in {sorted(names)}"
     assert "BAR" in names  # the block-wide step of CUB's reduction and the reuse barrier
 
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype,op,redux", [("int32", "+", "REDUX.SUM.S32"), ("uint32", "min", "REDUX.MIN"),
+                                            ("int32", "max", "REDUX.MAX.S32")])
+def test_32bit_integer_reductions_use_redux(arch, dtype, op, redux, tmp_path):
+    """CUB's sm_80+ warp-reduction instruction, which it picks only for transparent functors."""
+    kernel = reference.make_kernel(op, 256)
+    code = sass(tiles.compile(kernel, f"void({dtype}[:], int64[:], {dtype}[:], {dtype}[:])", arch=arch), tmp_path)
+    assert redux in code

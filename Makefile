@@ -1,0 +1,49 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test` (see README).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+
+# The GPU machines have no package index and ship numpy 2.5 (which breaks numba-cuda 0.30):
+# `make gpu-wheels` (here) downloads the pinned cp312 wheels they lack into .gpu-wheels/,
+# `make gpu-test` (there) installs them with --no-index into .gpu-site/ and runs the GPU tests.
+GPU_PYTHON  ?= python3
+GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-bindings==13.0.*" "cuda-pathfinder>=1.3" "nvidia-cuda-cccl==13.0.*"
+GPU_ENV     := PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR)
+
+.PHONY: venv test demo gpu-wheels gpu-test benchmark clean
+
+$(PY): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(PY)
+
+venv: $(PY)
+
+# Compiled-path tests (GPU ones skip without a GPU), then the simulator's.
+test: $(PY)
+	$(PY) -m pytest tests -q -ra
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra
+
+demo: $(PY)
+	$(PY) examples/segmented_sum.py
+
+benchmark: $(PY)
+	$(PY) benchmarks/compile_latency.py
+
+gpu-wheels:
+	rm -rf .gpu-wheels
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps --python-version 3.12 \
+	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  --dest .gpu-wheels $(GPU_PINS)
+
+gpu-test:
+	rm -rf .gpu-site
+	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target .gpu-site .gpu-wheels/*.whl
+	$(GPU_ENV) $(GPU_PYTHON) -c "import numpy, numba, numba.cuda, cuda.core; from numba_tiles import _toolchain as t; \
+	  print('numpy', numpy.__version__, 'numba', numba.__version__, 'cuda.core', cuda.core.__version__, t.versions())"
+	$(GPU_ENV) $(GPU_PYTHON) -m pytest tests/gpu -q -ra -p no:cacheprovider
+	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_sum.py
+
+clean:
+	rm -rf $(VENV) .gpu-wheels .gpu-site
