@@ -9,6 +9,7 @@ import collections
 import hashlib
 import json
 import threading
+import time
 
 from . import _toolchain
 
@@ -16,7 +17,8 @@ _OPTIONS = {"std": "c++17", "link_time_optimization": True, "relocatable_device_
 
 _memo = {}
 _lock = threading.Lock()
-stats = collections.Counter()  # "nvrtc": programs compiled, "memo": reuses in this process
+# "nvrtc": programs compiled, "nvrtc_seconds": time spent in them, "memo": reuses in this process
+stats = collections.Counter()
 
 
 def translation_unit(instances):
@@ -59,7 +61,9 @@ def ltoir(instances, arch):
         if missing:
             todo = list(missing.values())
             name = todo[0].symbol if len(todo) == 1 else f"numba_tiles_batch_of_{len(todo)}"
+            start = time.perf_counter()
             code = LTOIR(_nvrtc(translation_unit(todo), arch, name), name=f"{name}.ltoir")
+            stats["nvrtc_seconds"] += time.perf_counter() - start
             stats["nvrtc"] += 1
             _memo.update(dict.fromkeys(missing, code))
         return [_memo[k] for k in keys]
@@ -108,7 +112,15 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False):
 
     Example::
 
+        from numba import cuda
         import numba_tiles as tiles
+
+        @cuda.jit
+        def block_sums(x, out):
+            s = tiles.block_sum(x[cuda.grid(1)], block_dim=128)
+            if cuda.threadIdx.x == 0:
+                out[cuda.blockIdx.x] = s
+
         cubin = tiles.compile(block_sums, "void(float32[:], float32[:])", arch="sm_80")
     """
     from cuda.core import Linker, LinkerOptions, ObjectCode

@@ -9,13 +9,20 @@ class TilesError(TypingError):
     The message names the intrinsic, what was wrong and the fix, e.g.
     ``tiles.block_reduce: op '%' is not supported. Fix: use one of '+', '*', 'min', ...``.
     When Numba compiles the kernel it reports this message inside its own ``TypingError``
-    (a base class of this one), so catch that to handle both::
+    (a base class of this one), so catch that to handle both. Example::
 
+        from numba import cuda
         from numba.core.errors import TypingError
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def bad(x, out):
+            out[0] = tiles.block_reduce(x[cuda.grid(1)], "&", block_dim=128)
+
         try:
-            tiles.compile(kernel, "void(float32[:], float32[:])")
+            tiles.compile(bad, "void(float32[:], float32[:])")
         except TypingError as e:
-            print(e)
+            assert "tiles.block_reduce: op '&' needs an integer dtype" in str(e)
     """
 
 

@@ -1,0 +1,87 @@
+"""Compile latency: time to a linked cubin in a fresh process, with and without one block_reduce.
+
+Each measurement is a new Python process that imports numba_tiles and calls ``tiles.compile``
+for sm_90 (no GPU needed), so it pays every cold cost a user pays. Prints a table and writes
+JSON to benchmarks/results/.
+
+    python benchmarks/compile_latency.py [--runs 5]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from numba import cuda
+import numba_tiles as tiles
+from numba_tiles import _compile
+t1 = time.perf_counter()
+
+def with_reduce(x, out):
+    i = cuda.grid(1)
+    s = tiles.block_reduce(x[i], "+", block_dim=256)
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = s
+
+def without(x, out):
+    i = cuda.grid(1)
+    s = x[i]
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = s
+
+kernel = with_reduce if sys.argv[1] == "block_reduce" else without
+tiles.compile(kernel, "void(float32[:], float32[:])", arch="sm_90")
+t2 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "compile_s": t2 - t1, "nvrtc_s": _compile.stats["nvrtc_seconds"]}))
+"""
+
+
+def measure(variant, runs):
+    samples = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", CHILD, variant], capture_output=True, text=True, check=True)
+        samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
+
+
+def cpu_name():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    results = {variant: measure(variant, args.runs) for variant in ("without", "block_reduce")}
+    device = f"CPU only: {cpu_name()}, {os.cpu_count()} cores"
+    date = datetime.date.today().isoformat()
+    print(f"compile latency to a linked sm_90 cubin, fresh process, median of {args.runs} ({device}, {date})")
+    print(f"{'kernel':<14}{'import s':>10}{'compile s':>11}{'NVRTC s':>9}{'total s':>9}")
+    for variant, r in results.items():
+        total = r["import_s"] + r["compile_s"]
+        print(f"{variant:<14}{r['import_s']:>10.2f}{r['compile_s']:>11.2f}{r['nvrtc_s']:>9.2f}{total:>9.2f}")
+    extra = results["block_reduce"]["compile_s"] - results["without"]["compile_s"]
+    print(f"block_reduce adds {extra:.2f} s, of which NVRTC {results['block_reduce']['nvrtc_s']:.2f} s")
+    record = {"benchmark": "compile_latency", "device": device, "date": date, "runs": args.runs,
+              "python": platform.python_version(), "results": results}
+    path = Path(__file__).parent / "results" / f"compile_latency-{date}.json"
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
