@@ -47,6 +47,11 @@ def scalar(intrinsic, param, ty):
     return found
 
 
+def cxx(ty):
+    """The C++ spelling of a supported Numba scalar type."""
+    return _BY_NUMBA[ty].cxx
+
+
 def integer(intrinsic, param, ty):
     """Check that a run-time count argument is an integer (any width: it is cast to int32)."""
     if not isinstance(types.unliteral(ty), types.Integer):

@@ -2,14 +2,16 @@
 
 An intrinsic is declared once, on its public function (see ``block.py``)::
 
-    @intrinsic(header="block.cuh", consts={"op": ops.parse, "block_dim": parse_block_dim},
+    @intrinsic(consts={"op": ops.parse, "block_dim": parse_block_dim},
                rule=_reduce_rule, simulate=simulator.block_reduce)
     def block_reduce(value, op, *, block_dim, num_valid=None):
         '''docs'''
 
 Parameters named in ``consts`` are compile-time constants (literals or module globals), parsed
-by the given function at typing; the others are run-time values. ``rule`` turns the parsed
-arguments into an `Instance`: one C++ template instantiation with an ``extern "C"`` entry point.
+by the given function at typing; the others are run-time values; ``fixed`` pins parameters the
+function does not take (``block_sum`` is ``block_reduce`` with ``op="+"``). ``rule`` turns the
+parsed arguments into an `Instance`: a template from an lto_libs header, instantiated, with an
+``extern "C"`` entry point. ``simulate`` is the pure-Python twin the simulator runs.
 Lowering compiles the instance to LTO-IR (memoized), attaches it to the kernel's code library
 and calls the entry point; nvJitLink links and inlines it with Numba's own code.
 """
@@ -49,17 +51,13 @@ class Instance:
 
     def entry(self):
         """The C++ entry point NVRTC compiles for this instance (after ``#include`` of its header)."""
-        decls = ", ".join(f"{_cxx(ty)} {name}" for name, ty, _ in self.params)
+        decls = ", ".join(f"{_dtypes.cxx(ty)} {name}" for name, ty, _ in self.params)
         names = ", ".join(name for name, _, _ in self.params)
         return (
-            f'extern "C" __device__ {_cxx(self.result)} {self.symbol}({decls}) {{\n'
+            f'extern "C" __device__ {_dtypes.cxx(self.result)} {self.symbol}({decls}) {{\n'
             f"  return {self.template}({names});\n"
             f"}}\n"
         )
-
-
-def _cxx(ty):
-    return _dtypes.scalar("(entry point)", "type", ty).cxx
 
 
 class _NotConstant(Exception):
@@ -84,9 +82,8 @@ def _constant(ty):
 class Spec:
     """An intrinsic's declaration: its Python signature, which parameters are compile-time, its rule."""
 
-    def __init__(self, func, header, consts, rule, simulate, fixed):
+    def __init__(self, func, consts, rule, simulate, fixed):
         self.name = func.__name__
-        self.header = header
         self.consts = consts
         self.rule = rule
         self.simulate = simulate
@@ -130,10 +127,11 @@ class Spec:
                 resolved[name] = self._parse(name, value)
         return self.rule(self.name, resolved)
 
-    def resolve_values(self, arguments):
-        """The simulator's twin of `resolve_types`: Python values in, (instance, parsed arguments) out."""
+    def resolve_values(self, *args, **kwargs):
+        """The simulator's twin of typing: a call's Python values → (`Instance`, parsed arguments)."""
         from numba import typeof
 
+        arguments = self._bind(args, kwargs, omitted=lambda default: default)
         parsed = {n: self._parse(n, v) if n in self.consts else v for n, v in arguments.items()}
         typed = {n: v if n in self.consts or v is None else typeof(v) for n, v in parsed.items()}
         return self.rule(self.name, typed), parsed
@@ -206,16 +204,16 @@ def _register(spec, func):
     lower_builtin(func, types.VarArg(types.Any))(spec.lower)
 
 
-def intrinsic(*, header, consts, rule, simulate, fixed=None):
+def intrinsic(*, consts, rule, simulate, fixed=None):
     """Declare the decorated function (its signature and docstring) as an intrinsic; see module doc."""
 
     def decorate(declaration):
-        spec = Spec(declaration, header, consts, rule, simulate, fixed or {})
+        spec = Spec(declaration, consts, rule, simulate, fixed or {})
 
         @functools.wraps(declaration)
         def call(*args, **kwargs):
             # Outside a compiled kernel this is the simulator's implementation.
-            instance, arguments = spec.resolve_values(spec._bind(args, kwargs, omitted=lambda default: default))
+            instance, arguments = spec.resolve_values(*args, **kwargs)
             return spec.simulate(instance, arguments)
 
         call.spec = spec

@@ -44,7 +44,7 @@ def _reduce_rule(name, args):
 _REDUCE_CONSTS = {"op": ops.parse, "block_dim": parse_block_dim}
 
 
-@intrinsic(header="block.cuh", consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce)
+@intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce)
 def block_reduce(value, op, *, block_dim, num_valid=None):
     """Reduce one value per thread across the thread block with ``op``; the result is valid in thread 0.
 
@@ -76,7 +76,7 @@ def block_reduce(value, op, *, block_dim, num_valid=None):
     """
 
 
-@intrinsic(header="block.cuh", consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce,
+@intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce,
            fixed={"op": "+"})
 def block_sum(value, *, block_dim, num_valid=None):
     """Sum one value per thread across the thread block: ``block_reduce(value, "+", ...)``.

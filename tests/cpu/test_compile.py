@@ -73,7 +73,7 @@ def test_same_instantiation_compiles_once_per_process():
 
 def test_batch_compiles_missing_instances_in_one_program():
     spec = tiles.block_reduce.spec
-    instances = [spec.resolve_values(dict(value=np.float64(0), op=op, block_dim=48, num_valid=None))[0]
+    instances = [spec.resolve_values(np.float64(0), op, block_dim=48)[0]
                  for op in ("+", "*", "min")]
     before = _compile.stats["nvrtc"]
     objects = _compile.ltoir(instances, "sm_90")
@@ -92,7 +92,7 @@ def test_key_covers_source_arch_and_toolchain():
 
 
 def test_entry_point_renders_the_cub_template():
-    instance, _ = tiles.block_sum.spec.resolve_values(dict(value=np.int64(0), block_dim=(16, 16), num_valid=3))
+    instance, _ = tiles.block_sum.spec.resolve_values(np.int64(0), block_dim=(16, 16), num_valid=3)
     source = _compile.translation_unit([instance])
     assert source.startswith('#include "block.cuh"')
     assert "numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, true>" in source

@@ -8,13 +8,6 @@ from numba_tiles import _compile
 from .. import reference
 
 
-def pytest_collection_modifyitems(config, items):
-    if not cuda.is_available():
-        skip = pytest.mark.skip(reason="no CUDA GPU")
-        for item in items:
-            item.add_marker(skip)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def precompiled():
     """Compile every instantiation the GPU tests use in one NVRTC program (seconds, not minutes).
@@ -27,7 +20,7 @@ def precompiled():
     cc = cuda.get_current_device().compute_capability
     spec = tiles.block_reduce.spec
     instances = [
-        spec.resolve_values(dict(value=np.dtype(d).type(0), op=op, block_dim=bd, num_valid=nv))[0]
+        spec.resolve_values(np.dtype(d).type(0), op, block_dim=bd, num_valid=nv)[0]
         for d, op in reference.cases()
         for bd in BLOCK_DIMS
         for nv in (None, np.int32(0))

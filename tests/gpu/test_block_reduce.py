@@ -1,11 +1,15 @@
 """block_reduce / block_sum on the GPU against NumPy: every dtype × op × block shape, with and without num_valid."""
 
+import numpy as np
 import pytest
+from numba import cuda
+
+import numba_tiles as tiles
 
 from .. import reference
 from .conftest import BLOCK_DIMS
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
 
 @pytest.mark.parametrize("block_dim", BLOCK_DIMS, ids=str)
@@ -27,11 +31,6 @@ def test_op_spelled_as_python_function(dtype, op, rng):
 
 def test_back_to_back_calls_share_temp_storage(rng):
     """Two calls of one instantiation in a row must not race on CUB's shared temp storage."""
-    import numpy as np
-    from numba import cuda
-
-    import numba_tiles as tiles
-
     @cuda.jit
     def twice(x, out):
         i = cuda.grid(1)
@@ -51,11 +50,6 @@ def test_back_to_back_calls_share_temp_storage(rng):
 
 
 def test_device_function_helper(rng):
-    import numpy as np
-    from numba import cuda
-
-    import numba_tiles as tiles
-
     @cuda.jit(device=True)
     def tile_max(v):
         return tiles.block_reduce(v, "max", block_dim=(8, 8))
