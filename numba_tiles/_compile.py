@@ -46,15 +46,15 @@ def ltoir(instances, arch):
     """The LTO-IR defining each instance's entry point, as Numba linkable objects (one per instance).
 
     Instances not compiled yet in this process go into one NVRTC program together: the CUB
-    headers are parsed once, and each further instantiation costs little. Each instance keeps
-    the object it was first compiled in, so an entry point is never defined twice in a link,
-    and Numba's set of linking files holds each object once however many call sites use it.
+    headers are parsed once, and each further instantiation costs little. An instance keeps
+    the object it was first compiled in, so Numba's set of linking files holds each object once
+    however many call sites use it.
     """
     from numba.cuda.cudadrv.linkable_code import LTOIR
 
     keys = [key(translation_unit([i]), arch) for i in instances]
-    # One lock around lookup and compile: two threads never build objects that both define
-    # an entry point (and NVRTC holds the GIL anyway, so nothing would run in parallel).
+    # One lock around lookup and compile: no instance is compiled twice (NVRTC holds the GIL,
+    # so threads would not compile in parallel anyway).
     with _lock:
         missing = {k: i for k, i in zip(keys, instances) if k not in _memo}
         stats["memo"] += len(keys) - len(missing)

@@ -96,5 +96,5 @@ def test_entry_point_renders_the_cub_template():
     source = _compile.translation_unit([instance])
     assert source.startswith('#include "block.cuh"')
     assert "numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, true>" in source
-    assert f'extern "C" __device__ ::cuda::std::int64_t {instance.symbol}(' in source
+    assert f'extern "C" inline __device__ __attribute__((used)) ::cuda::std::int64_t {instance.symbol}(' in source
     assert (_toolchain.lto_libs_dir() / "block.cuh").is_file()
