@@ -1,24 +1,29 @@
-"""C++ → LTO-IR with NVRTC (through ``cuda.core.Program``), once per key and process; and `compile`.
+"""C++ → LTO-IR with NVRTC (through ``cuda.core.Program``), through the memo and the disk cache; and `compile`.
 
-The key is a digest of everything that changes the bytes: the generated C++ text, the target
-arch, the options, and the toolchain versions (NVRTC, CCCL, our lto_libs, numba_tiles), so it
-can be persisted as it is.
+Lowering does not compile: each call site puts its instance into the pending LTO-IR object of
+the code library being lowered (a kernel or a device function), and that object compiles all
+of them in one NVRTC program when Numba first links it, so a kernel costs one NVRTC run
+however many intrinsics it calls. An instance already given to an object in this process is
+reused from it. Each program is stored in the disk cache (`numba_tiles.cache`) under a digest
+of everything that changes its bytes: the C++ text, the arch, the options and the toolchain
+versions (NVRTC, CCCL, our lto_libs, numba_tiles).
 """
 
-import collections
 import hashlib
 import json
 import threading
 import time
+import weakref
 
-from . import _toolchain
+from numba.cuda.cudadrv.linkable_code import LTOIR
+
+from . import _toolchain, cache
 
 _OPTIONS = {"std": "c++17", "link_time_optimization": True, "relocatable_device_code": True}
 
-_memo = {}
-_lock = threading.Lock()
-# "nvrtc": programs compiled, "nvrtc_seconds": time spent in them, "memo": reuses in this process
-stats = collections.Counter()
+_lock = threading.RLock()
+_memo = {}  # (entry symbol, arch) → the object that defines it
+_open = weakref.WeakKeyDictionary()  # code library → {arch: its pending object}
 
 
 def translation_unit(instances):
@@ -28,7 +33,7 @@ def translation_unit(instances):
 
 
 def key(source, arch):
-    """The hex digest naming one compiled product; its components are in `key_components`."""
+    """The hex digest naming one compiled program; its components are in `key_components`."""
     blob = json.dumps(key_components(source, arch), sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
 
@@ -42,31 +47,68 @@ def key_components(source, arch):
     }
 
 
-def ltoir(instances, arch):
-    """The LTO-IR defining each instance's entry point, as Numba linkable objects (one per instance).
+class Pending(LTOIR):
+    """LTO-IR for a set of instances, built (from the disk cache or NVRTC) when Numba first reads it."""
 
-    Instances not compiled yet in this process go into one NVRTC program together: the CUB
-    headers are parsed once, and each further instantiation costs little. An instance keeps
-    the object it was first compiled in, so Numba's set of linking files holds each object once
-    however many call sites use it.
-    """
-    from numba.cuda.cudadrv.linkable_code import LTOIR
+    def __init__(self, arch):
+        super().__init__(None, name=f"numba_tiles-{arch}.ltoir")
+        self.arch = arch
+        self.instances = {}
+        self._code = None
 
-    keys = [key(translation_unit([i]), arch) for i in instances]
-    # One lock around lookup and compile: no instance is compiled twice (NVRTC holds the GIL,
-    # so threads would not compile in parallel anyway).
+    def add(self, instance):
+        assert self._code is None, "numba_tiles: an instance was added after its LTO-IR was built"
+        self.instances.setdefault(instance.symbol, instance)
+
+    @property
+    def data(self):
+        with _lock:
+            if self._code is None:
+                self._code = build(sorted(self.instances.values(), key=lambda i: i.symbol), self.arch)
+            return self._code
+
+
+def for_call(instance, arch, library):
+    """The object that will define ``instance``'s entry point for a call lowered into ``library``."""
     with _lock:
-        missing = {k: i for k, i in zip(keys, instances) if k not in _memo}
-        stats["memo"] += len(keys) - len(missing)
-        if missing:
-            todo = list(missing.values())
-            name = todo[0].symbol if len(todo) == 1 else f"numba_tiles_batch_of_{len(todo)}"
-            start = time.perf_counter()
-            code = LTOIR(_nvrtc(translation_unit(todo), arch, name), name=f"{name}.ltoir")
-            stats["nvrtc_seconds"] += time.perf_counter() - start
-            stats["nvrtc"] += 1
-            _memo.update(dict.fromkeys(missing, code))
-        return [_memo[k] for k in keys]
+        found = _memo.get((instance.symbol, arch))
+        if found is not None:
+            cache._stats["memo"] += 1
+            return found
+        per_arch = _open.setdefault(library, {})
+        pending = per_arch.get(arch)
+        if pending is None or pending._code is not None:
+            pending = per_arch[arch] = Pending(arch)
+        pending.add(instance)
+        _memo[instance.symbol, arch] = pending
+        return pending
+
+
+def precompile(instances, arch):
+    """Build the instances not built yet in this process, all in one NVRTC program (or one cache hit)."""
+    with _lock:
+        pending = Pending(arch)
+        for instance in instances:
+            if (instance.symbol, arch) not in _memo:
+                pending.add(instance)
+                _memo[instance.symbol, arch] = pending
+        if pending.instances:
+            pending.data  # noqa: B018 (builds it)
+        return [_memo[i.symbol, arch] for i in instances]
+
+
+def build(instances, arch):
+    """LTO-IR bytes for one translation unit: from the disk cache, else NVRTC (then stored)."""
+    source = translation_unit(instances)
+    digest = key(source, arch)
+    code = cache.load(digest)
+    if code is None:
+        start = time.perf_counter()
+        code = _nvrtc(source, arch, instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}")
+        cache._stats["nvrtc_seconds"] += time.perf_counter() - start
+        cache._stats["nvrtc"] += 1
+        cache.store(digest, key_components(source, arch), code)
+    return code
 
 
 def _nvrtc(source, arch, name):

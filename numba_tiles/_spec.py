@@ -169,8 +169,8 @@ class Spec:
         arch = "sm_%d%d" % flags.compute_capability
         arguments = dict(zip(self.pysig.parameters, sig.args))
         instance = self.resolve_types({**arguments, **self.fixed})
-        (ltoir,) = _compile.ltoir([instance], arch)
-        context.active_code_library.add_linking_file(ltoir)
+        library = context.active_code_library
+        library.add_linking_file(_compile.for_call(instance, arch, library))
 
         values = dict(zip(self.pysig.parameters, args))
         call_args = [

@@ -15,6 +15,14 @@ SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 collect_ignore = ["cpu", "gpu"] if SIMULATOR else ["simulator"]
 
 
+def pytest_configure(config):
+    # A fresh disk cache per session: counters then see cold compiles, and the user's cache is untouched.
+    if "NUMBA_TILES_CACHE_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["NUMBA_TILES_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba_tiles_test_cache_")
+
+
 @pytest.fixture
 def rng(request):
     """Fresh random data every run; the seed is printed so a failure can be replayed."""

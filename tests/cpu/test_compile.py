@@ -55,9 +55,9 @@ def test_bad_output():
 
 
 def test_same_instantiation_compiles_once_per_process():
-    before = _compile.stats["nvrtc"]
+    before = tiles.cache.stats()["nvrtc"]
     tiles.compile(sum_kernel((4, 4, 4), "max"), SIG, arch="sm_90")
-    assert _compile.stats["nvrtc"] == before + 1
+    assert tiles.cache.stats()["nvrtc"] == before + 1
     # Another kernel, other spellings of the same op and shape: no new NVRTC run.
     tiles.compile(sum_kernel((4, 4, 4), max), "void(float32[:], float32[:])", arch="sm_90")
 
@@ -65,22 +65,34 @@ def test_same_instantiation_compiles_once_per_process():
         out[1] = tiles.block_reduce(float64(x[0]), np.maximum, block_dim=(4, 4, 4))
 
     tiles.compile(other, SIG, arch="sm_90")
-    assert _compile.stats["nvrtc"] == before + 1
+    assert tiles.cache.stats()["nvrtc"] == before + 1
     # Another arch is another product.
     tiles.compile(sum_kernel((4, 4, 4), "max"), SIG, arch="sm_80")
-    assert _compile.stats["nvrtc"] == before + 2
+    assert tiles.cache.stats()["nvrtc"] == before + 2
 
 
-def test_batch_compiles_missing_instances_in_one_program():
+def test_precompile_builds_missing_instances_in_one_program():
     spec = tiles.block_reduce.spec
-    instances = [spec.resolve_values(np.float64(0), op, block_dim=48)[0]
-                 for op in ("+", "*", "min")]
-    before = _compile.stats["nvrtc"]
-    objects = _compile.ltoir(instances, "sm_90")
-    assert _compile.stats["nvrtc"] == before + 1
+    instances = [spec.resolve_values(np.float64(0), op, block_dim=48)[0] for op in ("+", "*", "min")]
+    before = tiles.cache.stats()["nvrtc"]
+    objects = _compile.precompile(instances, "sm_90")
+    assert tiles.cache.stats()["nvrtc"] == before + 1
     assert len({id(o) for o in objects}) == 1
-    assert _compile.ltoir(instances[1:2], "sm_90")[0] is objects[0]
-    assert _compile.stats["nvrtc"] == before + 1
+    assert _compile.precompile(instances[1:2], "sm_90")[0] is objects[0]
+    assert tiles.cache.stats()["nvrtc"] == before + 1
+
+
+def test_one_nvrtc_program_per_kernel():
+    def kernel(x, out):
+        i = cuda.grid(1)
+        a = tiles.block_reduce(x[i], "+", block_dim=40)
+        b = tiles.block_reduce(x[i], "max", block_dim=40)
+        c = tiles.block_sum(x[i], block_dim=40, num_valid=7)
+        out[0] = a + b + c
+
+    before = tiles.cache.stats()["nvrtc"]
+    tiles.compile(kernel, SIG, arch="sm_90")
+    assert tiles.cache.stats()["nvrtc"] == before + 1
 
 
 def test_key_covers_source_arch_and_toolchain():

@@ -1,0 +1,121 @@
+"""The disk cache: cross-process hits, concurrency, bad entries, unwritable directories, eviction."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import numba_tiles as tiles
+from numba_tiles import cache
+
+# A fresh process compiles one kernel (block_dim given on the command line) and reports its counters.
+CHILD = r"""
+import json, sys, warnings
+warnings.simplefilter("always")
+from numba import cuda
+import numba_tiles as tiles
+BLOCK = int(sys.argv[1])
+
+def kernel(x, out):
+    s = tiles.block_reduce(x[cuda.grid(1)], "max", block_dim=BLOCK)
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = s
+
+with warnings.catch_warnings(record=True) as caught:
+    cubin = tiles.compile(kernel, "void(float32[:], float32[:])", arch="sm_80")
+print(json.dumps({"stats": tiles.cache.stats(), "cubin": len(cubin), "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+def run_child(cache_dir, block=96, **env):
+    environment = {**os.environ, "NUMBA_TILES_CACHE_DIR": str(cache_dir), **env}
+    out = subprocess.run([sys.executable, "-c", CHILD, str(block)], env=environment, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def entry_files(cache_dir):
+    return sorted(p for p in cache_dir.glob("*.ltoir"))
+
+
+def test_cold_then_warm_process(tmp_path):
+    cold = run_child(tmp_path)
+    assert cold["stats"]["nvrtc"] == 1 and cold["stats"]["writes"] == 1 and cold["stats"]["hits"] == 0
+    assert len(entry_files(tmp_path)) == 1
+    warm = run_child(tmp_path)
+    assert warm["stats"]["nvrtc"] == 0 and warm["stats"]["hits"] == 1
+    assert warm["cubin"] == cold["cubin"]
+
+
+def test_disabled_cache_writes_nothing(tmp_path):
+    first = run_child(tmp_path, NUMBA_TILES_CACHE="0")
+    second = run_child(tmp_path, NUMBA_TILES_CACHE="0")
+    assert first["stats"]["nvrtc"] == second["stats"]["nvrtc"] == 1
+    assert not entry_files(tmp_path)
+
+
+def test_eight_processes_on_one_cold_key(tmp_path, monkeypatch):
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: run_child(tmp_path, block=160), range(8)))
+    assert all(r["cubin"] == results[0]["cubin"] for r in results)
+    files = entry_files(tmp_path)
+    assert len(files) == 1 and not list(tmp_path.glob(".*.tmp"))
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
+    assert cache.load(files[0].stem) is not None  # the one entry left is whole and checks out
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "other key"])
+def test_bad_entry_is_removed_rebuilt_and_reported(tmp_path, monkeypatch, damage):
+    run_child(tmp_path, block=224)
+    (path,) = entry_files(tmp_path)
+    blob = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(blob[: len(blob) // 2])
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(len(blob)))
+    else:  # a whole, valid entry of another key under this name
+        run_child(tmp_path, block=192)
+        other = next(p for p in entry_files(tmp_path) if p != path)
+        path.write_bytes(other.read_bytes())
+    again = run_child(tmp_path, block=224)
+    assert again["stats"]["rejected"] == 1 and again["stats"]["nvrtc"] == 1
+    assert any("removed bad entry" in w for w in again["warnings"])
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
+    assert cache.load(path.stem) is not None  # rebuilt in place
+
+
+def test_unwritable_directory_still_compiles(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    result = run_child(blocker / "cache")
+    assert result["stats"]["nvrtc"] == 1 and result["cubin"] > 0
+    assert [w for w in result["warnings"] if "cannot write to" in w and "memory only" in w]
+
+
+def test_size_cap_evicts_least_recently_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
+    payload = os.urandom(1000)
+    for i, key in enumerate(["a" * 64, "b" * 64, "c" * 64]):
+        cache.store(key, {"arch": "sm_90", "n": i}, payload)
+        os.utime(tmp_path / f"{key}.ltoir", (time.time() - 100 + i, time.time() - 100 + i))
+    assert cache.load("a" * 64) == payload  # "a" is now the most recently used
+    size = (tmp_path / f"{'a' * 64}.ltoir").stat().st_size
+    monkeypatch.setenv("NUMBA_TILES_CACHE_MAX_BYTES", str(2 * size))
+    cache.store("d" * 64, {"arch": "sm_90"}, payload)
+    left = {p.stem[0] for p in entry_files(tmp_path)}
+    assert left == {"a", "d"}
+
+
+def test_info_and_entries_name_the_key_components(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
+    run_child(tmp_path)
+    info = tiles.cache.info()
+    assert info["directory"] == str(tmp_path) and info["entries"] == 1 and info["bytes"] > 0
+    assert {"source", "arch", "options", "nvrtc", "cccl", "lto_libs", "numba_tiles"} <= set(info["key_components"])
+    (entry,) = tiles.cache.entries()
+    assert entry["components"]["arch"] == "sm_80"
+    assert tiles.cache.clear() == 1 and not entry_files(tmp_path)
