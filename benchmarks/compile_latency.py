@@ -1,8 +1,9 @@
 """Compile latency: time to a linked cubin in a fresh process, with and without one block_reduce.
 
 Each measurement is a new Python process that imports numba_tiles and calls ``tiles.compile``
-for sm_90 (no GPU needed), so it pays every cold cost a user pays. Prints a table and writes
-JSON to benchmarks/results/.
+for sm_90 (no GPU needed), so it pays every cold cost a user pays: the kernel without the
+intrinsic, with it and an empty disk cache, and with it and a warm cache. Prints a table and
+writes JSON to benchmarks/results/.
 
     python benchmarks/compile_latency.py [--runs 5]
 """
@@ -15,6 +16,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 CHILD = r"""
@@ -37,18 +39,29 @@ def without(x, out):
     if cuda.threadIdx.x == 0:
         out[cuda.blockIdx.x] = s
 
-kernel = with_reduce if sys.argv[1] == "block_reduce" else without
+kernel = without if sys.argv[1] == "without" else with_reduce
 tiles.compile(kernel, "void(float32[:], float32[:])", arch="sm_90")
 t2 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "compile_s": t2 - t1, "nvrtc_s": _compile.stats["nvrtc_seconds"]}))
+stats = tiles.cache.stats()
+print(json.dumps({"import_s": t1 - t0, "compile_s": t2 - t1, "nvrtc_s": stats["nvrtc_seconds"],
+                  "nvrtc_runs": stats["nvrtc"], "cache_hits": stats["hits"]}))
 """
 
 
 def measure(variant, runs):
+    """Median of ``runs`` fresh processes; "cold" empties the cache before each, "warm" fills it once first."""
     samples = []
-    for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", CHILD, variant], capture_output=True, text=True, check=True)
-        samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = {**os.environ, "NUMBA_TILES_CACHE_DIR": cache_dir}
+        if variant == "block_reduce, warm cache":
+            subprocess.run([sys.executable, "-c", CHILD, variant], env=env, capture_output=True, check=True)
+        for _ in range(runs):
+            if variant == "block_reduce, cold cache":
+                for entry in Path(cache_dir).iterdir():
+                    entry.unlink()
+            out = subprocess.run([sys.executable, "-c", CHILD, variant], env=env, capture_output=True, text=True,
+                                 check=True)
+            samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
 
@@ -66,16 +79,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    results = {variant: measure(variant, args.runs) for variant in ("without", "block_reduce")}
+    variants = ("without", "block_reduce, cold cache", "block_reduce, warm cache")
+    results = {variant: measure(variant, args.runs) for variant in variants}
     device = f"CPU only: {cpu_name()}, {os.cpu_count()} cores"
     date = datetime.date.today().isoformat()
     print(f"compile latency to a linked sm_90 cubin, fresh process, median of {args.runs} ({device}, {date})")
-    print(f"{'kernel':<14}{'import s':>10}{'compile s':>11}{'NVRTC s':>9}{'total s':>9}")
+    print(f"{'kernel':<26}{'import s':>10}{'compile s':>11}{'NVRTC s':>9}{'total s':>9}")
     for variant, r in results.items():
         total = r["import_s"] + r["compile_s"]
-        print(f"{variant:<14}{r['import_s']:>10.2f}{r['compile_s']:>11.2f}{r['nvrtc_s']:>9.2f}{total:>9.2f}")
-    extra = results["block_reduce"]["compile_s"] - results["without"]["compile_s"]
-    print(f"block_reduce adds {extra:.2f} s, of which NVRTC {results['block_reduce']['nvrtc_s']:.2f} s")
+        print(f"{variant:<26}{r['import_s']:>10.2f}{r['compile_s']:>11.2f}{r['nvrtc_s']:>9.2f}{total:>9.2f}")
+    base = results["without"]["compile_s"]
+    for variant in variants[1:]:
+        print(f"{variant} adds {results[variant]['compile_s'] - base:.2f} s to the compile")
     record = {"benchmark": "compile_latency", "device": device, "date": date, "runs": args.runs,
               "python": platform.python_version(), "results": results}
     path = Path(__file__).parent / "results" / f"compile_latency-{date}.json"

@@ -84,7 +84,7 @@ def for_call(instance, arch, library):
         return pending
 
 
-def precompile(instances, arch):
+def build_instances(instances, arch):
     """Build the instances not built yet in this process, all in one NVRTC program (or one cache hit)."""
     with _lock:
         pending = Pending(arch)
@@ -181,3 +181,66 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False):
     options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, ptx=output == "ptx")
     linker = Linker(*(ObjectCode.from_ltoir(m) for m in modules), options=options)
     return linker.link(output).code
+
+
+def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):
+    """Compile kernels for each arch without linking or launching, to fill the disk cache: no GPU needed.
+
+    ``kernels`` is a module (or its dotted name; its ``@cuda.jit`` kernels), a kernel, or a list
+    of kernels (``@cuda.jit`` or plain functions). ``signatures``
+    maps each kernel (or its name) to its signatures; by default a module's
+    ``NUMBA_TILES_PRECOMPILE`` dict is used. ``arch`` is one arch or a list. Returns the
+    (kernel name, signature, arch) triples compiled; a progress bar shows on long runs.
+
+    Example::
+
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def block_sums(x, out):
+            s = tiles.block_sum(x[cuda.grid(1)], block_dim=128)
+            if cuda.threadIdx.x == 0:
+                out[cuda.blockIdx.x] = s
+
+        tiles.precompile(block_sums, arch=["sm_80", "sm_90"],
+                         signatures={block_sums: ["void(float32[:], float32[:])"]})
+    """
+    import importlib
+    import types as pytypes
+
+    from tqdm import tqdm
+
+    module = importlib.import_module(kernels) if isinstance(kernels, str) else kernels
+    if isinstance(module, pytypes.ModuleType):
+        signatures = getattr(module, "NUMBA_TILES_PRECOMPILE", {}) if signatures is None else signatures
+        kernels = [k for k in vars(module).values() if hasattr(k, "py_func")]
+    elif callable(kernels):
+        kernels = [kernels]
+    signatures = signatures or {}
+    archs = [arch] if isinstance(arch, str) else list(arch)
+    for a in archs:
+        parse_arch(a)
+    tasks, missing = [], []
+    for kernel in kernels:
+        name = getattr(kernel, "py_func", kernel).__name__
+        sigs = signatures.get(kernel, signatures.get(name))
+        if sigs is None:
+            missing.append(name)
+            continue
+        tasks += [(kernel, sig, a) for sig in ([sigs] if isinstance(sigs, str) else sigs) for a in archs]
+    if missing and not tasks:
+        raise ValueError(
+            f"numba_tiles.precompile: no signatures for {', '.join(missing)}; pass signatures="
+            "{kernel: ['void(float32[:], ...)']} or define NUMBA_TILES_PRECOMPILE in the module"
+        )
+    done = []
+    start = time.perf_counter()
+    bar = tqdm(tasks, desc="numba_tiles precompile", unit="kernel", disable=None if progress else True)
+    for kernel, sig, a in bar:
+        compile(kernel, sig, arch=a, output="ltoir")  # builds (or loads) the intrinsics' LTO-IR
+        done.append((getattr(kernel, "py_func", kernel).__name__, str(sig), a))
+    if progress:
+        print(f"numba_tiles: precompiled {len(done)} kernel signature(s) in {time.perf_counter() - start:.1f} s"
+              + (f"; skipped (no signatures): {', '.join(missing)}" if missing else ""))
+    return done

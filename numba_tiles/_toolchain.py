@@ -86,3 +86,75 @@ def versions():
         "cccl": cccl_version(),
         "lto_libs": lto_libs_digest(),
     }
+
+
+def _library(name):
+    from cuda.pathfinder import load_nvidia_dynamic_lib
+
+    try:
+        return load_nvidia_dynamic_lib(name).abs_path
+    except Exception as exc:  # pathfinder raises several kinds; all mean "not usable"
+        return f"not found ({type(exc).__name__})"
+
+
+def _driver_version():
+    """(major, minor) of the installed driver's CUDA version, or None without a driver."""
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        err, version = driver.cuDriverGetVersion()
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return None
+        return version // 1000, version % 1000 // 10
+    except Exception:  # no libcuda at all
+        return None
+
+
+def report():
+    """(rows of (what, value), problems with their fixes): what ``python -m numba_tiles doctor`` prints."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from cuda.bindings import nvjitlink
+
+    from . import cache
+
+    def package(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    rows, problems = [], []
+    for name in ("numba-cuda", "numba", "cuda-core", "cuda-bindings", "numpy"):
+        rows.append((name, package(name)))
+    nvrtc = "%d.%d" % nvrtc_version()
+    jitlink = "%d.%d" % nvjitlink.version()
+    rows += [
+        ("NVRTC", f"{nvrtc}  {_library('nvrtc')}"),
+        ("nvJitLink", f"{jitlink}  {_library('nvJitLink')}"),
+        ("NVVM", _library("nvvm")),
+        ("CCCL", f"{cccl_version()}  {cccl_include_dir()}"),
+        ("MathDx", package("nvidia-mathdx")),
+        ("targets", ", ".join(supported_archs())),
+    ]
+    if nvrtc_version() > nvjitlink.version():
+        problems.append(f"NVRTC {nvrtc} is newer than nvJitLink {jitlink}, which cannot link its LTO-IR: "
+                        f"pip install 'nvidia-nvjitlink=={nvrtc}.*'")
+    driver = _driver_version()
+    if driver is None:
+        rows.append(("driver", "none (compiling works; launching needs a GPU)"))
+    else:
+        rows.append(("driver", "CUDA %d.%d" % driver))
+        if nvjitlink.version() > driver:
+            problems.append(f"the toolkit ({jitlink}) is newer than the driver (CUDA {'%d.%d' % driver}): "
+                            f"pip install 'cuda-toolkit[nvrtc,nvjitlink,nvvm,cccl]=={'%d.%d' % driver}.*'")
+        from numba import cuda
+
+        for gpu in cuda.gpus if cuda.is_available() else ():
+            name = gpu.name.decode() if isinstance(gpu.name, bytes) else gpu.name
+            rows.append((f"GPU {gpu.id}", "%s, sm_%d%d" % ((name,) + gpu.compute_capability)))
+    info = cache.info()
+    state = "on" if info["enabled"] else "off (NUMBA_TILES_CACHE=0)"
+    rows.append(("cache", f"{info['directory']}  {state}, {info['entries']} entries, {info['bytes'] / 2**20:.1f} MiB"))
+    return rows, problems

@@ -71,14 +71,14 @@ def test_same_instantiation_compiles_once_per_process():
     assert tiles.cache.stats()["nvrtc"] == before + 2
 
 
-def test_precompile_builds_missing_instances_in_one_program():
+def test_build_instances_builds_missing_instances_in_one_program():
     spec = tiles.block_reduce.spec
     instances = [spec.resolve_values(np.float64(0), op, block_dim=48)[0] for op in ("+", "*", "min")]
     before = tiles.cache.stats()["nvrtc"]
-    objects = _compile.precompile(instances, "sm_90")
+    objects = _compile.build_instances(instances, "sm_90")
     assert tiles.cache.stats()["nvrtc"] == before + 1
     assert len({id(o) for o in objects}) == 1
-    assert _compile.precompile(instances[1:2], "sm_90")[0] is objects[0]
+    assert _compile.build_instances(instances[1:2], "sm_90")[0] is objects[0]
     assert tiles.cache.stats()["nvrtc"] == before + 1
 
 
@@ -110,3 +110,16 @@ def test_entry_point_renders_the_cub_template():
     assert "numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, true>" in source
     assert f'extern "C" inline __device__ __attribute__((used)) ::cuda::std::int64_t {instance.symbol}(' in source
     assert (_toolchain.lto_libs_dir() / "block.cuh").is_file()
+
+
+def test_precompile_needs_signatures():
+    with pytest.raises(ValueError, match="precompile: no signatures for kernel; pass signatures="):
+        tiles.precompile(sum_kernel(32), arch="sm_90")
+
+
+def test_precompile_fills_the_cache_for_each_arch():
+    kernel = sum_kernel(72)
+    before = tiles.cache.stats()["writes"]
+    done = tiles.precompile(kernel, arch=["sm_80", "sm_90"], signatures={"kernel": [SIG]}, progress=False)
+    assert [d[2] for d in done] == ["sm_80", "sm_90"]
+    assert tiles.cache.stats()["writes"] == before + 2

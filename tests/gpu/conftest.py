@@ -25,7 +25,7 @@ def precompiled():
         for bd in BLOCK_DIMS
         for nv in (None, np.int32(0))
     ]
-    _compile.precompile(instances, "sm_%d%d" % cc)
+    _compile.build_instances(instances, "sm_%d%d" % cc)
 
 
 BLOCK_DIMS = [32, 128, 256, 1024, (16, 16), (8, 8, 4)]

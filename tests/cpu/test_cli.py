@@ -1,0 +1,58 @@
+"""python -m numba_tiles: precompile a module into the cache, inspect and trim the cache, doctor."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(cache_dir, *args, check=True):
+    env = {**os.environ, "NUMBA_TILES_CACHE_DIR": str(cache_dir)}
+    return subprocess.run([sys.executable, "-m", "numba_tiles", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=check)
+
+
+RUN_EXAMPLE_KERNEL = r"""
+import json, sys
+sys.path.insert(0, ".")
+import numba_tiles as tiles
+from examples import segmented_sum as ex
+tiles.compile(ex.segment_sums, ex.NUMBA_TILES_PRECOMPILE[ex.segment_sums][0], arch=sys.argv[1])
+print(json.dumps(tiles.cache.stats()))
+"""
+
+
+def test_precompile_then_zero_nvrtc_calls(tmp_path):
+    out = cli(tmp_path, "precompile", "examples.segmented_sum", "--arch", "sm_90", "--arch", "sm_80")
+    assert "precompiled 2 kernel signature(s)" in out.stdout
+    assert len(list(tmp_path.glob("*.ltoir"))) == 2
+    for arch in ("sm_90", "sm_80"):
+        env = {**os.environ, "NUMBA_TILES_CACHE_DIR": str(tmp_path)}
+        run = subprocess.run([sys.executable, "-c", RUN_EXAMPLE_KERNEL, arch], cwd=ROOT, env=env,
+                             capture_output=True, text=True, check=True)
+        stats = json.loads(run.stdout.strip().splitlines()[-1])
+        assert stats["nvrtc"] == 0 and stats["hits"] == 1
+
+
+def test_cache_commands(tmp_path):
+    cli(tmp_path, "precompile", "examples.segmented_sum", "--arch", "sm_90")
+    info = cli(tmp_path, "cache", "info").stdout
+    assert str(tmp_path) in info and "entries     1," in info
+    assert "digest of: arch, cccl, lto_libs, numba_tiles, nvrtc, options, source" in info
+    listing = cli(tmp_path, "cache", "list").stdout
+    assert "sm_90" in listing and "1 entries" in listing
+    assert "removed 1 entries" in cli(tmp_path, "cache", "prune", "--max-bytes", "10").stdout
+    cli(tmp_path, "precompile", "examples.segmented_sum", "--arch", "sm_80")
+    assert "removed 1 entries" in cli(tmp_path, "cache", "clear").stdout
+    assert not list(tmp_path.glob("*.ltoir"))
+    assert cli(tmp_path, "cache", "prune", check=False).returncode == 2  # --max-bytes is required
+
+
+def test_doctor_reports_the_toolchain(tmp_path):
+    out = cli(tmp_path, "doctor")
+    for what in ("NVRTC", "nvJitLink", "NVVM", "CCCL", "MathDx", "driver", "cache", "sm_90"):
+        assert what in out.stdout
+    assert "PROBLEM" not in out.stdout and out.returncode == 0
