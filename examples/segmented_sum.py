@@ -63,6 +63,7 @@ def on_gpu(segments=32768, seg_len=8192, repeats=20):
     print(f"device: {name}")
     print(f"segments: {segments} x {seg_len} float32 ({x.nbytes / 2**20:.0f} MiB), max relative error {err:.1e}")
     print(f"median time: {seconds * 1e3:.3f} ms  bandwidth: {x.nbytes / seconds / 1e9:.0f} GB/s")
+    print(f"NVRTC runs in this process: {tiles.cache.stats()['nvrtc']} (0 means the LTO-IR came from the cache)")
 
 
 def on_simulator(segments=3, seg_len=1000):

@@ -39,14 +39,14 @@ _warned = set()
 
 def stats():
     """Counters of this process: disk ``hits`` and ``misses``, ``nvrtc`` programs compiled and
-    ``nvrtc_seconds`` spent, ``memo`` reuses in memory, ``writes``, ``evictions``, ``rejected``
-    (bad entries removed).
+    ``nvrtc_seconds`` spent, ``pch_used`` programs that took their headers from a precompiled
+    header, ``memo`` reuses in memory, ``writes``, ``evictions``, ``rejected`` (bad entries removed).
 
     Example::
 
         before = tiles.cache.stats()["nvrtc"]
     """
-    keys = ("hits", "misses", "nvrtc", "nvrtc_seconds", "memo", "writes", "evictions", "rejected")
+    keys = ("hits", "misses", "nvrtc", "nvrtc_seconds", "pch_used", "memo", "writes", "evictions", "rejected")
     return {k: _stats[k] for k in keys}
 
 

@@ -119,3 +119,28 @@ def test_info_and_entries_name_the_key_components(tmp_path, monkeypatch):
     (entry,) = tiles.cache.entries()
     assert entry["components"]["arch"] == "sm_80"
     assert tiles.cache.clear() == 1 and not entry_files(tmp_path)
+
+
+PCH_CHILD = r"""
+import json
+from numba import cuda
+import numba_tiles as tiles
+
+def kernel_for(block):
+    def kernel(x, out):
+        out[0] = tiles.block_reduce(x[cuda.grid(1)], "min", block_dim=block)
+    return kernel
+
+used = []
+for block in (32, 64, 96, 128):
+    tiles.compile(kernel_for(block), "void(int32[:], int32[:])", arch="sm_90")
+    used.append(tiles.cache.stats()["pch_used"])
+print(json.dumps(used))
+"""
+
+
+def test_precompiled_header_from_the_third_program_of_a_process(tmp_path):
+    """The 1st program compiles plainly, the 2nd makes the PCH, the 3rd and later use it (see benchmarks)."""
+    env = {**os.environ, "NUMBA_TILES_CACHE": "0"}
+    out = subprocess.run([sys.executable, "-c", PCH_CHILD], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [0, 0, 1, 2]
