@@ -4,7 +4,8 @@ Lowering does not compile: each call site puts its instance into the pending LTO
 the code library being lowered (a kernel or a device function), and that object compiles all
 of them in one NVRTC program when Numba first links it, so a kernel costs one NVRTC run
 however many intrinsics it calls. An instance already given to an object in this process is
-reused from it. Each program is stored in the disk cache (`numba_tiles.cache`) under a digest
+reused from it, so objects never overlap: each entry point is defined once in any link, and
+a kernel links only the instances it uses. Each program is stored in the disk cache (`numba_tiles.cache`) under a digest
 of everything that changes its bytes: the C++ text, the arch, the options and the toolchain
 versions (NVRTC, CCCL, our lto_libs, numba_tiles).
 """
@@ -86,19 +87,6 @@ def for_call(instance, arch, library):
         pending.add(instance)
         _memo[instance.symbol, arch] = pending
         return pending
-
-
-def build_instances(instances, arch):
-    """Build the instances not built yet in this process, all in one NVRTC program (or one cache hit)."""
-    with _lock:
-        pending = Pending(arch)
-        for instance in instances:
-            if (instance.symbol, arch) not in _memo:
-                pending.add(instance)
-                _memo[instance.symbol, arch] = pending
-        if pending.instances:
-            pending.data  # noqa: B018 (builds it)
-        return [_memo[i.symbol, arch] for i in instances]
 
 
 def build(instances, arch):

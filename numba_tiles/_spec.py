@@ -50,16 +50,11 @@ class Instance:
         return f"numba_tiles_{base}_{digest}"
 
     def entry(self):
-        """The C++ entry point NVRTC compiles for this instance (after ``#include`` of its header).
-
-        ``inline`` with ``used`` gives it linkonce_odr linkage: objects compiled apart may each
-        define it (a kernel and its device functions, cached batches) and nvJitLink keeps one.
-        """
+        """The C++ entry point NVRTC compiles for this instance (after ``#include`` of its header)."""
         decls = ", ".join(f"{_dtypes.cxx(ty)} {name}" for name, ty, _ in self.params)
         names = ", ".join(name for name, _, _ in self.params)
         return (
-            f'extern "C" inline __device__ __attribute__((used)) '
-            f"{_dtypes.cxx(self.result)} {self.symbol}({decls}) {{\n"
+            f'extern "C" __device__ {_dtypes.cxx(self.result)} {self.symbol}({decls}) {{\n'
             f"  return {self.template}({names});\n"
             f"}}\n"
         )

@@ -8,6 +8,7 @@ from numba import cuda
 import numba_tiles as tiles
 
 DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
+BLOCK_DIMS = [32, 128, 256, 1024, (16, 16), (8, 8, 4)]
 OPS = {"+": np.add, "*": np.multiply, "min": np.minimum, "max": np.maximum,
        "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor}
 # The same ops spelled as Python objects, to check every spelling reaches the same code.

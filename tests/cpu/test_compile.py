@@ -71,17 +71,6 @@ def test_same_instantiation_compiles_once_per_process():
     assert tiles.cache.stats()["nvrtc"] == before + 2
 
 
-def test_build_instances_builds_missing_instances_in_one_program():
-    spec = tiles.block_reduce.spec
-    instances = [spec.resolve_values(np.float64(0), op, block_dim=48)[0] for op in ("+", "*", "min")]
-    before = tiles.cache.stats()["nvrtc"]
-    objects = _compile.build_instances(instances, "sm_90")
-    assert tiles.cache.stats()["nvrtc"] == before + 1
-    assert len({id(o) for o in objects}) == 1
-    assert _compile.build_instances(instances[1:2], "sm_90")[0] is objects[0]
-    assert tiles.cache.stats()["nvrtc"] == before + 1
-
-
 def test_one_nvrtc_program_per_kernel():
     def kernel(x, out):
         i = cuda.grid(1)
@@ -108,7 +97,7 @@ def test_entry_point_renders_the_cub_template():
     source = _compile.translation_unit([instance])
     assert source.startswith('#include "block.cuh"')
     assert "numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, true>" in source
-    assert f'extern "C" inline __device__ __attribute__((used)) ::cuda::std::int64_t {instance.symbol}(' in source
+    assert f'extern "C" __device__ ::cuda::std::int64_t {instance.symbol}(' in source
     assert (_toolchain.lto_libs_dir() / "block.cuh").is_file()
 
 

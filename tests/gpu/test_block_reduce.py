@@ -7,18 +7,17 @@ from numba import cuda
 import numba_tiles as tiles
 
 from .. import reference
-from .conftest import BLOCK_DIMS
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
 
-@pytest.mark.parametrize("block_dim", BLOCK_DIMS, ids=str)
+@pytest.mark.parametrize("block_dim", reference.BLOCK_DIMS, ids=str)
 @pytest.mark.parametrize("dtype,op", reference.cases())
 def test_block_reduce(dtype, op, block_dim, rng):
     reference.run_case(dtype, op, block_dim, rng)
 
 
-@pytest.mark.parametrize("block_dim", BLOCK_DIMS, ids=str)
+@pytest.mark.parametrize("block_dim", reference.BLOCK_DIMS, ids=str)
 @pytest.mark.parametrize("dtype", reference.DTYPES)
 def test_block_sum(dtype, block_dim, rng):
     reference.run_case(dtype, "+", block_dim, rng, api="sum")
