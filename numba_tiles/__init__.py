@@ -5,10 +5,13 @@ Example::
     from numba import cuda
     import numba_tiles as tiles
 
+    TPB = 256
+
     @cuda.jit
     def block_sums(x, out):
         i = cuda.grid(1)
-        s = tiles.block_sum(x[i] if i < x.size else 0.0, block_dim=256)
+        v = x[i] if i < x.size else 0.0
+        s = tiles.block_reduce(v, "+", block_dim=TPB)   # valid in thread 0, as in CUB
         if cuda.threadIdx.x == 0:
             out[cuda.blockIdx.x] = s
 """

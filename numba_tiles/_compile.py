@@ -5,9 +5,9 @@ the code library being lowered (a kernel or a device function), and that object 
 of them in one NVRTC program when Numba first links it, so a kernel costs one NVRTC run
 however many intrinsics it calls. An instance already given to an object in this process is
 reused from it, so objects never overlap: each entry point is defined once in any link, and
-a kernel links only the instances it uses. Each program is stored in the disk cache (`numba_tiles.cache`) under a digest
-of everything that changes its bytes: the C++ text, the arch, the options and the toolchain
-versions (NVRTC, CCCL, our lto_libs, numba_tiles).
+a kernel links only the instances it uses. Each program is stored in the disk cache
+(`numba_tiles.cache`) under a digest of everything that changes its bytes: the C++ text, the
+arch, the options and the toolchain versions (NVRTC, CCCL, our lto_libs, numba_tiles).
 """
 
 import atexit
@@ -31,16 +31,23 @@ _memo = {}  # (entry symbol, arch) → the object that defines it
 _open = weakref.WeakKeyDictionary()  # code library → {arch: its pending object}
 
 
+def _headers(instances):
+    return tuple(sorted({i.header for i in instances}))
+
+
 def translation_unit(instances):
     """One C++ source defining the entry points of ``instances`` (anything with header, entry())."""
-    includes = "".join(f'#include "{h}"\n' for h in sorted({i.header for i in instances}))
+    includes = "".join(f'#include "{h}"\n' for h in _headers(instances))
     return includes + "".join("\n" + i.entry() for i in instances)
 
 
 def key(source, arch):
     """The hex digest naming one compiled program; its components are in `key_components`."""
-    blob = json.dumps(key_components(source, arch), sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()
+    return _digest(key_components(source, arch))
+
+
+def _digest(components):
+    return hashlib.sha256(json.dumps(components, sort_keys=True).encode()).hexdigest()
 
 
 def key_components(source, arch):
@@ -92,16 +99,16 @@ def for_call(instance, arch, library):
 def build(instances, arch):
     """LTO-IR bytes for one translation unit: from the disk cache, else NVRTC (then stored)."""
     source = translation_unit(instances)
-    digest = key(source, arch)
+    components = key_components(source, arch)
+    digest = _digest(components)
     code = cache.load(digest)
     if code is None:
         start = time.perf_counter()
         name = instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}"
-        headers = tuple(sorted({i.header for i in instances}))
-        code = _nvrtc(source, arch, name, _pch_options(headers, arch))
+        code = _nvrtc(source, arch, name, _pch_options(_headers(instances), arch))
         cache._stats["nvrtc_seconds"] += time.perf_counter() - start
         cache._stats["nvrtc"] += 1
-        cache.store(digest, key_components(source, arch), code)
+        cache.store(digest, components, code)
     return code
 
 
@@ -212,8 +219,8 @@ def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):
     """Compile kernels for each arch without linking or launching, to fill the disk cache: no GPU needed.
 
     ``kernels`` is a module (or its dotted name; its ``@cuda.jit`` kernels), a kernel, or a list
-    of kernels (``@cuda.jit`` or plain functions). ``signatures``
-    maps each kernel (or its name) to its signatures; by default a module's
+    of kernels (``@cuda.jit`` or plain functions). ``signatures`` maps each kernel (or its
+    name) to its signatures; by default a module's
     ``NUMBA_TILES_PRECOMPILE`` dict is used. ``arch`` is one arch or a list. Returns the
     (kernel name, signature, arch) triples compiled; a progress bar shows on long runs.
 
@@ -223,13 +230,12 @@ def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):
         import numba_tiles as tiles
 
         @cuda.jit
-        def block_sums(x, out):
-            s = tiles.block_sum(x[cuda.grid(1)], block_dim=128)
-            if cuda.threadIdx.x == 0:
-                out[cuda.blockIdx.x] = s
+        def tile_max(x, out):
+            m = tiles.block_reduce(x[cuda.grid(1)], "max", block_dim=(16, 16))
+            out[cuda.blockIdx.x] = m
 
-        tiles.precompile(block_sums, arch=["sm_80", "sm_90"],
-                         signatures={block_sums: ["void(float32[:], float32[:])"]})
+        tiles.precompile(tile_max, arch=["sm_80", "sm_90"],
+                         signatures={tile_max: ["void(float32[:], float32[:])"]})
     """
     import importlib
     import types as pytypes

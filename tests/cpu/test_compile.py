@@ -92,6 +92,12 @@ def test_key_covers_source_arch_and_toolchain():
     assert len(keys) == 3
 
 
+def test_key_changes_with_an_option(monkeypatch):
+    before = _compile.key("int x;", "sm_90")
+    monkeypatch.setitem(_compile._OPTIONS, "std", "c++17")
+    assert _compile.key("int x;", "sm_90") != before
+
+
 def test_entry_point_renders_the_cub_template():
     instance, _ = tiles.block_sum.spec.resolve_values(np.int64(0), block_dim=(16, 16), num_valid=3)
     source = _compile.translation_unit([instance])
