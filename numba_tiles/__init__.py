@@ -22,5 +22,9 @@ from . import cache  # noqa: E402
 from ._compile import compile, precompile  # noqa: E402
 from ._errors import TilesError  # noqa: E402
 from .block import block_reduce, block_sum  # noqa: E402
+from .warp import warp_reduce, warp_sum  # noqa: E402
 
-__all__ = ["block_reduce", "block_sum", "compile", "precompile", "cache", "TilesError", "__version__"]
+__all__ = [
+    "block_reduce", "block_sum", "warp_reduce", "warp_sum",
+    "compile", "precompile", "cache", "TilesError", "__version__",
+]

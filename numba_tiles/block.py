@@ -2,7 +2,7 @@
 
 from numba.cuda import types
 
-from . import _dtypes, ops, simulator
+from . import ops, simulator
 from ._errors import error
 from ._spec import Instance, intrinsic
 
@@ -25,12 +25,7 @@ def parse_block_dim(name, value):
 
 
 def _reduce_rule(name, args):
-    dtype = _dtypes.scalar(name, "value", args["value"])
-    op = args["op"]
-    ops.check(name, op, dtype)
-    partial = args["num_valid"] is not None
-    if partial:
-        _dtypes.integer(name, "num_valid", args["num_valid"])
+    dtype, op, partial = ops.reduction(name, args)
     bx, by, bz = args["block_dim"]
     return Instance(
         intrinsic=name,

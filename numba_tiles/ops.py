@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _dtypes
 from ._errors import error
 
 
@@ -76,3 +77,14 @@ def check(intrinsic, op, dtype):
             f"op {op.name!r} needs an integer dtype, got {dtype.name}",
             "use '+', '*', 'min' or 'max' for floating-point values",
         )
+
+
+def reduction(intrinsic, args):
+    """The (dtype, op, partial) of a reduction's arguments, checked: what block and warp rules share."""
+    dtype = _dtypes.scalar(intrinsic, "value", args["value"])
+    op = args["op"]
+    check(intrinsic, op, dtype)
+    partial = args["num_valid"] is not None
+    if partial:
+        _dtypes.integer(intrinsic, "num_valid", args["num_valid"])
+    return dtype, op, partial

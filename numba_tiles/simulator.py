@@ -1,8 +1,8 @@
 """Pure-Python twins of the intrinsics, for Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``).
 
 Each twin runs in one simulated thread, exchanges values with the other threads of its block
-through the block's state and the simulator's barrier, and returns what that thread gets on
-the GPU. Arithmetic is NumPy's in the intrinsic's dtype, so integers wrap as on the GPU.
+(through the simulator's block barrier) or of its logical warp (through a barrier of that
+warp's own), and returns what that thread gets on the GPU. Arithmetic is NumPy's in the intrinsic's dtype, so integers wrap as on the GPU.
 """
 
 import threading
@@ -12,16 +12,26 @@ import numpy as np
 from ._errors import error
 
 
-def _block_thread(intrinsic, block_dim):
-    """The simulated thread calling ``intrinsic``, after checking the launch's block shape."""
+def _thread(intrinsic):
+    """The simulated thread calling ``intrinsic``."""
     thread = threading.current_thread()
-    manager = getattr(thread, "_manager", None)
-    if manager is None:
+    if getattr(thread, "_manager", None) is None:
         raise RuntimeError(
             f"tiles.{intrinsic} runs only inside a @cuda.jit kernel: compiled for a GPU, "
             "or on Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"
         )
-    launched = tuple(manager._block_dim) + (1,) * (3 - len(manager._block_dim))
+    return thread
+
+
+def _launched(thread):
+    dims = tuple(thread._manager._block_dim)
+    return dims + (1,) * (3 - len(dims))
+
+
+def _block_thread(intrinsic, block_dim):
+    """The simulated thread calling a block-level ``intrinsic``, after checking the launch's block shape."""
+    thread = _thread(intrinsic)
+    launched = _launched(thread)
     if launched != block_dim:
         raise error(
             intrinsic,
@@ -41,18 +51,42 @@ def _exchange(thread, value):
     return values
 
 
-def block_reduce(instance, args):
-    bx, by, bz = args["block_dim"]
-    thread = _block_thread(instance.intrinsic, (bx, by, bz))
+def _warp_exchange(thread, width, value):
+    """The values of the calling thread's logical warp (``width`` lanes, linear thread order).
+
+    Only the lanes of one logical warp meet here (as on the GPU, other warps need not call), so
+    they wait on a barrier of their own rather than the block's.
+    """
+    manager = thread._manager
+    group, lane = divmod(thread.thread_id, width)
+    size = min(width, int(np.prod(_launched(thread))) - group * width)
+    meeting = manager.__dict__.setdefault("_numba_tiles_warps", {}).setdefault(
+        (width, group), {"barrier": threading.Barrier(size), "slots": {}}
+    )
+    meeting["slots"][lane] = value
+    meeting["barrier"].wait()
+    values = [meeting["slots"][i] for i in range(size)]
+    meeting["barrier"].wait()
+    return values, lane
+
+
+def _reduce(instance, args, values, position):
+    """What the thread at ``position`` of ``values`` gets: the aggregate at 0, its own value elsewhere (as CUB)."""
     dtype = np.dtype(str(instance.result))
-    values = np.array(_exchange(thread, args["value"]), dtype=dtype)
+    values = np.array(values, dtype=dtype)
     num_valid = args["num_valid"]
     count = len(values) if num_valid is None else min(max(int(num_valid), 0), len(values))
     op = args["op"]
-    if count == 0:
-        result = op.identity(dtype)
-    else:
-        result = op.ufunc.reduce(values[:count], dtype=dtype)
-    # As with CUB, only thread 0 gets the aggregate; the others keep their own value.
-    return dtype.type(result) if thread.thread_id == 0 else dtype.type(values[thread.thread_id])
+    result = op.ufunc.reduce(values[:count], dtype=dtype) if count else op.identity(dtype)
+    return dtype.type(result) if position == 0 else dtype.type(values[position])
 
+
+def block_reduce(instance, args):
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    return _reduce(instance, args, _exchange(thread, args["value"]), thread.thread_id)
+
+
+def warp_reduce(instance, args):
+    thread = _thread(instance.intrinsic)
+    values, lane = _warp_exchange(thread, args["warp_size"], args["value"])
+    return _reduce(instance, args, values, lane)

@@ -68,6 +68,44 @@ def make_kernel(op, block_dim, api="reduce"):
     return kernel
 
 
+WARP_SIZES = [1, 2, 4, 8, 16, 32]
+
+
+def make_warp_kernel(op, warp_size, api="reduce"):
+    """A kernel in which logical warp g reduces x[g*W:(g+1)*W], in full and over its first nv[g] lanes."""
+    W = warp_size
+
+    @cuda.jit
+    def kernel(x, nv, full, part):
+        i = cuda.grid(1)
+        g = i // W
+        if api == "sum":
+            a = tiles.warp_sum(x[i], warp_size=W)
+            p = tiles.warp_sum(x[i], warp_size=W, num_valid=nv[g])
+        else:
+            a = tiles.warp_reduce(x[i], op, warp_size=W)
+            p = tiles.warp_reduce(x[i], op, warp_size=W, num_valid=nv[g])
+        if i % W == 0:
+            full[g] = a
+            part[g] = p
+
+    return kernel
+
+
+def run_warp_case(dtype, op, warp_size, rng, api="reduce", blocks=4, block_dim=128):
+    """Launch the warp kernel on fresh data and compare each logical warp with NumPy."""
+    groups = blocks * block_dim // warp_size
+    edge = num_valid_per_block(warp_size, rng)
+    counts = np.resize(np.concatenate([edge, rng.integers(0, warp_size + 1, groups)]), groups)
+    x = random_values(dtype, op, blocks * block_dim, rng)
+    full = np.full(groups, 123, dtype=dtype)
+    part = np.full(groups, 123, dtype=dtype)
+    make_warp_kernel(op, warp_size, api)[blocks, block_dim](x, counts, full, part)
+    want_full, want_part = reference(dtype, op, x, counts, warp_size)
+    check(dtype, op, full, want_full, x, warp_size)
+    check(dtype, op, part, want_part, x, warp_size)
+
+
 def reference(dtype, op, x, counts, threads):
     """Per-block results: float64 for floats, exact (wrapping) in the dtype for integers."""
     dtype = np.dtype(dtype)

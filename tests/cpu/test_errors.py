@@ -40,6 +40,12 @@ def compile_body(body, sig="void(float32[:], float32[:], int64)"):
         ("tiles.block_sum(x[i])", None, r"tiles.block_sum: missing a required argument: 'block_dim'"),
         ("tiles.block_sum(x[i], 128)", None, r"tiles.block_sum: too many positional arguments.*block_dim"),
         ("tiles.block_reduce(x[i], '+', block_dim=128, items=4)", None, r"unexpected keyword argument 'items'"),
+        ("tiles.warp_sum(x[i], warp_size=3)", None, r"warp_size must be a power of two from 1 to 32, got 3"),
+        ("tiles.warp_sum(x[i], warp_size=64)", None, r"warp_size must be a power of two from 1 to 32, got 64"),
+        ("tiles.warp_reduce(x[i], 'max', warp_size=n)", None, r"warp_size must be a compile-time constant"),
+        ("tiles.warp_reduce(x[i], '|', warp_size=16)", None, r"op '\|' needs an integer dtype, got float32"),
+        ("tiles.warp_reduce(x[i] > 0, 'max')", None, r"value has type bool"),
+        ("tiles.warp_sum(x[i], num_valid=x[i])", None, r"num_valid must be an integer, got float32"),
     ],
 )
 def test_misuse_is_a_clear_compile_time_error(body, sig, message):

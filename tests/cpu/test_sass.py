@@ -45,3 +45,27 @@ def test_32bit_integer_reductions_use_redux(arch, dtype, op, redux, tmp_path):
     kernel = reference.make_kernel(op, 256)
     code = sass(tiles.compile(kernel, f"void({dtype}[:], int64[:], {dtype}[:], {dtype}[:])", arch=arch), tmp_path)
     assert redux in code
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype", reference.DTYPES)
+@pytest.mark.parametrize("warp_size", [8, 32])
+def test_warp_reduce_is_shuffles_only(arch, dtype, warp_size, tmp_path):
+    """CUB's shuffle warp reduction: no external calls, no local or shared memory, no block barrier.
+
+    For 32-bit integers on logical warps under 32 lanes CUB issues REDUX with a per-group lane
+    mask, which ptxas implements with its own internal helper routine: the only CALL allowed.
+    """
+    kernel = reference.make_warp_kernel("max", warp_size)
+    code = sass(tiles.compile(kernel, f"void({dtype}[:], int64[:], {dtype}[:], {dtype}[:])", arch=arch), tmp_path)
+    names = {ins[0 if not ins[0].startswith("@") else 1].split(".")[0] for ins in instructions(code) if ins}
+    calls = [line for line in code.splitlines() if " CALL" in line and "$__internal_" not in line]
+    assert not calls, calls
+    assert not names & {"LDL", "STL", "LDS", "STS", "BAR"}, sorted(names)
+    assert names & {"SHFL", "REDUX"}, sorted(names)
+
+
+def test_full_warp_int32_sum_uses_redux(tmp_path):
+    kernel = reference.make_warp_kernel("+", 32)
+    code = sass(tiles.compile(kernel, "void(int32[:], int64[:], int32[:], int32[:])", arch="sm_90"), tmp_path)
+    assert "REDUX.SUM.S32" in code

@@ -64,3 +64,34 @@ def test_device_function_helper(rng):
     out = np.zeros(100, np.float32)
     kernel[100, (8, 8)](x, out)
     np.testing.assert_array_equal(out, x.reshape(100, 64).max(axis=1))
+
+
+@pytest.mark.parametrize("warp_size", reference.WARP_SIZES)
+@pytest.mark.parametrize("dtype,op", reference.cases())
+def test_warp_reduce(dtype, op, warp_size, rng):
+    reference.run_warp_case(dtype, op, warp_size, rng)
+
+
+@pytest.mark.parametrize("warp_size", reference.WARP_SIZES)
+@pytest.mark.parametrize("dtype", reference.DTYPES)
+def test_warp_sum(dtype, warp_size, rng):
+    reference.run_warp_case(dtype, "+", warp_size, rng, api="sum")
+
+
+def test_warp_reduce_in_a_divergent_branch(rng):
+    """Only the warps that take the branch call it: a warp collective needs no other warp."""
+
+    @cuda.jit
+    def odd_warps(x, out):
+        i = cuda.grid(1)
+        if (i // 32) % 2 == 1:
+            s = tiles.warp_sum(x[i])
+            if i % 32 == 0:
+                out[i // 32] = s
+
+    x = rng.integers(-50, 50, 32 * 64).astype(np.int32)
+    out = np.zeros(64, np.int32)
+    odd_warps[16, 128](x, out)
+    want = x.reshape(64, 32).sum(axis=1)
+    np.testing.assert_array_equal(out[1::2], want[1::2])
+    np.testing.assert_array_equal(out[0::2], 0)

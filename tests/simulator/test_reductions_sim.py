@@ -46,3 +46,30 @@ def test_bad_op_is_the_same_error_as_compiled():
 def test_host_call_says_where_it_runs():
     with pytest.raises(RuntimeError, match="runs only inside a @cuda.jit kernel"):
         tiles.block_sum(1.0, block_dim=32)
+
+
+@pytest.mark.parametrize("warp_size", [1, 4, 32])
+@pytest.mark.parametrize("dtype,op", reference.cases(["int32", "uint64", "float32"]))
+def test_warp_reduce(dtype, op, warp_size, rng):
+    reference.run_warp_case(dtype, op, warp_size, rng, blocks=2, block_dim=64)
+
+
+@pytest.mark.parametrize("dtype", reference.DTYPES)
+def test_warp_sum(dtype, rng):
+    reference.run_warp_case(dtype, "+", 16, rng, api="sum", blocks=2, block_dim=48)
+
+
+def test_warp_reduce_in_a_divergent_branch(rng):
+    @cuda.jit
+    def odd_warps(x, out):
+        i = cuda.grid(1)
+        if (i // 32) % 2 == 1:
+            s = tiles.warp_sum(x[i])
+            if i % 32 == 0:
+                out[i // 32] = s
+
+    x = rng.integers(-50, 50, 32 * 8).astype(np.int32)
+    out = np.zeros(8, np.int32)
+    odd_warps[2, 128](x, out)
+    np.testing.assert_array_equal(out[1::2], x.reshape(8, 32).sum(axis=1)[1::2])
+    np.testing.assert_array_equal(out[0::2], 0)
