@@ -11,23 +11,45 @@
 
 namespace numba_tiles {
 
-// Reduce one value per thread over the block; the result is valid in thread 0 (as in CUB).
-// With Partial, only the first num_valid threads (in linear order) contribute: the others
-// contribute the op's identity, so the whole block takes CUB's full-tile path (full-mask
-// shuffles, REDUX where CUB uses it) instead of the bounds-checked partial one, whose
-// variable-mask shuffles compile to a called helper. num_valid <= 0 gives the identity.
-template <typename T, typename Op, int BX, int BY, int BZ, bool Partial>
-__device__ __forceinline__ T block_reduce(T value, int num_valid) {
-  using Reduce = cub::BlockReduce<T, BX, cub::BLOCK_REDUCE_WARP_REDUCTIONS, BY, BZ>;
+// Reduce IPT items per thread (blocked: thread t holds items t*IPT ... t*IPT+IPT-1) over the
+// block with CUB's algorithm Algo. The result is valid in thread 0 (as in CUB), or in every
+// thread with Broadcast. With Partial, only the first num_valid items of the tile count: the
+// others become the op's identity, so the whole block takes CUB's full-tile path (full-mask
+// shuffles, REDUX where CUB uses it) rather than the bounds-checked one, whose variable-mask
+// shuffles compile to a called helper. num_valid <= 0 gives the identity.
+template <typename T, typename Op, int BX, int BY, int BZ, int IPT,
+          cub::BlockReduceAlgorithm Algo, bool Partial, bool Broadcast>
+__device__ __forceinline__ T block_reduce(const T* items, int num_valid) {
+  using Reduce = cub::BlockReduce<T, BX, Algo, BY, BZ>;
   // One buffer per instantiation, shared by all its call sites in a kernel.
   __shared__ typename Reduce::TempStorage temp;
-  if (Partial && cub::RowMajorTid(BX, BY, BZ) >= num_valid) {
-    value = identity<Op, T>::value;
+  const int tid = cub::RowMajorTid(BX, BY, BZ);
+  T local[IPT];
+#pragma unroll
+  for (int j = 0; j < IPT; ++j) {
+    local[j] = (!Partial || tid * IPT + j < num_valid) ? items[j] : identity<Op, T>::value;
   }
-  T result = Reduce(temp).Reduce(value, Op{});
-  // The next call of this instantiation reuses `temp`: CUB requires a barrier in between.
+  T result = Reduce(temp).Reduce(local, Op{});
+  if constexpr (Broadcast) {
+    __shared__ T aggregate;
+    if (tid == 0) {
+      aggregate = result;
+    }
+    __syncthreads();
+    result = aggregate;
+  }
+  // The next call of this instantiation reuses `temp` (and `aggregate`): CUB requires a
+  // barrier in between.
   __syncthreads();
   return result;
+}
+
+// One value per thread: the same, with IPT = 1.
+template <typename T, typename Op, int BX, int BY, int BZ, int IPT,
+          cub::BlockReduceAlgorithm Algo, bool Partial, bool Broadcast>
+__device__ __forceinline__ T block_reduce(T value, int num_valid) {
+  static_assert(IPT == 1, "a scalar input is one item per thread");
+  return block_reduce<T, Op, BX, BY, BZ, 1, Algo, Partial, Broadcast>(&value, num_valid);
 }
 
 }  // namespace numba_tiles

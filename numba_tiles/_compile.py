@@ -24,7 +24,9 @@ from numba.cuda.cudadrv.linkable_code import LTOIR
 
 from . import _toolchain, cache
 
-_OPTIONS = {"std": "c++20", "link_time_optimization": True, "relocatable_device_code": True}
+# NDEBUG: CCCL's device assertions (__assertfail calls) are for debugging CCCL, not release code.
+_OPTIONS = {"std": "c++20", "link_time_optimization": True, "relocatable_device_code": True,
+            "define_macro": ["NDEBUG"]}
 
 _lock = threading.RLock()
 _memo = {}  # (entry symbol, arch) → the object that defines it

@@ -48,8 +48,21 @@ def scalar(intrinsic, param, ty):
 
 
 def cxx(ty):
-    """The C++ spelling of a supported Numba scalar type."""
+    """The C++ spelling of an entry-point parameter: a scalar, or a pointer to an array's items."""
+    if isinstance(ty, types.Array):
+        return f"{_BY_NUMBA[ty.dtype].cxx}*"
     return _BY_NUMBA[ty].cxx
+
+
+def element(intrinsic, param, ty):
+    """The `Dtype` of a scalar, or of the items of a thread-local array (1-D, contiguous)."""
+    if isinstance(ty, types.Array):
+        if ty.ndim != 1 or ty.layout != "C":
+            raise error(intrinsic, f"{param} must be a 1-D contiguous array, got {ty}",
+                        "pass a thread-local array, cuda.local.array(items_per_thread, dtype), or an array "
+                        "typed contiguous (float32[::1] in a signature)")
+        return scalar(intrinsic, f"{param}'s items", ty.dtype)
+    return scalar(intrinsic, param, ty)
 
 
 def integer(intrinsic, param, ty):

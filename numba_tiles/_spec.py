@@ -32,7 +32,7 @@ class Instance:
     """One instantiation: ``template`` called from an ``extern "C" __device__`` entry point.
 
     ``params`` are the entry point's run-time parameters as (name, Numba type, value passed
-    when the caller omits it).
+    when the caller omits it); an array parameter reaches C++ as a pointer to its items.
     """
 
     intrinsic: str
@@ -169,11 +169,17 @@ class Spec:
 
         values = dict(zip(self.pysig.parameters, args))
         call_args = [
-            context.get_constant(ty, default) if isinstance(arguments.get(name), types.Omitted) else values[name]
+            context.get_constant(ty, default) if isinstance(arguments.get(name), types.Omitted)
+            else context.make_array(ty)(context, builder, values[name]).data if isinstance(ty, types.Array)
+            else values[name]
             for name, ty, default in instance.params
         ]
+        # An array goes to C++ as a pointer to its items (a thread-local array stays in registers
+        # once nvJitLink inlines the entry point).
         fnty = ir.FunctionType(
-            context.get_value_type(instance.result), [context.get_value_type(ty) for _, ty, _ in instance.params]
+            context.get_value_type(instance.result),
+            [context.get_value_type(ty.dtype).as_pointer() if isinstance(ty, types.Array)
+             else context.get_value_type(ty) for _, ty, _ in instance.params],
         )
         fn = cgutils.get_or_insert_function(builder.module, fnty, instance.symbol)
         return builder.call(fn, call_args)

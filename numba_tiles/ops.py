@@ -81,7 +81,7 @@ def check(intrinsic, op, dtype):
 
 def reduction(intrinsic, args):
     """The (dtype, op, partial) of a reduction's arguments, checked: what block and warp rules share."""
-    dtype = _dtypes.scalar(intrinsic, "value", args["value"])
+    dtype = _dtypes.element(intrinsic, "value", args["value"])
     op = args["op"]
     check(intrinsic, op, dtype)
     partial = args["num_valid"] is not None

@@ -70,23 +70,36 @@ def _warp_exchange(thread, width, value):
     return values, lane
 
 
-def _reduce(instance, args, values, position):
-    """What the thread at ``position`` of ``values`` gets: the aggregate at 0, its own value elsewhere (as CUB)."""
+def _reduce(instance, args, tiles_, position):
+    """What the thread at ``position`` gets: the aggregate of all items at 0 (everywhere with
+    broadcast); elsewhere, as a stand-in for CUB's unspecified value, the reduction of its own items."""
     dtype = np.dtype(str(instance.result))
-    values = np.array(values, dtype=dtype)
+    items = np.array([item for tile in tiles_ for item in tile], dtype=dtype)
     num_valid = args["num_valid"]
-    count = len(values) if num_valid is None else min(max(int(num_valid), 0), len(values))
+    count = len(items) if num_valid is None else min(max(int(num_valid), 0), len(items))
     op = args["op"]
-    result = op.ufunc.reduce(values[:count], dtype=dtype) if count else op.identity(dtype)
-    return dtype.type(result) if position == 0 else dtype.type(values[position])
+    if position == 0 or args.get("broadcast"):
+        return dtype.type(op.ufunc.reduce(items[:count], dtype=dtype) if count else op.identity(dtype))
+    return dtype.type(op.ufunc.reduce(np.array(tiles_[position], dtype=dtype), dtype=dtype))
+
+
+def _items(instance, args):
+    """The calling thread's items: its scalar, or the first items_per_thread of its array."""
+    value, count = args["value"], args.get("items_per_thread") or 1
+    if not isinstance(value, np.ndarray):
+        return [value]
+    if len(value) < count:
+        raise error(instance.intrinsic, f"the array has {len(value)} items but items_per_thread={count}",
+                    "make the thread-local array at least items_per_thread long")
+    return list(value[:count])
 
 
 def block_reduce(instance, args):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
-    return _reduce(instance, args, _exchange(thread, args["value"]), thread.thread_id)
+    return _reduce(instance, args, _exchange(thread, _items(instance, args)), thread.thread_id)
 
 
 def warp_reduce(instance, args):
     thread = _thread(instance.intrinsic)
-    values, lane = _warp_exchange(thread, args["warp_size"], args["value"])
+    values, lane = _warp_exchange(thread, args["warp_size"], [args["value"]])
     return _reduce(instance, args, values, lane)

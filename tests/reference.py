@@ -68,6 +68,56 @@ def make_kernel(op, block_dim, api="reduce"):
     return kernel
 
 
+ITEMS_PER_THREAD = [1, 2, 4, 7, 16]
+ALGORITHMS = ["warp_reductions", "raking", "raking_commutative_only"]
+
+
+def make_items_kernel(op, block_dim, items, algorithm, dtype):
+    """Block b reduces its tile of T*items values held in blocked order: in full, over its first
+    nv[b] items, and broadcast (every thread writes what it got)."""
+    T = threads_of(block_dim)
+    dims = block_dim if isinstance(block_dim, tuple) else (block_dim,)
+    BX = dims[0]
+    BY = dims[1] if len(dims) > 1 else 1
+    N = items
+    DT = np.dtype(dtype)
+
+    @cuda.jit
+    def kernel(x, nv, full, part, every):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        mine = cuda.local.array(N, DT)
+        for j in range(N):
+            mine[j] = x[(b * T + t) * N + j]
+        a = tiles.block_reduce(mine, op, block_dim=block_dim, items_per_thread=N, algorithm=algorithm)
+        p = tiles.block_reduce(mine, op, block_dim=block_dim, items_per_thread=N, algorithm=algorithm,
+                               num_valid=nv[b])
+        e = tiles.block_reduce(mine, op, block_dim=block_dim, items_per_thread=N, algorithm=algorithm,
+                               broadcast=True)
+        every[b * T + t] = e
+        if t == 0:
+            full[b] = a
+            part[b] = p
+
+    return kernel
+
+
+def run_items_case(dtype, op, block_dim, items, rng, algorithm="warp_reductions"):
+    T = threads_of(block_dim)
+    tile = T * items
+    counts = num_valid_per_block(tile, rng)
+    blocks = len(counts)
+    x = random_values(dtype, op, blocks * tile, rng)
+    full = np.full(blocks, 123, dtype=dtype)
+    part = np.full(blocks, 123, dtype=dtype)
+    every = np.full(blocks * T, 123, dtype=dtype)
+    make_items_kernel(op, block_dim, items, algorithm, dtype)[blocks, block_dim](x, counts, full, part, every)
+    want_full, want_part = reference(dtype, op, x, counts, tile)
+    check(dtype, op, full, want_full, x, tile)
+    check(dtype, op, part, want_part, x, tile)
+    check(dtype, op, every, np.repeat(want_full, T), np.repeat(x.reshape(blocks, tile), T, axis=0).ravel(), tile)
+
+
 WARP_SIZES = [1, 2, 4, 8, 16, 32]
 
 

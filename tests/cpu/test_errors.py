@@ -13,7 +13,8 @@ NOT_A_BLOCK = (1024, 2)
 
 
 def compile_body(body, sig="void(float32[:], float32[:], int64)"):
-    source = f"def kernel(x, out, n):\n    i = cuda.grid(1)\n    out[0] = {body}\n"
+    params = "x, y, n" if sig and "[:, :]" in sig else "x, out, n"
+    source = f"def kernel({params}):\n    i = cuda.grid(1)\n    x[0] = {body}\n"
     namespace = {"cuda": cuda, "tiles": tiles, "BLOCK": BLOCK, "NOT_A_BLOCK": NOT_A_BLOCK, "abs": abs}
     exec(source, namespace)
     tiles.compile(namespace["kernel"], sig, arch="sm_90")
@@ -40,6 +41,21 @@ def compile_body(body, sig="void(float32[:], float32[:], int64)"):
         ("tiles.block_sum(x[i])", None, r"tiles.block_sum: missing a required argument: 'block_dim'"),
         ("tiles.block_sum(x[i], 128)", None, r"tiles.block_sum: too many positional arguments.*block_dim"),
         ("tiles.block_reduce(x[i], '+', block_dim=128, items=4)", None, r"unexpected keyword argument 'items'"),
+        ("tiles.block_reduce(x, '+', block_dim=128)", "void(float32[::1], float32[:], int64)",
+         r"an array input needs items_per_thread"),
+        ("tiles.block_sum(x[i], block_dim=128, items_per_thread=4)", None,
+         r"items_per_thread=4 needs an array input, got a scalar float32"),
+        ("tiles.block_sum(x, block_dim=128, items_per_thread=0)", None, r"items_per_thread must be a positive int"),
+        ("tiles.block_sum(x, block_dim=128, items_per_thread=n)", None, r"items_per_thread must be a compile-time"),
+        ("tiles.block_sum(x, block_dim=128, items_per_thread=4)", None,
+         r"value must be a 1-D contiguous array, got array\(float32, 1d, A\).*float32\[::1\]"),
+        ("tiles.block_sum(y, block_dim=128, items_per_thread=2)", "void(float32[:], float32[:, :], int64)",
+         r"value must be a 1-D contiguous array, got array\(float32, 2d"),
+        ("tiles.block_sum(x[::2], block_dim=128, items_per_thread=2)", "void(float32[::1], float32[:], int64)",
+         r"value must be a 1-D contiguous array"),
+        ("tiles.block_sum(x[i], block_dim=128, algorithm='tree')", None,
+         r"algorithm 'tree' is not one of CUB's block reductions.*'warp_reductions', 'raking'"),
+        ("tiles.block_sum(x[i], block_dim=128, broadcast=1)", None, r"broadcast must be True or False, got 1"),
         ("tiles.warp_sum(x[i], warp_size=3)", None, r"warp_size must be a power of two from 1 to 32, got 3"),
         ("tiles.warp_sum(x[i], warp_size=64)", None, r"warp_size must be a power of two from 1 to 32, got 64"),
         ("tiles.warp_reduce(x[i], 'max', warp_size=n)", None, r"warp_size must be a compile-time constant"),

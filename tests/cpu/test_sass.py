@@ -69,3 +69,15 @@ def test_full_warp_int32_sum_uses_redux(tmp_path):
     kernel = reference.make_warp_kernel("+", 32)
     code = sass(tiles.compile(kernel, "void(int32[:], int64[:], int32[:], int32[:])", arch="sm_90"), tmp_path)
     assert "REDUX.SUM.S32" in code
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("algorithm", reference.ALGORITHMS)
+@pytest.mark.parametrize("items", [1, 4, 7, 16])
+def test_items_stay_in_registers(arch, algorithm, items, tmp_path):
+    """A thread-local array of up to 16 items: no local memory, no calls, for every algorithm."""
+    kernel = reference.make_items_kernel("max", 128, items, algorithm, "float64")
+    sig = "void(float64[:], int64[:], float64[:], float64[:], float64[:])"
+    names = {op.split(".")[0] for op in (i[1] if i[0].startswith("@") else i[0]
+                                         for i in instructions(sass(tiles.compile(kernel, sig, arch=arch), tmp_path)))}
+    assert not names & {"CALL", "LDL", "STL"}, sorted(names)

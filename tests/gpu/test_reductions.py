@@ -95,3 +95,16 @@ def test_warp_reduce_in_a_divergent_branch(rng):
     want = x.reshape(64, 32).sum(axis=1)
     np.testing.assert_array_equal(out[1::2], want[1::2])
     np.testing.assert_array_equal(out[0::2], 0)
+
+
+@pytest.mark.parametrize("items", reference.ITEMS_PER_THREAD)
+@pytest.mark.parametrize("dtype,op", reference.cases())
+def test_block_reduce_items_per_thread(dtype, op, items, rng):
+    reference.run_items_case(dtype, op, 128, items, rng)
+
+
+@pytest.mark.parametrize("block_dim", reference.BLOCK_DIMS, ids=str)
+@pytest.mark.parametrize("algorithm", reference.ALGORITHMS)
+@pytest.mark.parametrize("dtype,op", [("int32", "+"), ("uint64", "^"), ("float32", "max"), ("float64", "+")])
+def test_block_reduce_algorithms(dtype, op, algorithm, block_dim, rng):
+    reference.run_items_case(dtype, op, block_dim, 3, rng, algorithm=algorithm)

@@ -73,3 +73,20 @@ def test_warp_reduce_in_a_divergent_branch(rng):
     odd_warps[2, 128](x, out)
     np.testing.assert_array_equal(out[1::2], x.reshape(8, 32).sum(axis=1)[1::2])
     np.testing.assert_array_equal(out[0::2], 0)
+
+
+@pytest.mark.parametrize("items", [1, 3])
+@pytest.mark.parametrize("dtype,op", reference.cases(["int64", "float32"]))
+def test_block_reduce_items_per_thread(dtype, op, items, rng):
+    reference.run_items_case(dtype, op, (4, 4), items, rng)
+
+
+def test_short_array_is_an_error():
+    @cuda.jit
+    def kernel(out):
+        mine = cuda.local.array(2, np.float32)
+        mine[0] = mine[1] = 1.0
+        out[0] = tiles.block_sum(mine, block_dim=32, items_per_thread=4)
+
+    with pytest.raises(tiles.TilesError, match="the array has 2 items but items_per_thread=4"):
+        kernel[1, 32](np.zeros(1, np.float32))
