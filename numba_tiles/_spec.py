@@ -43,9 +43,11 @@ class Instance:
 
     @property
     def symbol(self):
-        # Named after the C++ template, not the intrinsic, so that spellings of one
-        # instantiation (block_sum and block_reduce with "+") share one entry point.
-        digest = hashlib.sha256(f"{self.header}:{self.template}".encode()).hexdigest()[:16]
+        # Named after the C++ template and the entry's parameter types, not the intrinsic, so
+        # that spellings of one instantiation (block_sum and block_reduce with "+") share one
+        # entry point, and a scalar and a one-item array (same template) do not.
+        signature = ",".join(_dtypes.cxx(ty) for _, ty, _ in self.params)
+        digest = hashlib.sha256(f"{self.header}:{self.template}({signature})".encode()).hexdigest()[:16]
         base = self.template.split("<", 1)[0].rsplit("::", 1)[-1]
         return f"numba_tiles_{base}_{digest}"
 

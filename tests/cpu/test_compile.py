@@ -1,5 +1,7 @@
 """tiles.compile with no GPU, the per-process memo of NVRTC products, and the compile key."""
 
+import re
+
 import numpy as np
 import pytest
 from numba import cuda, float64
@@ -118,3 +120,29 @@ def test_precompile_fills_the_cache_for_each_arch():
     done = tiles.precompile(kernel, arch=["sm_80", "sm_90"], signatures={"kernel": [SIG]}, progress=False)
     assert [d[2] for d in done] == ["sm_80", "sm_90"]
     assert tiles.cache.stats()["writes"] == before + 2
+
+
+def test_scalar_and_one_item_array_are_distinct_entry_points():
+    """Same C++ template, different entry signatures: they must not share a symbol (or an object)."""
+    spec = tiles.block_reduce.spec
+    scalar, _ = spec.resolve_values(np.float32(0), "+", block_dim=64)
+    array, _ = spec.resolve_values(np.zeros(1, np.float32), "+", block_dim=64, items_per_thread=1)
+    assert scalar.template == array.template and scalar.symbol != array.symbol
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+def test_every_item_of_the_thread_array_is_read(dtype):
+    """Each of the 4 items is loaded and reduced (CCCL 3.0's ThreadReduce read only the first)."""
+    item = np.dtype(dtype)
+
+    def kernel(x, out):
+        t = cuda.threadIdx.x
+        mine = cuda.local.array(4, item)
+        for j in range(4):
+            mine[j] = x[t * 4 + j]
+        out[t] = tiles.block_reduce(mine, "max", block_dim=64, items_per_thread=4)
+
+    ptx = tiles.compile(kernel, f"void({dtype}[:], {dtype}[:])", arch="sm_90", output="ptx").decode()
+    width = 64 if dtype.endswith("64") else 32
+    loads = len(re.findall(rf"\bld(?:\.global)?\.[fsub]{width}\s", ptx))
+    assert loads >= 4, loads
