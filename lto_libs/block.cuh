@@ -24,14 +24,12 @@ __device__ __forceinline__ T block_reduce(const T* items, int num_valid) {
   // One buffer per instantiation, shared by all its call sites in a kernel.
   __shared__ typename Reduce::TempStorage temp;
   const int tid = cub::RowMajorTid(BX, BY, BZ);
-  // The thread's partial, in order. (Not cub::ThreadReduce: in CCCL 3.0 its tree variant, taken
-  // for 32-bit types, returns only the first item of a C array when compiled by NVRTC 13.0.)
-  T partial = (!Partial || tid * IPT < num_valid) ? items[0] : identity<Op, T>::value;
+  T local[IPT];
 #pragma unroll
-  for (int j = 1; j < IPT; ++j) {
-    partial = Op{}(partial, (!Partial || tid * IPT + j < num_valid) ? items[j] : identity<Op, T>::value);
+  for (int j = 0; j < IPT; ++j) {
+    local[j] = (!Partial || tid * IPT + j < num_valid) ? items[j] : identity<Op, T>::value;
   }
-  T result = Reduce(temp).Reduce(partial, Op{});
+  T result = Reduce(temp).Reduce(local, Op{});
   if constexpr (Broadcast) {
     __shared__ T aggregate;
     if (tid == 0) {

@@ -150,7 +150,8 @@ def _nvrtc(source, arch, name, extra):
     options = ProgramOptions(
         name=name,
         arch=arch,
-        include_path=[str(_toolchain.lto_libs_dir()), str(_toolchain.cccl_include_dir())],
+        include_path=[str(d) for d in (_toolchain.lto_libs_dir(), _toolchain.cccl_include_dir(),
+                                       _toolchain.cuda_include_dir())],
         **_OPTIONS,
         **extra,
     )

@@ -24,24 +24,39 @@ def lto_libs_dir():
     raise FileNotFoundError(f"numba_tiles: lto_libs/ not found next to {_PACKAGE}; reinstall numba_tiles")
 
 
-@functools.cache
-def cccl_include_dir():
-    """CCCL (CUB, libcu++) headers from the ``nvidia-cuda-cccl`` wheel.
+def _wheel_header_dir(directory, marker, pathfinder_name, requirement):
+    """The include ``directory`` (under ``nvidia/cu*/``) of an nvidia-* wheel, checked by its ``marker`` file.
 
     The ``nvidia`` namespace package is searched first so that a wheel installed with
     ``pip --target`` on ``PYTHONPATH`` wins over one elsewhere; cuda.pathfinder is the fallback.
     """
     spec = importlib.util.find_spec("nvidia")
     for root in spec.submodule_search_locations if spec else ():
-        for found in sorted(Path(root).glob("cu*/include/cccl")):
-            if (found / "cub" / "cub.cuh").is_file():
+        for found in sorted(Path(root).glob(f"cu*/{directory}")):
+            if (found / marker).is_file():
                 return found
     from cuda.pathfinder import find_nvidia_header_directory
 
-    found = find_nvidia_header_directory("cccl")
+    found = find_nvidia_header_directory(pathfinder_name)
     if found is None:
-        raise FileNotFoundError("numba_tiles: CCCL headers not found; pip install 'nvidia-cuda-cccl==13.0.*'")
+        raise FileNotFoundError(f"numba_tiles: {marker} not found; pip install '{requirement}'")
     return Path(found)
+
+
+@functools.cache
+def cccl_include_dir():
+    """CCCL (CUB, libcu++) headers, from the ``nvidia-cuda-cccl`` wheel."""
+    return _wheel_header_dir("include/cccl", "cub/cub.cuh", "cccl", "nvidia-cuda-cccl==13.0.*")
+
+
+@functools.cache
+def cuda_include_dir():
+    """The CUDA headers NVRTC lacks (cuda_fp16.h, cuda_bf16.h), from the ``nvidia-cuda-runtime`` wheel.
+
+    CCCL needs them: without them CUB 3.0 takes its half-precision SIMD path for any 32-bit
+    type in ThreadReduce (over 4 or more items), which returns wrong sums.
+    """
+    return _wheel_header_dir("include", "cuda_fp16.h", "cudart", "nvidia-cuda-runtime==13.0.*")
 
 
 @functools.cache
@@ -58,6 +73,12 @@ def nvrtc_version():
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RuntimeError(f"numba_tiles: NVRTC did not load ({err}); pip install 'nvidia-cuda-nvrtc==13.0.*'")
     return (major, minor)
+
+
+@functools.cache
+def cuda_headers_version():
+    text = (cuda_include_dir() / "cuda_runtime_api.h").read_text()
+    return int(re.search(r"#define CUDART_VERSION\s+(\d+)", text).group(1))
 
 
 @functools.cache
@@ -84,6 +105,7 @@ def versions():
         "numba_tiles": __version__,
         "nvrtc": "%d.%d" % nvrtc_version(),
         "cccl": cccl_version(),
+        "cuda_headers": cuda_headers_version(),
         "lto_libs": lto_libs_digest(),
     }
 
@@ -135,6 +157,7 @@ def report():
         ("nvJitLink", f"{jitlink}  {_library('nvJitLink')}"),
         ("NVVM", _library("nvvm")),
         ("CCCL", f"{cccl_version()}  {cccl_include_dir()}"),
+        ("CUDA headers", f"{cuda_headers_version()}  {cuda_include_dir()}"),
         ("MathDx", package("nvidia-mathdx")),
         ("targets", ", ".join(supported_archs())),
     ]

@@ -115,7 +115,8 @@ def test_info_and_entries_name_the_key_components(tmp_path, monkeypatch):
     run_child(tmp_path)
     info = tiles.cache.info()
     assert info["directory"] == str(tmp_path) and info["entries"] == 1 and info["bytes"] > 0
-    assert {"source", "arch", "options", "nvrtc", "cccl", "lto_libs", "numba_tiles"} <= set(info["key_components"])
+    assert {"source", "arch", "options", "nvrtc", "cccl", "cuda_headers", "lto_libs", "numba_tiles"} <= set(
+        info["key_components"])
     (entry,) = tiles.cache.entries()
     assert entry["components"]["arch"] == "sm_80"
     assert tiles.cache.clear() == 1 and not entry_files(tmp_path)
