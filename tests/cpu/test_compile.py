@@ -104,7 +104,8 @@ def test_entry_point_renders_the_cub_template():
     instance, _ = tiles.block_sum.spec.resolve_values(np.int64(0), block_dim=(16, 16), num_valid=3)
     source = _compile.translation_unit([instance])
     assert source.startswith('#include "block.cuh"')
-    assert "numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, true>" in source
+    assert ("numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, 1, "
+            "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(value, num_valid)") in source
     assert f'extern "C" __device__ ::cuda::std::int64_t {instance.symbol}(' in source
     assert (_toolchain.lto_libs_dir() / "block.cuh").is_file()
 
