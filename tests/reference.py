@@ -156,6 +156,25 @@ def run_warp_case(dtype, op, warp_size, rng, api="reduce", blocks=4, block_dim=1
     check(dtype, op, part, want_part, x, warp_size)
 
 
+def run_divergent_warp_case(rng, blocks, block_dim=128):
+    """Only odd warps call warp_sum (a warp collective needs no other warp); even warps' slots stay 0."""
+
+    @cuda.jit
+    def odd_warps(x, out):
+        i = cuda.grid(1)
+        if (i // 32) % 2 == 1:
+            s = tiles.warp_sum(x[i])
+            if i % 32 == 0:
+                out[i // 32] = s
+
+    warps = blocks * block_dim // 32
+    x = rng.integers(-50, 50, 32 * warps).astype(np.int32)
+    out = np.zeros(warps, np.int32)
+    odd_warps[blocks, block_dim](x, out)
+    np.testing.assert_array_equal(out[1::2], x.reshape(warps, 32).sum(axis=1)[1::2])
+    np.testing.assert_array_equal(out[0::2], 0)
+
+
 def reference(dtype, op, x, counts, threads):
     """Per-block results: float64 for floats, exact (wrapping) in the dtype for integers."""
     dtype = np.dtype(dtype)

@@ -79,22 +79,7 @@ def test_warp_sum(dtype, warp_size, rng):
 
 
 def test_warp_reduce_in_a_divergent_branch(rng):
-    """Only the warps that take the branch call it: a warp collective needs no other warp."""
-
-    @cuda.jit
-    def odd_warps(x, out):
-        i = cuda.grid(1)
-        if (i // 32) % 2 == 1:
-            s = tiles.warp_sum(x[i])
-            if i % 32 == 0:
-                out[i // 32] = s
-
-    x = rng.integers(-50, 50, 32 * 64).astype(np.int32)
-    out = np.zeros(64, np.int32)
-    odd_warps[16, 128](x, out)
-    want = x.reshape(64, 32).sum(axis=1)
-    np.testing.assert_array_equal(out[1::2], want[1::2])
-    np.testing.assert_array_equal(out[0::2], 0)
+    reference.run_divergent_warp_case(rng, blocks=16)
 
 
 @pytest.mark.parametrize("items", reference.ITEMS_PER_THREAD)

@@ -60,19 +60,7 @@ def test_warp_sum(dtype, rng):
 
 
 def test_warp_reduce_in_a_divergent_branch(rng):
-    @cuda.jit
-    def odd_warps(x, out):
-        i = cuda.grid(1)
-        if (i // 32) % 2 == 1:
-            s = tiles.warp_sum(x[i])
-            if i % 32 == 0:
-                out[i // 32] = s
-
-    x = rng.integers(-50, 50, 32 * 8).astype(np.int32)
-    out = np.zeros(8, np.int32)
-    odd_warps[2, 128](x, out)
-    np.testing.assert_array_equal(out[1::2], x.reshape(8, 32).sum(axis=1)[1::2])
-    np.testing.assert_array_equal(out[0::2], 0)
+    reference.run_divergent_warp_case(rng, blocks=2)
 
 
 @pytest.mark.parametrize("items", [1, 3])
