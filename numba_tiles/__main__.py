@@ -14,7 +14,7 @@ import sys
 
 
 def _cache(args):
-    from . import _compile, _toolchain, cache
+    from . import _toolchain, cache
 
     if args.action == "info":
         info = cache.info()
@@ -22,9 +22,8 @@ def _cache(args):
         print(f"enabled     {info['enabled']}  (NUMBA_TILES_CACHE=0 turns it off)")
         print(f"entries     {info['entries']}, {info['bytes'] / 2**20:.1f} MiB of {info['max_bytes'] / 2**20:.0f} MiB"
               "  (NUMBA_TILES_CACHE_MAX_BYTES)")
-        now = _compile.key_components("", "")
         print("key         digest of: " + ", ".join(info["key_components"]))
-        print("now         " + ", ".join(f"{k}={v}" for k, v in now.items() if k in _toolchain.versions()))
+        print("now         " + ", ".join(f"{k}={v}" for k, v in _toolchain.versions().items()))
         print("this process " + ", ".join(f"{k}={v:g}" for k, v in info["stats"].items()))
     elif args.action == "list":
         rows = cache.entries()

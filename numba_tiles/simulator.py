@@ -2,7 +2,8 @@
 
 Each twin runs in one simulated thread, exchanges values with the other threads of its block
 (through the simulator's block barrier) or of its logical warp (through a barrier of that
-warp's own), and returns what that thread gets on the GPU. Arithmetic is NumPy's in the intrinsic's dtype, so integers wrap as on the GPU.
+warp's own), and returns what that thread gets on the GPU. Arithmetic is NumPy's in the
+intrinsic's dtype, so integers wrap as on the GPU.
 """
 
 import threading
