@@ -1,9 +1,10 @@
-// Warp-level cooperative primitives over CUB, instantiated by numba_tiles (see block.cuh).
+// Warp-level cooperative primitives over CUB, instantiated by numba_tiles (see block_reduce.cuh).
 #pragma once
 
 #include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
 
-#include "ops.cuh"
+#include "common.cuh"
 
 namespace numba_tiles {
 
@@ -16,9 +17,38 @@ __device__ __forceinline__ T warp_reduce(T value, int num_valid) {
   using Reduce = cub::WarpReduce<T, Warp>;
   typename Reduce::TempStorage temp;  // an empty placeholder for the shuffle specialization
   if (Partial && static_cast<int>(::cuda::ptx::get_sreg_laneid() % Warp) >= num_valid) {
-    value = identity<Op, T>::value;
+    value = identity<Op, T>::value();
   }
   return Reduce(temp).Reduce(value, Op{});
+}
+
+// Scan one value per lane over each logical warp of Warp lanes (shuffles, no shared memory).
+// An exclusive scan seeds with `initial` (the op's identity unless the user gives one), so
+// that lane 0 is defined too; an inclusive one with it only when HasInitial. Returns the
+// lane's scanned value, or (that, the logical warp's aggregate) when Aggregate.
+template <typename T, typename Op, int Warp, bool Exclusive, bool HasInitial, bool Aggregate>
+__device__ __forceinline__ auto warp_scan(T value, T initial) {
+  using Scan = cub::WarpScan<T, Warp>;
+  typename Scan::TempStorage temp;  // an empty placeholder for the shuffle specialization
+  T out, aggregate;
+  if constexpr (Exclusive && Aggregate) {
+    Scan(temp).ExclusiveScan(value, out, initial, Op{}, aggregate);
+  } else if constexpr (Exclusive) {
+    Scan(temp).ExclusiveScan(value, out, initial, Op{});
+  } else if constexpr (HasInitial && Aggregate) {
+    Scan(temp).InclusiveScan(value, out, initial, Op{}, aggregate);
+  } else if constexpr (HasInitial) {
+    Scan(temp).InclusiveScan(value, out, initial, Op{});
+  } else if constexpr (Aggregate) {
+    Scan(temp).InclusiveScan(value, out, Op{}, aggregate);
+  } else {
+    Scan(temp).InclusiveScan(value, out, Op{});
+  }
+  if constexpr (Aggregate) {
+    return ::cuda::std::tuple<T, T>{out, aggregate};
+  } else {
+    return out;
+  }
 }
 
 }  // namespace numba_tiles

@@ -210,7 +210,8 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False):
     codes, _ = cuda.compile_all(
         pyfunc, signature, device=False, abi="numba", output="ltoir", cc=cc, lineinfo=lineinfo
     )
-    modules = [code if isinstance(code, bytes) else code.data for code in codes]
+    # bytes, our LTOIR objects (.data), or cuda.core ObjectCode (.code: numba-cuda's own fp16 helpers)
+    modules = [code if isinstance(code, bytes) else getattr(code, "data", None) or code.code for code in codes]
     if output == "ltoir":
         return modules
     options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, ptx=output == "ptx")

@@ -13,56 +13,75 @@ class Dtype:
     name: str
     numba: types.Type
     cxx: str
-    numpy: np.dtype
+    numpy: np.dtype  # bfloat16 has no NumPy type: float32 stands for it (the simulator rounds to bfloat16)
+
+    @property
+    def kind(self):
+        """NumPy's kind letter: ``i``/``u`` integers, ``f`` floats (bfloat16 too), ``c`` complex."""
+        return self.numpy.kind
 
     @property
     def is_integer(self):
-        return self.numpy.kind in "iu"
+        return self.kind in "iu"
 
 
 SCALARS = tuple(
-    Dtype(name, getattr(types, name), cxx, np.dtype(name))
-    for name, cxx in (
-        ("int32", "::cuda::std::int32_t"),
-        ("int64", "::cuda::std::int64_t"),
-        ("uint32", "::cuda::std::uint32_t"),
-        ("uint64", "::cuda::std::uint64_t"),
-        ("float32", "float"),
-        ("float64", "double"),
+    Dtype(name, getattr(types, name), cxx, np.dtype(numpy or name))
+    for name, cxx, numpy in (
+        ("int8", "::cuda::std::int8_t", None),
+        ("int16", "::cuda::std::int16_t", None),
+        ("int32", "::cuda::std::int32_t", None),
+        ("int64", "::cuda::std::int64_t", None),
+        ("uint8", "::cuda::std::uint8_t", None),
+        ("uint16", "::cuda::std::uint16_t", None),
+        ("uint32", "::cuda::std::uint32_t", None),
+        ("uint64", "::cuda::std::uint64_t", None),
+        ("float16", "__half", None),
+        ("bfloat16", "__nv_bfloat16", "float32"),
+        ("float32", "float", None),
+        ("float64", "double", None),
+        ("complex64", "::cuda::std::complex<float>", None),
+        ("complex128", "::cuda::std::complex<double>", None),
     )
 )
 _BY_NUMBA = {d.numba: d for d in SCALARS}
-_ACCEPTED = ", ".join(d.name for d in SCALARS)
+_BY_NAME = {d.name: d for d in SCALARS}
 
 
-def scalar(intrinsic, param, ty):
-    """The `Dtype` of a Numba scalar type, or a `TilesError` that lists the accepted ones."""
+def by_name(name):
+    return _BY_NAME[name]
+
+
+def scalar(intrinsic, param, ty, allowed=None):
+    """The `Dtype` of a Numba scalar type, or a `TilesError` that lists the accepted ones.
+
+    ``allowed`` narrows the accepted kinds (e.g. ``"iuf"``: no complex) for algorithms that need order.
+    """
     found = _BY_NUMBA.get(types.unliteral(ty))
-    if found is None:
+    accepted = [d for d in SCALARS if allowed is None or d.kind in allowed]
+    if found is None or found not in accepted:
         raise error(
             intrinsic,
-            f"{param} has type {ty}, which is not supported",
-            f"pass one of {_ACCEPTED}; cast first if needed, e.g. numba.float32(x)",
+            f"{param} has type {ty}, which is not supported here",
+            f"pass one of {', '.join(d.name for d in accepted)}; cast first if needed, e.g. numba.float32(x)",
         )
     return found
 
 
 def cxx(ty):
-    """The C++ spelling of an entry-point parameter: a scalar, or a pointer to an array's items."""
-    if isinstance(ty, types.Array):
-        return f"{_BY_NUMBA[ty.dtype].cxx}*"
-    return _BY_NUMBA[ty].cxx
+    """The C++ spelling of a Numba scalar type (or of an array's item type)."""
+    return _BY_NUMBA[ty.dtype if isinstance(ty, types.Array) else ty].cxx
 
 
-def element(intrinsic, param, ty):
-    """The `Dtype` of a scalar, or of the items of a thread-local array (1-D, contiguous)."""
+def element(intrinsic, param, ty, allowed=None):
+    """The `Dtype` of a scalar, or of the items of a 1-D array (thread-local or global)."""
     if isinstance(ty, types.Array):
-        if ty.ndim != 1 or ty.layout != "C":
+        if ty.ndim != 1 or ty.layout not in "CA":
             raise error(intrinsic, f"{param} must be a 1-D contiguous array, got {ty}",
-                        "pass a thread-local array, cuda.local.array(items_per_thread, dtype), or an array "
-                        "typed contiguous (float32[::1] in a signature)")
-        return scalar(intrinsic, f"{param}'s items", ty.dtype)
-    return scalar(intrinsic, param, ty)
+                        "pass a thread-local array, cuda.local.array(items_per_thread, dtype), or a 1-D slice "
+                        "of a global array (x[start:])")
+        return scalar(intrinsic, f"{param}'s items", ty.dtype, allowed)
+    return scalar(intrinsic, param, ty, allowed)
 
 
 def integer(intrinsic, param, ty):

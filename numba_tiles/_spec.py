@@ -2,7 +2,7 @@
 
 An intrinsic is declared once, on its public function (see ``block.py``)::
 
-    @intrinsic(consts={"op": ops.parse, "block_dim": parse_block_dim},
+    @intrinsic(consts={"op": ops.parse, "block_dim": _params.block_dim},
                rule=_reduce_rule, simulate=simulator.block_reduce)
     def block_reduce(value, op, *, block_dim, num_valid=None):
         '''docs'''
@@ -32,7 +32,11 @@ class Instance:
     """One instantiation: ``template`` called from an ``extern "C" __device__`` entry point.
 
     ``params`` are the entry point's run-time parameters as (name, Numba type, value passed
-    when the caller omits it); an array parameter reaches C++ as a pointer to its items.
+    when the caller omits it). ``result`` is a scalar type, a tuple of them, or ``types.none``.
+    The entry point takes every scalar by pointer and writes every result through a pointer,
+    so that no type (half, bfloat16, complex) depends on a C calling convention shared by
+    Numba and NVRTC; an array arrives as ``numba_tiles::array_ref<T>`` (data, size, stride in
+    items). nvJitLink inlines the entry point, after which these pointers are registers again.
     """
 
     intrinsic: str
@@ -42,24 +46,44 @@ class Instance:
     params: tuple
 
     @property
+    def outputs(self):
+        if self.result is types.none:
+            return ()
+        return tuple(self.result) if isinstance(self.result, types.BaseTuple) else (self.result,)
+
+    def _declarations(self):
+        decls, args = [], []
+        for name, ty, _ in self.params:
+            cxx = _dtypes.cxx(ty)
+            if isinstance(ty, types.Array):
+                decls += [f"{cxx}* {name}", f"long long {name}_size", f"long long {name}_stride"]
+                args.append(f"::numba_tiles::array_ref<{cxx}>{{{name}, {name}_size, {name}_stride}}")
+            else:
+                decls.append(f"const {cxx}* {name}")
+                args.append(f"*{name}")
+        decls += [f"{_dtypes.cxx(ty)}* result{i}" for i, ty in enumerate(self.outputs)]
+        return decls, args
+
+    @property
     def symbol(self):
         # Named after the C++ template and the entry's parameter types, not the intrinsic, so
         # that spellings of one instantiation (block_sum and block_reduce with "+") share one
         # entry point, and a scalar and a one-item array (same template) do not.
-        signature = ",".join(_dtypes.cxx(ty) for _, ty, _ in self.params)
-        digest = hashlib.sha256(f"{self.header}:{self.template}({signature})".encode()).hexdigest()[:16]
+        decls, _ = self._declarations()
+        digest = hashlib.sha256(f"{self.header}:{self.template}({', '.join(decls)})".encode()).hexdigest()[:16]
         base = self.template.split("<", 1)[0].rsplit("::", 1)[-1]
         return f"numba_tiles_{base}_{digest}"
 
     def entry(self):
         """The C++ entry point NVRTC compiles for this instance (after ``#include`` of its header)."""
-        decls = ", ".join(f"{_dtypes.cxx(ty)} {name}" for name, ty, _ in self.params)
-        names = ", ".join(name for name, _, _ in self.params)
-        return (
-            f'extern "C" __device__ {_dtypes.cxx(self.result)} {self.symbol}({decls}) {{\n'
-            f"  return {self.template}({names});\n"
-            f"}}\n"
-        )
+        decls, args = self._declarations()
+        call = f"{self.template}({', '.join(args)})"
+        results = [f"*result{i}" for i in range(len(self.outputs))]
+        if len(results) > 1:
+            call = f"::cuda::std::tie({', '.join(results)}) = {call}"
+        elif results:
+            call = f"{results[0]} = {call}"
+        return f'extern "C" __device__ void {self.symbol}({", ".join(decls)}) {{\n  {call};\n}}\n'
 
 
 class _NotConstant(Exception):
@@ -150,9 +174,14 @@ class Spec:
             for n in self.pysig.parameters
         ]
         # Lowering gets the arguments folded in declaration order, omitted ones as Omitted(default).
-        positional = self.pysig.replace(
-            parameters=[p.replace(kind=p.POSITIONAL_OR_KEYWORD) for p in self.pysig.parameters.values()]
-        )
+        # A required keyword-only parameter after one with a default (op="+", *, block_dim) is
+        # given a placeholder default there: the call was bound above, so it is never used.
+        params, seen_default = [], False
+        for p in self.pysig.parameters.values():
+            seen_default |= p.default is not p.empty
+            default = None if seen_default and p.default is p.empty else p.default
+            params.append(p.replace(kind=p.POSITIONAL_OR_KEYWORD, default=default))
+        positional = self.pysig.replace(parameters=params)
         return signature(instance.result, *formal).replace(pysig=positional)
 
     def lower(self, context, builder, sig, args):
@@ -170,21 +199,58 @@ class Spec:
         library.add_linking_file(_compile.for_call(instance, arch, library))
 
         values = dict(zip(self.pysig.parameters, args))
-        call_args = [
-            context.get_constant(ty, default) if isinstance(arguments.get(name), types.Omitted)
-            else context.make_array(ty)(context, builder, values[name]).data if isinstance(ty, types.Array)
-            else values[name]
-            for name, ty, default in instance.params
-        ]
-        # An array goes to C++ as a pointer to its items (a thread-local array stays in registers
-        # once nvJitLink inlines the entry point).
-        fnty = ir.FunctionType(
-            context.get_value_type(instance.result),
-            [context.get_value_type(ty.dtype).as_pointer() if isinstance(ty, types.Array)
-             else context.get_value_type(ty) for _, ty, _ in instance.params],
+        call_args = []
+        for name, ty, default in instance.params:
+            if isinstance(arguments.get(name), types.Omitted):
+                value = _default(context, ty, default)
+            else:
+                value = values[name]
+            call_args += _pass(context, builder, ty, value)
+        slots = [cgutils.alloca_once(builder, context.get_value_type(ty)) for ty in instance.outputs]
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [a.type for a in call_args + slots]), instance.symbol
         )
-        fn = cgutils.get_or_insert_function(builder.module, fnty, instance.symbol)
-        return builder.call(fn, call_args)
+        builder.call(fn, call_args + slots)
+        results = [builder.load(slot) for slot in slots]
+        if isinstance(instance.result, types.BaseTuple):
+            return context.make_tuple(builder, instance.result, results)
+        return results[0] if results else context.get_dummy_value()
+
+
+def _default(context, ty, value):
+    """An omitted argument's default as an LLVM constant of ``ty``.
+
+    numba-cuda holds float16 and bfloat16 as i16 bit patterns, which its get_constant does
+    not produce (it emits an invalid ``i16 0.0``).
+    """
+    from llvmlite import ir
+
+    if ty in (types.float16, types.bfloat16):
+        import numpy as np
+
+        if ty == types.float16:
+            bits = int(np.float16(value).view(np.uint16))
+        else:  # bfloat16: the float32 bits rounded to nearest even
+            wide = int(np.float32(value).view(np.uint32))
+            bits = (wide + 0x7FFF + ((wide >> 16) & 1)) >> 16 & 0xFFFF
+        return ir.Constant(context.get_value_type(ty), bits)
+    return context.get_constant(ty, value)
+
+
+def _pass(context, builder, ty, value):
+    """The entry point's arguments for one parameter: an array's (data, size, stride), else a pointer to the value."""
+    from llvmlite import ir
+    from numba.cuda import cgutils
+
+    if isinstance(ty, types.Array):
+        array = context.make_array(ty)(context, builder, value)
+        itemsize = context.get_abi_sizeof(context.get_data_type(ty.dtype))
+        size = builder.extract_value(array.shape, 0)
+        stride = builder.sdiv(builder.extract_value(array.strides, 0), ir.Constant(size.type, itemsize))
+        return [array.data, size, stride]
+    slot = cgutils.alloca_once(builder, context.get_value_type(ty))
+    builder.store(value, slot)
+    return [slot]
 
 
 def _register(spec, func):

@@ -2,82 +2,85 @@
 
 from numba.cuda import types
 
-from . import ops, simulator
+from . import _dtypes, _params, ops, simulator
 from ._errors import error
 from ._spec import Instance, intrinsic
 
-MAX_THREADS = 1024
-_LIMITS = (1024, 1024, 64)  # CUDA's per-dimension block limits
+_DIM = _params.block_dim
+_ITEMS = _params.positive_int("items_per_thread", 4)
+_ITEMS_OPTIONAL = _params.positive_int("items_per_thread", 4, optional=True)
 
 
-def parse_block_dim(name, value):
-    """``256`` or ``(16, 16)`` or ``(8, 8, 4)`` → ``(x, y, z)``, checked against CUDA's limits."""
-    dims = value if isinstance(value, tuple) else (value,)
-    if not (1 <= len(dims) <= 3 and all(isinstance(d, int) and not isinstance(d, bool) for d in dims)):
-        raise error(name, f"block_dim must be an int or a tuple of 1 to 3 ints, got {value!r}",
-                         "pass the launch's block shape, e.g. block_dim=256 or block_dim=(16, 16)")
-    dims = tuple(dims) + (1,) * (3 - len(dims))
-    threads = dims[0] * dims[1] * dims[2]
-    if min(dims) < 1 or threads > MAX_THREADS or any(d > lim for d, lim in zip(dims, _LIMITS)):
-        raise error(name, f"block_dim={value!r} is not a valid CUDA block ({threads} threads)",
-                         f"use at most {MAX_THREADS} threads in all, each dimension within {_LIMITS}")
-    return dims
+def _shape(args):
+    """The C++ template arguments of the block shape."""
+    return "{}, {}, {}".format(*args["block_dim"])
 
 
-_ALGORITHMS = {
+def _threads(args):
+    x, y, z = args["block_dim"]
+    return x * y * z
+
+
+def _tile(name, args, param, like=None, allowed=None):
+    """The `Dtype` of a thread-local (or global) array argument ``param``; ``like`` = the dtype it must share."""
+    ty = args[param]
+    if not isinstance(ty, types.Array):
+        raise error(name, f"{param} must be an array, got {ty}",
+                    f"pass a thread-local array, cuda.local.array(items_per_thread, dtype), as {param}")
+    dtype = _dtypes.element(name, param, ty, allowed)
+    if like is not None and dtype != like:
+        raise error(name, f"{param} holds {dtype.name} but the other array holds {like.name}",
+                    "use arrays of one dtype (cast the items first)")
+    return dtype
+
+
+def _value(name, args, allowed=None):
+    """(dtype, entry type, items per thread) of a ``value`` that is a scalar or a thread-local array."""
+    value, items = args["value"], args["items_per_thread"]
+    dtype = _dtypes.element(name, "value", value, allowed)
+    if isinstance(value, types.Array):
+        if items is None:
+            raise error(name, "an array input needs items_per_thread",
+                        "pass items_per_thread=N, the number of items each thread holds")
+        return dtype, value, items
+    if items not in (None, 1):
+        raise error(name, f"items_per_thread={items} needs an array input, got a scalar {value}",
+                    "pass the thread-local array (cuda.local.array(items_per_thread, dtype))")
+    return dtype, dtype.numba, 1
+
+
+def _count(name, args, param):
+    """Whether the optional run-time count ``param`` was given (checked to be an integer)."""
+    given = args[param] is not None
+    if given:
+        _dtypes.integer(name, param, args[param])
+    return given
+
+
+_REDUCE_ALGORITHMS = {
     "warp_reductions": "cub::BLOCK_REDUCE_WARP_REDUCTIONS",
     "raking": "cub::BLOCK_REDUCE_RAKING",
     "raking_commutative_only": "cub::BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY",
 }
 
 
-def parse_algorithm(name, value):
-    if value not in _ALGORITHMS:
-        raise error(name, f"algorithm {value!r} is not one of CUB's block reductions",
-                    f"use one of {', '.join(map(repr, _ALGORITHMS))}")
-    return value
-
-
-def parse_items_per_thread(name, value):
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise error(name, f"items_per_thread must be a positive int, got {value!r}",
-                    "pass the length of the thread-local array, e.g. items_per_thread=4")
-    return value
-
-
-def parse_broadcast(name, value):
-    if not isinstance(value, bool):
-        raise error(name, f"broadcast must be True or False, got {value!r}", "pass broadcast=True or leave it out")
-    return value
-
-
 def _reduce_rule(name, args):
     dtype, op, partial = ops.reduction(name, args)
-    bx, by, bz = args["block_dim"]
-    items = args["items_per_thread"]
-    if isinstance(args["value"], types.Array):
-        if items is None:
-            raise error(name, "an array input needs items_per_thread",
-                        "pass items_per_thread=N, the number of items each thread holds")
-        value_type = args["value"]
-    elif items not in (None, 1):
-        raise error(name, f"items_per_thread={items} needs an array input, got a scalar {args['value']}",
-                    "pass the thread-local array (cuda.local.array(items_per_thread, dtype))")
-    else:
-        value_type = dtype.numba
-    flags = (str(partial).lower(), str(args["broadcast"]).lower())
+    _, value_type, items = _value(name, args)
+    flags = ", ".join(map(_params.cxx_bool, (partial, args["broadcast"])))
     return Instance(
         intrinsic=name,
-        header="block.cuh",
-        template=f"numba_tiles::block_reduce<{dtype.cxx}, {op.cxx}, {bx}, {by}, {bz}, {items or 1}, "
-        f"{_ALGORITHMS[args['algorithm']]}, {', '.join(flags)}>",
+        header="block_reduce.cuh",
+        template=f"numba_tiles::block_reduce<{dtype.cxx}, {op.cxx}, {_shape(args)}, {items}, "
+        f"{_REDUCE_ALGORITHMS[args['algorithm']]}, {flags}>",
         result=dtype.numba,
         params=(("value", value_type, None), ("num_valid", types.int32, 0)),
     )
 
 
-_REDUCE_CONSTS = {"op": ops.parse, "block_dim": parse_block_dim, "items_per_thread": parse_items_per_thread,
-                  "algorithm": parse_algorithm, "broadcast": parse_broadcast}
+_REDUCE_CONSTS = {"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL,
+                  "algorithm": _params.choice("algorithm", _REDUCE_ALGORITHMS),
+                  "broadcast": _params.flag("broadcast")}
 
 
 @intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce)
@@ -138,4 +141,307 @@ def block_sum(value, *, block_dim, items_per_thread=None, num_valid=None, algori
             s = tiles.block_sum(x[i] if i < x.size else 0.0, block_dim=256)
             if cuda.threadIdx.x == 0:
                 out[cuda.blockIdx.x] = s
+    """
+
+
+_LOAD_ALGORITHMS = {name: f"cub::BLOCK_LOAD_{name.upper()}" for name in
+                    ("direct", "striped", "vectorize", "transpose", "warp_transpose", "warp_transpose_timesliced")}
+_STORE_ALGORITHMS = {name: f"cub::BLOCK_STORE_{name.upper()}" for name in _LOAD_ALGORITHMS}
+
+
+def _movement(name, args, array):
+    """What block_load and block_store share: (dtype, template arguments after T, params)."""
+    dtype = _tile(name, args, array)
+    _tile(name, args, "items", like=dtype)
+    algorithm = args["algorithm"]
+    if algorithm.startswith("warp_transpose") and _threads(args) % 32:
+        raise error(name, f"algorithm {algorithm!r} needs a block of whole warps, got {_threads(args)} threads",
+                    "use a multiple of 32 threads, or algorithm='transpose'")
+    table = _LOAD_ALGORITHMS if name == "block_load" else _STORE_ALGORITHMS
+    contiguous = args[array].layout == "C"
+    template_args = (f"{_shape(args)}, {args['items_per_thread']}, {table[algorithm]}, "
+                     f"{_params.cxx_bool(contiguous)}, {_params.cxx_bool(_count(name, args, 'num_valid'))}")
+    params = ((array, args[array], None), ("items", args["items"], None), ("num_valid", types.int64, 0))
+    return dtype, template_args, params
+
+
+def _load_rule(name, args):
+    dtype, template_args, params = _movement(name, args, "src")
+    has_default = args["oob_default"] is not None
+    return Instance(
+        intrinsic=name,
+        header="block_load.cuh",
+        template=f"numba_tiles::block_load<{dtype.cxx}, {template_args}, {_params.cxx_bool(has_default)}>",
+        result=types.none,
+        params=params + (("oob_default", dtype.numba, 0),),
+    )
+
+
+def _store_rule(name, args):
+    dtype, template_args, params = _movement(name, args, "dst")
+    return Instance(intrinsic=name, header="block_load.cuh",
+                    template=f"numba_tiles::block_store<{dtype.cxx}, {template_args}>",
+                    result=types.none, params=params)
+
+
+_MOVE_CONSTS = {"block_dim": _DIM, "items_per_thread": _ITEMS}
+
+
+@intrinsic(consts={**_MOVE_CONSTS, "algorithm": _params.choice("algorithm", _LOAD_ALGORITHMS)},
+           rule=_load_rule, simulate=simulator.block_load)
+def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, oob_default=None):
+    """Load the tile that starts at ``src[0]`` into every thread's ``items``, cooperatively.
+
+    The tile is ``block threads × items_per_thread`` items. Thread t gets items
+    t*N ... t*N+N-1 (the blocked arrangement, N = ``items_per_thread``), except with
+    ``algorithm="striped"``, where it gets t, t+T, t+2T, ... (T = block threads).
+
+    - ``src``: a 1-D global array, usually a slice ``x[tile_start:]``; contiguous.
+    - ``items``: the thread-local array, ``cuda.local.array(items_per_thread, dtype)``, same dtype.
+    - ``algorithm``: CUB's ``"direct"`` (default), ``"striped"``, ``"vectorize"`` (128-bit loads
+      when ``src`` is aligned), ``"transpose"``, ``"warp_transpose"`` or
+      ``"warp_transpose_timesliced"`` (coalesced reads through shared memory).
+    - ``num_valid``: load only the first ``num_valid`` items. Even without it, nothing past the end
+      of ``src`` is read: a tile that runs off the array is a partial tile.
+    - ``oob_default``: the value of the items that are not loaded (they are left as they were without it).
+
+    Example::
+
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def tile_sums(x, out):
+            items = cuda.local.array(4, numba.float32)
+            start = cuda.blockIdx.x * 128 * 4
+            tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4, oob_default=0)
+            s = tiles.block_sum(items, block_dim=128, items_per_thread=4)
+            if cuda.threadIdx.x == 0:
+                out[cuda.blockIdx.x] = s
+    """
+
+
+@intrinsic(consts={**_MOVE_CONSTS, "algorithm": _params.choice("algorithm", _STORE_ALGORITHMS)},
+           rule=_store_rule, simulate=simulator.block_store)
+def block_store(dst, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None):
+    """Store every thread's ``items`` to the tile that starts at ``dst[0]``, cooperatively.
+
+    The arrangement and ``algorithm`` are as for `block_load` (``"direct"``, ``"striped"``,
+    ``"vectorize"``, ``"transpose"``, ``"warp_transpose"``, ``"warp_transpose_timesliced"``).
+    Only the first ``num_valid`` items are written if it is given, and never past the end of ``dst``.
+
+    Example::
+
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def double(x, out):
+            items = cuda.local.array(4, numba.float32)
+            start = cuda.blockIdx.x * 128 * 4
+            tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4)
+            for j in range(4):
+                items[j] *= 2
+            tiles.block_store(out[start:], items, block_dim=128, items_per_thread=4)
+    """
+
+
+_SCAN_ALGORITHMS = {
+    "raking": "cub::BLOCK_SCAN_RAKING",
+    "raking_memoize": "cub::BLOCK_SCAN_RAKING_MEMOIZE",
+    "warp_scans": "cub::BLOCK_SCAN_WARP_SCANS",
+}
+
+
+def _scan_rule(name, args):
+    dtype, value_type, items = _value(name, args)
+    op, has_initial, identity = ops.scan(name, args, dtype)
+    head = (f"{dtype.cxx}, {op.cxx}, {_shape(args)}, {items}, {_SCAN_ALGORITHMS[args['algorithm']]}, "
+            f"{_params.cxx_bool(args['exclusive'])}")
+    is_array = isinstance(value_type, types.Array)
+    if args["prefix"] is not None:
+        if args["aggregate"] or args["initial_value"] is not None:
+            raise error(name, "prefix carries the running total: it cannot be combined with aggregate or initial_value",
+                        "leave out aggregate and initial_value (the prefix is the initial value; read the new "
+                        "prefix for the running total)")
+        _tile(name, args, "prefix", like=dtype)
+        return Instance(name, "block_scan.cuh", f"numba_tiles::block_scan_prefix<{head}>",
+                        types.none if is_array else dtype.numba,
+                        (("value", value_type, None), ("prefix", args["prefix"], None)))
+    aggregate = args["aggregate"]
+    if is_array:
+        result = dtype.numba if aggregate else types.none
+    else:
+        result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
+    template = "block_scan_aggregate" if aggregate else "block_scan"
+    return Instance(name, "block_scan.cuh", f"numba_tiles::{template}<{head}, {_params.cxx_bool(has_initial)}>",
+                    result, (("value", value_type, None), ("initial_value", dtype.numba, identity)))
+
+
+@intrinsic(consts={"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL,
+                   "exclusive": _params.flag("exclusive"), "aggregate": _params.flag("aggregate"),
+                   "algorithm": _params.choice("algorithm", _SCAN_ALGORITHMS)},
+           rule=_scan_rule, simulate=simulator.block_scan)
+def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=False, initial_value=None,
+               aggregate=False, prefix=None, algorithm="raking"):
+    """Prefix-scan the block's values with ``op`` (a sum by default): inclusive, or ``exclusive``.
+
+    Items are in linear thread order (``x`` fastest), each thread's ``items_per_thread`` in a row.
+
+    - ``value``: one value per thread, whose scanned value is returned; or a thread-local array,
+      scanned in place. Types and ``op`` as for `block_reduce` (min/max/bitwise need no complex).
+    - ``exclusive``: item i gets op(initial, items 0..i-1); ``initial_value`` defaults to the op's
+      identity (0 for ``+``), so every output is defined. An inclusive scan with
+      ``initial_value`` starts from it.
+    - ``aggregate=True``: also returns the block's total (of the inputs, without
+      ``initial_value``): ``(scanned, total)`` for a scalar, ``total`` for an array.
+    - ``prefix``: a one-item thread-local array holding a running total, the same in every thread:
+      the scan starts from it and it becomes op(prefix, total): scanning a long segment tile by tile.
+    - ``algorithm``: CUB's ``"raking"`` (default), ``"raking_memoize"`` or ``"warp_scans"``.
+
+    Example::
+
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def offsets(counts, out):
+            i = cuda.grid(1)
+            start, total = tiles.block_scan(counts[i], exclusive=True, aggregate=True, block_dim=256)
+            out[i] = start
+    """
+
+
+_EXCHANGES = {name: f"numba_tiles::exchange::{name}" for name in
+              ("striped_to_blocked", "blocked_to_striped", "warp_striped_to_blocked", "blocked_to_warp_striped")}
+
+
+def _exchange_rule(name, args):
+    dtype = _tile(name, args, "items")
+    return Instance(name, "block_exchange.cuh",
+                    f"numba_tiles::block_exchange<{dtype.cxx}, {_shape(args)}, {args['items_per_thread']}, "
+                    f"{_EXCHANGES[args['arrangement']]}>",
+                    types.none, (("items", args["items"], None),))
+
+
+@intrinsic(consts={**_MOVE_CONSTS, "arrangement": _params.choice("arrangement", _EXCHANGES)},
+           rule=_exchange_rule, simulate=simulator.block_exchange)
+def block_exchange(items, arrangement, *, block_dim, items_per_thread):
+    """Rearrange the block's tile in place between arrangements, through shared memory.
+
+    ``arrangement`` is ``"striped_to_blocked"``, ``"blocked_to_striped"``,
+    ``"warp_striped_to_blocked"`` or ``"blocked_to_warp_striped"``. Blocked: thread t holds
+    items t*N ... t*N+N-1 (N = ``items_per_thread``). Striped: thread t holds t, t+T, t+2T, ...
+    (T = block threads). Warp-striped: the same within each warp's 32*N items.
+    Implemented by ``cub::BlockExchange``.
+
+    Example::
+
+        from numba import cuda, float32
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def blocked(x, out):
+            items = cuda.local.array(4, float32)
+            for j in range(4):                      # coalesced, striped reads
+                items[j] = x[cuda.threadIdx.x + 128 * j]
+            tiles.block_exchange(items, "striped_to_blocked", block_dim=128, items_per_thread=4)
+            for j in range(4):
+                out[cuda.threadIdx.x * 4 + j] = items[j]
+    """
+
+
+_HISTOGRAM_ALGORITHMS = {"sort": "cub::BLOCK_HISTO_SORT", "atomic": "cub::BLOCK_HISTO_ATOMIC"}
+_COUNTERS = ("int32", "uint32", "uint64")
+
+
+def _histogram_rule(name, args):
+    dtype = _tile(name, args, "items", allowed="iu")
+    counter = _tile(name, args, "histogram", allowed="iu")
+    if counter.name not in _COUNTERS:
+        raise error(name, f"histogram holds {counter.name}", f"use counters of {', '.join(_COUNTERS)}")
+    return Instance(name, "block_histogram.cuh",
+                    f"numba_tiles::block_histogram<{dtype.cxx}, {counter.cxx}, {_shape(args)}, "
+                    f"{args['items_per_thread']}, {args['bins']}, {_HISTOGRAM_ALGORITHMS[args['algorithm']]}, "
+                    f"{_params.cxx_bool(args['accumulate'])}>",
+                    types.none, (("items", args["items"], None), ("histogram", args["histogram"], None)))
+
+
+@intrinsic(consts={**_MOVE_CONSTS, "bins": _params.positive_int("bins", 256),
+                   "algorithm": _params.choice("algorithm", _HISTOGRAM_ALGORITHMS),
+                   "accumulate": _params.flag("accumulate")},
+           rule=_histogram_rule, simulate=simulator.block_histogram)
+def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algorithm="sort", accumulate=False):
+    """Count the block's items into ``histogram[0:bins]``; each item is a bin index in [0, bins).
+
+    - ``items``: thread-local array of integers (e.g. uint8 samples for 256 bins).
+    - ``histogram``: ``bins`` counters (int32, uint32 or uint64), usually
+      ``cuda.shared.array(bins, uint32)``; zeroed first, or added to with ``accumulate=True``.
+      On return the counts are complete and visible to every thread of the block.
+    - ``algorithm``: CUB's ``"sort"`` (default: sort then count runs) or ``"atomic"`` (shared atomics).
+
+    Items outside [0, bins) are undefined behaviour, as in CUB; ``NUMBA_TILES_DEBUG=1`` traps on them.
+
+    Example::
+
+        from numba import cuda, uint8, uint32
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def histogram256(x, out):
+            items = cuda.local.array(4, uint8)
+            tiles.block_load(x[cuda.blockIdx.x * 512:], items, block_dim=128, items_per_thread=4)
+            counts = cuda.shared.array(256, uint32)
+            tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=256)
+            for b in range(cuda.threadIdx.x, 256, 128):
+                cuda.atomic.add(out, b, counts[b])
+    """
+
+
+def _sort_rule(name, args):
+    dtype = _tile(name, args, "keys", allowed="iuf")
+    params = [("keys", args["keys"], None)]
+    value_cxx = ""
+    if args["values"] is not None:
+        value_cxx = f"{_tile(name, args, 'values').cxx}, "
+        params.append(("values", args["values"], None))
+    for bit in ("begin_bit", "end_bit"):
+        if args[bit] is not None:
+            _dtypes.integer(name, bit, args[bit])
+    flags = ", ".join(map(_params.cxx_bool, (args["descending"], args["striped"])))
+    return Instance(name, "block_radix_sort.cuh",
+                    f"numba_tiles::block_radix_sort<{dtype.cxx}, {value_cxx}{_shape(args)}, "
+                    f"{args['items_per_thread']}, {flags}>",
+                    types.none,
+                    (*params, ("begin_bit", types.int32, 0), ("end_bit", types.int32, dtype.numpy.itemsize * 8)))
+
+
+@intrinsic(consts={**_MOVE_CONSTS, "descending": _params.flag("descending"), "striped": _params.flag("striped")},
+           rule=_sort_rule, simulate=simulator.block_radix_sort)
+def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descending=False, striped=False,
+                     begin_bit=None, end_bit=None):
+    """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by radix sort.
+
+    - ``keys``: thread-local array of integers or floats (float16/32/64; -0.0 sorts before +0.0,
+      NaNs last), in blocked arrangement.
+    - ``values``: an optional thread-local array of any dtype, moved with its key.
+    - ``descending``: largest first. Equal keys keep their order (the sort is stable).
+    - ``striped``: leave the result striped (thread t holds ranks t, t+T, ...: coalesced stores)
+      instead of blocked (thread t holds ranks t*N ... t*N+N-1).
+    - ``begin_bit``, ``end_bit``: sort by these key bits only (run-time ints; all bits by default).
+
+    Implemented by ``cub::BlockRadixSort``.
+
+    Example::
+
+        from numba import cuda, int32
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def sort_tiles(x):
+            keys = cuda.local.array(4, int32)
+            start = cuda.blockIdx.x * 512
+            tiles.block_load(x[start:], keys, block_dim=128, items_per_thread=4)
+            tiles.block_radix_sort(keys, block_dim=128, items_per_thread=4)
+            tiles.block_store(x[start:], keys, block_dim=128, items_per_thread=4)
     """

@@ -70,7 +70,9 @@ def parse(intrinsic, value):
 
 
 def check(intrinsic, op, dtype):
-    """Reject an op that has no meaning for the dtype (bitwise ops on floats)."""
+    """Reject an op that has no meaning for the dtype (bitwise ops on floats, min/max on complex)."""
+    if dtype.kind == "c" and op.ufunc in (np.minimum, np.maximum):
+        raise error(intrinsic, f"op {op.name!r} needs ordered values, got {dtype.name}", "use '+' or '*' for complex values")
     if op.integer_only and not dtype.is_integer:
         raise error(
             intrinsic,
@@ -88,3 +90,15 @@ def reduction(intrinsic, args):
     if partial:
         _dtypes.integer(intrinsic, "num_valid", args["num_valid"])
     return dtype, op, partial
+
+
+def scan(intrinsic, args, dtype):
+    """What block and warp scans share: (op, whether there is an initial value, its default)."""
+    op = args["op"]
+    check(intrinsic, op, dtype)
+    if args["initial_value"] is not None:
+        _dtypes.scalar(intrinsic, "initial_value", args["initial_value"])
+    # An exclusive scan without initial_value starts from the op's identity, so that its first
+    # output is defined (CUB leaves it undefined).
+    has_initial = args["exclusive"] or args["initial_value"] is not None
+    return op, has_initial, op.identity(dtype.numpy).item()

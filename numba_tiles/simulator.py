@@ -104,3 +104,173 @@ def warp_reduce(instance, args):
     thread = _thread(instance.intrinsic)
     values, lane = _warp_exchange(thread, args["warp_size"], [args["value"]])
     return _reduce(instance, args, values, lane)
+
+
+def _rank(kind, tid, j, threads, items):
+    """The tile position of item ``j`` of thread ``tid`` in an arrangement (blocked, striped, warp_striped)."""
+    if kind == "striped":
+        return tid + j * threads
+    if kind == "warp_striped":
+        warp, lane = divmod(tid, 32)
+        return warp * 32 * items + lane + j * 32
+    return tid * items + j
+
+
+def _valid(args, array):
+    """How many items of the tile exist: num_valid if given, never more than the array holds."""
+    num_valid = args["num_valid"]
+    valid = len(array) if num_valid is None else min(int(num_valid), len(array))
+    return max(valid, 0)
+
+
+def _threads(args):
+    return int(np.prod(args["block_dim"]))
+
+
+def block_load(instance, args):
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    src, items, count = args["src"], args["items"], args["items_per_thread"]
+    _items(instance, {"value": items, "items_per_thread": count})
+    kind = "striped" if args["algorithm"] == "striped" else "blocked"
+    valid = _valid(args, src)
+    for j in range(count):
+        rank = _rank(kind, thread.thread_id, j, _threads(args), count)
+        if rank < valid:
+            items[j] = src[rank]
+        elif args["oob_default"] is not None:
+            items[j] = args["oob_default"]
+
+
+def block_store(instance, args):
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    dst, items, count = args["dst"], args["items"], args["items_per_thread"]
+    _items(instance, {"value": items, "items_per_thread": count})
+    kind = "striped" if args["algorithm"] == "striped" else "blocked"
+    valid = _valid(args, dst)
+    for j in range(count):
+        rank = _rank(kind, thread.thread_id, j, _threads(args), count)
+        if rank < valid:
+            dst[rank] = items[j]
+
+
+def _scan(op, dtype, flat, exclusive, initial):
+    """Inclusive (or exclusive) scan of ``flat`` in ``dtype``, from ``initial`` when it is not None."""
+    values = np.array(flat, dtype=dtype)
+    if initial is not None:
+        values = np.concatenate([np.array([initial], dtype=dtype), values])
+    scanned = op.ufunc.accumulate(values, dtype=dtype) if len(values) else values
+    if exclusive:
+        return scanned[:-1]
+    return scanned[1:] if initial is not None else scanned
+
+
+def _entry_dtype(instance):
+    ty = instance.params[0][1]
+    return np.dtype(str(getattr(ty, "dtype", ty)))
+
+
+def block_scan(instance, args):
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    dtype = _entry_dtype(instance)
+    mine = _items(instance, args)
+    tiles_ = _exchange(thread, mine)
+    op, prefix = args["op"], args["prefix"]
+    flat = [item for tile in tiles_ for item in tile]
+    initial = prefix[0] if prefix is not None else args["initial_value"]
+    if initial is None and args["exclusive"]:
+        initial = op.identity(dtype)
+    scanned = _scan(op, dtype, flat, args["exclusive"], initial)
+    aggregate = dtype.type(op.ufunc.reduce(np.array(flat, dtype=dtype), dtype=dtype))
+    start = thread.thread_id * len(mine)
+    out = scanned[start:start + len(mine)]
+    if prefix is not None:
+        thread.syncthreads()  # every thread has read the old prefix
+        prefix[0] = op.ufunc(dtype.type(prefix[0]), aggregate, dtype=dtype)
+    if isinstance(args["value"], np.ndarray):
+        args["value"][:len(out)] = out
+        return aggregate if args["aggregate"] else None
+    return (out[0], aggregate) if args["aggregate"] else out[0]
+
+
+def warp_scan(instance, args):
+    thread = _thread(instance.intrinsic)
+    dtype = _entry_dtype(instance)
+    values, lane = _warp_exchange(thread, args["warp_size"], args["value"])
+    op, initial = args["op"], args["initial_value"]
+    if initial is None and args["exclusive"]:
+        initial = op.identity(dtype)
+    out = _scan(op, dtype, values, args["exclusive"], initial)[lane]
+    aggregate = dtype.type(op.ufunc.reduce(np.array(values, dtype=dtype), dtype=dtype))
+    return (out, aggregate) if args["aggregate"] else out
+
+
+_ARRANGEMENTS = {
+    "striped_to_blocked": ("striped", "blocked"),
+    "blocked_to_striped": ("blocked", "striped"),
+    "warp_striped_to_blocked": ("warp_striped", "blocked"),
+    "blocked_to_warp_striped": ("blocked", "warp_striped"),
+}
+
+
+def _rearrange(thread, args, arrays, source, target):
+    """Move the tile held in ``arrays`` (thread-local, same length) from one arrangement to another."""
+    count, threads = args["items_per_thread"], _threads(args)
+    tiles_ = _exchange(thread, [list(a[:count]) for a in arrays])
+    tile = {}
+    for tid, held in enumerate(tiles_):
+        for j in range(count):
+            tile[_rank(source, tid, j, threads, count)] = tuple(a[j] for a in held)
+    for j in range(count):
+        for a, value in zip(arrays, tile[_rank(target, thread.thread_id, j, threads, count)]):
+            a[j] = value
+
+
+def block_exchange(instance, args):
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    _items(instance, {"value": args["items"], "items_per_thread": args["items_per_thread"]})
+    _rearrange(thread, args, [args["items"]], *_ARRANGEMENTS[args["arrangement"]])
+
+
+def block_histogram(instance, args):
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    items = _items(instance, {"value": args["items"], "items_per_thread": args["items_per_thread"]})
+    tiles_ = _exchange(thread, items)
+    histogram, bins = args["histogram"], args["bins"]
+    if thread.thread_id == 0:
+        counts = np.bincount([int(v) for tile in tiles_ for v in tile], minlength=bins)
+        if len(counts) > bins:
+            raise error(instance.intrinsic, f"an item is outside [0, {bins})", "pass bin indices")
+        histogram[:bins] = counts.astype(histogram.dtype) + (histogram[:bins] if args["accumulate"] else 0)
+    thread.syncthreads()
+
+
+def _ordered_bits(dtype, values):
+    """Keys as the unsigned integers CUB's radix sort orders (floats: -0.0 as +0.0, negatives flipped)."""
+    values = np.asarray(values, dtype=dtype)
+    bits = values.view(f"u{dtype.itemsize}").astype(np.uint64)
+    sign = np.uint64(1) << np.uint64(8 * dtype.itemsize - 1)
+    if dtype.kind == "f":
+        bits = np.where(values == 0, np.uint64(0), bits)
+        negative = (bits & sign) != 0
+        full = np.uint64((1 << (8 * dtype.itemsize)) - 1)
+        return np.where(negative, ~bits & full, bits | sign)
+    return bits ^ sign if dtype.kind == "i" else bits
+
+
+def block_radix_sort(instance, args):
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    keys, values = args["keys"], args["values"]
+    count, threads = args["items_per_thread"], _threads(args)
+    arrays = [keys] + ([values] if values is not None else [])
+    for a in arrays:
+        _items(instance, {"value": a, "items_per_thread": count})
+    tiles_ = _exchange(thread, [[tuple(a[j] for a in arrays) for j in range(count)]])
+    tile = [item for (held,) in tiles_ for item in held]  # in blocked order
+    begin = 0 if args["begin_bit"] is None else int(args["begin_bit"])
+    end = 8 * keys.dtype.itemsize if args["end_bit"] is None else int(args["end_bit"])
+    digits = (_ordered_bits(keys.dtype, [item[0] for item in tile]) >> np.uint64(begin)) & np.uint64((1 << (end - begin)) - 1)
+    order = sorted(range(len(tile)), key=lambda i: int(digits[i]), reverse=args["descending"])
+    kind = "striped" if args["striped"] else "blocked"
+    for j in range(count):
+        for a, value in zip(arrays, tile[order[_rank(kind, thread.thread_id, j, threads, count)]]):
+            a[j] = value

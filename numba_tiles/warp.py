@@ -2,17 +2,8 @@
 
 from numba.cuda import types
 
-from . import ops, simulator
-from ._errors import error
+from . import _dtypes, _params, ops, simulator
 from ._spec import Instance, intrinsic
-
-
-def parse_warp_size(name, value):
-    """A logical warp size: a power of two from 1 to 32."""
-    if not isinstance(value, int) or isinstance(value, bool) or value not in (1, 2, 4, 8, 16, 32):
-        raise error(name, f"warp_size must be a power of two from 1 to 32, got {value!r}",
-                    "pass warp_size=32 (the default), 16, 8, 4, 2 or 1")
-    return value
 
 
 def _reduce_rule(name, args):
@@ -26,7 +17,7 @@ def _reduce_rule(name, args):
     )
 
 
-_REDUCE_CONSTS = {"op": ops.parse, "warp_size": parse_warp_size}
+_REDUCE_CONSTS = {"op": ops.parse, "warp_size": _params.warp_size}
 
 
 @intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.warp_reduce)
@@ -69,4 +60,41 @@ def warp_sum(value, *, warp_size=32, num_valid=None):
             s = tiles.warp_sum(x[i])
             if cuda.laneid == 0:
                 out[i // 32] = s
+    """
+
+
+def _scan_rule(name, args):
+    dtype = _dtypes.scalar(name, "value", args["value"])
+    op, has_initial, identity = ops.scan(name, args, dtype)
+    flags = ", ".join(map(_params.cxx_bool, (args["exclusive"], has_initial, args["aggregate"])))
+    return Instance(
+        intrinsic=name,
+        header="warp.cuh",
+        template=f"numba_tiles::warp_scan<{dtype.cxx}, {op.cxx}, {args['warp_size']}, {flags}>",
+        result=types.UniTuple(dtype.numba, 2) if args["aggregate"] else dtype.numba,
+        params=(("value", dtype.numba, None), ("initial_value", dtype.numba, identity)),
+    )
+
+
+@intrinsic(consts={"op": ops.parse, "warp_size": _params.warp_size, "exclusive": _params.flag("exclusive"),
+                   "aggregate": _params.flag("aggregate")},
+           rule=_scan_rule, simulate=simulator.warp_scan)
+def warp_scan(value, op="+", *, warp_size=32, exclusive=False, initial_value=None, aggregate=False):
+    """Prefix-scan one value per lane across each logical warp with ``op`` (a sum by default).
+
+    Logical warps are as for `warp_reduce`. Returns the lane's inclusive scan, or with
+    ``exclusive=True`` op(initial, lanes before it), where ``initial_value`` defaults to the op's
+    identity (so lane 0 is defined too); an inclusive scan with ``initial_value`` starts from it.
+    ``aggregate=True`` returns ``(scanned, warp total)``, the total without ``initial_value``.
+    Implemented by ``cub::WarpScan`` (shuffles, no shared memory).
+
+    Example::
+
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def lane_offsets(counts, out):
+            i = cuda.grid(1)
+            out[i] = tiles.warp_scan(counts[i], exclusive=True)
     """

@@ -103,11 +103,11 @@ def test_key_changes_with_an_option(monkeypatch):
 def test_entry_point_renders_the_cub_template():
     instance, _ = tiles.block_sum.spec.resolve_values(np.int64(0), block_dim=(16, 16), num_valid=3)
     source = _compile.translation_unit([instance])
-    assert source.startswith('#include "block.cuh"')
+    assert source.startswith('#include "block_reduce.cuh"')
     assert ("numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, 1, "
-            "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(value, num_valid)") in source
-    assert f'extern "C" __device__ ::cuda::std::int64_t {instance.symbol}(' in source
-    assert (_toolchain.lto_libs_dir() / "block.cuh").is_file()
+            "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid)") in source
+    assert f'extern "C" __device__ void {instance.symbol}(const ::cuda::std::int64_t* value, ' in source
+    assert (_toolchain.lto_libs_dir() / "block_reduce.cuh").is_file()
 
 
 def test_precompile_needs_signatures():

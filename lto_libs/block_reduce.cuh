@@ -1,4 +1,4 @@
-// Block-level cooperative primitives over CUB, instantiated by numba_tiles.
+// Block-wide reduction over cub::BlockReduce, instantiated by numba_tiles.
 //
 // numba_tiles renders, per instantiation, a one-line `extern "C" __device__` entry point that
 // calls one of these templates; NVRTC turns it into LTO-IR and nvJitLink inlines it into the
@@ -7,7 +7,7 @@
 
 #include <cub/block/block_reduce.cuh>
 
-#include "ops.cuh"
+#include "common.cuh"
 
 namespace numba_tiles {
 
@@ -20,6 +20,7 @@ namespace numba_tiles {
 template <typename T, typename Op, int BX, int BY, int BZ, int IPT,
           cub::BlockReduceAlgorithm Algo, bool Partial, bool Broadcast>
 __device__ __forceinline__ T block_reduce(const T* items, int num_valid) {
+  check_launch<BX, BY, BZ>("block_reduce");
   using Reduce = cub::BlockReduce<T, BX, Algo, BY, BZ>;
   // One buffer per instantiation, shared by all its call sites in a kernel.
   __shared__ typename Reduce::TempStorage temp;
@@ -27,7 +28,7 @@ __device__ __forceinline__ T block_reduce(const T* items, int num_valid) {
   T local[IPT];
 #pragma unroll
   for (int j = 0; j < IPT; ++j) {
-    local[j] = (!Partial || tid * IPT + j < num_valid) ? items[j] : identity<Op, T>::value;
+    local[j] = (!Partial || tid * IPT + j < num_valid) ? items[j] : identity<Op, T>::value();
   }
   T result = Reduce(temp).Reduce(local, Op{});
   if constexpr (Broadcast) {
@@ -44,7 +45,13 @@ __device__ __forceinline__ T block_reduce(const T* items, int num_valid) {
   return result;
 }
 
-// One value per thread: the same, with IPT = 1.
+template <typename T, typename Op, int BX, int BY, int BZ, int IPT,
+          cub::BlockReduceAlgorithm Algo, bool Partial, bool Broadcast>
+__device__ __forceinline__ T block_reduce(array_ref<T> items, int num_valid) {
+  return block_reduce<T, Op, BX, BY, BZ, IPT, Algo, Partial, Broadcast>(
+    items_of<IPT>(items, "block_reduce"), num_valid);
+}
+
 template <typename T, typename Op, int BX, int BY, int BZ, int IPT,
           cub::BlockReduceAlgorithm Algo, bool Partial, bool Broadcast>
 __device__ __forceinline__ T block_reduce(T value, int num_valid) {

@@ -1,0 +1,38 @@
+// Block-wide histograms over cub::BlockHistogram (see block_reduce.cuh for how these are
+// instantiated).
+#pragma once
+
+#include <cub/block/block_histogram.cuh>
+
+#include "common.cuh"
+
+namespace numba_tiles {
+
+// Count the tile's items (IPT per thread, each a bin index in [0, Bins)) into `histogram`
+// (Bins counters, usually in shared memory): zeroed first, or added to when Accumulate.
+// On return the counts are visible to every thread of the block.
+template <typename T, typename Counter, int BX, int BY, int BZ, int IPT, int Bins,
+          cub::BlockHistogramAlgorithm Algo, bool Accumulate>
+__device__ __forceinline__ void block_histogram(array_ref<T> items, array_ref<Counter> histogram) {
+  check_launch<BX, BY, BZ>("block_histogram");
+  using Histogram = cub::BlockHistogram<T, BX, IPT, Bins, Algo, BY, BZ>;
+  __shared__ typename Histogram::TempStorage temp;
+  T (&samples)[IPT] = tile_of<IPT>(items, "block_histogram");
+  Counter* bins = items_of<Bins>(histogram, "block_histogram");
+#ifdef NUMBA_TILES_DEBUG
+  for (int j = 0; j < IPT; ++j) {
+    if (!(samples[j] >= T(0) && samples[j] < T(Bins))) {
+      printf("tiles.block_histogram: an item is outside [0, %d): pass bin indices\n", Bins);
+      __trap();
+    }
+  }
+#endif
+  if constexpr (Accumulate) {
+    Histogram(temp).Composite(samples, bins);
+  } else {
+    Histogram(temp).Histogram(samples, bins);
+  }
+  __syncthreads();  // the counts are complete, and `temp` is free for the next call
+}
+
+}  // namespace numba_tiles

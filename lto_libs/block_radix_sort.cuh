@@ -1,0 +1,54 @@
+// Block-wide radix sort over cub::BlockRadixSort (see block_reduce.cuh for how these are
+// instantiated).
+#pragma once
+
+#include <cub/block/block_radix_sort.cuh>
+
+#include "common.cuh"
+
+namespace numba_tiles {
+
+// Sort the tile of keys (IPT per thread, blocked arrangement) by bits [begin_bit, end_bit),
+// ascending or Descending; the sorted tile is blocked again (thread t gets ranks t*IPT ...),
+// or striped with Striped (thread t gets ranks t, t+threads, ...: coalesced stores).
+template <typename K, int BX, int BY, int BZ, int IPT, bool Descending, bool Striped>
+__device__ __forceinline__ void block_radix_sort(array_ref<K> keys, int begin_bit, int end_bit) {
+  check_launch<BX, BY, BZ>("block_radix_sort");
+  using Sort = cub::BlockRadixSort<K, BX, IPT, cub::NullType, 4, true, cub::BLOCK_SCAN_WARP_SCANS,
+                                   cudaSharedMemBankSizeFourByte, BY, BZ>;
+  __shared__ typename Sort::TempStorage temp;
+  K (&k)[IPT] = tile_of<IPT>(keys, "block_radix_sort");
+  if constexpr (Descending && Striped) {
+    Sort(temp).SortDescendingBlockedToStriped(k, begin_bit, end_bit);
+  } else if constexpr (Descending) {
+    Sort(temp).SortDescending(k, begin_bit, end_bit);
+  } else if constexpr (Striped) {
+    Sort(temp).SortBlockedToStriped(k, begin_bit, end_bit);
+  } else {
+    Sort(temp).Sort(k, begin_bit, end_bit);
+  }
+  __syncthreads();  // the next call of this instantiation reuses `temp`
+}
+
+// The same, carrying a value along with each key.
+template <typename K, typename V, int BX, int BY, int BZ, int IPT, bool Descending, bool Striped>
+__device__ __forceinline__ void block_radix_sort(array_ref<K> keys, array_ref<V> values, int begin_bit, int end_bit) {
+  check_launch<BX, BY, BZ>("block_radix_sort");
+  using Sort = cub::BlockRadixSort<K, BX, IPT, V, 4, true, cub::BLOCK_SCAN_WARP_SCANS,
+                                   cudaSharedMemBankSizeFourByte, BY, BZ>;
+  __shared__ typename Sort::TempStorage temp;
+  K (&k)[IPT] = tile_of<IPT>(keys, "block_radix_sort");
+  V (&v)[IPT] = tile_of<IPT>(values, "block_radix_sort");
+  if constexpr (Descending && Striped) {
+    Sort(temp).SortDescendingBlockedToStriped(k, v, begin_bit, end_bit);
+  } else if constexpr (Descending) {
+    Sort(temp).SortDescending(k, v, begin_bit, end_bit);
+  } else if constexpr (Striped) {
+    Sort(temp).SortBlockedToStriped(k, v, begin_bit, end_bit);
+  } else {
+    Sort(temp).Sort(k, v, begin_bit, end_bit);
+  }
+  __syncthreads();
+}
+
+}  // namespace numba_tiles

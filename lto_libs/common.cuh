@@ -1,0 +1,99 @@
+// What every numba_tiles header shares: the array view entry points pass, launch and size
+// checks, and the operators' identities.
+#pragma once
+
+#include <cuda/functional>
+#include <cuda/std/complex>
+#include <cuda/std/cstdint>
+#include <cuda/std/functional>
+#include <cuda/std/limits>
+#include <cuda/std/tuple>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace numba_tiles {
+
+// A Numba array as an entry point passes it: data, number of items, stride in items.
+template <typename T>
+struct array_ref {
+  T* data;
+  long long size;
+  long long stride;
+};
+
+// The items of a thread-local array of (at least) N items. Numba arrays carry their length
+// at run time only; for cuda.local.array it is a constant, so the check folds away.
+template <int N, typename T>
+__device__ __forceinline__ T* items_of(array_ref<T> a, const char* intrinsic) {
+  if (a.size < N || a.stride != 1) {
+    printf("tiles.%s: the thread-local array has %lld items (stride %lld), needs %d contiguous ones\n",
+           intrinsic, a.size, a.stride, N);
+    __trap();
+  }
+  return a.data;
+}
+
+// The same as a C++ array reference, which is what CUB's block collectives take.
+template <int N, typename T>
+__device__ __forceinline__ T (&tile_of(array_ref<T> a, const char* intrinsic))[N] {
+  return *reinterpret_cast<T (*)[N]>(items_of<N>(a, intrinsic));
+}
+
+// A global array's data, which must be contiguous (unit stride); Contiguous arrays (Numba
+// layout "C") skip the check.
+template <bool Contiguous, typename T>
+__device__ __forceinline__ T* contiguous(array_ref<T> a, const char* intrinsic) {
+  if (!Contiguous && a.stride != 1 && a.size > 1) {
+    printf("tiles.%s: the array is strided (%lld items apart); pass a contiguous slice\n", intrinsic, a.stride);
+    __trap();
+  }
+  return a.data;
+}
+
+// With NUMBA_TILES_DEBUG=1 (compiled in as the macro NUMBA_TILES_DEBUG), every block-level call first
+// checks that the launch's block shape is the block_dim it was compiled for: CUB gives wrong
+// results silently otherwise.
+template <int BX, int BY, int BZ>
+__device__ __forceinline__ void check_launch(const char* intrinsic) {
+#ifdef NUMBA_TILES_DEBUG
+  if (blockDim.x != BX || blockDim.y != BY || blockDim.z != BZ) {
+    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+      printf("tiles.%s: compiled for block_dim=(%d, %d, %d) but launched with blocks of (%d, %d, %d)\n",
+             intrinsic, BX, BY, BZ, blockDim.x, blockDim.y, blockDim.z);
+    }
+    __trap();
+  }
+#endif
+}
+
+// The value of a reduction over no items: the op's identity. The ops are CCCL's transparent
+// functors (plus<>, not plus<T>): CUB selects REDUX and other fast paths only for those.
+template <typename T>
+__device__ __forceinline__ T lowest_or_minus_inf() {
+  using limits = ::cuda::std::numeric_limits<T>;
+  return limits::has_infinity ? T(-limits::infinity()) : limits::lowest();
+}
+template <typename T>
+__device__ __forceinline__ T max_or_inf() {
+  using limits = ::cuda::std::numeric_limits<T>;
+  return limits::has_infinity ? limits::infinity() : limits::max();
+}
+
+template <typename Op, typename T>
+struct identity;
+template <typename T>
+struct identity<::cuda::std::plus<>, T> { __device__ static T value() { return T(0); } };
+template <typename T>
+struct identity<::cuda::std::multiplies<>, T> { __device__ static T value() { return T(1); } };
+template <typename T>
+struct identity<::cuda::minimum<>, T> { __device__ static T value() { return max_or_inf<T>(); } };
+template <typename T>
+struct identity<::cuda::maximum<>, T> { __device__ static T value() { return lowest_or_minus_inf<T>(); } };
+template <typename T>
+struct identity<::cuda::std::bit_and<>, T> { __device__ static T value() { return static_cast<T>(~T(0)); } };
+template <typename T>
+struct identity<::cuda::std::bit_or<>, T> { __device__ static T value() { return T(0); } };
+template <typename T>
+struct identity<::cuda::std::bit_xor<>, T> { __device__ static T value() { return T(0); } };
+
+}  // namespace numba_tiles

@@ -1,0 +1,76 @@
+"""Parsers of compile-time parameters: each takes (intrinsic name, Python value) and returns the
+parsed value or raises a `TilesError` that names the intrinsic and the fix."""
+
+from ._errors import error
+
+MAX_THREADS = 1024
+_LIMITS = (1024, 1024, 64)  # CUDA's per-dimension block limits
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def block_dim(intrinsic, value):
+    """``256`` or ``(16, 16)`` or ``(8, 8, 4)`` → ``(x, y, z)``, checked against CUDA's limits."""
+    dims = value if isinstance(value, tuple) else (value,)
+    if not (1 <= len(dims) <= 3 and all(map(_is_int, dims))):
+        raise error(intrinsic, f"block_dim must be an int or a tuple of 1 to 3 ints, got {value!r}",
+                    "pass the launch's block shape, e.g. block_dim=256 or block_dim=(16, 16)")
+    dims = tuple(dims) + (1,) * (3 - len(dims))
+    threads = dims[0] * dims[1] * dims[2]
+    if min(dims) < 1 or threads > MAX_THREADS or any(d > lim for d, lim in zip(dims, _LIMITS)):
+        raise error(intrinsic, f"block_dim={value!r} is not a valid CUDA block ({threads} threads)",
+                    f"use at most {MAX_THREADS} threads in all, each dimension within {_LIMITS}")
+    return dims
+
+
+def positive_int(param, example, optional=False, largest=None):
+    """A parser for a positive int constant (or None when ``optional``), at most ``largest``."""
+
+    def parse(intrinsic, value):
+        if value is None and optional:
+            return None
+        if not _is_int(value) or value < 1 or (largest is not None and value > largest):
+            bound = f" no larger than {largest}" if largest else ""
+            raise error(intrinsic, f"{param} must be a positive int{bound}, got {value!r}",
+                        f"pass {param}={example}")
+        return value
+
+    return parse
+
+
+def warp_size(intrinsic, value):
+    """A logical warp size: a power of two from 1 to 32."""
+    if not _is_int(value) or value not in (1, 2, 4, 8, 16, 32):
+        raise error(intrinsic, f"warp_size must be a power of two from 1 to 32, got {value!r}",
+                    "pass warp_size=32 (the default), 16, 8, 4, 2 or 1")
+    return value
+
+
+def choice(param, options):
+    """A parser for one of the keys of ``options`` (a dict name → C++ spelling); returns the name."""
+
+    def parse(intrinsic, value):
+        if value not in options:
+            raise error(intrinsic, f"{param}={value!r} is not supported",
+                        f"use one of {', '.join(map(repr, options))}")
+        return value
+
+    return parse
+
+
+def flag(param):
+    """A parser for a True/False constant."""
+
+    def parse(intrinsic, value):
+        if not isinstance(value, bool):
+            raise error(intrinsic, f"{param} must be True or False, got {value!r}",
+                        f"pass {param}=True or leave it out")
+        return value
+
+    return parse
+
+
+def cxx_bool(value):
+    return "true" if value else "false"
