@@ -7,7 +7,9 @@ PY     := $(VENV)/bin/python
 # `make gpu-wheels` (here) downloads the pinned cp312 wheels they lack into .gpu-wheels/,
 # `make gpu-test` (there) installs them with --no-index into .gpu-site/ and runs the GPU tests.
 GPU_PYTHON  ?= python3
-GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-bindings==13.0.*" "cuda-pathfinder>=1.3" "nvidia-cuda-cccl==13.0.*"
+GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-bindings==13.0.*" "cuda-pathfinder>=1.3" "nvidia-cuda-cccl==13.0.*" \
+               "pytest-xdist==3.*" "execnet>=2.1"
+GPU_JOBS    ?= 12
 GPU_ENV     := PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR)
 
 .PHONY: venv test demo gpu-wheels gpu-test benchmark clean
@@ -42,7 +44,7 @@ gpu-test:
 	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target .gpu-site .gpu-wheels/*.whl
 	$(GPU_ENV) $(GPU_PYTHON) -c "import numpy, numba, numba.cuda, cuda.core; from numba_tiles import _toolchain as t; \
 	  print('numpy', numpy.__version__, 'numba', numba.__version__, 'cuda.core', cuda.core.__version__, t.versions())"
-	$(GPU_ENV) $(GPU_PYTHON) -m pytest tests/gpu -q -ra -p no:cacheprovider
+	$(GPU_ENV) $(GPU_PYTHON) -m pytest tests/gpu -q -ra -p no:cacheprovider -n $(GPU_JOBS) $(GPU_TESTS)
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_sum.py
 
 clean:

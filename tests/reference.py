@@ -16,9 +16,13 @@ SPELLED = {"+": operator.add, "*": operator.mul, "min": min, "max": max,
            "&": operator.and_, "|": operator.or_, "^": operator.xor}
 
 
+SMALL_AND_COMPLEX = ["int8", "int16", "uint8", "uint16", "float16", "complex64", "complex128"]
+
+
 def cases(dtypes=DTYPES):
-    """(dtype, op) pairs that make sense: bitwise ops on integers only."""
-    return [(d, op) for d in dtypes for op in OPS if np.dtype(d).kind in "iu" or op in "+*minmax"]
+    """(dtype, op) pairs that make sense: bitwise ops on integers only, min/max not on complex."""
+    kinds = {"+": "iufc", "*": "iufc", "min": "iuf", "max": "iuf"}
+    return [(d, op) for d in dtypes for op in OPS if np.dtype(d).kind in kinds.get(op, "iu")]
 
 
 def threads_of(block_dim):
@@ -34,6 +38,13 @@ def num_valid_per_block(threads, rng):
 
 def random_values(dtype, op, n, rng):
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        part = np.dtype(f"f{dtype.itemsize // 2}")
+        if op == "*":  # near the unit circle: long products neither overflow nor vanish
+            return (random_values(part, op, n, rng) * np.exp(1j * rng.uniform(-np.pi, np.pi, n))).astype(dtype)
+        return (random_values(part, op, n, rng) + 1j * random_values(part, op, n, rng)).astype(dtype)
+    if dtype == np.float16 and op != "*":
+        return (rng.integers(-20, 20, n) / 4).astype(dtype)  # sums of a tile stay exact in half precision
     if dtype.kind == "f":
         if op == "*":  # products of values near 1 stay finite and well-conditioned
             return np.exp(rng.normal(0.0, 0.05, n)).astype(dtype)
@@ -179,7 +190,7 @@ def reference(dtype, op, x, counts, threads):
     """Per-block results: float64 for floats, exact (wrapping) in the dtype for integers."""
     dtype = np.dtype(dtype)
     ufunc = OPS[op]
-    acc = np.float64 if dtype.kind == "f" else dtype
+    acc = {"f": np.float64, "c": np.complex128}.get(dtype.kind, dtype)
     tiles_ = x.reshape(-1, threads).astype(acc)
     full = ufunc.reduce(tiles_, axis=1, dtype=acc)
     part = np.array([
@@ -192,7 +203,7 @@ def reference(dtype, op, x, counts, threads):
 def check(dtype, op, got, want, x, threads):
     """Integers exactly; floats within the float64 reference's rounding bound for `threads` terms."""
     dtype = np.dtype(dtype)
-    if dtype.kind != "f":
+    if dtype.kind in "iu":
         np.testing.assert_array_equal(got, want.astype(dtype))
         return
     assert not np.isnan(got).any()
@@ -202,7 +213,8 @@ def check(dtype, op, got, want, x, threads):
     # Summation/product error grows at most ~ threads * eps relative to the magnitudes involved.
     eps = np.finfo(dtype).eps
     scale = np.abs(x.reshape(-1, threads)).astype(np.float64).sum(axis=1) if op == "+" else np.abs(want)
-    np.testing.assert_array_less(np.abs(got.astype(np.float64) - want), threads * eps * scale + np.finfo(dtype).tiny)
+    error = np.abs(got.astype(np.complex128) - want)
+    np.testing.assert_array_less(error, threads * eps * scale + np.finfo(dtype).tiny)
 
 
 def run_case(dtype, op, block_dim, rng, api="reduce"):

@@ -93,3 +93,16 @@ def test_block_reduce_items_per_thread(dtype, op, items, rng):
 @pytest.mark.parametrize("dtype,op", [("int32", "+"), ("uint64", "^"), ("float32", "max"), ("float64", "+")])
 def test_block_reduce_algorithms(dtype, op, algorithm, block_dim, rng):
     reference.run_items_case(dtype, op, block_dim, 3, rng, algorithm=algorithm)
+
+
+@pytest.mark.parametrize("block_dim", [128, (8, 8, 4)], ids=str)
+@pytest.mark.parametrize("dtype,op", reference.cases(reference.SMALL_AND_COMPLEX))
+def test_block_reduce_small_and_complex_types(dtype, op, block_dim, rng):
+    reference.run_case(dtype, op, block_dim, rng)
+    reference.run_items_case(dtype, op, block_dim, 4, rng)
+
+
+@pytest.mark.parametrize("warp_size", [4, 32])
+@pytest.mark.parametrize("dtype,op", reference.cases(reference.SMALL_AND_COMPLEX))
+def test_warp_reduce_small_and_complex_types(dtype, op, warp_size, rng):
+    reference.run_warp_case(dtype, op, warp_size, rng)

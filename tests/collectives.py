@@ -1,0 +1,358 @@
+"""Kernels and NumPy references for load/store, scans, exchange, histogram and radix sort,
+shared by the GPU and simulator tests. Each ``run_*`` builds its kernel for the compile-time
+parameters, launches it on fresh random data and checks every output."""
+
+import numpy as np
+from numba import cuda
+
+import numba_tiles as tiles
+
+from .reference import OPS, check, random_values, threads_of
+
+# Every dtype a thread-local array can hold (numba-cuda has no bfloat16 arrays).
+ARRAY_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "float32", "float64", "complex64", "complex128"]
+SHAPES = [128, (16, 8), (8, 4, 4)]
+ITEMS_PER_THREAD = [1, 2, 4, 7, 16]
+MOVE_ALGORITHMS = ["direct", "striped", "vectorize", "transpose", "warp_transpose", "warp_transpose_timesliced"]
+SCAN_ALGORITHMS = ["raking", "raking_memoize", "warp_scans"]
+
+
+def _linear_tid(block_dim):
+    dims = block_dim if isinstance(block_dim, tuple) else (block_dim,)
+    return dims[0], dims[1] if len(dims) > 1 else 1
+
+
+def random_array(dtype, n, rng, op="+"):
+    return random_values(dtype, op, n, rng)
+
+
+def rank(kind, tid, j, threads, items):
+    """Tile position of item j of thread tid (as in numba_tiles.simulator)."""
+    if kind == "striped":
+        return tid + j * threads
+    if kind == "warp_striped":
+        warp, lane = divmod(tid, 32)
+        return warp * 32 * items + lane + j * 32
+    return tid * items + j
+
+
+def positions(kind, threads, items):
+    """positions[t, j] = tile rank of thread t's item j."""
+    t, j = np.meshgrid(np.arange(threads), np.arange(items), indexing="ij")
+    return rank(kind, t, j, threads, items)
+
+
+def run_load_store(dtype, block_dim, items, algorithm, rng, num_valid=False, oob_default=False):
+    """Load tiles (the last one partial), dump what each thread got, store them back; check both,
+    and that nothing past the valid items is written."""
+    T = threads_of(block_dim)
+    BX, BY = _linear_tid(block_dim)
+    tile = T * items
+    blocks = 5
+    n = tile * (blocks - 1) + tile // 3 + 1  # the last tile runs off the array
+    nv = np.array([tile, 0, 1, tile // 2, tile], np.int64)
+    DT = np.dtype(dtype)
+    x = random_array(DT, n, rng)
+    keep, default = 7, 3  # Python ints: numba-cuda cannot emit float16 constants (it writes `i16 7.0`)
+
+    @cuda.jit
+    def kernel(x, nv, dump, out):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        mine = cuda.local.array(items, DT)
+        for j in range(items):
+            mine[j] = keep
+        start = b * tile
+        if num_valid and oob_default:
+            tiles.block_load(x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
+                             num_valid=nv[b], oob_default=default)
+        elif num_valid:
+            tiles.block_load(x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
+                             num_valid=nv[b])
+        elif oob_default:
+            tiles.block_load(x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
+                             oob_default=default)
+        else:
+            tiles.block_load(x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm)
+        for j in range(items):
+            dump[(b * T + t) * items + j] = mine[j]
+        if num_valid:
+            tiles.block_store(out[start:x.size], mine, block_dim=block_dim, items_per_thread=items,
+                              algorithm=algorithm, num_valid=nv[b])
+        else:
+            tiles.block_store(out[start:x.size], mine, block_dim=block_dim, items_per_thread=items,
+                              algorithm=algorithm)
+
+    poison = DT.type(5)
+    dump = np.full(blocks * tile, poison, DT)
+    out = np.full(n + tile, poison, DT)  # room past the end: a stray write would show there
+    kernel[blocks, block_dim](x, nv, dump, out)
+
+    kind = "striped" if algorithm == "striped" else "blocked"
+    where = positions(kind, T, items).ravel()
+    want_out = np.full(n + tile, poison, DT)
+    for b in range(blocks):
+        start = b * tile
+        valid = max(min(int(nv[b]) if num_valid else tile, n - start), 0)
+        got = dump[b * tile:(b + 1) * tile]
+        want = np.where(where < valid, x[np.minimum(start + where, n - 1)], DT.type(default if oob_default else keep))
+        np.testing.assert_array_equal(got, want, err_msg=f"block {b} load (valid {valid})")
+        want_out[start:start + valid] = x[start:start + valid]
+    np.testing.assert_array_equal(out, want_out, err_msg="store")
+
+
+def scan_reference(dtype, op, flat, exclusive, initial):
+    """Inclusive/exclusive scan in float64 (floats) or the dtype (integers, wrapping), and the total."""
+    dtype = np.dtype(dtype)
+    acc = np.float64 if dtype.kind == "f" else (np.complex128 if dtype.kind == "c" else dtype)
+    ufunc = OPS[op]
+    values = np.asarray(flat).astype(acc)
+    seeded = values if initial is None else np.concatenate([np.array([initial]).astype(acc), values])
+    scanned = ufunc.accumulate(seeded, dtype=acc)
+    if exclusive:
+        scanned = scanned[:-1]
+    elif initial is not None:
+        scanned = scanned[1:]
+    return scanned, ufunc.reduce(values, dtype=acc)
+
+
+def check_scan(dtype, op, got, want, flat):
+    """Integers exactly; floats/complex within the rounding of a running sum (or product) of the tile."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu" or op in ("min", "max"):
+        np.testing.assert_array_equal(got, np.asarray(want).astype(dtype))
+        return
+    eps = np.finfo(dtype).eps
+    magnitude = np.abs(np.asarray(flat).astype(np.complex128))
+    scale = (magnitude.sum() if op == "+" else np.abs(want).max()) + 1
+    np.testing.assert_array_less(np.abs(np.asarray(got).astype(np.complex128) - want), len(flat) * eps * scale)
+
+
+def run_block_scan(dtype, op, block_dim, items, rng, algorithm="raking", exclusive=False, initial=False):
+    """Array form (in place, with the aggregate), scalar form and the running prefix over 3 tiles."""
+    T = threads_of(block_dim)
+    BX, BY = _linear_tid(block_dim)
+    DT = np.dtype(dtype)
+    tile = T * items
+    blocks, rounds = 3, 3
+    x = random_array(DT, blocks * rounds * tile, rng, op)
+    init = x[0] if initial else None  # any value of the dtype
+
+    @cuda.jit
+    def kernel(x, scanned, totals, scalars, running):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        mine = cuda.local.array(items, DT)
+        base = b * rounds * tile
+        for j in range(items):
+            mine[j] = x[base + t * items + j]
+        if initial:
+            total = tiles.block_scan(mine, op, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
+                                     exclusive=exclusive, initial_value=x[0], aggregate=True)
+            s = tiles.block_scan(x[base + t], op, block_dim=block_dim, algorithm=algorithm, exclusive=exclusive,
+                                 initial_value=x[0])
+        else:
+            total = tiles.block_scan(mine, op, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
+                                     exclusive=exclusive, aggregate=True)
+            s = tiles.block_scan(x[base + t], op, block_dim=block_dim, algorithm=algorithm, exclusive=exclusive)
+        for j in range(items):
+            scanned[base + t * items + j] = mine[j]
+        totals[b * T + t] = total
+        scalars[b * T + t] = s
+        # The running prefix: the segment is `rounds` tiles, scanned tile by tile.
+        prefix = cuda.local.array(1, DT)
+        prefix[0] = x[0]
+        for r in range(rounds):
+            for j in range(items):
+                mine[j] = x[base + r * tile + t * items + j]
+            tiles.block_scan(mine, op, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
+                             exclusive=exclusive, prefix=prefix)
+            for j in range(items):
+                running[base + r * tile + t * items + j] = mine[j]
+
+    scanned = np.zeros_like(x)
+    running = np.zeros_like(x)
+    totals = np.zeros(blocks * T, DT)
+    scalars = np.zeros(blocks * T, DT)
+    kernel[blocks, block_dim](x, scanned, totals, scalars, running)
+    identity = tiles.ops.parse("test", op).identity(DT)
+    for b in range(blocks):
+        seg = x[b * rounds * tile:(b + 1) * rounds * tile]
+        seed = init if initial else (identity if exclusive else None)
+        want, total = scan_reference(DT, op, seg[:tile], exclusive, seed)
+        check_scan(DT, op, scanned[b * rounds * tile:][:tile], want, seg[:tile])
+        check_scan(DT, op, totals[b * T:(b + 1) * T], np.repeat(total, T), seg[:tile])
+        want, _ = scan_reference(DT, op, seg[:T], exclusive, seed)
+        check_scan(DT, op, scalars[b * T:(b + 1) * T], want, seg[:T])
+        want, _ = scan_reference(DT, op, seg, exclusive, x[0])
+        check_scan(DT, op, running[b * rounds * tile:(b + 1) * rounds * tile], want, seg)
+
+
+def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blocks=2, block_dim=128):
+    DT = np.dtype(dtype)
+    W = warp_size
+    x = random_array(DT, blocks * block_dim, rng, op)
+
+    @cuda.jit
+    def kernel(x, scanned, totals):
+        i = cuda.grid(1)
+        if initial:
+            s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, initial_value=x[0],
+                                       aggregate=True)
+        else:
+            s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, aggregate=True)
+        scanned[i] = s
+        totals[i] = total
+
+    scanned = np.zeros_like(x)
+    totals = np.zeros_like(x)
+    kernel[blocks, block_dim](x, scanned, totals)
+    identity = tiles.ops.parse("test", op).identity(DT)
+    for g in range(len(x) // W):
+        seg = x[g * W:(g + 1) * W]
+        seed = x[0] if initial else (identity if exclusive else None)
+        want, total = scan_reference(DT, op, seg, exclusive, seed)
+        check_scan(DT, op, scanned[g * W:(g + 1) * W], want, seg)
+        check_scan(DT, op, totals[g * W:(g + 1) * W], np.repeat(total, W), seg)
+
+
+_EXCHANGES = {
+    "striped_to_blocked": ("striped", "blocked"),
+    "blocked_to_striped": ("blocked", "striped"),
+    "warp_striped_to_blocked": ("warp_striped", "blocked"),
+    "blocked_to_warp_striped": ("blocked", "warp_striped"),
+}
+
+
+def run_exchange(dtype, arrangement, block_dim, items, rng):
+    """Thread t holds x[t*N:(t+1)*N]; after the exchange, item j must be the tile item at its target rank
+    whose source position was (t', j')."""
+    T = threads_of(block_dim)
+    BX, BY = _linear_tid(block_dim)
+    DT = np.dtype(dtype)
+    tile = T * items
+    blocks = 3
+    x = random_array(DT, blocks * tile, rng)
+
+    @cuda.jit
+    def kernel(x, out):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        mine = cuda.local.array(items, DT)
+        for j in range(items):
+            mine[j] = x[(b * T + t) * items + j]
+        tiles.block_exchange(mine, arrangement, block_dim=block_dim, items_per_thread=items)
+        for j in range(items):
+            out[(b * T + t) * items + j] = mine[j]
+
+    out = np.zeros_like(x)
+    kernel[blocks, block_dim](x, out)
+    source, target = _EXCHANGES[arrangement]
+    # Held (thread, item) → rank in the source arrangement; the thread then holds target ranks.
+    by_rank = np.empty(tile, np.int64)
+    by_rank[positions(source, T, items).ravel()] = np.arange(tile)
+    gather = by_rank[positions(target, T, items).ravel()]
+    for b in range(blocks):
+        np.testing.assert_array_equal(out[b * tile:(b + 1) * tile], x[b * tile:(b + 1) * tile][gather])
+
+
+def run_histogram(dtype, counter, bins, block_dim, items, algorithm, rng, accumulate=False):
+    T = threads_of(block_dim)
+    BX, BY = _linear_tid(block_dim)
+    DT, CT = np.dtype(dtype), np.dtype(counter)
+    tile = T * items
+    blocks = 3
+    x = rng.integers(0, bins, blocks * tile).astype(DT)
+
+    @cuda.jit
+    def kernel(x, out):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        mine = cuda.local.array(items, DT)
+        for j in range(items):
+            mine[j] = x[(b * T + t) * items + j]
+        counts = cuda.shared.array(bins, CT)
+        if accumulate:
+            for k in range(t, bins, T):
+                counts[k] = 1000
+            cuda.syncthreads()
+            tiles.block_histogram(mine, counts, block_dim=block_dim, items_per_thread=items, bins=bins,
+                                  algorithm=algorithm, accumulate=True)
+        else:
+            tiles.block_histogram(mine, counts, block_dim=block_dim, items_per_thread=items, bins=bins,
+                                  algorithm=algorithm)
+        for k in range(t, bins, T):
+            out[b * bins + k] = counts[k]
+
+    out = np.zeros(blocks * bins, CT)
+    kernel[blocks, block_dim](x, out)
+    for b in range(blocks):
+        want = np.bincount(x[b * tile:(b + 1) * tile], minlength=bins) + (1000 if accumulate else 0)
+        np.testing.assert_array_equal(out[b * bins:(b + 1) * bins], want)
+
+
+def sort_keys(dtype, n, rng):
+    """Keys with many duplicates (stability shows), and for floats ±0.0, infinities and negatives."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        keys = rng.integers(-8, 8, n).astype(dtype) / 2
+        keys[rng.integers(0, n, 8)] = [np.inf, -np.inf, -0.0, 0.0, -0.0, 1.5, -7.5, 0.0]
+        return keys
+    info = np.iinfo(dtype)
+    pool = rng.integers(info.min, info.max, 16, dtype=dtype, endpoint=True)
+    return pool[rng.integers(0, 16, n)]
+
+
+def ordered_digits(dtype, keys, begin, end):
+    """The bits CUB's radix sort orders by (see numba_tiles.simulator._ordered_bits), then [begin, end)."""
+    from numba_tiles.simulator import _ordered_bits
+
+    mask = np.uint64((1 << (end - begin)) - 1)
+    return (_ordered_bits(np.dtype(dtype), keys) >> np.uint64(begin)) & mask
+
+
+def run_radix_sort(dtype, block_dim, items, rng, descending=False, striped=False, with_values=True, bits=None):
+    T = threads_of(block_dim)
+    BX, BY = _linear_tid(block_dim)
+    DT = np.dtype(dtype)
+    tile = T * items
+    blocks = 3
+    keys = sort_keys(DT, blocks * tile, rng)
+    begin, end = bits if bits is not None else (0, 8 * DT.itemsize)
+
+    @cuda.jit
+    def kernel(keys, out_keys, out_values):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        k = cuda.local.array(items, DT)
+        v = cuda.local.array(items, np.int32)
+        for j in range(items):
+            k[j] = keys[(b * T + t) * items + j]
+            v[j] = t * items + j
+        if with_values and bits is not None:
+            tiles.block_radix_sort(k, values=v, block_dim=block_dim, items_per_thread=items, descending=descending,
+                                   striped=striped, begin_bit=begin, end_bit=end)
+        elif with_values:
+            tiles.block_radix_sort(k, values=v, block_dim=block_dim, items_per_thread=items, descending=descending,
+                                   striped=striped)
+        else:
+            tiles.block_radix_sort(k, block_dim=block_dim, items_per_thread=items, descending=descending,
+                                   striped=striped)
+        for j in range(items):
+            out_keys[(b * T + t) * items + j] = k[j]
+            out_values[(b * T + t) * items + j] = v[j]
+
+    out_keys = np.zeros_like(keys)
+    out_values = np.full(keys.size, -1, np.int32)
+    kernel[blocks, block_dim](keys, out_keys, out_values)
+    where = positions("striped" if striped else "blocked", T, items).ravel()
+    for b in range(blocks):
+        mine = keys[b * tile:(b + 1) * tile]
+        digits = ordered_digits(DT, mine, begin, end)
+        order = sorted(range(tile), key=lambda i: int(digits[i]), reverse=descending)  # stable
+        got_keys = out_keys[b * tile:(b + 1) * tile]
+        bits = f"u{DT.itemsize}"  # bitwise: the sort moves keys, -0.0 stays -0.0
+        np.testing.assert_array_equal(got_keys.view(bits), mine[order][where].view(bits))
+        if with_values:
+            np.testing.assert_array_equal(out_values[b * tile:(b + 1) * tile], np.array(order)[where])

@@ -1,0 +1,168 @@
+"""Load/store, scans, exchange, histogram and radix sort on the GPU against NumPy, on fresh random
+data: every dtype, the three block ranks, items_per_thread {1, 2, 4, 7, 16}, every algorithm."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from .. import collectives as c
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
+
+SHAPES = [pytest.param(s, id=str(s)) for s in c.SHAPES]
+
+
+@pytest.mark.parametrize("block_dim", SHAPES)
+@pytest.mark.parametrize("items", c.ITEMS_PER_THREAD)
+@pytest.mark.parametrize("algorithm", c.MOVE_ALGORITHMS)
+def test_load_store(algorithm, items, block_dim, rng):
+    c.run_load_store("float32", block_dim, items, algorithm, rng)
+
+
+@pytest.mark.parametrize("algorithm", ["direct", "striped", "vectorize", "warp_transpose"])
+@pytest.mark.parametrize("num_valid,oob_default", [(True, False), (False, True), (True, True)])
+def test_load_store_partial(algorithm, num_valid, oob_default, rng):
+    c.run_load_store("int32", 128, 4, algorithm, rng, num_valid=num_valid, oob_default=oob_default)
+
+
+@pytest.mark.parametrize("block_dim", SHAPES)
+@pytest.mark.parametrize("dtype", c.ARRAY_DTYPES)
+def test_load_store_dtypes(dtype, block_dim, rng):
+    for algorithm in ("vectorize", "transpose"):
+        c.run_load_store(dtype, block_dim, 4, algorithm, rng)
+
+
+SCAN_CASES = [("int32", "+"), ("int64", "*"), ("uint8", "+"), ("int16", "max"), ("uint32", "min"),
+              ("uint64", "^"), ("int8", "|"), ("uint16", "&"), ("float16", "+"), ("float32", "+"),
+              ("float64", "max"), ("complex64", "+"), ("complex128", "*")]
+
+
+@pytest.mark.parametrize("block_dim", SHAPES)
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+@pytest.mark.parametrize("dtype,op", SCAN_CASES)
+def test_block_scan(dtype, op, exclusive, block_dim, rng):
+    c.run_block_scan(dtype, op, block_dim, 4, rng, exclusive=exclusive)
+
+
+@pytest.mark.parametrize("items", c.ITEMS_PER_THREAD)
+@pytest.mark.parametrize("algorithm", c.SCAN_ALGORITHMS)
+@pytest.mark.parametrize("exclusive,initial", [(False, False), (True, False), (False, True), (True, True)])
+def test_block_scan_forms(exclusive, initial, algorithm, items, rng):
+    c.run_block_scan("float32", "+", 256, items, rng, algorithm=algorithm, exclusive=exclusive, initial=initial)
+
+
+@pytest.mark.parametrize("warp_size", [1, 2, 4, 8, 16, 32])
+@pytest.mark.parametrize("exclusive,initial", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dtype,op", [("int32", "+"), ("float64", "+"), ("uint16", "max"), ("int8", "^"),
+                                      ("float16", "min"), ("complex64", "*")])
+def test_warp_scan(dtype, op, exclusive, initial, warp_size, rng):
+    c.run_warp_scan(dtype, op, warp_size, rng, exclusive=exclusive, initial=initial)
+
+
+@pytest.mark.parametrize("block_dim", SHAPES)
+@pytest.mark.parametrize("items", c.ITEMS_PER_THREAD)
+@pytest.mark.parametrize("arrangement", list(c._EXCHANGES))
+def test_exchange(arrangement, items, block_dim, rng):
+    c.run_exchange("float64", arrangement, block_dim, items, rng)
+
+
+@pytest.mark.parametrize("dtype", c.ARRAY_DTYPES)
+def test_exchange_dtypes(dtype, rng):
+    c.run_exchange(dtype, "striped_to_blocked", (16, 8), 5, rng)
+
+
+@pytest.mark.parametrize("block_dim", SHAPES)
+@pytest.mark.parametrize("items", c.ITEMS_PER_THREAD)
+@pytest.mark.parametrize("algorithm", ["sort", "atomic"])
+def test_histogram(algorithm, items, block_dim, rng):
+    c.run_histogram("uint8", "uint32", 256, block_dim, items, algorithm, rng)
+
+
+@pytest.mark.parametrize("dtype,counter,bins", [("uint16", "int32", 1000), ("int32", "uint64", 16),
+                                                ("uint8", "int32", 7)])
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_histogram_types(dtype, counter, bins, accumulate, rng):
+    c.run_histogram(dtype, counter, bins, 128, 4, "atomic", rng, accumulate=accumulate)
+    c.run_histogram(dtype, counter, bins, 128, 4, "sort", rng, accumulate=accumulate)
+
+
+SORT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+               "float16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("block_dim", SHAPES)
+@pytest.mark.parametrize("items", c.ITEMS_PER_THREAD)
+def test_radix_sort_shapes(items, block_dim, rng):
+    c.run_radix_sort("int32", block_dim, items, rng)
+
+
+@pytest.mark.parametrize("descending,striped", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+def test_radix_sort(dtype, descending, striped, rng):
+    c.run_radix_sort(dtype, 128, 4, rng, descending=descending, striped=striped)
+
+
+@pytest.mark.parametrize("dtype,bits", [("uint32", (4, 20)), ("int64", (0, 8)), ("float32", (16, 32))])
+def test_radix_sort_bit_range(dtype, bits, rng):
+    c.run_radix_sort(dtype, 128, 4, rng, bits=bits)
+    c.run_radix_sort(dtype, 128, 4, rng, bits=bits, descending=True)
+
+
+def test_radix_sort_keys_only(rng):
+    c.run_radix_sort("float64", (8, 4, 4), 7, rng, with_values=False)
+
+
+def test_collectives_back_to_back(rng):
+    """Load, exchange, sort, scan and store in one kernel, each call reusing shared memory after the other."""
+    from numba import int32
+
+    import numba_tiles as tiles
+
+    @cuda.jit
+    def pipeline(x, out, totals):
+        items = cuda.local.array(4, int32)
+        start = cuda.blockIdx.x * 512
+        tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4, algorithm="warp_transpose")
+        tiles.block_radix_sort(items, block_dim=128, items_per_thread=4)
+        total = tiles.block_scan(items, block_dim=128, items_per_thread=4, aggregate=True)
+        tiles.block_exchange(items, "blocked_to_striped", block_dim=128, items_per_thread=4)
+        tiles.block_store(out[start:], items, block_dim=128, items_per_thread=4, algorithm="striped")
+        if cuda.threadIdx.x == 0:
+            totals[cuda.blockIdx.x] = total
+
+    x = rng.integers(-1000, 1000, 512 * 64).astype(np.int32)
+    out = np.zeros_like(x)
+    totals = np.zeros(64, np.int32)
+    pipeline[64, 128](x, out, totals)
+    want = np.cumsum(np.sort(x.reshape(64, 512), axis=1), axis=1)
+    np.testing.assert_array_equal(out.reshape(64, 512), want)
+    np.testing.assert_array_equal(totals, want[:, -1])
+
+
+def test_bfloat16_scalars(rng):
+    """bfloat16 values (numba-cuda has no bfloat16 arrays): block/warp reduce and scan; small integers
+    keep every partial sum exact in bfloat16's 8-bit mantissa."""
+    from numba.cuda.bf16 import bfloat16_to_float32, float32_to_bfloat16
+
+    import numba_tiles as tiles
+
+    @cuda.jit
+    def kernel(x, out):
+        i = cuda.grid(1)
+        v = float32_to_bfloat16(x[i])
+        out[0, i] = bfloat16_to_float32(tiles.block_sum(v, block_dim=64, broadcast=True))
+        out[1, i] = bfloat16_to_float32(tiles.block_reduce(v, "max", block_dim=64, broadcast=True))
+        out[2, i] = bfloat16_to_float32(tiles.block_scan(v, block_dim=64, exclusive=True))
+        out[3, i] = bfloat16_to_float32(tiles.warp_scan(v, warp_size=16))
+        s = tiles.warp_reduce(v, "min", warp_size=8)
+        out[4, i] = bfloat16_to_float32(s) if i % 8 == 0 else 0
+
+    x = rng.integers(-2, 3, 64 * 4).astype(np.float32)
+    out = np.zeros((5, x.size), np.float32)
+    kernel[4, 64](x, out)
+    blocks = x.reshape(4, 64)
+    np.testing.assert_array_equal(out[0], np.repeat(blocks.sum(axis=1), 64))
+    np.testing.assert_array_equal(out[1], np.repeat(blocks.max(axis=1), 64))
+    np.testing.assert_array_equal(out[2], (np.cumsum(blocks, axis=1) - blocks).ravel())
+    np.testing.assert_array_equal(out[3], np.cumsum(x.reshape(-1, 16), axis=1).ravel())
+    np.testing.assert_array_equal(out[4][::8], x.reshape(-1, 8).min(axis=1))

@@ -1,0 +1,51 @@
+"""Load/store, scans, exchange, histogram and radix sort on Numba's CUDA simulator, against the
+same NumPy references as the GPU tests (small blocks: the simulator runs a thread per Python thread)."""
+
+import pytest
+
+from .. import collectives as c
+
+
+@pytest.mark.parametrize("algorithm", c.MOVE_ALGORITHMS)
+@pytest.mark.parametrize("num_valid,oob_default", [(False, False), (True, False), (False, True), (True, True)])
+def test_load_store(algorithm, num_valid, oob_default, rng):
+    c.run_load_store("float32", 32, 3, algorithm, rng, num_valid=num_valid, oob_default=oob_default)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float16", "complex64"])
+def test_load_store_dtypes(dtype, rng):
+    c.run_load_store(dtype, (8, 4), 2, "transpose", rng)
+
+
+@pytest.mark.parametrize("exclusive,initial", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dtype,op", [("int32", "+"), ("float64", "+"), ("uint8", "max"), ("int16", "^"),
+                                      ("complex128", "*")])
+def test_block_scan(dtype, op, exclusive, initial, rng):
+    c.run_block_scan(dtype, op, (8, 4), 2, rng, exclusive=exclusive, initial=initial)
+
+
+@pytest.mark.parametrize("warp_size", [1, 4, 32])
+@pytest.mark.parametrize("exclusive,initial", [(False, False), (True, False), (False, True)])
+def test_warp_scan(warp_size, exclusive, initial, rng):
+    c.run_warp_scan("int64", "+", warp_size, rng, exclusive=exclusive, initial=initial, blocks=1, block_dim=64)
+
+
+@pytest.mark.parametrize("arrangement", list(c._EXCHANGES))
+def test_exchange(arrangement, rng):
+    c.run_exchange("int32", arrangement, 64, 3, rng)
+
+
+@pytest.mark.parametrize("algorithm", ["sort", "atomic"])
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_histogram(algorithm, accumulate, rng):
+    c.run_histogram("uint8", "uint32", 16, 32, 4, algorithm, rng, accumulate=accumulate)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint32", "float32", "float64"])
+@pytest.mark.parametrize("descending,striped", [(False, False), (True, False), (False, True)])
+def test_radix_sort(dtype, descending, striped, rng):
+    c.run_radix_sort(dtype, 32, 3, rng, descending=descending, striped=striped)
+
+
+def test_radix_sort_bit_range(rng):
+    c.run_radix_sort("uint16", 32, 2, rng, bits=(4, 12))
