@@ -22,8 +22,10 @@ __device__ __forceinline__ void block_histogram(array_ref<T> items, array_ref<Co
 #ifdef NUMBA_TILES_DEBUG
   for (int j = 0; j < IPT; ++j) {
     if (!(samples[j] >= T(0) && samples[j] < T(Bins))) {
-      printf("tiles.block_histogram: an item is outside [0, %d): pass bin indices\n", Bins);
-      __trap();
+      if (first_thread()) {
+        printf("tiles.block_histogram: an item is not a bin index in [0, %d)\n", Bins);
+      }
+      fail();
     }
   }
 #endif

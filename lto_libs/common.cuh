@@ -13,6 +13,16 @@
 
 namespace numba_tiles {
 
+// Stop the kernel. A failed device assertion (unlike a bare trap) makes the driver flush the
+// printf buffer, so the message printed just before reaches the user; one thread prints it.
+__device__ __forceinline__ bool first_thread() {
+  return (threadIdx.x | threadIdx.y | threadIdx.z | blockIdx.x | blockIdx.y | blockIdx.z) == 0;
+}
+
+__device__ __forceinline__ void fail() {
+  __assertfail("numba_tiles check failed (see the message above)", "numba_tiles", 0, "", 1);
+}
+
 // A Numba array as an entry point passes it: data, number of items, stride in items.
 template <typename T>
 struct array_ref {
@@ -26,9 +36,11 @@ struct array_ref {
 template <int N, typename T>
 __device__ __forceinline__ T* items_of(array_ref<T> a, const char* intrinsic) {
   if (a.size < N || a.stride != 1) {
-    printf("tiles.%s: the thread-local array has %lld items (stride %lld), needs %d contiguous ones\n",
-           intrinsic, a.size, a.stride, N);
-    __trap();
+    if (first_thread()) {
+      printf("tiles.%s: the thread-local array has %lld items (stride %lld); it needs items_per_thread=%d "
+             "contiguous ones\n", intrinsic, a.size, a.stride, N);
+    }
+    fail();
   }
   return a.data;
 }
@@ -44,24 +56,26 @@ __device__ __forceinline__ T (&tile_of(array_ref<T> a, const char* intrinsic))[N
 template <bool Contiguous, typename T>
 __device__ __forceinline__ T* contiguous(array_ref<T> a, const char* intrinsic) {
   if (!Contiguous && a.stride != 1 && a.size > 1) {
-    printf("tiles.%s: the array is strided (%lld items apart); pass a contiguous slice\n", intrinsic, a.stride);
-    __trap();
+    if (first_thread()) {
+      printf("tiles.%s: the array is strided (%lld items apart); pass a contiguous slice\n", intrinsic, a.stride);
+    }
+    fail();
   }
   return a.data;
 }
 
-// With NUMBA_TILES_DEBUG=1 (compiled in as the macro NUMBA_TILES_DEBUG), every block-level call first
-// checks that the launch's block shape is the block_dim it was compiled for: CUB gives wrong
-// results silently otherwise.
+// With NUMBA_TILES_DEBUG=1 (compiled in as the macro NUMBA_TILES_DEBUG), every block-level call
+// first checks that the launch's block shape is the block_dim it was compiled for: CUB gives
+// wrong results silently otherwise.
 template <int BX, int BY, int BZ>
 __device__ __forceinline__ void check_launch(const char* intrinsic) {
 #ifdef NUMBA_TILES_DEBUG
   if (blockDim.x != BX || blockDim.y != BY || blockDim.z != BZ) {
-    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    if (first_thread()) {
       printf("tiles.%s: compiled for block_dim=(%d, %d, %d) but launched with blocks of (%d, %d, %d)\n",
              intrinsic, BX, BY, BZ, blockDim.x, blockDim.y, blockDim.z);
     }
-    __trap();
+    fail();
   }
 #endif
 }

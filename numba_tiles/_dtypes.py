@@ -52,7 +52,7 @@ def by_name(name):
     return _BY_NAME[name]
 
 
-def scalar(intrinsic, param, ty, allowed=None):
+def scalar(intrinsic, param, ty, allowed=None, verb="has type"):
     """The `Dtype` of a Numba scalar type, or a `TilesError` that lists the accepted ones.
 
     ``allowed`` narrows the accepted kinds (e.g. ``"iuf"``: no complex) for algorithms that need order.
@@ -62,7 +62,7 @@ def scalar(intrinsic, param, ty, allowed=None):
     if found is None or found not in accepted:
         raise error(
             intrinsic,
-            f"{param} has type {ty}, which is not supported here",
+            f"{param} {verb} {ty}, which is not supported here",
             f"pass one of {', '.join(d.name for d in accepted)}; cast first if needed, e.g. numba.float32(x)",
         )
     return found
@@ -80,7 +80,7 @@ def element(intrinsic, param, ty, allowed=None):
             raise error(intrinsic, f"{param} must be a 1-D contiguous array, got {ty}",
                         "pass a thread-local array, cuda.local.array(items_per_thread, dtype), or a 1-D slice "
                         "of a global array (x[start:])")
-        return scalar(intrinsic, f"{param}'s items", ty.dtype, allowed)
+        return scalar(intrinsic, param, ty.dtype, allowed, verb="holds")
     return scalar(intrinsic, param, ty, allowed)
 
 

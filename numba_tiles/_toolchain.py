@@ -24,6 +24,12 @@ def lto_libs_dir():
     raise FileNotFoundError(f"numba_tiles: lto_libs/ not found next to {_PACKAGE}; reinstall numba_tiles")
 
 
+@functools.cache
+def lto_libs_headers():
+    """The family headers (block_reduce.cuh, warp.cuh, ...) in a fixed order; common.cuh comes with each."""
+    return tuple(sorted(p.name for p in lto_libs_dir().glob("*.cuh") if p.name != "common.cuh"))
+
+
 def _wheel_header_dir(directory, marker, pathfinder_name, requirement):
     """The include ``directory`` (under ``nvidia/cu*/``) of an nvidia-* wheel, checked by its ``marker`` file.
 

@@ -49,6 +49,19 @@ def _value(name, args, allowed=None):
     return dtype, dtype.numba, 1
 
 
+STATIC_SHARED_BYTES = 48 * 1024  # what a block can have in static __shared__ memory
+
+
+def _check_shared(name, args, *arrays):
+    """Reject a tile that cannot fit in static shared memory: the collectives that stage it there
+    (transposes, exchanges, sorts) need at least its bytes, and ptxas would fail at link."""
+    need = _threads(args) * args["items_per_thread"] * sum(d.numpy.itemsize for d in arrays)
+    if need > STATIC_SHARED_BYTES:
+        raise error(name, f"a tile of {_threads(args)} threads x {args['items_per_thread']} items needs at least "
+                    f"{need} bytes of shared memory, over the {STATIC_SHARED_BYTES} a block can have",
+                    "use fewer items_per_thread or threads, or a smaller dtype")
+
+
 def _count(name, args, param):
     """Whether the optional run-time count ``param`` was given (checked to be an integer)."""
     given = args[param] is not None
@@ -157,6 +170,8 @@ def _movement(name, args, array):
     if algorithm.startswith("warp_transpose") and _threads(args) % 32:
         raise error(name, f"algorithm {algorithm!r} needs a block of whole warps, got {_threads(args)} threads",
                     "use a multiple of 32 threads, or algorithm='transpose'")
+    if algorithm in ("transpose", "warp_transpose", "warp_transpose_timesliced"):
+        _check_shared(name, args, dtype)
     table = _LOAD_ALGORITHMS if name == "block_load" else _STORE_ALGORITHMS
     contiguous = args[array].layout == "C"
     template_args = (f"{_shape(args)}, {args['items_per_thread']}, {table[algorithm]}, "
@@ -207,12 +222,12 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", n
 
     Example::
 
-        from numba import cuda
+        from numba import cuda, float32
         import numba_tiles as tiles
 
         @cuda.jit
         def tile_sums(x, out):
-            items = cuda.local.array(4, numba.float32)
+            items = cuda.local.array(4, float32)
             start = cuda.blockIdx.x * 128 * 4
             tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4, oob_default=0)
             s = tiles.block_sum(items, block_dim=128, items_per_thread=4)
@@ -232,12 +247,12 @@ def block_store(dst, items, *, block_dim, items_per_thread, algorithm="direct", 
 
     Example::
 
-        from numba import cuda
+        from numba import cuda, float32
         import numba_tiles as tiles
 
         @cuda.jit
         def double(x, out):
-            items = cuda.local.array(4, numba.float32)
+            items = cuda.local.array(4, float32)
             start = cuda.blockIdx.x * 128 * 4
             tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4)
             for j in range(4):
@@ -318,6 +333,7 @@ _EXCHANGES = {name: f"numba_tiles::exchange::{name}" for name in
 
 def _exchange_rule(name, args):
     dtype = _tile(name, args, "items")
+    _check_shared(name, args, dtype)
     return Instance(name, "block_exchange.cuh",
                     f"numba_tiles::block_exchange<{dtype.cxx}, {_shape(args)}, {args['items_per_thread']}, "
                     f"{_EXCHANGES[args['arrangement']]}>",
@@ -403,8 +419,11 @@ def _sort_rule(name, args):
     params = [("keys", args["keys"], None)]
     value_cxx = ""
     if args["values"] is not None:
-        value_cxx = f"{_tile(name, args, 'values').cxx}, "
+        values = _tile(name, args, "values")
+        _check_shared(name, args, values)
+        value_cxx = f"{values.cxx}, "
         params.append(("values", args["values"], None))
+    _check_shared(name, args, dtype)
     for bit in ("begin_bit", "end_bit"):
         if args[bit] is not None:
             _dtypes.integer(name, bit, args[bit])

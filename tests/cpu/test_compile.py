@@ -94,16 +94,22 @@ def test_key_covers_source_arch_and_toolchain():
     assert len(keys) == 3
 
 
-def test_key_changes_with_an_option(monkeypatch):
+def test_key_changes_with_an_option_and_the_debug_mode(monkeypatch):
     before = _compile.key("int x;", "sm_90")
+    monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")
+    debug = _compile.key("int x;", "sm_90")
+    assert "NUMBA_TILES_DEBUG" in _compile.options()["define_macro"]
+    monkeypatch.setenv("NUMBA_TILES_DEBUG", "0")
     monkeypatch.setitem(_compile._OPTIONS, "std", "c++17")
-    assert _compile.key("int x;", "sm_90") != before
+    assert len({before, debug, _compile.key("int x;", "sm_90")}) == 3
 
 
 def test_entry_point_renders_the_cub_template():
     instance, _ = tiles.block_sum.spec.resolve_values(np.int64(0), block_dim=(16, 16), num_valid=3)
     source = _compile.translation_unit([instance])
-    assert source.startswith('#include "block_reduce.cuh"')
+    # every family header, so that all programs share one precompiled header
+    assert source.startswith('#include "block_exchange.cuh"\n#include "block_histogram.cuh"\n')
+    assert '#include "block_reduce.cuh"' in source and '#include "warp.cuh"' in source
     assert ("numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, 1, "
             "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid)") in source
     assert f'extern "C" __device__ void {instance.symbol}(const ::cuda::std::int64_t* value, ' in source

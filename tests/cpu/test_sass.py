@@ -19,9 +19,11 @@ def sass(cubin, tmp_path):
 
 
 def external_calls(text):
-    """CALLs to anything but ptxas's own helper routines (``$__internal_...``: shuffles or votes
-    under a lane mask it cannot prove uniform, which CUB issues in some warp-level paths)."""
-    return [line for line in text.splitlines() if " CALL" in line and "$__internal_" not in line]
+    """CALLs to anything but ptxas's own code: its helper routines (``$__internal_...``: shuffles
+    or votes under a lane mask it cannot prove uniform, which CUB issues in some warp-level
+    paths) and subroutines it outlines within the kernel itself (local ``.L_x_`` labels)."""
+    return [line for line in text.splitlines()
+            if " CALL" in line and "$__internal_" not in line and "`(.L_x_" not in line]
 
 
 def instructions(text):
@@ -88,3 +90,69 @@ def test_items_stay_in_registers(arch, algorithm, items, tmp_path):
     names = {op.split(".")[0] for op in (i[1] if i[0].startswith("@") else i[0] for i in instructions(code))}
     assert not names & {"LDL", "STL"}, sorted(names)
     assert not external_calls(code)
+
+
+def pipeline_kernel(items, dtype, load="direct", store="direct"):
+    """Every block-level collective on one thread-local array, as a kernel to disassemble."""
+    from numba import cuda, uint32
+
+    import numpy as np
+
+    DT = np.dtype(dtype)
+
+    @cuda.jit
+    def kernel(x, out, counts):
+        mine = cuda.local.array(items, DT)
+        start = cuda.blockIdx.x * 128 * items
+        tiles.block_load(x[start:], mine, block_dim=128, items_per_thread=items, algorithm=load)
+        tiles.block_exchange(mine, "blocked_to_warp_striped", block_dim=128, items_per_thread=items)
+        tiles.block_radix_sort(mine, block_dim=128, items_per_thread=items, descending=True)
+        tiles.block_scan(mine, "max", block_dim=128, items_per_thread=items, exclusive=True)
+        hist = cuda.shared.array(64, uint32)
+        tiles.block_histogram(mine, hist, block_dim=128, items_per_thread=items, bins=64)
+        tiles.block_store(out[start:], mine, block_dim=128, items_per_thread=items, algorithm=store)
+        counts[cuda.threadIdx.x % 64] = hist[cuda.threadIdx.x % 64]
+
+    return kernel
+
+
+def opcode_names(code):
+    return {op.split(".")[0] for op in (i[1] if i[0].startswith("@") else i[0] for i in instructions(code) if i)}
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("items", [1, 4, 7, 16])
+def test_collectives_stay_in_registers(arch, items, tmp_path):
+    """Load, exchange, radix sort, scan, histogram and store of up to 16 items per thread: no local
+    memory and no calls (the array-size checks fold away for cuda.local.array)."""
+    kernel = pipeline_kernel(items, "uint32", load="warp_transpose", store="transpose")
+    code = sass(tiles.compile(kernel, "void(uint32[::1], uint32[::1], uint32[::1])", arch=arch), tmp_path)
+    names = opcode_names(code)
+    assert not names & {"LDL", "STL"}, sorted(names)
+    assert not external_calls(code)  # nor the checks' printf and assertion: they fold away
+
+
+def test_vectorize_issues_128_bit_loads_and_stores(tmp_path):
+    kernel = pipeline_kernel(4, "uint32", load="vectorize", store="vectorize")
+    code = sass(tiles.compile(kernel, "void(uint32[::1], uint32[::1], uint32[::1])", arch="sm_90"), tmp_path)
+    assert "LDG.E.128" in code and "STG.E.128" in code
+
+
+def test_strided_array_layout_gets_a_runtime_check(tmp_path):
+    """Arrays typed float32[:] (layout A) may be strided: the load checks, prints and stops the kernel
+    (the calls of printf and of the assertion handler); [::1] arrays need no check."""
+    kernel = pipeline_kernel(4, "uint32")
+    checked = sass(tiles.compile(kernel, "void(uint32[:], uint32[:], uint32[::1])", arch="sm_90"), tmp_path)
+    plain = sass(tiles.compile(kernel, "void(uint32[::1], uint32[::1], uint32[::1])", arch="sm_90"), tmp_path)
+    assert len(external_calls(checked)) >= 2 and not external_calls(plain)
+
+
+def test_debug_mode_checks_the_launch_shape(monkeypatch, tmp_path):
+    """NUMBA_TILES_DEBUG=1 compiles in a block-shape check (printf, then a failed assertion); by default none."""
+    kernel = reference.make_kernel("+", 256)
+    sig = "void(float32[::1], int64[::1], float32[::1], float32[::1])"
+    plain = sass(tiles.compile(kernel, sig, arch="sm_90"), tmp_path)
+    monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")
+    checked = sass(tiles.compile(kernel, sig, arch="sm_90"), tmp_path)
+    assert not external_calls(plain)
+    assert len(external_calls(checked)) >= 2

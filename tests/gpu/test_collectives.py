@@ -166,3 +166,60 @@ def test_bfloat16_scalars(rng):
     np.testing.assert_array_equal(out[2], (np.cumsum(blocks, axis=1) - blocks).ravel())
     np.testing.assert_array_equal(out[3], np.cumsum(x.reshape(-1, 16), axis=1).ravel())
     np.testing.assert_array_equal(out[4][::8], x.reshape(-1, 8).min(axis=1))
+
+
+DEBUG_CHILD = r"""
+import numpy as np
+from numba import cuda
+import numba_tiles as tiles
+
+@cuda.jit
+def kernel(x, out):
+    s = tiles.block_sum(x[cuda.grid(1)], block_dim=128)
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = s
+
+x = np.ones(256, np.float32)
+out = np.zeros(4, np.float32)
+kernel[2, 128](x, out)                 # the shape it was compiled for: fine
+assert (out[:2] == 128).all(), out
+kernel[4, 64](x, out)                  # a different launch shape: traps
+cuda.synchronize()
+"""
+
+
+def test_debug_mode_traps_on_a_launch_shape_mismatch():
+    """NUMBA_TILES_DEBUG=1: a launch with blocks other than block_dim stops with a message (in a
+    subprocess: a trap ends the CUDA context)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_TILES_DEBUG": "1"}
+    run = subprocess.run([sys.executable, "-c", DEBUG_CHILD], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
+    assert "tiles.block_reduce: compiled for block_dim=(128, 1, 1) but launched with blocks of (64, 1, 1)" in run.stdout
+
+
+STRIDED_CHILD = r"""
+import numpy as np
+from numba import cuda, float32
+import numba_tiles as tiles
+
+@cuda.jit
+def kernel(x, out):
+    items = cuda.local.array(2, float32)
+    tiles.block_load(x[::2], items, block_dim=32, items_per_thread=2)
+    out[cuda.threadIdx.x] = items[0]
+
+kernel[1, 32](np.ones(256, np.float32), np.zeros(32, np.float32))
+"""
+
+
+def test_strided_source_stops_with_a_message():
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", STRIDED_CHILD], capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
+    assert run.stdout.count("tiles.block_load: the array is strided (2 items apart); pass a contiguous slice") == 1
