@@ -411,6 +411,8 @@ def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algo
             tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=256)
             for b in range(cuda.threadIdx.x, 256, 128):
                 cuda.atomic.add(out, b, counts[b])
+
+        cubin = tiles.compile(histogram256, "void(uint8[::1], uint32[::1])", arch="sm_90")  # no GPU needed
     """
 
 
@@ -463,4 +465,6 @@ def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descendi
             tiles.block_load(x[start:], keys, block_dim=128, items_per_thread=4)
             tiles.block_radix_sort(keys, block_dim=128, items_per_thread=4)
             tiles.block_store(x[start:], keys, block_dim=128, items_per_thread=4)
+
+        cubin = tiles.compile(sort_tiles, "void(int32[::1])", arch="sm_90")  # no GPU needed
     """

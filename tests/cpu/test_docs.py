@@ -21,6 +21,9 @@ def test_docstring_example_compiles(name):
     example = inspect.cleandoc(doc.split("Example::", 1)[1])
     namespace = {}
     exec(compile(example, f"<tiles.{name} example>", "exec"), namespace)
+    if "cubin" in namespace:  # the example compiles its kernel itself, with its own signature
+        assert namespace["cubin"][:4] == b"\x7fELF"
+        return
     for kernel in (v for v in namespace.values() if isinstance(v, CUDADispatcher)):
         if kernel.py_func.__name__ != "bad":
             assert tiles.compile(kernel, "void(float32[:], float32[:])", arch="sm_90")[:4] == b"\x7fELF"
