@@ -28,7 +28,11 @@ __device__ __forceinline__ T block_reduce(const T* items, int num_valid) {
   T local[IPT];
 #pragma unroll
   for (int j = 0; j < IPT; ++j) {
-    local[j] = (!Partial || tid * IPT + j < num_valid) ? items[j] : identity<Op, T>::value();
+    if constexpr (Partial) {  // (a user's op has no identity; it never takes num_valid)
+      local[j] = tid * IPT + j < num_valid ? items[j] : identity<Op, T>::value();
+    } else {
+      local[j] = items[j];
+    }
   }
   T result = Reduce(temp).Reduce(local, Op{});
   if constexpr (Broadcast) {

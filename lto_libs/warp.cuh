@@ -16,8 +16,10 @@ template <typename T, typename Op, int Warp, bool Partial>
 __device__ __forceinline__ T warp_reduce(T value, int num_valid) {
   using Reduce = cub::WarpReduce<T, Warp>;
   typename Reduce::TempStorage temp;  // an empty placeholder for the shuffle specialization
-  if (Partial && static_cast<int>(::cuda::ptx::get_sreg_laneid() % Warp) >= num_valid) {
-    value = identity<Op, T>::value();
+  if constexpr (Partial) {
+    if (static_cast<int>(::cuda::ptx::get_sreg_laneid() % Warp) >= num_valid) {
+      value = identity<Op, T>::value();
+    }
   }
   return Reduce(temp).Reduce(value, Op{});
 }

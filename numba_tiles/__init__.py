@@ -21,12 +21,12 @@ __version__ = "0.1.0"
 from . import cache  # noqa: E402
 from ._compile import compile, precompile  # noqa: E402
 from ._errors import TilesError  # noqa: E402
-from .block import (block_exchange, block_histogram, block_load, block_radix_sort, block_reduce,  # noqa: E402
-                    block_scan, block_store, block_sum)
+from .block import (block_exchange, block_histogram, block_load, block_merge_sort, block_radix_sort,  # noqa: E402
+                    block_reduce, block_scan, block_store, block_sum)
 from .warp import warp_reduce, warp_scan, warp_sum  # noqa: E402
 
 __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",
-    "block_histogram", "block_radix_sort", "warp_reduce", "warp_sum", "warp_scan",
+    "block_histogram", "block_radix_sort", "block_merge_sort", "warp_reduce", "warp_sum", "warp_scan",
     "compile", "precompile", "cache", "TilesError", "__version__",
 ]

@@ -57,7 +57,28 @@ def translation_unit(instances):
     needed headers in each.
     """
     includes = "".join(f'#include "{h}"\n' for h in _toolchain.lto_libs_headers())
-    return includes + "".join("\n" + i.entry() for i in instances)
+    preludes = "".join(dict.fromkeys("\n" + i.prelude for i in instances if i.prelude))
+    return includes + preludes + "".join("\n" + i.entry() for i in instances)
+
+
+_functions = {}  # (symbol, cc) → LTO-IR of a user's Python function
+
+
+def python_function(symbol, pyfunc, signature, cc):
+    """A user's Python function (an op) compiled by Numba to LTO-IR under ``symbol`` (C ABI), memoized.
+
+    Like the intrinsics' objects, one object per symbol and arch is shared by every code
+    library that needs it, so the symbol is defined once in any link.
+    """
+    from numba import cuda
+
+    with _lock:
+        found = _functions.get((symbol, cc))
+        if found is None:
+            code, _ = cuda.compile(pyfunc, signature, device=True, abi="c", abi_info={"abi_name": symbol},
+                                   output="ltoir", cc=cc)
+            found = _functions[symbol, cc] = LTOIR(code, name=f"{symbol}.ltoir")
+        return found
 
 
 def key(source, arch):

@@ -44,6 +44,8 @@ class Instance:
     template: str
     result: types.Type
     params: tuple
+    prelude: str = ""  # C++ declarations the template needs (a user op's functor)
+    functions: tuple = ()  # (symbol, Python function, Numba signature): compiled by Numba and linked in
 
     @property
     def outputs(self):
@@ -100,6 +102,8 @@ def _constant(ty):
         return tuple(_constant(t) for t in ty)
     if isinstance(ty, types.Function):
         return ty.typing_key
+    if isinstance(ty, types.Dispatcher):  # a @cuda.jit(device=True) function
+        return ty.dispatcher
     if isinstance(ty, types.NoneType):
         return None
     raise _NotConstant
@@ -197,6 +201,8 @@ class Spec:
         instance = self.resolve_types({**arguments, **self.fixed})
         library = context.active_code_library
         library.add_linking_file(_compile.for_call(instance, arch, library))
+        for symbol, pyfunc, signature in instance.functions:
+            library.add_linking_file(_compile.python_function(symbol, pyfunc, signature, flags.compute_capability))
 
         values = dict(zip(self.pysig.parameters, args))
         call_args = []

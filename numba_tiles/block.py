@@ -88,6 +88,7 @@ def _reduce_rule(name, args):
         f"{_REDUCE_ALGORITHMS[args['algorithm']]}, {flags}>",
         result=dtype.numba,
         params=(("value", value_type, None), ("num_valid", types.int32, 0)),
+        **op.code,
     )
 
 
@@ -282,7 +283,7 @@ def _scan_rule(name, args):
         _tile(name, args, "prefix", like=dtype)
         return Instance(name, "block_scan.cuh", f"numba_tiles::block_scan_prefix<{head}>",
                         types.none if is_array else dtype.numba,
-                        (("value", value_type, None), ("prefix", args["prefix"], None)))
+                        (("value", value_type, None), ("prefix", args["prefix"], None)), **op.code)
     aggregate = args["aggregate"]
     if is_array:
         result = dtype.numba if aggregate else types.none
@@ -290,7 +291,7 @@ def _scan_rule(name, args):
         result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
     template = "block_scan_aggregate" if aggregate else "block_scan"
     return Instance(name, "block_scan.cuh", f"numba_tiles::{template}<{head}, {_params.cxx_bool(has_initial)}>",
-                    result, (("value", value_type, None), ("initial_value", dtype.numba, identity)))
+                    result, (("value", value_type, None), ("initial_value", dtype.numba, identity)), **op.code)
 
 
 @intrinsic(consts={"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL,
@@ -467,4 +468,76 @@ def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descendi
             tiles.block_store(x[start:], keys, block_dim=128, items_per_thread=4)
 
         cubin = tiles.compile(sort_tiles, "void(int32[::1])", arch="sm_90")  # no GPU needed
+    """
+
+
+_COMPARISONS = {"<": "::cuda::std::less<>", ">": "::cuda::std::greater<>"}
+
+
+def parse_compare(intrinsic, value):
+    """``"<"`` (ascending), ``">"`` (descending) or a ``@cuda.jit(device=True)`` function ``less(a, b) -> bool``."""
+    if value in _COMPARISONS:
+        return value
+    if ops._is_device_function(value):
+        return ops.UserOp(value, result=types.boolean)
+    raise error(intrinsic, f"compare={value!r} is not supported",
+                "pass '<', '>' or a @cuda.jit(device=True) function less(a, b) returning a bool")
+
+
+def _merge_sort_rule(name, args):
+    dtype = _tile(name, args, "keys", allowed="iuf")
+    compare = args["compare"]
+    code = {}
+    if isinstance(compare, str):
+        less = _COMPARISONS[compare]
+    else:
+        bound = compare.bind(name, dtype)
+        less, code = bound.cxx, bound.code
+    params = [("keys", args["keys"], None)]
+    value_cxx = ""
+    if args["values"] is not None:
+        values = _tile(name, args, "values")
+        _check_shared(name, args, values)
+        value_cxx = f"{values.cxx}, "
+        params.append(("values", args["values"], None))
+    _check_shared(name, args, dtype)
+    return Instance(name, "block_merge_sort.cuh",
+                    f"numba_tiles::block_merge_sort<{dtype.cxx}, {value_cxx}{_shape(args)}, "
+                    f"{args['items_per_thread']}, {less}>",
+                    types.none, tuple(params), **code)
+
+
+@intrinsic(consts={**_MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,
+           simulate=simulator.block_merge_sort)
+def block_merge_sort(keys, compare="<", *, block_dim, items_per_thread, values=None):
+    """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by any comparison.
+
+    - ``keys``: thread-local array of integers or floats, in blocked arrangement (thread t holds
+      items t*N ... t*N+N-1); sorted, it is blocked again.
+    - ``compare``: ``"<"`` (ascending, default), ``">"`` (descending), or a
+      ``@cuda.jit(device=True)`` function ``less(a, b)`` returning True when a goes before b
+      (a strict weak order; Numba compiles it to LTO-IR and nvJitLink inlines it).
+    - ``values``: an optional thread-local array of any dtype, moved with its key.
+
+    The sort is stable. Implemented by ``cub::BlockMergeSort``; `block_radix_sort` is faster for
+    plain numeric order.
+
+    Example::
+
+        from numba import cuda, float32
+        import numba_tiles as tiles
+
+        @cuda.jit(device=True)
+        def by_magnitude(a, b):
+            return abs(a) < abs(b)
+
+        @cuda.jit
+        def sort_by_magnitude(x):
+            keys = cuda.local.array(4, float32)
+            start = cuda.blockIdx.x * 512
+            tiles.block_load(x[start:], keys, block_dim=128, items_per_thread=4)
+            tiles.block_merge_sort(keys, by_magnitude, block_dim=128, items_per_thread=4)
+            tiles.block_store(x[start:], keys, block_dim=128, items_per_thread=4)
+
+        cubin = tiles.compile(sort_by_magnitude, "void(float32[::1])", arch="sm_90")  # no GPU needed
     """

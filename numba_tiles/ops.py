@@ -13,6 +13,7 @@ import operator
 from dataclasses import dataclass
 
 import numpy as np
+from numba.cuda import types
 
 from . import _dtypes
 from ._errors import error
@@ -30,6 +31,11 @@ class Op:
     @property
     def cxx(self):
         return f"{self.functor}<>"
+
+    code = {}  # what a user op adds to an Instance (see UserOp.bind)
+
+    def bind(self, intrinsic, dtype):
+        return self
 
     def identity(self, dtype):
         """The value of an empty reduction in NumPy ``dtype`` (as lto_libs' ``identity`` gives it)."""
@@ -55,8 +61,102 @@ _SPELLINGS = {
 ACCEPTED = ", ".join(repr(op.name) for op, _ in _OPS)
 
 
+class _PythonUfunc:
+    """The NumPy-like face of a user op for the simulator: reduce, accumulate and a call, in ``dtype``."""
+
+    def __init__(self, func):
+        self.func = func
+
+    def __call__(self, a, b, dtype):
+        return dtype.type(self.func(a, b))
+
+    def reduce(self, values, dtype):
+        dtype = np.dtype(dtype)
+        result = values[0]
+        for v in values[1:]:
+            result = self(result, v, dtype)
+        return dtype.type(result)
+
+    def accumulate(self, values, dtype):
+        dtype = np.dtype(dtype)
+        out = np.empty(len(values), dtype)
+        for i, v in enumerate(values):
+            out[i] = v if i == 0 else self(out[i - 1], v, dtype)
+        return out
+
+
+class UserOp:
+    """A user's ``@cuda.jit(device=True)`` function used as an operator.
+
+    Numba compiles it to LTO-IR (C ABI, under a name of ours) for each element type and arch;
+    the C++ side declares it and wraps it in a functor for CUB; nvJitLink inlines it. It has no
+    identity, so ``num_valid`` and an exclusive scan without ``initial_value`` need a built-in op.
+    """
+
+    integer_only = False
+    identity = None
+    # Types whose C ABI Numba and NVRTC agree on (Numba passes half and complex differently).
+    KINDS = "iuf"
+
+    def __init__(self, function, result=None):
+        self.function = function
+        self.py_func = getattr(function, "py_func", None) or function.fn  # (the simulator's kernels have fn)
+        self.name = self.py_func.__name__
+        self.result = result  # a fixed result type (bool for comparators), else the element type
+        self.ufunc = _PythonUfunc(self.py_func)
+
+    def __eq__(self, other):
+        return isinstance(other, UserOp) and (self.py_func, self.result) == (other.py_func, other.result)
+
+    def __hash__(self):
+        return hash((self.py_func, self.result))
+
+    def bind(self, intrinsic, dtype):
+        """This op for ``dtype``: a `BoundUserOp` with its functor, declaration and function to link."""
+        if dtype.kind not in self.KINDS or dtype.name == "float16":
+            raise error(intrinsic, f"a Python op ({self.name}) works on integers, float32 and float64, got {dtype.name}",
+                        "use a built-in op for this dtype, or cast the values")
+        return BoundUserOp(self, dtype)
+
+
+class BoundUserOp:
+    """A `UserOp` for one element type (what a rule puts in its `Instance`)."""
+
+    integer_only = False
+    identity = None
+
+    def __init__(self, op, dtype):
+        import hashlib
+
+        self.op, self.name, self.ufunc = op, op.name, op.ufunc
+        result = op.result or dtype.numba
+        code = op.py_func.__code__
+        origin = f"{op.py_func.__module__}.{op.py_func.__qualname__}:{code.co_code.hex()}:{code.co_consts}:{result}({dtype.name})"
+        self.symbol = f"numba_tiles_op_{op.name}_{hashlib.sha256(origin.encode()).hexdigest()[:12]}"
+        self.cxx = f"{self.symbol}_functor"
+        result_cxx = "bool" if result == types.boolean else dtype.cxx
+        self.code = {
+            "prelude": (
+                f'extern "C" __device__ {result_cxx} {self.symbol}({dtype.cxx}, {dtype.cxx});\n'
+                f"struct {self.cxx} {{\n"
+                f"  __device__ {result_cxx} operator()(const {dtype.cxx}& a, const {dtype.cxx}& b) const {{\n"
+                f"    return {self.symbol}(a, b);\n  }}\n}};\n"
+            ),
+            "functions": ((self.symbol, op.py_func, result(dtype.numba, dtype.numba)),),
+        }
+
+    def bind(self, intrinsic, dtype):
+        return self
+
+
+def _is_device_function(value):
+    return hasattr(value, "py_func") or type(value).__name__ == "FakeCUDAKernel"
+
+
 def parse(intrinsic, value):
-    """The `Op` a spelling names, or a `TilesError` listing the accepted ones."""
+    """The `Op` a spelling names (or a `UserOp` for a device function), or a `TilesError` listing them."""
+    if _is_device_function(value):
+        return UserOp(value)
     try:
         return _SPELLINGS[value]
     except (KeyError, TypeError):
@@ -65,13 +165,14 @@ def parse(intrinsic, value):
     raise error(
         intrinsic,
         f"op {shown!r} is not supported",
-        f"use one of {ACCEPTED} (or operator.add, min, max, operator.and_, ..., numpy.add, ...)",
+        f"use one of {ACCEPTED} (or operator.add, min, max, operator.and_, ..., numpy.add, ...), "
+        "or a @cuda.jit(device=True) function of two values",
     )
 
 
 def check(intrinsic, op, dtype):
     """Reject an op that has no meaning for the dtype (bitwise ops on floats, min/max on complex)."""
-    if dtype.kind == "c" and op.ufunc in (np.minimum, np.maximum):
+    if dtype.kind == "c" and op.ufunc in (np.minimum, np.maximum):  # (a user op's ufunc is never these)
         raise error(intrinsic, f"op {op.name!r} needs ordered values, got {dtype.name}", "use '+' or '*' for complex values")
     if op.integer_only and not dtype.is_integer:
         raise error(
@@ -84,21 +185,29 @@ def check(intrinsic, op, dtype):
 def reduction(intrinsic, args):
     """The (dtype, op, partial) of a reduction's arguments, checked: what block and warp rules share."""
     dtype = _dtypes.element(intrinsic, "value", args["value"])
-    op = args["op"]
+    op = args["op"].bind(intrinsic, dtype)
     check(intrinsic, op, dtype)
     partial = args["num_valid"] is not None
     if partial:
         _dtypes.integer(intrinsic, "num_valid", args["num_valid"])
+        if op.identity is None:
+            raise error(intrinsic, f"num_valid needs an op with an identity; {op.name} is a Python function",
+                        "use a built-in op, or leave num_valid out and give the missing items a neutral value")
     return dtype, op, partial
 
 
 def scan(intrinsic, args, dtype):
     """What block and warp scans share: (op, whether there is an initial value, its default)."""
-    op = args["op"]
+    op = args["op"].bind(intrinsic, dtype)
     check(intrinsic, op, dtype)
     if args["initial_value"] is not None:
         _dtypes.scalar(intrinsic, "initial_value", args["initial_value"])
     # An exclusive scan without initial_value starts from the op's identity, so that its first
     # output is defined (CUB leaves it undefined).
     has_initial = args["exclusive"] or args["initial_value"] is not None
+    if op.identity is None:
+        if args["exclusive"] and args["initial_value"] is None:
+            raise error(intrinsic, f"an exclusive scan with a Python op ({op.name}) needs initial_value",
+                        "pass initial_value=..., the value the first item starts from")
+        return op, has_initial, 0
     return op, has_initial, op.identity(dtype.numpy).item()

@@ -274,3 +274,23 @@ def block_radix_sort(instance, args):
     for j in range(count):
         for a, value in zip(arrays, tile[order[_rank(kind, thread.thread_id, j, threads, count)]]):
             a[j] = value
+
+
+def block_merge_sort(instance, args):
+    import functools
+
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    keys, values = args["keys"], args["values"]
+    count = args["items_per_thread"]
+    arrays = [keys] + ([values] if values is not None else [])
+    for a in arrays:
+        _items(instance, {"value": a, "items_per_thread": count})
+    tiles_ = _exchange(thread, [[tuple(a[j] for a in arrays) for j in range(count)]])
+    tile = [item for (held,) in tiles_ for item in held]
+    compare = args["compare"]
+    less = {"<": lambda a, b: a < b, ">": lambda a, b: a > b}.get(compare) or getattr(compare, "py_func", None)
+    order = sorted(tile, key=functools.cmp_to_key(
+        lambda a, b: -1 if less(a[0], b[0]) else (1 if less(b[0], a[0]) else 0)))  # stable
+    for j in range(count):
+        for a, value in zip(arrays, order[thread.thread_id * count + j]):
+            a[j] = value

@@ -14,6 +14,7 @@ def _reduce_rule(name, args):
         template=f"numba_tiles::warp_reduce<{dtype.cxx}, {op.cxx}, {args['warp_size']}, {str(partial).lower()}>",
         result=dtype.numba,
         params=(("value", dtype.numba, None), ("num_valid", types.int32, 0)),
+        **op.code,
     )
 
 
@@ -73,6 +74,7 @@ def _scan_rule(name, args):
         template=f"numba_tiles::warp_scan<{dtype.cxx}, {op.cxx}, {args['warp_size']}, {flags}>",
         result=types.UniTuple(dtype.numba, 2) if args["aggregate"] else dtype.numba,
         params=(("value", dtype.numba, None), ("initial_value", dtype.numba, identity)),
+        **op.code,
     )
 
 

@@ -356,3 +356,105 @@ def run_radix_sort(dtype, block_dim, items, rng, descending=False, striped=False
         np.testing.assert_array_equal(got_keys.view(bits), mine[order][where].view(bits))
         if with_values:
             np.testing.assert_array_equal(out_values[b * tile:(b + 1) * tile], np.array(order)[where])
+
+
+@cuda.jit(device=True)
+def absmax(a, b):
+    """A user op: associative and commutative, exact in every dtype (for values that do not overflow abs)."""
+    return max(abs(a), abs(b))
+
+
+@cuda.jit(device=True)
+def by_magnitude(a, b):
+    """A user comparison: by absolute value only, so that stability shows."""
+    return abs(a) < abs(b)
+
+
+def run_user_ops(dtype, block_dim, items, rng):
+    """block_reduce, block_scan (inclusive, and exclusive from initial_value), warp_reduce and
+    warp_scan with a @cuda.jit(device=True) op, against the same op in NumPy."""
+    T = threads_of(block_dim)
+    BX, BY = _linear_tid(block_dim)
+    DT = np.dtype(dtype)
+    tile = T * items
+    blocks = 3
+    x = (rng.integers(-1000, 1000, blocks * tile) / (4 if DT.kind == "f" else 1)).astype(DT)
+
+    @cuda.jit
+    def kernel(x, reduced, scanned, excl, warp_red, warp_scanned):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        mine = cuda.local.array(items, DT)
+        for j in range(items):
+            mine[j] = x[(b * T + t) * items + j]
+        r = tiles.block_reduce(mine, absmax, block_dim=block_dim, items_per_thread=items)
+        e = tiles.block_scan(x[b * T + t], absmax, block_dim=block_dim, exclusive=True, initial_value=x[0] * 0)
+        tiles.block_scan(mine, absmax, block_dim=block_dim, items_per_thread=items)
+        w = tiles.warp_reduce(x[b * T + t], absmax, warp_size=8)
+        warp_scanned[b * T + t] = tiles.warp_scan(x[b * T + t], absmax, warp_size=16)
+        for j in range(items):
+            scanned[(b * T + t) * items + j] = mine[j]
+        excl[b * T + t] = e
+        if t % 8 == 0:
+            warp_red[(b * T + t) // 8] = w
+        if t == 0:
+            reduced[b] = r
+
+    reduced = np.zeros(blocks, DT)
+    scanned = np.zeros_like(x)
+    excl = np.zeros(blocks * T, DT)
+    warp_red = np.zeros(blocks * T // 8, DT)
+    warp_scanned = np.zeros(blocks * T, DT)
+    kernel[blocks, block_dim](x, reduced, scanned, excl, warp_red, warp_scanned)
+    def inclusive(rows):  # the op's scan: the first item as it is, then max(|a|, |b|)
+        want = np.maximum.accumulate(np.abs(rows), axis=1)
+        want[:, 0] = rows[:, 0]
+        return want.ravel()
+
+    np.testing.assert_array_equal(reduced, np.abs(x).reshape(blocks, tile).max(axis=1))
+    np.testing.assert_array_equal(scanned, inclusive(x.reshape(blocks, tile)))
+    per_thread = x[:blocks * T].reshape(blocks, T)
+    want_excl = np.concatenate([np.zeros((blocks, 1)), np.maximum.accumulate(np.abs(per_thread), axis=1)[:, :-1]], axis=1)
+    np.testing.assert_array_equal(excl, want_excl.ravel().astype(DT))
+    np.testing.assert_array_equal(warp_red, np.abs(per_thread).reshape(-1, 8).max(axis=1))
+    np.testing.assert_array_equal(warp_scanned, inclusive(per_thread.reshape(-1, 16)))
+
+
+def run_merge_sort(dtype, compare, block_dim, items, rng, with_values=True):
+    """compare: "<", ">" or "magnitude" (the by_magnitude device function)."""
+    T = threads_of(block_dim)
+    BX, BY = _linear_tid(block_dim)
+    DT = np.dtype(dtype)
+    tile = T * items
+    blocks = 3
+    low = 0 if DT.kind == "u" else -50  # (the reference orders in float64: keep keys exact there)
+    keys = (rng.integers(low, 50, blocks * tile) / (2 if DT.kind == "f" else 1)).astype(DT)
+    less = by_magnitude if compare == "magnitude" else compare
+
+    @cuda.jit
+    def kernel(keys, out_keys, out_values):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        k = cuda.local.array(items, DT)
+        v = cuda.local.array(items, np.int32)
+        for j in range(items):
+            k[j] = keys[(b * T + t) * items + j]
+            v[j] = t * items + j
+        if with_values:
+            tiles.block_merge_sort(k, less, values=v, block_dim=block_dim, items_per_thread=items)
+        else:
+            tiles.block_merge_sort(k, less, block_dim=block_dim, items_per_thread=items)
+        for j in range(items):
+            out_keys[(b * T + t) * items + j] = k[j]
+            out_values[(b * T + t) * items + j] = v[j]
+
+    out_keys = np.zeros_like(keys)
+    out_values = np.full(keys.size, -1, np.int32)
+    kernel[blocks, block_dim](keys, out_keys, out_values)
+    sort_key = {"<": lambda v: v, ">": lambda v: -v, "magnitude": np.abs}[compare]
+    for b in range(blocks):
+        mine = keys[b * tile:(b + 1) * tile]
+        order = np.argsort(sort_key(mine.astype(np.float64)), kind="stable")
+        np.testing.assert_array_equal(out_keys[b * tile:(b + 1) * tile], mine[order])
+        if with_values:
+            np.testing.assert_array_equal(out_values[b * tile:(b + 1) * tile], order)

@@ -12,10 +12,16 @@ BLOCK = 128
 NOT_A_BLOCK = (1024, 2)
 
 
+@cuda.jit(device=True)
+def absmax(a, b):
+    return max(abs(a), abs(b))
+
+
 def compile_body(body, sig="void(float32[:], float32[:], int64)"):
     params = "x, y, n" if sig and "[:, :]" in sig else "x, out, n"
     source = f"def kernel({params}):\n    i = cuda.grid(1)\n    x[0] = {body}\n"
-    namespace = {"cuda": cuda, "tiles": tiles, "BLOCK": BLOCK, "NOT_A_BLOCK": NOT_A_BLOCK, "abs": abs}
+    namespace = {"cuda": cuda, "tiles": tiles, "BLOCK": BLOCK, "NOT_A_BLOCK": NOT_A_BLOCK, "abs": abs,
+                 "absmax": absmax}
     exec(source, namespace)
     tiles.compile(namespace["kernel"], sig, arch="sm_90")
 
@@ -105,6 +111,17 @@ def compile_body(body, sig="void(float32[:], float32[:], int64)"):
          r"begin_bit must be an integer, got float64"),
         ("tiles.block_radix_sort(x, block_dim=128, items_per_thread=4, descending='yes')", None,
          r"descending must be True or False"),
+        # user ops and comparisons
+        ("tiles.block_reduce(x[i], absmax, block_dim=128, num_valid=n)", None,
+         r"num_valid needs an op with an identity; absmax is a Python function"),
+        ("tiles.block_scan(x[i], absmax, block_dim=128, exclusive=True)", None,
+         r"an exclusive scan with a Python op \(absmax\) needs initial_value"),
+        ("tiles.warp_reduce(x[i], absmax)", "void(float16[:], float16[:], int64)",
+         r"a Python op \(absmax\) works on integers, float32 and float64, got float16"),
+        ("tiles.block_merge_sort(x, '<=', block_dim=128, items_per_thread=4)", None,
+         r"compare='<=' is not supported.*Fix: pass '<', '>' or a @cuda.jit\(device=True\) function"),
+        ("tiles.block_merge_sort(x, block_dim=128, items_per_thread=4)", "void(complex128[:], complex128[:], int64)",
+         r"keys holds complex128, which is not supported here"),
     ],
 )
 def test_misuse_is_a_clear_compile_time_error(body, sig, message):

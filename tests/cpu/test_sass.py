@@ -156,3 +156,23 @@ def test_debug_mode_checks_the_launch_shape(monkeypatch, tmp_path):
     checked = sass(tiles.compile(kernel, sig, arch="sm_90"), tmp_path)
     assert not external_calls(plain)
     assert len(external_calls(checked)) >= 2
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_python_ops_are_inlined(arch, tmp_path):
+    """A @cuda.jit(device=True) op and comparison, compiled by Numba and linked as LTO-IR, are inlined."""
+    from numba import cuda, float32
+
+    from .. import collectives
+
+    @cuda.jit
+    def kernel(x, out):
+        keys = cuda.local.array(8, float32)
+        for j in range(8):
+            keys[j] = x[cuda.grid(1) * 8 + j]
+        tiles.block_merge_sort(keys, collectives.by_magnitude, block_dim=128, items_per_thread=8)
+        out[cuda.grid(1)] = tiles.block_reduce(keys, collectives.absmax, block_dim=128, items_per_thread=8)
+
+    code = sass(tiles.compile(kernel, "void(float32[::1], float32[::1])", arch=arch), tmp_path)
+    assert not external_calls(code)
+    assert not opcode_names(code) & {"LDL", "STL"}

@@ -223,3 +223,24 @@ def test_strided_source_stops_with_a_message():
     run = subprocess.run([sys.executable, "-c", STRIDED_CHILD], capture_output=True, text=True, timeout=300)
     assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
     assert run.stdout.count("tiles.block_load: the array is strided (2 items apart); pass a contiguous slice") == 1
+
+
+@pytest.mark.parametrize("block_dim", SHAPES)
+@pytest.mark.parametrize("items", [1, 4, 16])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint16", "float32", "float64"])
+def test_user_ops(dtype, items, block_dim, rng):
+    c.run_user_ops(dtype, block_dim, items, rng)
+
+
+@pytest.mark.parametrize("block_dim", SHAPES)
+@pytest.mark.parametrize("items", c.ITEMS_PER_THREAD)
+@pytest.mark.parametrize("compare", ["<", ">", "magnitude"])
+def test_merge_sort(compare, items, block_dim, rng):
+    c.run_merge_sort("float32", compare, block_dim, items, rng)
+
+
+# (a Python comparison takes integers, float32 and float64: Numba's C ABI for half differs)
+@pytest.mark.parametrize("dtype,compare", [(d, cmp) for d in SORT_DTYPES for cmp in ("<", "magnitude")
+                                           if (d, cmp) != ("float16", "magnitude")])
+def test_merge_sort_dtypes(dtype, compare, rng):
+    c.run_merge_sort(dtype, compare, 128, 4, rng, with_values=dtype != "uint8")

@@ -49,3 +49,13 @@ def test_radix_sort(dtype, descending, striped, rng):
 
 def test_radix_sort_bit_range(rng):
     c.run_radix_sort("uint16", 32, 2, rng, bits=(4, 12))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+def test_user_ops(dtype, rng):
+    c.run_user_ops(dtype, 32, 2, rng)
+
+
+@pytest.mark.parametrize("compare", ["<", ">", "magnitude"])
+def test_merge_sort(compare, rng):
+    c.run_merge_sort("float32", compare, 32, 3, rng)

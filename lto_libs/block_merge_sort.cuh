@@ -1,0 +1,32 @@
+// Block-wide merge sort with any comparison, over cub::BlockMergeSort (see block_reduce.cuh
+// for how these are instantiated).
+#pragma once
+
+#include <cub/block/block_merge_sort.cuh>
+
+#include "common.cuh"
+
+namespace numba_tiles {
+
+// Sort the tile of keys (IPT per thread, blocked arrangement) by Less (a strict weak order),
+// stably; the result is blocked again.
+template <typename K, int BX, int BY, int BZ, int IPT, typename Less>
+__device__ __forceinline__ void block_merge_sort(array_ref<K> keys) {
+  check_launch<BX, BY, BZ>("block_merge_sort");
+  using Sort = cub::BlockMergeSort<K, BX, IPT, cub::NullType, BY, BZ>;
+  __shared__ typename Sort::TempStorage temp;
+  Sort(temp).StableSort(tile_of<IPT>(keys, "block_merge_sort"), Less{});
+  __syncthreads();  // the next call of this instantiation reuses `temp`
+}
+
+// The same, carrying a value along with each key.
+template <typename K, typename V, int BX, int BY, int BZ, int IPT, typename Less>
+__device__ __forceinline__ void block_merge_sort(array_ref<K> keys, array_ref<V> values) {
+  check_launch<BX, BY, BZ>("block_merge_sort");
+  using Sort = cub::BlockMergeSort<K, BX, IPT, V, BY, BZ>;
+  __shared__ typename Sort::TempStorage temp;
+  Sort(temp).StableSort(tile_of<IPT>(keys, "block_merge_sort"), tile_of<IPT>(values, "block_merge_sort"), Less{});
+  __syncthreads();
+}
+
+}  // namespace numba_tiles
