@@ -45,11 +45,6 @@ SCALARS = tuple(
     )
 )
 _BY_NUMBA = {d.numba: d for d in SCALARS}
-_BY_NAME = {d.name: d for d in SCALARS}
-
-
-def by_name(name):
-    return _BY_NAME[name]
 
 
 def scalar(intrinsic, param, ty, allowed=None, verb="has type"):

@@ -417,16 +417,19 @@ def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algo
     """
 
 
-def _sort_rule(name, args):
+def _keys_and_values(name, args):
+    """What the sorts share: (key dtype, the value type's C++ template argument or "", params)."""
     dtype = _tile(name, args, "keys", allowed="iuf")
-    params = [("keys", args["keys"], None)]
-    value_cxx = ""
-    if args["values"] is not None:
-        values = _tile(name, args, "values")
-        _check_shared(name, args, values)
-        value_cxx = f"{values.cxx}, "
-        params.append(("values", args["values"], None))
     _check_shared(name, args, dtype)
+    if args["values"] is None:
+        return dtype, "", (("keys", args["keys"], None),)
+    values = _tile(name, args, "values")
+    _check_shared(name, args, values)
+    return dtype, f"{values.cxx}, ", (("keys", args["keys"], None), ("values", args["values"], None))
+
+
+def _sort_rule(name, args):
+    dtype, value_cxx, params = _keys_and_values(name, args)
     for bit in ("begin_bit", "end_bit"):
         if args[bit] is not None:
             _dtypes.integer(name, bit, args[bit])
@@ -485,7 +488,7 @@ def parse_compare(intrinsic, value):
 
 
 def _merge_sort_rule(name, args):
-    dtype = _tile(name, args, "keys", allowed="iuf")
+    dtype, value_cxx, params = _keys_and_values(name, args)
     compare = args["compare"]
     code = {}
     if isinstance(compare, str):
@@ -493,18 +496,10 @@ def _merge_sort_rule(name, args):
     else:
         bound = compare.bind(name, dtype)
         less, code = bound.cxx, bound.code
-    params = [("keys", args["keys"], None)]
-    value_cxx = ""
-    if args["values"] is not None:
-        values = _tile(name, args, "values")
-        _check_shared(name, args, values)
-        value_cxx = f"{values.cxx}, "
-        params.append(("values", args["values"], None))
-    _check_shared(name, args, dtype)
     return Instance(name, "block_merge_sort.cuh",
                     f"numba_tiles::block_merge_sort<{dtype.cxx}, {value_cxx}{_shape(args)}, "
                     f"{args['items_per_thread']}, {less}>",
-                    types.none, tuple(params), **code)
+                    types.none, params, **code)
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,

@@ -127,30 +127,30 @@ def _threads(args):
     return int(np.prod(args["block_dim"]))
 
 
-def block_load(instance, args):
+def _move(instance, args, array, load):
+    """block_load (``load``) or block_store between ``args[array]`` and the thread's items."""
     thread = _block_thread(instance.intrinsic, args["block_dim"])
-    src, items, count = args["src"], args["items"], args["items_per_thread"]
+    memory, items, count = args[array], args["items"], args["items_per_thread"]
     _items(instance, {"value": items, "items_per_thread": count})
     kind = "striped" if args["algorithm"] == "striped" else "blocked"
-    valid = _valid(args, src)
+    valid = _valid(args, memory)
     for j in range(count):
         rank = _rank(kind, thread.thread_id, j, _threads(args), count)
-        if rank < valid:
-            items[j] = src[rank]
-        elif args["oob_default"] is not None:
-            items[j] = args["oob_default"]
+        if rank >= valid:
+            if load and args["oob_default"] is not None:
+                items[j] = args["oob_default"]
+        elif load:
+            items[j] = memory[rank]
+        else:
+            memory[rank] = items[j]
+
+
+def block_load(instance, args):
+    _move(instance, args, "src", load=True)
 
 
 def block_store(instance, args):
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
-    dst, items, count = args["dst"], args["items"], args["items_per_thread"]
-    _items(instance, {"value": items, "items_per_thread": count})
-    kind = "striped" if args["algorithm"] == "striped" else "blocked"
-    valid = _valid(args, dst)
-    for j in range(count):
-        rank = _rank(kind, thread.thread_id, j, _threads(args), count)
-        if rank < valid:
-            dst[rank] = items[j]
+    _move(instance, args, "dst", load=False)
 
 
 def _scan(op, dtype, flat, exclusive, initial):
