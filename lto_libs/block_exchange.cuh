@@ -8,6 +8,10 @@
 
 namespace numba_tiles {
 
+// The shared memory of one instantiation (numba_tiles.shared_memory reports its size).
+template <typename T, int BX, int BY, int BZ, int IPT>
+using block_exchange_storage = typename cub::BlockExchange<T, BX, IPT, false, BY, BZ>::TempStorage;
+
 enum class exchange { striped_to_blocked, blocked_to_striped, warp_striped_to_blocked, blocked_to_warp_striped };
 
 // Rearrange the tile held in `items` (IPT per thread), in place.
@@ -15,7 +19,7 @@ template <typename T, int BX, int BY, int BZ, int IPT, exchange Kind>
 __device__ __forceinline__ void block_exchange(array_ref<T> items) {
   check_launch<BX, BY, BZ>("block_exchange");
   using Exchange = cub::BlockExchange<T, BX, IPT, false, BY, BZ>;
-  __shared__ typename Exchange::TempStorage temp;
+  __shared__ block_exchange_storage<T, BX, BY, BZ, IPT> temp;
   T (&tile)[IPT] = tile_of<IPT>(items, "block_exchange");
   if constexpr (Kind == exchange::striped_to_blocked) {
     Exchange(temp).StripedToBlocked(tile, tile);

@@ -8,6 +8,10 @@
 
 namespace numba_tiles {
 
+// The shared memory of one instantiation (numba_tiles.shared_memory reports its size).
+template <typename T, int BX, int BY, int BZ, int IPT, int Bins, cub::BlockHistogramAlgorithm Algo>
+using block_histogram_storage = typename cub::BlockHistogram<T, BX, IPT, Bins, Algo, BY, BZ>::TempStorage;
+
 // Count the tile's items (IPT per thread, each a bin index in [0, Bins)) into `histogram`
 // (Bins counters, usually in shared memory): zeroed first, or added to when Accumulate.
 // On return the counts are visible to every thread of the block.
@@ -16,7 +20,7 @@ template <typename T, typename Counter, int BX, int BY, int BZ, int IPT, int Bin
 __device__ __forceinline__ void block_histogram(array_ref<T> items, array_ref<Counter> histogram) {
   check_launch<BX, BY, BZ>("block_histogram");
   using Histogram = cub::BlockHistogram<T, BX, IPT, Bins, Algo, BY, BZ>;
-  __shared__ typename Histogram::TempStorage temp;
+  __shared__ block_histogram_storage<T, BX, BY, BZ, IPT, Bins, Algo> temp;
   T (&samples)[IPT] = tile_of<IPT>(items, "block_histogram");
   Counter* bins = items_of<Bins>(histogram, "block_histogram");
 #ifdef NUMBA_TILES_DEBUG

@@ -9,6 +9,12 @@
 
 namespace numba_tiles {
 
+// The shared memory of one instantiation (numba_tiles.shared_memory reports its size).
+template <typename T, int BX, int BY, int BZ, int IPT, cub::BlockLoadAlgorithm Algo>
+using block_load_storage = typename cub::BlockLoad<T, BX, IPT, Algo, BY, BZ>::TempStorage;
+template <typename T, int BX, int BY, int BZ, int IPT, cub::BlockStoreAlgorithm Algo>
+using block_store_storage = typename cub::BlockStore<T, BX, IPT, Algo, BY, BZ>::TempStorage;
+
 // How many of the tile's items exist: num_valid if given, never more than the array holds.
 template <bool HasNumValid>
 __device__ __forceinline__ long long valid_items(long long size, long long num_valid) {
@@ -25,7 +31,7 @@ template <typename T, int BX, int BY, int BZ, int IPT, cub::BlockLoadAlgorithm A
 __device__ __forceinline__ void block_load(array_ref<T> src, array_ref<T> items, long long num_valid, T oob_default) {
   check_launch<BX, BY, BZ>("block_load");
   using Load = cub::BlockLoad<T, BX, IPT, Algo, BY, BZ>;
-  __shared__ typename Load::TempStorage temp;
+  __shared__ block_load_storage<T, BX, BY, BZ, IPT, Algo> temp;
   T* data = contiguous<Contiguous>(src, "block_load");
   T (&dst)[IPT] = tile_of<IPT>(items, "block_load");
   const long long valid = valid_items<HasNumValid>(src.size, num_valid);
@@ -48,7 +54,7 @@ template <typename T, int BX, int BY, int BZ, int IPT, cub::BlockStoreAlgorithm 
 __device__ __forceinline__ void block_store(array_ref<T> dst, array_ref<T> items, long long num_valid) {
   check_launch<BX, BY, BZ>("block_store");
   using Store = cub::BlockStore<T, BX, IPT, Algo, BY, BZ>;
-  __shared__ typename Store::TempStorage temp;
+  __shared__ block_store_storage<T, BX, BY, BZ, IPT, Algo> temp;
   T* data = contiguous<Contiguous>(dst, "block_store");
   T (&src)[IPT] = tile_of<IPT>(items, "block_store");
   const long long valid = valid_items<HasNumValid>(dst.size, num_valid);

@@ -8,15 +8,22 @@
 
 namespace numba_tiles {
 
+// CUB's radix sort as numba_tiles instantiates it (V = cub::NullType: keys only).
+template <typename K, typename V, int BX, int BY, int BZ, int IPT>
+using radix_sort = cub::BlockRadixSort<K, BX, IPT, V, 4, true, cub::BLOCK_SCAN_WARP_SCANS,
+                                       cudaSharedMemBankSizeFourByte, BY, BZ>;
+// The shared memory of one instantiation (numba_tiles.shared_memory reports its size).
+template <typename K, typename V, int BX, int BY, int BZ, int IPT>
+using block_radix_sort_storage = typename radix_sort<K, V, BX, BY, BZ, IPT>::TempStorage;
+
 // Sort the tile of keys (IPT per thread, blocked arrangement) by bits [begin_bit, end_bit),
 // ascending or Descending; the sorted tile is blocked again (thread t gets ranks t*IPT ...),
 // or striped with Striped (thread t gets ranks t, t+threads, ...: coalesced stores).
 template <typename K, int BX, int BY, int BZ, int IPT, bool Descending, bool Striped>
 __device__ __forceinline__ void block_radix_sort(array_ref<K> keys, int begin_bit, int end_bit) {
   check_launch<BX, BY, BZ>("block_radix_sort");
-  using Sort = cub::BlockRadixSort<K, BX, IPT, cub::NullType, 4, true, cub::BLOCK_SCAN_WARP_SCANS,
-                                   cudaSharedMemBankSizeFourByte, BY, BZ>;
-  __shared__ typename Sort::TempStorage temp;
+  using Sort = radix_sort<K, cub::NullType, BX, BY, BZ, IPT>;
+  __shared__ block_radix_sort_storage<K, cub::NullType, BX, BY, BZ, IPT> temp;
   K (&k)[IPT] = tile_of<IPT>(keys, "block_radix_sort");
   if constexpr (Descending && Striped) {
     Sort(temp).SortDescendingBlockedToStriped(k, begin_bit, end_bit);
@@ -34,9 +41,8 @@ __device__ __forceinline__ void block_radix_sort(array_ref<K> keys, int begin_bi
 template <typename K, typename V, int BX, int BY, int BZ, int IPT, bool Descending, bool Striped>
 __device__ __forceinline__ void block_radix_sort(array_ref<K> keys, array_ref<V> values, int begin_bit, int end_bit) {
   check_launch<BX, BY, BZ>("block_radix_sort");
-  using Sort = cub::BlockRadixSort<K, BX, IPT, V, 4, true, cub::BLOCK_SCAN_WARP_SCANS,
-                                   cudaSharedMemBankSizeFourByte, BY, BZ>;
-  __shared__ typename Sort::TempStorage temp;
+  using Sort = radix_sort<K, V, BX, BY, BZ, IPT>;
+  __shared__ block_radix_sort_storage<K, V, BX, BY, BZ, IPT> temp;
   K (&k)[IPT] = tile_of<IPT>(keys, "block_radix_sort");
   V (&v)[IPT] = tile_of<IPT>(values, "block_radix_sort");
   if constexpr (Descending && Striped) {

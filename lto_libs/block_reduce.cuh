@@ -11,6 +11,10 @@
 
 namespace numba_tiles {
 
+// The shared memory of one instantiation (numba_tiles.shared_memory reports its size).
+template <typename T, int BX, int BY, int BZ, cub::BlockReduceAlgorithm Algo>
+using block_reduce_storage = typename cub::BlockReduce<T, BX, Algo, BY, BZ>::TempStorage;
+
 // Reduce IPT items per thread (blocked: thread t holds items t*IPT ... t*IPT+IPT-1) over the
 // block with CUB's algorithm Algo. The result is valid in thread 0 (as in CUB), or in every
 // thread with Broadcast. With Partial, only the first num_valid items of the tile count: the
@@ -23,7 +27,7 @@ __device__ __forceinline__ T block_reduce(const T* items, int num_valid) {
   check_launch<BX, BY, BZ>("block_reduce");
   using Reduce = cub::BlockReduce<T, BX, Algo, BY, BZ>;
   // One buffer per instantiation, shared by all its call sites in a kernel.
-  __shared__ typename Reduce::TempStorage temp;
+  __shared__ block_reduce_storage<T, BX, BY, BZ, Algo> temp;
   const int tid = cub::RowMajorTid(BX, BY, BZ);
   T local[IPT];
 #pragma unroll

@@ -8,6 +8,10 @@
 
 namespace numba_tiles {
 
+// The shared memory of one instantiation (numba_tiles.shared_memory reports its size).
+template <typename T, int BX, int BY, int BZ, cub::BlockScanAlgorithm Algo>
+using block_scan_storage = typename cub::BlockScan<T, BX, Algo, BY, BZ>::TempStorage;
+
 // Scan `in` into `out` (which may alias it), and return the block's aggregate (of the inputs,
 // without `initial`) when Aggregate. An exclusive scan always has an initial value (the op's
 // identity unless the user gives one), so that every output is defined; an inclusive one
@@ -17,7 +21,7 @@ template <typename T, typename Op, int BX, int BY, int BZ, int IPT, cub::BlockSc
 __device__ __forceinline__ T scan_tile(T (&in)[IPT], T (&out)[IPT], T initial) {
   check_launch<BX, BY, BZ>("block_scan");
   using Scan = cub::BlockScan<T, BX, Algo, BY, BZ>;
-  __shared__ typename Scan::TempStorage temp;
+  __shared__ block_scan_storage<T, BX, BY, BZ, Algo> temp;
   T aggregate{};
   if constexpr (Exclusive && Aggregate) {
     Scan(temp).ExclusiveScan(in, out, initial, Op{}, aggregate);

@@ -45,6 +45,7 @@ def options():
 
 
 _lock = threading.RLock()
+_recording = None  # a list that collects every instance lowered, while shared_memory compiles a kernel
 _memo = {}  # (entry symbol, arch, debug) → the object that defines it
 _open = weakref.WeakKeyDictionary()  # code library → {(arch, debug): its pending object}
 
@@ -123,6 +124,8 @@ class Pending(LTOIR):
 def for_call(instance, arch, library):
     """The object that will define ``instance``'s entry point for a call lowered into ``library``."""
     with _lock:
+        if _recording is not None:
+            _recording.append(instance)
         tag = (arch, debug())
         found = _memo.get((instance.symbol, *tag))
         if found is not None:
@@ -259,6 +262,100 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False):
     options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, ptx=output == "ptx")
     linker = Linker(*(ObjectCode.from_ltoir(m) for m in modules), options=options)
     return linker.link(output).code
+
+
+_shared_sizes = {}  # (C++ expression, arch) → bytes
+
+
+def _shared_bytes(expression, arch):
+    """The value of a C++ constant expression over lto_libs (a shared storage's size): NVRTC compiles
+    it into a global of a cubin (a PTX target would ask the driver whether it can load it)."""
+    from cuda.core import Program, ProgramOptions
+
+    with _lock:
+        if (expression, arch) not in _shared_sizes:
+            includes = "".join(f'#include "{h}"\n' for h in _toolchain.lto_libs_headers())
+            source = f'{includes}extern "C" __device__ unsigned long long numba_tiles_probe = {expression};\n'
+            flags = {k: v for k, v in options().items() if k != "link_time_optimization"}
+            program = Program(source, "c++", options=ProgramOptions(
+                name="numba_tiles_shared_probe", arch=arch,
+                include_path=[str(d) for d in (_toolchain.lto_libs_dir(), _toolchain.cccl_include_dir(),
+                                               _toolchain.cuda_include_dir())], **flags))
+            cubin = program.compile("cubin").code
+            section, value = _elf_symbol(cubin, "numba_tiles_probe")
+            _shared_sizes[expression, arch] = int.from_bytes(cubin[section[2] + value:][:8], "little")
+        return _shared_sizes[expression, arch]
+
+
+def _elf_sections(elf):
+    """(name, type, file offset, size, link) of each section of an ELF64 (a cubin)."""
+    import struct
+
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    entsize, count, names_index = struct.unpack_from("<HHH", elf, 0x3A)
+    raw = [struct.unpack_from("<IIQQQQI", elf, shoff + i * entsize) for i in range(count)]
+    names = raw[names_index][4]
+
+    def name(offset):
+        return elf[names + offset:elf.index(b"\0", names + offset)].decode()
+
+    return [(name(r[0]), r[1], r[4], r[5], r[6]) for r in raw]
+
+
+def _elf_symbol(elf, wanted):
+    """(section, value) of the symbol named ``wanted``."""
+    import struct
+
+    sections = _elf_sections(elf)
+    for _, kind, offset, size, link in sections:
+        if kind != 2:  # SHT_SYMTAB
+            continue
+        strings = sections[link][2]
+        for at in range(offset, offset + size, 24):
+            name, _, _, index, value, _ = struct.unpack_from("<IBBHQQ", elf, at)
+            if elf[strings + name:elf.index(b"\0", strings + name)] == wanted.encode():
+                return sections[index], value
+    raise LookupError(wanted)
+
+
+def _static_shared_of(cubin):
+    """Static shared memory of the kernel in a cubin: the size of its ELF ``.nv.shared.<kernel>`` section."""
+    return sum(size for name, _, _, size, _ in _elf_sections(cubin)
+               if name.startswith(".nv.shared.") and not name.startswith(".nv.shared.reserved"))
+
+
+def shared_memory(kernel, signature, *, arch="sm_90"):
+    """The static shared memory of a kernel and of each intrinsic instantiation in it, in bytes: no GPU needed.
+
+    Returns ``{"total": bytes, "calls": {description: bytes}}``: ``total`` is what the linked
+    kernel declares (your ``cuda.shared.array``s included), the number occupancy depends on;
+    ``calls`` has one entry per instantiation (a CUB temp storage, shared by the calls with the
+    same arguments), described by the intrinsic and its C++ template. On sm_80 and newer
+    ``total`` includes the 1 KiB per block the system reserves there.
+
+    Example::
+
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def scan_rows(x, out):
+            i = cuda.grid(1)
+            out[i] = tiles.block_scan(x[i], block_dim=256, algorithm="warp_scans")
+
+        usage = tiles.shared_memory(scan_rows, "void(float32[::1], float32[::1])", arch="sm_90")
+        assert usage["total"] >= sum(usage["calls"].values())
+    """
+    global _recording
+    with _lock:
+        _recording = []
+        try:
+            cubin = compile(kernel, signature, arch=arch)
+        finally:
+            instances, _recording = _recording, None
+    calls = {f"tiles.{i.intrinsic}: {i.template}": _shared_bytes(i.shared, arch)
+             for i in dict.fromkeys(instances) if i.shared}
+    return {"total": _static_shared_of(cubin), "calls": calls}
 
 
 def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):

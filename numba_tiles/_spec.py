@@ -46,6 +46,7 @@ class Instance:
     params: tuple
     prelude: str = ""  # C++ declarations the template needs (a user op's functor)
     functions: tuple = ()  # (symbol, Python function, Numba signature): compiled by Numba and linked in
+    shared: str = ""  # its static shared memory in bytes, as a C++ constant expression ("" for none)
 
     @property
     def outputs(self):

@@ -88,6 +88,8 @@ def _reduce_rule(name, args):
         f"{_REDUCE_ALGORITHMS[args['algorithm']]}, {flags}>",
         result=dtype.numba,
         params=(("value", value_type, None), ("num_valid", types.int32, 0)),
+        shared=f"sizeof(numba_tiles::block_reduce_storage<{dtype.cxx}, {_shape(args)}, "
+        f"{_REDUCE_ALGORITHMS[args['algorithm']]}>)" + (f" + sizeof({dtype.cxx})" if args["broadcast"] else ""),
         **op.code,
     )
 
@@ -178,11 +180,14 @@ def _movement(name, args, array):
     template_args = (f"{_shape(args)}, {args['items_per_thread']}, {table[algorithm]}, "
                      f"{_params.cxx_bool(contiguous)}, {_params.cxx_bool(_count(name, args, 'num_valid'))}")
     params = ((array, args[array], None), ("items", args["items"], None), ("num_valid", types.int64, 0))
-    return dtype, template_args, params
+    family = "load" if name == "block_load" else "store"
+    shared = (f"sizeof(numba_tiles::block_{family}_storage<{dtype.cxx}, {_shape(args)}, "
+              f"{args['items_per_thread']}, {table[algorithm]}>)")
+    return dtype, template_args, params, shared
 
 
 def _load_rule(name, args):
-    dtype, template_args, params = _movement(name, args, "src")
+    dtype, template_args, params, shared = _movement(name, args, "src")
     has_default = args["oob_default"] is not None
     return Instance(
         intrinsic=name,
@@ -190,14 +195,15 @@ def _load_rule(name, args):
         template=f"numba_tiles::block_load<{dtype.cxx}, {template_args}, {_params.cxx_bool(has_default)}>",
         result=types.none,
         params=params + (("oob_default", dtype.numba, 0),),
+        shared=shared,
     )
 
 
 def _store_rule(name, args):
-    dtype, template_args, params = _movement(name, args, "dst")
+    dtype, template_args, params, shared = _movement(name, args, "dst")
     return Instance(intrinsic=name, header="block_load.cuh",
                     template=f"numba_tiles::block_store<{dtype.cxx}, {template_args}>",
-                    result=types.none, params=params)
+                    result=types.none, params=params, shared=shared)
 
 
 _MOVE_CONSTS = {"block_dim": _DIM, "items_per_thread": _ITEMS}
@@ -275,6 +281,8 @@ def _scan_rule(name, args):
     head = (f"{dtype.cxx}, {op.cxx}, {_shape(args)}, {items}, {_SCAN_ALGORITHMS[args['algorithm']]}, "
             f"{_params.cxx_bool(args['exclusive'])}")
     is_array = isinstance(value_type, types.Array)
+    shared = (f"sizeof(numba_tiles::block_scan_storage<{dtype.cxx}, {_shape(args)}, "
+              f"{_SCAN_ALGORITHMS[args['algorithm']]}>)")
     if args["prefix"] is not None:
         if args["aggregate"] or args["initial_value"] is not None:
             raise error(name, "prefix carries the running total: it cannot be combined with aggregate or initial_value",
@@ -283,7 +291,7 @@ def _scan_rule(name, args):
         _tile(name, args, "prefix", like=dtype)
         return Instance(name, "block_scan.cuh", f"numba_tiles::block_scan_prefix<{head}>",
                         types.none if is_array else dtype.numba,
-                        (("value", value_type, None), ("prefix", args["prefix"], None)), **op.code)
+                        (("value", value_type, None), ("prefix", args["prefix"], None)), shared=shared, **op.code)
     aggregate = args["aggregate"]
     if is_array:
         result = dtype.numba if aggregate else types.none
@@ -291,7 +299,8 @@ def _scan_rule(name, args):
         result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
     template = "block_scan_aggregate" if aggregate else "block_scan"
     return Instance(name, "block_scan.cuh", f"numba_tiles::{template}<{head}, {_params.cxx_bool(has_initial)}>",
-                    result, (("value", value_type, None), ("initial_value", dtype.numba, identity)), **op.code)
+                    result, (("value", value_type, None), ("initial_value", dtype.numba, identity)), shared=shared,
+                    **op.code)
 
 
 @intrinsic(consts={"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL,
@@ -338,7 +347,9 @@ def _exchange_rule(name, args):
     return Instance(name, "block_exchange.cuh",
                     f"numba_tiles::block_exchange<{dtype.cxx}, {_shape(args)}, {args['items_per_thread']}, "
                     f"{_EXCHANGES[args['arrangement']]}>",
-                    types.none, (("items", args["items"], None),))
+                    types.none, (("items", args["items"], None),),
+                    shared=f"sizeof(numba_tiles::block_exchange_storage<{dtype.cxx}, {_shape(args)}, "
+                    f"{args['items_per_thread']}>)")
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "arrangement": _params.choice("arrangement", _EXCHANGES)},
@@ -381,7 +392,9 @@ def _histogram_rule(name, args):
                     f"numba_tiles::block_histogram<{dtype.cxx}, {counter.cxx}, {_shape(args)}, "
                     f"{args['items_per_thread']}, {args['bins']}, {_HISTOGRAM_ALGORITHMS[args['algorithm']]}, "
                     f"{_params.cxx_bool(args['accumulate'])}>",
-                    types.none, (("items", args["items"], None), ("histogram", args["histogram"], None)))
+                    types.none, (("items", args["items"], None), ("histogram", args["histogram"], None)),
+                    shared=f"sizeof(numba_tiles::block_histogram_storage<{dtype.cxx}, {_shape(args)}, "
+                    f"{args['items_per_thread']}, {args['bins']}, {_HISTOGRAM_ALGORITHMS[args['algorithm']]}>)")
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "bins": _params.positive_int("bins", 256),
@@ -428,6 +441,12 @@ def _keys_and_values(name, args):
     return dtype, f"{values.cxx}, ", (("keys", args["keys"], None), ("values", args["values"], None))
 
 
+def _sort_storage(sort, dtype, value_cxx, args):
+    value = value_cxx.rstrip(", ") or "cub::NullType"
+    return (f"sizeof(numba_tiles::block_{sort}_storage<{dtype.cxx}, {value}, {_shape(args)}, "
+            f"{args['items_per_thread']}>)")
+
+
 def _sort_rule(name, args):
     dtype, value_cxx, params = _keys_and_values(name, args)
     for bit in ("begin_bit", "end_bit"):
@@ -438,7 +457,8 @@ def _sort_rule(name, args):
                     f"numba_tiles::block_radix_sort<{dtype.cxx}, {value_cxx}{_shape(args)}, "
                     f"{args['items_per_thread']}, {flags}>",
                     types.none,
-                    (*params, ("begin_bit", types.int32, 0), ("end_bit", types.int32, dtype.numpy.itemsize * 8)))
+                    (*params, ("begin_bit", types.int32, 0), ("end_bit", types.int32, dtype.numpy.itemsize * 8)),
+                    shared=_sort_storage("radix_sort", dtype, value_cxx, args))
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "descending": _params.flag("descending"), "striped": _params.flag("striped")},
@@ -499,7 +519,7 @@ def _merge_sort_rule(name, args):
     return Instance(name, "block_merge_sort.cuh",
                     f"numba_tiles::block_merge_sort<{dtype.cxx}, {value_cxx}{_shape(args)}, "
                     f"{args['items_per_thread']}, {less}>",
-                    types.none, params, **code)
+                    types.none, params, shared=_sort_storage("merge_sort", dtype, value_cxx, args), **code)
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,

@@ -157,3 +157,55 @@ def test_every_item_of_the_thread_array_is_read(dtype):
     width = 64 if dtype.endswith("64") else 32
     loads = len(re.findall(rf"\bld(?:\.global)?\.[fsub]{width}\s", ptx))
     assert loads >= 4, loads
+
+
+def one_collective(which):
+    from numba import cuda, float32
+
+    @cuda.jit
+    def kernel(x, out):
+        i = cuda.grid(1)
+        items = cuda.local.array(4, float32)
+        for j in range(4):
+            items[j] = x[i * 4 + j]
+        if which == "load":
+            tiles.block_load(x[cuda.blockIdx.x * 1024:], items, block_dim=256, items_per_thread=4,
+                             algorithm="warp_transpose")
+        elif which == "radix_sort":
+            tiles.block_radix_sort(items, block_dim=256, items_per_thread=4, values=items)
+        elif which == "merge_sort":
+            tiles.block_merge_sort(items, ">", block_dim=(16, 16), items_per_thread=4)
+        elif which == "scan":
+            items[0] = tiles.block_scan(x[i], block_dim=(8, 8, 4), algorithm="warp_scans")
+        elif which == "exchange":
+            tiles.block_exchange(items, "blocked_to_striped", block_dim=256, items_per_thread=4)
+        elif which == "reduce":
+            items[0] = tiles.block_reduce(items, "max", block_dim=256, items_per_thread=4, broadcast=True)
+        out[i] = items[0]
+
+    return kernel
+
+
+@pytest.mark.parametrize("which", ["load", "radix_sort", "merge_sort", "scan", "exchange", "reduce"])
+def test_shared_memory_of_each_instantiation_matches_the_linked_kernel(which):
+    """Two independent measures: NVRTC's sizeof of the instantiation's storage, and the linked
+    cubin's shared section (which on sm_80+ also holds the 1 KiB the system reserves)."""
+    sig = "void(float32[::1], float32[::1])"
+    for arch, reserved in (("sm_75", 0), ("sm_90", 1024)):
+        usage = tiles.shared_memory(one_collective(which), sig, arch=arch)
+        assert len(usage["calls"]) == 1 and list(usage["calls"].values())[0] > 0, usage
+        assert usage["total"] == sum(usage["calls"].values()) + reserved, usage
+
+
+def test_shared_memory_counts_the_users_arrays_too():
+    from numba import cuda, uint32
+
+    @cuda.jit
+    def kernel(x, out):
+        counts = cuda.shared.array(300, uint32)
+        counts[cuda.threadIdx.x] = 1
+        out[cuda.grid(1)] = tiles.block_sum(x[cuda.grid(1)], block_dim=128) + counts[0]
+
+    usage = tiles.shared_memory(kernel, "void(float32[::1], float32[::1])", arch="sm_75")
+    assert usage["total"] >= sum(usage["calls"].values()) + 300 * 4
+    assert [name.split(":")[0] for name in usage["calls"]] == ["tiles.block_sum"]
