@@ -318,10 +318,15 @@ def _elf_symbol(elf, wanted):
     raise LookupError(wanted)
 
 
-def _static_shared_of(cubin):
-    """Static shared memory of the kernel in a cubin: the size of its ELF ``.nv.shared.<kernel>`` section."""
-    return sum(size for name, _, _, size, _ in _elf_sections(cubin)
+def _static_shared_of(cubin, arch):
+    """Static shared memory of the kernel in a cubin, as the driver reports it (``sharedSizeBytes``).
+
+    The ELF ``.nv.shared.<kernel>`` section also holds, on sm_80 and newer, the 1 KiB per block
+    the system reserves, which the driver leaves out of the kernel's figure.
+    """
+    size = sum(size for name, _, _, size, _ in _elf_sections(cubin)
                if name.startswith(".nv.shared.") and not name.startswith(".nv.shared.reserved"))
+    return max(size - 1024, 0) if parse_arch(arch) >= (8, 0) else size
 
 
 def shared_memory(kernel, signature, *, arch="sm_90"):
@@ -330,8 +335,9 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
     Returns ``{"total": bytes, "calls": {description: bytes}}``: ``total`` is what the linked
     kernel declares (your ``cuda.shared.array``s included), the number occupancy depends on;
     ``calls`` has one entry per instantiation (a CUB temp storage, shared by the calls with the
-    same arguments), described by the intrinsic and its C++ template. On sm_80 and newer
-    ``total`` includes the 1 KiB per block the system reserves there.
+    same arguments), described by the intrinsic and its C++ template. ``total`` is the
+    driver's ``sharedSizeBytes`` (numba's ``kernel.get_shared_mem_per_block()``); on sm_80 and
+    newer the system reserves 1 KiB per block on top of it.
 
     Example::
 
@@ -355,7 +361,7 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
             instances, _recording = _recording, None
     calls = {f"tiles.{i.intrinsic}: {i.template}": _shared_bytes(i.shared, arch)
              for i in dict.fromkeys(instances) if i.shared}
-    return {"total": _static_shared_of(cubin), "calls": calls}
+    return {"total": _static_shared_of(cubin, arch), "calls": calls}
 
 
 def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):

@@ -244,3 +244,16 @@ def test_merge_sort(compare, items, block_dim, rng):
                                            if (d, cmp) != ("float16", "magnitude")])
 def test_merge_sort_dtypes(dtype, compare, rng):
     c.run_merge_sort(dtype, compare, 128, 4, rng, with_values=dtype != "uint8")
+
+
+@pytest.mark.parametrize("which", ["load", "radix_sort", "merge_sort", "scan", "exchange", "reduce"])
+def test_shared_memory_report_is_what_the_driver_says(which):
+    from ..cpu.test_compile import one_collective
+    import numba_tiles as tiles
+
+    kernel = one_collective(which)
+    block = {"scan": (8, 8, 4), "merge_sort": (16, 16)}.get(which, 256)
+    kernel[4, block](np.zeros(4096, np.float32), np.zeros(1024, np.float32))
+    arch = "sm_%d%d" % cuda.get_current_device().compute_capability
+    usage = tiles.shared_memory(kernel, "void(float32[::1], float32[::1])", arch=arch)
+    assert usage["total"] == kernel.get_shared_mem_per_block() == sum(usage["calls"].values())
