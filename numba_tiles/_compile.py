@@ -57,9 +57,16 @@ def translation_unit(instances):
     one precompiled header (see `_pch_options`), which costs less than parsing only the
     needed headers in each.
     """
-    includes = "".join(f'#include "{h}"\n' for h in _toolchain.lto_libs_headers())
     preludes = "".join(dict.fromkeys("\n" + i.prelude for i in instances if i.prelude))
-    return includes + preludes + "".join("\n" + i.entry() for i in instances)
+    return _includes() + preludes + "".join("\n" + i.entry() for i in instances)
+
+
+def _includes():
+    return "".join(f'#include "{h}"\n' for h in _toolchain.lto_libs_headers())
+
+
+def _include_path():
+    return [str(d) for d in (_toolchain.lto_libs_dir(), _toolchain.cccl_include_dir(), _toolchain.cuda_include_dir())]
 
 
 _functions = {}  # (symbol, cc) → LTO-IR of a user's Python function
@@ -191,8 +198,7 @@ def _nvrtc(source, arch, name):
     program = Program(source, "c++", options=ProgramOptions(
         name=name,
         arch=arch,
-        include_path=[str(d) for d in (_toolchain.lto_libs_dir(), _toolchain.cccl_include_dir(),
-                                       _toolchain.cuda_include_dir())],
+        include_path=_include_path(),
         **flags,
         **extra,
     ))
@@ -274,13 +280,10 @@ def _shared_bytes(expression, arch):
 
     with _lock:
         if (expression, arch) not in _shared_sizes:
-            includes = "".join(f'#include "{h}"\n' for h in _toolchain.lto_libs_headers())
-            source = f'{includes}extern "C" __device__ unsigned long long numba_tiles_probe = {expression};\n'
+            source = f'{_includes()}extern "C" __device__ unsigned long long numba_tiles_probe = {expression};\n'
             flags = {k: v for k, v in options().items() if k != "link_time_optimization"}
             program = Program(source, "c++", options=ProgramOptions(
-                name="numba_tiles_shared_probe", arch=arch,
-                include_path=[str(d) for d in (_toolchain.lto_libs_dir(), _toolchain.cccl_include_dir(),
-                                               _toolchain.cuda_include_dir())], **flags))
+                name="numba_tiles_shared_probe", arch=arch, include_path=_include_path(), **flags))
             cubin = program.compile("cubin").code
             section, value = _elf_symbol(cubin, "numba_tiles_probe")
             _shared_sizes[expression, arch] = int.from_bytes(cubin[section[2] + value:][:8], "little")

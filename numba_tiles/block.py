@@ -34,10 +34,10 @@ def _tile(name, args, param, like=None, allowed=None):
     return dtype
 
 
-def _value(name, args, allowed=None):
+def _value(name, args):
     """(dtype, entry type, items per thread) of a ``value`` that is a scalar or a thread-local array."""
     value, items = args["value"], args["items_per_thread"]
-    dtype = _dtypes.element(name, "value", value, allowed)
+    dtype = _dtypes.element(name, "value", value)
     if isinstance(value, types.Array):
         if items is None:
             raise error(name, "an array input needs items_per_thread",
@@ -78,8 +78,8 @@ _REDUCE_ALGORITHMS = {
 
 
 def _reduce_rule(name, args):
-    dtype, op, partial = ops.reduction(name, args)
-    _, value_type, items = _value(name, args)
+    dtype, value_type, items = _value(name, args)
+    op, partial = ops.reduction(name, args, dtype)
     flags = ", ".join(map(_params.cxx_bool, (partial, args["broadcast"])))
     return Instance(
         intrinsic=name,
@@ -108,10 +108,12 @@ def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None,
     arguments but ``value``.
 
     - ``value``: one value per thread, or a thread-local array of ``items_per_thread`` values
-      (the tile in blocked order: thread t holds items t*N to t*N+N-1); int32, int64, uint32,
-      uint64, float32 or float64.
+      (the tile in blocked order: thread t holds items t*N to t*N+N-1); int8 to int64, uint8
+      to uint64, float16, bfloat16 (one value per thread), float32, float64, complex64 or complex128.
     - ``op``: ``"+"``, ``"*"``, ``"min"``, ``"max"``, ``"&"``, ``"|"``, ``"^"`` (bitwise ops on
-      integers only), or ``operator.add``, ``min``, ``max``, ``operator.and_``, ..., ``numpy.add``, ...
+      integers only, min/max not on complex), or ``operator.add``, ``min``, ``max``,
+      ``operator.and_``, ..., ``numpy.add``, ...; or a ``@cuda.jit(device=True)`` function of two
+      values (integers, float32, float64), which takes no ``num_valid``.
     - ``block_dim``: the block shape the kernel is launched with, an int or a 2-/3-tuple; a
       compile-time constant (a literal or a module-level global).
     - ``items_per_thread``: the array's length, a compile-time constant (required with an array).
@@ -166,7 +168,7 @@ _STORE_ALGORITHMS = {name: f"cub::BLOCK_STORE_{name.upper()}" for name in _LOAD_
 
 
 def _movement(name, args, array):
-    """What block_load and block_store share: (dtype, template arguments after T, params)."""
+    """What block_load and block_store share: (dtype, template arguments after T, params, shared bytes)."""
     dtype = _tile(name, args, array)
     _tile(name, args, "items", like=dtype)
     algorithm = args["algorithm"]
@@ -175,12 +177,12 @@ def _movement(name, args, array):
                     "use a multiple of 32 threads, or algorithm='transpose'")
     if algorithm in ("transpose", "warp_transpose", "warp_transpose_timesliced"):
         _check_shared(name, args, dtype)
-    table = _LOAD_ALGORITHMS if name == "block_load" else _STORE_ALGORITHMS
+    family = "load" if name == "block_load" else "store"
+    table = _LOAD_ALGORITHMS if family == "load" else _STORE_ALGORITHMS
     contiguous = args[array].layout == "C"
     template_args = (f"{_shape(args)}, {args['items_per_thread']}, {table[algorithm]}, "
                      f"{_params.cxx_bool(contiguous)}, {_params.cxx_bool(_count(name, args, 'num_valid'))}")
     params = ((array, args[array], None), ("items", args["items"], None), ("num_valid", types.int64, 0))
-    family = "load" if name == "block_load" else "store"
     shared = (f"sizeof(numba_tiles::block_{family}_storage<{dtype.cxx}, {_shape(args)}, "
               f"{args['items_per_thread']}, {table[algorithm]}>)")
     return dtype, template_args, params, shared

@@ -93,27 +93,16 @@ class UserOp:
     identity, so ``num_valid`` and an exclusive scan without ``initial_value`` need a built-in op.
     """
 
-    integer_only = False
-    identity = None
-    # Types whose C ABI Numba and NVRTC agree on (Numba passes half and complex differently).
-    KINDS = "iuf"
-
     def __init__(self, function, result=None):
-        self.function = function
         self.py_func = getattr(function, "py_func", None) or function.fn  # (the simulator's kernels have fn)
         self.name = self.py_func.__name__
         self.result = result  # a fixed result type (bool for comparators), else the element type
         self.ufunc = _PythonUfunc(self.py_func)
 
-    def __eq__(self, other):
-        return isinstance(other, UserOp) and (self.py_func, self.result) == (other.py_func, other.result)
-
-    def __hash__(self):
-        return hash((self.py_func, self.result))
-
     def bind(self, intrinsic, dtype):
         """This op for ``dtype``: a `BoundUserOp` with its functor, declaration and function to link."""
-        if dtype.kind not in self.KINDS or dtype.name == "float16":
+        # Types whose C ABI Numba and NVRTC agree on (Numba passes half, bfloat16 and complex differently).
+        if not (dtype.is_integer or dtype.name in ("float32", "float64")):
             raise error(intrinsic, f"a Python op ({self.name}) works on integers, float32 and float64, got {dtype.name}",
                         "use a built-in op for this dtype, or cast the values")
         return BoundUserOp(self, dtype)
@@ -128,7 +117,7 @@ class BoundUserOp:
     def __init__(self, op, dtype):
         import hashlib
 
-        self.op, self.name, self.ufunc = op, op.name, op.ufunc
+        self.name, self.ufunc = op.name, op.ufunc
         result = op.result or dtype.numba
         code = op.py_func.__code__
         origin = f"{op.py_func.__module__}.{op.py_func.__qualname__}:{code.co_code.hex()}:{code.co_consts}:{result}({dtype.name})"
@@ -144,9 +133,6 @@ class BoundUserOp:
             ),
             "functions": ((self.symbol, op.py_func, result(dtype.numba, dtype.numba)),),
         }
-
-    def bind(self, intrinsic, dtype):
-        return self
 
 
 def _is_device_function(value):
@@ -182,9 +168,8 @@ def check(intrinsic, op, dtype):
         )
 
 
-def reduction(intrinsic, args):
-    """The (dtype, op, partial) of a reduction's arguments, checked: what block and warp rules share."""
-    dtype = _dtypes.element(intrinsic, "value", args["value"])
+def reduction(intrinsic, args, dtype):
+    """The (op, partial) of a reduction over ``dtype``, checked: what block and warp rules share."""
     op = args["op"].bind(intrinsic, dtype)
     check(intrinsic, op, dtype)
     partial = args["num_valid"] is not None
@@ -193,7 +178,7 @@ def reduction(intrinsic, args):
         if op.identity is None:
             raise error(intrinsic, f"num_valid needs an op with an identity; {op.name} is a Python function",
                         "use a built-in op, or leave num_valid out and give the missing items a neutral value")
-    return dtype, op, partial
+    return op, partial
 
 
 def scan(intrinsic, args, dtype):

@@ -84,9 +84,9 @@ def _reduce(instance, args, tiles_, position):
     return dtype.type(op.ufunc.reduce(np.array(tiles_[position], dtype=dtype), dtype=dtype))
 
 
-def _items(instance, args):
-    """The calling thread's items: its scalar, or the first items_per_thread of its array."""
-    value, count = args["value"], args.get("items_per_thread") or 1
+def _items(instance, value, count):
+    """The calling thread's items: its scalar, or the first ``count`` (items_per_thread) of its array."""
+    count = count or 1
     if not isinstance(value, np.ndarray):
         return [value]
     if len(value) < count:
@@ -97,7 +97,8 @@ def _items(instance, args):
 
 def block_reduce(instance, args):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
-    return _reduce(instance, args, _exchange(thread, _items(instance, args)), thread.thread_id)
+    mine = _items(instance, args["value"], args["items_per_thread"])
+    return _reduce(instance, args, _exchange(thread, mine), thread.thread_id)
 
 
 def warp_reduce(instance, args):
@@ -131,7 +132,7 @@ def _move(instance, args, array, load):
     """block_load (``load``) or block_store between ``args[array]`` and the thread's items."""
     thread = _block_thread(instance.intrinsic, args["block_dim"])
     memory, items, count = args[array], args["items"], args["items_per_thread"]
-    _items(instance, {"value": items, "items_per_thread": count})
+    _items(instance, items, count)
     kind = "striped" if args["algorithm"] == "striped" else "blocked"
     valid = _valid(args, memory)
     for j in range(count):
@@ -172,7 +173,7 @@ def _entry_dtype(instance):
 def block_scan(instance, args):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
     dtype = _entry_dtype(instance)
-    mine = _items(instance, args)
+    mine = _items(instance, args["value"], args["items_per_thread"])
     tiles_ = _exchange(thread, mine)
     op, prefix = args["op"], args["prefix"]
     flat = [item for tile in tiles_ for item in tile]
@@ -227,14 +228,13 @@ def _rearrange(thread, args, arrays, source, target):
 
 def block_exchange(instance, args):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
-    _items(instance, {"value": args["items"], "items_per_thread": args["items_per_thread"]})
+    _items(instance, args["items"], args["items_per_thread"])
     _rearrange(thread, args, [args["items"]], *_ARRANGEMENTS[args["arrangement"]])
 
 
 def block_histogram(instance, args):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
-    items = _items(instance, {"value": args["items"], "items_per_thread": args["items_per_thread"]})
-    tiles_ = _exchange(thread, items)
+    tiles_ = _exchange(thread, _items(instance, args["items"], args["items_per_thread"]))
     histogram, bins = args["histogram"], args["bins"]
     if thread.thread_id == 0:
         counts = np.bincount([int(v) for tile in tiles_ for v in tile], minlength=bins)
@@ -257,40 +257,39 @@ def _ordered_bits(dtype, values):
     return bits ^ sign if dtype.kind == "i" else bits
 
 
-def block_radix_sort(instance, args):
+def _sort(instance, args, order):
+    """What the sorts share: gather the block's (key[, value]) tile in blocked order, let ``order``
+    put it in sorted order (a list of items), and give each thread its ranks (blocked, or striped)."""
     thread = _block_thread(instance.intrinsic, args["block_dim"])
-    keys, values = args["keys"], args["values"]
     count, threads = args["items_per_thread"], _threads(args)
-    arrays = [keys] + ([values] if values is not None else [])
+    arrays = [args["keys"]] + ([args["values"]] if args["values"] is not None else [])
     for a in arrays:
-        _items(instance, {"value": a, "items_per_thread": count})
+        _items(instance, a, count)
     tiles_ = _exchange(thread, [[tuple(a[j] for a in arrays) for j in range(count)]])
-    tile = [item for (held,) in tiles_ for item in held]  # in blocked order
-    begin = 0 if args["begin_bit"] is None else int(args["begin_bit"])
-    end = 8 * keys.dtype.itemsize if args["end_bit"] is None else int(args["end_bit"])
-    digits = (_ordered_bits(keys.dtype, [item[0] for item in tile]) >> np.uint64(begin)) & np.uint64((1 << (end - begin)) - 1)
-    order = sorted(range(len(tile)), key=lambda i: int(digits[i]), reverse=args["descending"])
-    kind = "striped" if args["striped"] else "blocked"
+    ordered = order([item for (held,) in tiles_ for item in held])
+    kind = "striped" if args.get("striped") else "blocked"
     for j in range(count):
-        for a, value in zip(arrays, tile[order[_rank(kind, thread.thread_id, j, threads, count)]]):
+        for a, value in zip(arrays, ordered[_rank(kind, thread.thread_id, j, threads, count)]):
             a[j] = value
+
+
+def block_radix_sort(instance, args):
+    dtype = args["keys"].dtype
+    begin = 0 if args["begin_bit"] is None else int(args["begin_bit"])
+    end = 8 * dtype.itemsize if args["end_bit"] is None else int(args["end_bit"])
+
+    def order(tile):
+        bits = _ordered_bits(dtype, [item[0] for item in tile])
+        digits = (bits >> np.uint64(begin)) & np.uint64((1 << (end - begin)) - 1)
+        return [tile[i] for i in sorted(range(len(tile)), key=lambda i: int(digits[i]), reverse=args["descending"])]
+
+    _sort(instance, args, order)
 
 
 def block_merge_sort(instance, args):
     import functools
 
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
-    keys, values = args["keys"], args["values"]
-    count = args["items_per_thread"]
-    arrays = [keys] + ([values] if values is not None else [])
-    for a in arrays:
-        _items(instance, {"value": a, "items_per_thread": count})
-    tiles_ = _exchange(thread, [[tuple(a[j] for a in arrays) for j in range(count)]])
-    tile = [item for (held,) in tiles_ for item in held]
     compare = args["compare"]
     less = {"<": lambda a, b: a < b, ">": lambda a, b: a > b}.get(compare) or getattr(compare, "py_func", None)
-    order = sorted(tile, key=functools.cmp_to_key(
-        lambda a, b: -1 if less(a[0], b[0]) else (1 if less(b[0], a[0]) else 0)))  # stable
-    for j in range(count):
-        for a, value in zip(arrays, order[thread.thread_id * count + j]):
-            a[j] = value
+    by_key = functools.cmp_to_key(lambda a, b: -1 if less(a[0], b[0]) else (1 if less(b[0], a[0]) else 0))
+    _sort(instance, args, lambda tile: sorted(tile, key=by_key))  # sorted() is stable, like the GPU's

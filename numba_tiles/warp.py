@@ -7,11 +7,12 @@ from ._spec import Instance, intrinsic
 
 
 def _reduce_rule(name, args):
-    dtype, op, partial = ops.reduction(name, args)
+    dtype = _dtypes.scalar(name, "value", args["value"])
+    op, partial = ops.reduction(name, args, dtype)
     return Instance(
         intrinsic=name,
         header="warp.cuh",
-        template=f"numba_tiles::warp_reduce<{dtype.cxx}, {op.cxx}, {args['warp_size']}, {str(partial).lower()}>",
+        template=f"numba_tiles::warp_reduce<{dtype.cxx}, {op.cxx}, {args['warp_size']}, {_params.cxx_bool(partial)}>",
         result=dtype.numba,
         params=(("value", dtype.numba, None), ("num_valid", types.int32, 0)),
         **op.code,

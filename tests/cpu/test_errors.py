@@ -65,6 +65,7 @@ def compile_body(body, sig="void(float32[:], float32[:], int64)"):
         ("tiles.warp_reduce(x[i], '|', warp_size=16)", None, r"op '\|' needs an integer dtype, got float32"),
         ("tiles.warp_reduce(x[i] > 0, 'max')", None, r"value has type bool"),
         ("tiles.warp_sum(x[i], num_valid=x[i])", None, r"num_valid must be an integer, got float32"),
+        ("tiles.warp_reduce(x, 'max')", None, r"value has type array\(float32, 1d, A\), which is not supported"),
         # block_load / block_store
         ("tiles.block_load(x, out, block_dim=128)", None, r"missing a required argument: 'items_per_thread'"),
         ("tiles.block_load(x, out, block_dim=128, items_per_thread=4)", "void(float32[:], float64[:], int64)",
