@@ -117,8 +117,14 @@ def scan_reference(dtype, op, flat, exclusive, initial):
     return scanned, ufunc.reduce(values, dtype=acc)
 
 
+def with_seed(flat, seed):
+    """The terms a seeded scan adds up: the seed, then the items."""
+    return flat if seed is None else np.concatenate([np.asarray([seed], dtype=flat.dtype), flat])
+
+
 def check_scan(dtype, op, got, want, flat):
-    """Integers exactly; floats/complex within the rounding of a running sum (or product) of the tile."""
+    """Integers exactly; floats/complex within the rounding of a running sum (or product) of ``flat``,
+    every term the scan combined (with_seed for a seeded scan)."""
     dtype = np.dtype(dtype)
     if dtype.kind in "iu" or op in ("min", "max"):
         np.testing.assert_array_equal(got, np.asarray(want).astype(dtype))
@@ -181,12 +187,12 @@ def run_block_scan(dtype, op, block_dim, items, rng, algorithm="raking", exclusi
         seg = x[b * rounds * tile:(b + 1) * rounds * tile]
         seed = init if initial else (identity if exclusive else None)
         want, total = scan_reference(DT, op, seg[:tile], exclusive, seed)
-        check_scan(DT, op, scanned[b * rounds * tile:][:tile], want, seg[:tile])
+        check_scan(DT, op, scanned[b * rounds * tile:][:tile], want, with_seed(seg[:tile], seed))
         check_scan(DT, op, totals[b * T:(b + 1) * T], np.repeat(total, T), seg[:tile])
         want, _ = scan_reference(DT, op, seg[:T], exclusive, seed)
-        check_scan(DT, op, scalars[b * T:(b + 1) * T], want, seg[:T])
+        check_scan(DT, op, scalars[b * T:(b + 1) * T], want, with_seed(seg[:T], seed))
         want, _ = scan_reference(DT, op, seg, exclusive, x[0])
-        check_scan(DT, op, running[b * rounds * tile:(b + 1) * rounds * tile], want, seg)
+        check_scan(DT, op, running[b * rounds * tile:(b + 1) * rounds * tile], want, with_seed(seg, x[0]))
 
 
 def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blocks=2, block_dim=128):
@@ -213,7 +219,7 @@ def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blo
         seg = x[g * W:(g + 1) * W]
         seed = x[0] if initial else (identity if exclusive else None)
         want, total = scan_reference(DT, op, seg, exclusive, seed)
-        check_scan(DT, op, scanned[g * W:(g + 1) * W], want, seg)
+        check_scan(DT, op, scanned[g * W:(g + 1) * W], want, with_seed(seg, seed))
         check_scan(DT, op, totals[g * W:(g + 1) * W], np.repeat(total, W), seg)
 
 
