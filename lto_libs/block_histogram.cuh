@@ -8,19 +8,19 @@
 
 namespace numba_tiles {
 
-// The shared memory of one instantiation (numba_tiles.shared_memory reports its size).
+// The shared temp storage (numba_tiles.shared_memory and temp_bytes report its size).
 template <typename T, int BX, int BY, int BZ, int IPT, int Bins, cub::BlockHistogramAlgorithm Algo>
 using block_histogram_storage = typename cub::BlockHistogram<T, BX, IPT, Bins, Algo, BY, BZ>::TempStorage;
 
 // Count the tile's items (IPT per thread, each a bin index in [0, Bins)) into `histogram`
 // (Bins counters, usually in shared memory): zeroed first, or added to when Accumulate.
-// On return the counts are visible to every thread of the block.
+// On return the counts are visible to every thread of the block. `temp`: see common.cuh.
 template <typename T, typename Counter, int BX, int BY, int BZ, int IPT, int Bins,
-          cub::BlockHistogramAlgorithm Algo, bool Accumulate>
-__device__ __forceinline__ void block_histogram(array_ref<T> items, array_ref<Counter> histogram) {
+          cub::BlockHistogramAlgorithm Algo, bool Accumulate, typename Temp>
+__device__ __forceinline__ void block_histogram(array_ref<T> items, array_ref<Counter> histogram, Temp temp) {
   check_launch<BX, BY, BZ>("block_histogram");
   using Histogram = cub::BlockHistogram<T, BX, IPT, Bins, Algo, BY, BZ>;
-  __shared__ block_histogram_storage<T, BX, BY, BZ, IPT, Bins, Algo> temp;
+  auto& storage = storage_of<block_histogram_storage<T, BX, BY, BZ, IPT, Bins, Algo>>(temp, "block_histogram");
   T (&samples)[IPT] = tile_of<IPT>(items, "block_histogram");
   Counter* bins = items_of<Bins>(histogram, "block_histogram");
 #ifdef NUMBA_TILES_DEBUG
@@ -34,11 +34,11 @@ __device__ __forceinline__ void block_histogram(array_ref<T> items, array_ref<Co
   }
 #endif
   if constexpr (Accumulate) {
-    Histogram(temp).Composite(samples, bins);
+    Histogram(storage).Composite(samples, bins);
   } else {
-    Histogram(temp).Histogram(samples, bins);
+    Histogram(storage).Histogram(samples, bins);
   }
-  __syncthreads();  // the counts are complete, and `temp` is free for the next call
+  __syncthreads();  // the counts are complete, and the storage is free for the next call
 }
 
 }  // namespace numba_tiles

@@ -64,6 +64,43 @@ __device__ __forceinline__ T* contiguous(array_ref<T> a, const char* intrinsic) 
   return a.data;
 }
 
+// Where a block collective keeps its shared temp storage (CUB's TempStorage, or a struct around
+// it). own_storage: a static __shared__ buffer per storage type in the kernel, which every call
+// that needs that type reuses (each call ends with a barrier, so sequential calls never overlap).
+struct own_storage {};
+
+inline constexpr unsigned long long static_shared_limit = 48 * 1024;
+
+template <typename Storage>
+__device__ __forceinline__ Storage& storage_of(own_storage, const char*) {
+  // numba_tiles turns this failure into an error that names the intrinsic and its size.
+  static_assert(sizeof(Storage) <= static_shared_limit, "numba_tiles: static shared storage over 48 KiB");
+  __shared__ Storage storage;
+  return storage;
+}
+
+// The user's buffer (temp=), usually a cuda.shared.array that several calls share. Numba aligns
+// an array to its item size only, so the storage starts at the first aligned byte: the buffer
+// needs sizeof + alignof - 1 bytes (tiles.temp_bytes), wherever it lies, so that a size that
+// works once works everywhere. The pointer is advanced, not rebuilt from an integer, so that
+// the compiler still sees shared memory (LDS/STS, not generic accesses); for a
+// cuda.shared.array the size check folds away.
+template <typename Storage, typename T>
+__device__ __forceinline__ Storage& storage_of(array_ref<T> buffer, const char* intrinsic) {
+  constexpr unsigned long long align = alignof(Storage);
+  constexpr unsigned long long need = sizeof(Storage) + align - 1;
+  const long long bytes = buffer.size * static_cast<long long>(sizeof(T));
+  if ((buffer.stride != 1 && buffer.size > 1) || bytes < static_cast<long long>(need)) {
+    if (first_thread()) {
+      printf("tiles.%s: temp holds %lld bytes (stride %lld items); this call needs %llu contiguous bytes "
+             "(tiles.temp_bytes gives it)\n", intrinsic, bytes, buffer.stride, need);
+    }
+    fail();
+  }
+  char* start = reinterpret_cast<char*>(buffer.data);
+  return *reinterpret_cast<Storage*>(start + (align - reinterpret_cast<unsigned long long>(start) % align) % align);
+}
+
 // With NUMBA_TILES_DEBUG=1 (compiled in as the macro NUMBA_TILES_DEBUG), every block-level call
 // first checks that the launch's block shape is the block_dim it was compiled for: CUB gives
 // wrong results silently otherwise.

@@ -19,8 +19,9 @@ Example::
 __version__ = "0.1.0"
 
 from . import cache  # noqa: E402
-from ._compile import compile, precompile, shared_memory  # noqa: E402
+from ._compile import compile, precompile  # noqa: E402
 from ._errors import TilesError  # noqa: E402
+from ._shared_memory import shared_memory, temp_bytes  # noqa: E402
 from .block import (block_exchange, block_histogram, block_load, block_merge_sort, block_radix_sort,  # noqa: E402
                     block_reduce, block_scan, block_store, block_sum)
 from .warp import warp_reduce, warp_scan, warp_sum  # noqa: E402
@@ -28,5 +29,5 @@ from .warp import warp_reduce, warp_scan, warp_sum  # noqa: E402
 __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",
     "block_histogram", "block_radix_sort", "block_merge_sort", "warp_reduce", "warp_sum", "warp_scan",
-    "compile", "precompile", "shared_memory", "cache", "TilesError", "__version__",
+    "compile", "precompile", "shared_memory", "temp_bytes", "cache", "TilesError", "__version__",
 ]

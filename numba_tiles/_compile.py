@@ -11,6 +11,7 @@ arch, the options and the toolchain versions (NVRTC, CCCL, our lto_libs, numba_t
 """
 
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -45,9 +46,21 @@ def options():
 
 
 _lock = threading.RLock()
-_recording = None  # a list that collects every instance lowered, while shared_memory compiles a kernel
+_recording = None  # a list that collects every instance lowered, inside recording()
 _memo = {}  # (entry symbol, arch, debug) → the object that defines it
 _open = weakref.WeakKeyDictionary()  # code library → {(arch, debug): its pending object}
+
+
+@contextlib.contextmanager
+def recording():
+    """Collect every instance lowered while the block runs (`shared_memory` reads them)."""
+    global _recording
+    with _lock:
+        _recording = []
+        try:
+            yield _recording
+        finally:
+            _recording = None
 
 
 def translation_unit(instances):
@@ -154,13 +167,58 @@ def build(instances, arch):
     digest = _digest(components)
     code = cache.load(digest)
     if code is None:
-        start = time.perf_counter()
         name = instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}"
-        code = _nvrtc(source, arch, name)
-        cache._stats["nvrtc_seconds"] += time.perf_counter() - start
-        cache._stats["nvrtc"] += 1
+        try:
+            code = _nvrtc(source, arch, name)
+        except _StorageTooBig:
+            raise _too_big(instances, arch) from None
         cache.store(digest, components, code)
     return code
+
+
+class _StorageTooBig(Exception):
+    pass
+
+
+# What common.cuh's own_storage asserts; block.STATIC_SHARED_BYTES is the same limit at typing.
+_STATIC_SHARED_LIMIT = 48 * 1024
+_TOO_BIG = "numba_tiles: static shared storage over 48 KiB"
+
+
+def _too_big(instances, arch):
+    """The error for the instance whose static storage is over the limit (typing catches most such
+    tiles earlier, from their bytes alone; this is CUB's exact size, seen only by NVRTC)."""
+    from ._errors import error
+
+    for i in instances:
+        size = i.static_storage and constant(f"sizeof({i.static_storage})", arch)
+        if size and size > _STATIC_SHARED_LIMIT:
+            return error(i.intrinsic, f"its temp storage needs {size} bytes of shared memory, over the "
+                         f"{_STATIC_SHARED_LIMIT} a block can have statically",
+                         "use fewer items_per_thread or threads, a smaller dtype, or fewer bins")
+    raise AssertionError("numba_tiles: NVRTC reported a storage over the limit that no instance has")
+
+
+_constants = {}  # (C++ expression, arch) → its value
+
+
+def constant(expression, arch):
+    """The value of a C++ constant expression over lto_libs (a temp storage's size): NVRTC compiles it
+    into a global of a cubin and we read it from the ELF. Memoized and in the disk cache."""
+    from ._elf import symbol_bytes
+
+    with _lock:
+        if (expression, arch) not in _constants:
+            source = f'{_includes()}extern "C" __device__ unsigned long long numba_tiles_constant = {expression};\n'
+            components = {**key_components(source, arch), "output": "constant"}
+            digest = _digest(components)
+            value = cache.load(digest)
+            if value is None:
+                cubin = _nvrtc(source, arch, "numba_tiles_constant", output="cubin")
+                value = symbol_bytes(cubin, "numba_tiles_constant", 8)
+                cache.store(digest, components, value)
+            _constants[expression, arch] = int.from_bytes(value, "little")
+        return _constants[expression, arch]
 
 
 _pch_dir = None
@@ -189,10 +247,13 @@ def _pch_options(tag):
     return {"create_pch": path}, path
 
 
-def _nvrtc(source, arch, name):
+def _nvrtc(source, arch, name, output="ltoir"):
+    """NVRTC's ``output`` (LTO-IR, or a cubin: a PTX target would make cuda.core ask the driver)."""
     from cuda.core import Program, ProgramOptions
 
     flags = options()
+    if output != "ltoir":
+        flags = {k: v for k, v in flags.items() if k != "link_time_optimization"}
     tag = (arch, json.dumps(flags, sort_keys=True))
     extra, pch = _pch_options(tag)
     program = Program(source, "c++", options=ProgramOptions(
@@ -202,9 +263,12 @@ def _nvrtc(source, arch, name):
         **flags,
         **extra,
     ))
+    start = time.perf_counter()
     try:
-        code = program.compile("ltoir").code
+        code = program.compile(output).code
     except Exception as exc:  # cuda.core raises its own error types; keep the log and source visible
+        if _TOO_BIG in str(exc):
+            raise _StorageTooBig from None
         raise RuntimeError(
             f"numba_tiles: NVRTC failed to compile {name} for {arch}. This is a numba_tiles bug; "
             f"please report it with this message.\n{exc}\n--- source ---\n{source}"
@@ -213,6 +277,8 @@ def _nvrtc(source, arch, name):
         # A PCH NVRTC did not make (heap too small, ...) is never asked for: use_pch on a
         # missing file is an error, not a plain compile.
         _pch_made[tag] = pch if program.pch_status == "created" else None
+    cache._stats["nvrtc_seconds"] += time.perf_counter() - start
+    cache._stats["nvrtc"] += 1
     return code
 
 
@@ -268,103 +334,6 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False):
     options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, ptx=output == "ptx")
     linker = Linker(*(ObjectCode.from_ltoir(m) for m in modules), options=options)
     return linker.link(output).code
-
-
-_shared_sizes = {}  # (C++ expression, arch) → bytes
-
-
-def _shared_bytes(expression, arch):
-    """The value of a C++ constant expression over lto_libs (a shared storage's size): NVRTC compiles
-    it into a global of a cubin (a PTX target would ask the driver whether it can load it)."""
-    from cuda.core import Program, ProgramOptions
-
-    with _lock:
-        if (expression, arch) not in _shared_sizes:
-            source = f'{_includes()}extern "C" __device__ unsigned long long numba_tiles_probe = {expression};\n'
-            flags = {k: v for k, v in options().items() if k != "link_time_optimization"}
-            program = Program(source, "c++", options=ProgramOptions(
-                name="numba_tiles_shared_probe", arch=arch, include_path=_include_path(), **flags))
-            cubin = program.compile("cubin").code
-            section, value = _elf_symbol(cubin, "numba_tiles_probe")
-            _shared_sizes[expression, arch] = int.from_bytes(cubin[section[2] + value:][:8], "little")
-        return _shared_sizes[expression, arch]
-
-
-def _elf_sections(elf):
-    """(name, type, file offset, size, link) of each section of an ELF64 (a cubin)."""
-    import struct
-
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
-    entsize, count, names_index = struct.unpack_from("<HHH", elf, 0x3A)
-    raw = [struct.unpack_from("<IIQQQQI", elf, shoff + i * entsize) for i in range(count)]
-    names = raw[names_index][4]
-
-    def name(offset):
-        return elf[names + offset:elf.index(b"\0", names + offset)].decode()
-
-    return [(name(r[0]), r[1], r[4], r[5], r[6]) for r in raw]
-
-
-def _elf_symbol(elf, wanted):
-    """(section, value) of the symbol named ``wanted``."""
-    import struct
-
-    sections = _elf_sections(elf)
-    for _, kind, offset, size, link in sections:
-        if kind != 2:  # SHT_SYMTAB
-            continue
-        strings = sections[link][2]
-        for at in range(offset, offset + size, 24):
-            name, _, _, index, value, _ = struct.unpack_from("<IBBHQQ", elf, at)
-            if elf[strings + name:elf.index(b"\0", strings + name)] == wanted.encode():
-                return sections[index], value
-    raise LookupError(wanted)
-
-
-def _static_shared_of(cubin, arch):
-    """Static shared memory of the kernel in a cubin, as the driver reports it (``sharedSizeBytes``).
-
-    The ELF ``.nv.shared.<kernel>`` section also holds, on sm_80 and newer, the 1 KiB per block
-    the system reserves, which the driver leaves out of the kernel's figure.
-    """
-    size = sum(size for name, _, _, size, _ in _elf_sections(cubin)
-               if name.startswith(".nv.shared.") and not name.startswith(".nv.shared.reserved"))
-    return max(size - 1024, 0) if parse_arch(arch) >= (8, 0) else size
-
-
-def shared_memory(kernel, signature, *, arch="sm_90"):
-    """The static shared memory of a kernel and of each intrinsic instantiation in it, in bytes: no GPU needed.
-
-    Returns ``{"total": bytes, "calls": {description: bytes}}``: ``total`` is what the linked
-    kernel declares (your ``cuda.shared.array``s included), the number occupancy depends on;
-    ``calls`` has one entry per instantiation (a CUB temp storage, shared by the calls with the
-    same arguments), described by the intrinsic and its C++ template. ``total`` is the
-    driver's ``sharedSizeBytes`` (numba's ``kernel.get_shared_mem_per_block()``); on sm_80 and
-    newer the system reserves 1 KiB per block on top of it.
-
-    Example::
-
-        from numba import cuda
-        import numba_tiles as tiles
-
-        @cuda.jit
-        def scan_rows(x, out):
-            i = cuda.grid(1)
-            out[i] = tiles.block_scan(x[i], block_dim=256, algorithm="warp_scans")
-
-        usage = tiles.shared_memory(scan_rows, "void(float32[::1], float32[::1])", arch="sm_90")
-        assert usage["total"] >= sum(usage["calls"].values())
-    """
-    global _recording
-    with _lock:
-        _recording = []
-        try:
-            cubin = compile(kernel, signature, arch=arch)
-        finally:
-            instances, _recording = _recording, None
-    calls = {f"tiles.{i.intrinsic}: {i.template}": _shared_bytes(i.shared, arch)
-             for i in dict.fromkeys(instances) if i.shared}
-    return {"total": _static_shared_of(cubin, arch), "calls": calls}
 
 
 def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):

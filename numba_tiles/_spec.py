@@ -11,11 +11,14 @@ Parameters named in ``consts`` are compile-time constants (literals or module gl
 by the given function at typing; the others are run-time values; ``fixed`` pins parameters the
 function does not take (``block_sum`` is ``block_reduce`` with ``op="+"``). ``rule`` turns the
 parsed arguments into an `Instance`: a template from an lto_libs header, instantiated, with an
-``extern "C"`` entry point. ``simulate`` is the pure-Python twin the simulator runs.
+``extern "C"`` entry point. ``simulate`` is the pure-Python twin the simulator runs. An
+intrinsic with a ``temp`` parameter takes shared temp storage: its template's last argument is
+the user's ``temp`` array, or, when it is omitted, ``own_storage`` (a static buffer).
 Lowering compiles the instance to LTO-IR (memoized), attaches it to the kernel's code library
 and calls the entry point; nvJitLink links and inlines it with Numba's own code.
 """
 
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -32,7 +35,8 @@ class Instance:
     """One instantiation: ``template`` called from an ``extern "C" __device__`` entry point.
 
     ``params`` are the entry point's run-time parameters as (name, Numba type, value passed
-    when the caller omits it). ``result`` is a scalar type, a tuple of them, or ``types.none``.
+    when the caller omits it); a C++ expression in place of the type is passed as it is, with
+    no entry parameter. ``result`` is a scalar type, a tuple of them, or ``types.none``.
     The entry point takes every scalar by pointer and writes every result through a pointer,
     so that no type (half, bfloat16, complex) depends on a C calling convention shared by
     Numba and NVRTC; an array arrives as ``numba_tiles::array_ref<T>`` (data, size, stride in
@@ -46,7 +50,7 @@ class Instance:
     params: tuple
     prelude: str = ""  # C++ declarations the template needs (a user op's functor)
     functions: tuple = ()  # (symbol, Python function, Numba signature): compiled by Numba and linked in
-    shared: str = ""  # its static shared memory in bytes, as a C++ constant expression ("" for none)
+    storage: str = ""  # the C++ type of its shared temp storage ("" for none)
 
     @property
     def outputs(self):
@@ -57,6 +61,9 @@ class Instance:
     def _declarations(self):
         decls, args = [], []
         for name, ty, _ in self.params:
+            if isinstance(ty, str):
+                args.append(ty)
+                continue
             cxx = _dtypes.cxx(ty)
             if isinstance(ty, types.Array):
                 decls += [f"{cxx}* {name}", f"long long {name}_size", f"long long {name}_stride"]
@@ -87,6 +94,27 @@ class Instance:
         elif results:
             call = f"{results[0]} = {call}"
         return f'extern "C" __device__ void {self.symbol}({", ".join(decls)}) {{\n  {call};\n}}\n'
+
+    @property
+    def static_storage(self):
+        """The C++ type of the static shared buffer this instance declares ("" if it has none or uses ``temp``)."""
+        return self.storage if (("temp", OWN_STORAGE, None) in self.params) else ""
+
+
+OWN_STORAGE = "::numba_tiles::own_storage{}"
+
+
+def _with_temp(intrinsic, instance, temp):
+    """``instance`` taking its storage from the user's ``temp`` (a 1-D array) or, if None, its own static buffer."""
+    assert instance.storage, f"{intrinsic} takes temp but its rule gave no storage"
+    if temp is not None and not (isinstance(temp, types.Array) and temp.ndim == 1):
+        raise error(intrinsic, f"temp must be a 1-D array, got {temp}",
+                    "pass cuda.shared.array(TEMP_BYTES, uint8), with TEMP_BYTES from tiles.temp_bytes(...)")
+    if temp is None:
+        temp = OWN_STORAGE
+    else:
+        _dtypes.element(intrinsic, "temp", temp)
+    return dataclasses.replace(instance, params=instance.params + (("temp", temp, None),))
 
 
 class _NotConstant(Exception):
@@ -156,26 +184,32 @@ class Spec:
                         f"write it as a literal or a module-level global, e.g. {name}=256",
                     ) from None
                 resolved[name] = self._parse(name, value)
-        return self.rule(self.name, resolved)
+        return self._instance(resolved)
+
+    def _instance(self, resolved):
+        instance = self.rule(self.name, resolved)
+        return _with_temp(self.name, instance, resolved["temp"]) if "temp" in resolved else instance
 
     def resolve_values(self, *args, **kwargs):
-        """The simulator's twin of typing: a call's Python values → (`Instance`, parsed arguments)."""
+        """Typing from Python values (the simulator's) or Numba types of the run-time arguments → (`Instance`, parsed arguments)."""
         from numba import typeof
 
         arguments = self._bind(args, kwargs, omitted=lambda default: default)
         parsed = {n: self._parse(n, v) if n in self.consts else v for n, v in arguments.items()}
-        typed = {n: v if n in self.consts or v is None else typeof(v) for n, v in parsed.items()}
-        return self.rule(self.name, typed), parsed
+        typed = {n: v if n in self.consts or v is None or isinstance(v, types.Type) else typeof(v)
+                 for n, v in parsed.items()}
+        return self._instance(typed), parsed
 
     def typing_signature(self, args, kws):
         from numba.cuda.typing.templates import signature
 
         arguments = self._bind(args, kws, omitted=types.Omitted)
         instance = self.resolve_types(arguments)
-        entry = {name: ty for name, ty, _ in instance.params}
+        entry = {name: ty for name, ty, _ in instance.params if isinstance(ty, types.Type)}
         # Numba casts each run-time argument to the formal type: make it the entry point's.
         formal = [
-            arguments[n] if n in self.consts or isinstance(arguments[n], types.Omitted) else entry[n]
+            arguments[n] if n in self.consts or isinstance(arguments[n], types.Omitted) or n not in entry
+            else entry[n]
             for n in self.pysig.parameters
         ]
         # Lowering gets the arguments folded in declaration order, omitted ones as Omitted(default).
@@ -208,6 +242,8 @@ class Spec:
         values = dict(zip(self.pysig.parameters, args))
         call_args = []
         for name, ty, default in instance.params:
+            if isinstance(ty, str):
+                continue
             if isinstance(arguments.get(name), types.Omitted):
                 value = _default(context, ty, default)
             else:
@@ -285,6 +321,16 @@ def _register(spec, func):
     lower_builtin(func, types.VarArg(types.Any))(spec.lower)
 
 
+def _check_temp(intrinsic, instance, temp):
+    """The simulator's twin of the GPU's check of a ``temp`` buffer (see common.cuh)."""
+    from ._shared_memory import storage_need
+
+    need = storage_need(instance)
+    if temp.nbytes < need or not temp.flags.c_contiguous:
+        raise error(intrinsic, f"temp holds {temp.nbytes} bytes{'' if temp.flags.c_contiguous else ', strided'}; "
+                    f"this call needs {need} contiguous bytes", "allocate the size tiles.temp_bytes(...) gives")
+
+
 def intrinsic(*, consts, rule, simulate, fixed=None):
     """Declare the decorated function (its signature and docstring) as an intrinsic; see module doc."""
 
@@ -295,6 +341,8 @@ def intrinsic(*, consts, rule, simulate, fixed=None):
         def call(*args, **kwargs):
             # Outside a compiled kernel this is the simulator's implementation.
             instance, arguments = spec.resolve_values(*args, **kwargs)
+            if arguments.get("temp") is not None:
+                _check_temp(spec.name, instance, arguments["temp"])
             return spec.simulate(instance, arguments)
 
         call.spec = spec

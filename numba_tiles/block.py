@@ -88,8 +88,8 @@ def _reduce_rule(name, args):
         f"{_REDUCE_ALGORITHMS[args['algorithm']]}, {flags}>",
         result=dtype.numba,
         params=(("value", value_type, None), ("num_valid", types.int32, 0)),
-        shared=f"sizeof(numba_tiles::block_reduce_storage<{dtype.cxx}, {_shape(args)}, "
-        f"{_REDUCE_ALGORITHMS[args['algorithm']]}>)" + (f" + sizeof({dtype.cxx})" if args["broadcast"] else ""),
+        storage=f"numba_tiles::block_reduce_storage<{dtype.cxx}, {_shape(args)}, "
+        f"{_REDUCE_ALGORITHMS[args['algorithm']]}, {_params.cxx_bool(args['broadcast'])}>",
         **op.code,
     )
 
@@ -101,7 +101,7 @@ _REDUCE_CONSTS = {"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS
 
 @intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce)
 def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None, algorithm="warp_reductions",
-                 broadcast=False):
+                 broadcast=False, temp=None):
     """Reduce values across the thread block with ``op``; the result is valid in thread 0 (every thread with ``broadcast``).
 
     Every thread of the block must call it (like ``cuda.syncthreads()``), with the same
@@ -123,6 +123,8 @@ def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None,
     - ``algorithm``: CUB's ``"warp_reductions"`` (default), ``"raking"`` or
       ``"raking_commutative_only"``.
     - ``broadcast``: ``True`` gives the result to every thread (one more barrier).
+    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
+      `temp_bytes`, which sequential calls may share; by default the call has its own.
 
     Implemented by ``cub::BlockReduce``; safe to call several times in a row.
 
@@ -143,7 +145,7 @@ def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None,
 @intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce,
            fixed={"op": "+"})
 def block_sum(value, *, block_dim, items_per_thread=None, num_valid=None, algorithm="warp_reductions",
-              broadcast=False):
+              broadcast=False, temp=None):
     """Sum values across the thread block: ``block_reduce(value, "+", ...)``.
 
     The result is valid in thread 0 (every thread with ``broadcast``); see `block_reduce`.
@@ -168,7 +170,7 @@ _STORE_ALGORITHMS = {name: f"cub::BLOCK_STORE_{name.upper()}" for name in _LOAD_
 
 
 def _movement(name, args, array):
-    """What block_load and block_store share: (dtype, template arguments after T, params, shared bytes)."""
+    """What block_load and block_store share: (dtype, template arguments after T, params, storage)."""
     dtype = _tile(name, args, array)
     _tile(name, args, "items", like=dtype)
     algorithm = args["algorithm"]
@@ -183,13 +185,13 @@ def _movement(name, args, array):
     template_args = (f"{_shape(args)}, {args['items_per_thread']}, {table[algorithm]}, "
                      f"{_params.cxx_bool(contiguous)}, {_params.cxx_bool(_count(name, args, 'num_valid'))}")
     params = ((array, args[array], None), ("items", args["items"], None), ("num_valid", types.int64, 0))
-    shared = (f"sizeof(numba_tiles::block_{family}_storage<{dtype.cxx}, {_shape(args)}, "
-              f"{args['items_per_thread']}, {table[algorithm]}>)")
-    return dtype, template_args, params, shared
+    storage = (f"numba_tiles::block_{family}_storage<{dtype.cxx}, {_shape(args)}, {args['items_per_thread']}, "
+               f"{table[algorithm]}>")
+    return dtype, template_args, params, storage
 
 
 def _load_rule(name, args):
-    dtype, template_args, params, shared = _movement(name, args, "src")
+    dtype, template_args, params, storage = _movement(name, args, "src")
     has_default = args["oob_default"] is not None
     return Instance(
         intrinsic=name,
@@ -197,15 +199,15 @@ def _load_rule(name, args):
         template=f"numba_tiles::block_load<{dtype.cxx}, {template_args}, {_params.cxx_bool(has_default)}>",
         result=types.none,
         params=params + (("oob_default", dtype.numba, 0),),
-        shared=shared,
+        storage=storage,
     )
 
 
 def _store_rule(name, args):
-    dtype, template_args, params, shared = _movement(name, args, "dst")
+    dtype, template_args, params, storage = _movement(name, args, "dst")
     return Instance(intrinsic=name, header="block_load.cuh",
                     template=f"numba_tiles::block_store<{dtype.cxx}, {template_args}>",
-                    result=types.none, params=params, shared=shared)
+                    result=types.none, params=params, storage=storage)
 
 
 _MOVE_CONSTS = {"block_dim": _DIM, "items_per_thread": _ITEMS}
@@ -213,7 +215,8 @@ _MOVE_CONSTS = {"block_dim": _DIM, "items_per_thread": _ITEMS}
 
 @intrinsic(consts={**_MOVE_CONSTS, "algorithm": _params.choice("algorithm", _LOAD_ALGORITHMS)},
            rule=_load_rule, simulate=simulator.block_load)
-def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, oob_default=None):
+def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, oob_default=None,
+               temp=None):
     """Load the tile that starts at ``src[0]`` into every thread's ``items``, cooperatively.
 
     The tile is ``block threads × items_per_thread`` items. Thread t gets items
@@ -228,6 +231,8 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", n
     - ``num_valid``: load only the first ``num_valid`` items. Even without it, nothing past the end
       of ``src`` is read: a tile that runs off the array is a partial tile.
     - ``oob_default``: the value of the items that are not loaded (they are left as they were without it).
+    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
+      `temp_bytes`, which sequential calls may share; by default the call has its own.
 
     Example::
 
@@ -247,12 +252,13 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", n
 
 @intrinsic(consts={**_MOVE_CONSTS, "algorithm": _params.choice("algorithm", _STORE_ALGORITHMS)},
            rule=_store_rule, simulate=simulator.block_store)
-def block_store(dst, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None):
+def block_store(dst, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, temp=None):
     """Store every thread's ``items`` to the tile that starts at ``dst[0]``, cooperatively.
 
-    The arrangement and ``algorithm`` are as for `block_load` (``"direct"``, ``"striped"``,
+    The arrangement, ``algorithm`` and ``temp`` are as for `block_load` (``"direct"``, ``"striped"``,
     ``"vectorize"``, ``"transpose"``, ``"warp_transpose"``, ``"warp_transpose_timesliced"``).
     Only the first ``num_valid`` items are written if it is given, and never past the end of ``dst``.
+    ``items`` are left as they were (CUB's transposing stores rearrange theirs).
 
     Example::
 
@@ -283,8 +289,7 @@ def _scan_rule(name, args):
     head = (f"{dtype.cxx}, {op.cxx}, {_shape(args)}, {items}, {_SCAN_ALGORITHMS[args['algorithm']]}, "
             f"{_params.cxx_bool(args['exclusive'])}")
     is_array = isinstance(value_type, types.Array)
-    shared = (f"sizeof(numba_tiles::block_scan_storage<{dtype.cxx}, {_shape(args)}, "
-              f"{_SCAN_ALGORITHMS[args['algorithm']]}>)")
+    storage = f"numba_tiles::block_scan_storage<{dtype.cxx}, {_shape(args)}, {_SCAN_ALGORITHMS[args['algorithm']]}>"
     if args["prefix"] is not None:
         if args["aggregate"] or args["initial_value"] is not None:
             raise error(name, "prefix carries the running total: it cannot be combined with aggregate or initial_value",
@@ -293,7 +298,7 @@ def _scan_rule(name, args):
         _tile(name, args, "prefix", like=dtype)
         return Instance(name, "block_scan.cuh", f"numba_tiles::block_scan_prefix<{head}>",
                         types.none if is_array else dtype.numba,
-                        (("value", value_type, None), ("prefix", args["prefix"], None)), shared=shared, **op.code)
+                        (("value", value_type, None), ("prefix", args["prefix"], None)), storage=storage, **op.code)
     aggregate = args["aggregate"]
     if is_array:
         result = dtype.numba if aggregate else types.none
@@ -301,7 +306,7 @@ def _scan_rule(name, args):
         result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
     template = "block_scan_aggregate" if aggregate else "block_scan"
     return Instance(name, "block_scan.cuh", f"numba_tiles::{template}<{head}, {_params.cxx_bool(has_initial)}>",
-                    result, (("value", value_type, None), ("initial_value", dtype.numba, identity)), shared=shared,
+                    result, (("value", value_type, None), ("initial_value", dtype.numba, identity)), storage=storage,
                     **op.code)
 
 
@@ -310,7 +315,7 @@ def _scan_rule(name, args):
                    "algorithm": _params.choice("algorithm", _SCAN_ALGORITHMS)},
            rule=_scan_rule, simulate=simulator.block_scan)
 def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=False, initial_value=None,
-               aggregate=False, prefix=None, algorithm="raking"):
+               aggregate=False, prefix=None, algorithm="raking", temp=None):
     """Prefix-scan the block's values with ``op`` (a sum by default): inclusive, or ``exclusive``.
 
     Items are in linear thread order (``x`` fastest), each thread's ``items_per_thread`` in a row.
@@ -325,6 +330,8 @@ def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=Fal
     - ``prefix``: a one-item thread-local array holding a running total, the same in every thread:
       the scan starts from it and it becomes op(prefix, total): scanning a long segment tile by tile.
     - ``algorithm``: CUB's ``"raking"`` (default), ``"raking_memoize"`` or ``"warp_scans"``.
+    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
+      `temp_bytes`, which sequential calls may share; by default the call has its own.
 
     Example::
 
@@ -350,20 +357,20 @@ def _exchange_rule(name, args):
                     f"numba_tiles::block_exchange<{dtype.cxx}, {_shape(args)}, {args['items_per_thread']}, "
                     f"{_EXCHANGES[args['arrangement']]}>",
                     types.none, (("items", args["items"], None),),
-                    shared=f"sizeof(numba_tiles::block_exchange_storage<{dtype.cxx}, {_shape(args)}, "
-                    f"{args['items_per_thread']}>)")
+                    storage=f"numba_tiles::block_exchange_storage<{dtype.cxx}, {_shape(args)}, "
+                    f"{args['items_per_thread']}>")
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "arrangement": _params.choice("arrangement", _EXCHANGES)},
            rule=_exchange_rule, simulate=simulator.block_exchange)
-def block_exchange(items, arrangement, *, block_dim, items_per_thread):
+def block_exchange(items, arrangement, *, block_dim, items_per_thread, temp=None):
     """Rearrange the block's tile in place between arrangements, through shared memory.
 
     ``arrangement`` is ``"striped_to_blocked"``, ``"blocked_to_striped"``,
     ``"warp_striped_to_blocked"`` or ``"blocked_to_warp_striped"``. Blocked: thread t holds
     items t*N ... t*N+N-1 (N = ``items_per_thread``). Striped: thread t holds t, t+T, t+2T, ...
     (T = block threads). Warp-striped: the same within each warp's 32*N items.
-    Implemented by ``cub::BlockExchange``.
+    Implemented by ``cub::BlockExchange``. ``temp``: as for `block_load`.
 
     Example::
 
@@ -395,15 +402,16 @@ def _histogram_rule(name, args):
                     f"{args['items_per_thread']}, {args['bins']}, {_HISTOGRAM_ALGORITHMS[args['algorithm']]}, "
                     f"{_params.cxx_bool(args['accumulate'])}>",
                     types.none, (("items", args["items"], None), ("histogram", args["histogram"], None)),
-                    shared=f"sizeof(numba_tiles::block_histogram_storage<{dtype.cxx}, {_shape(args)}, "
-                    f"{args['items_per_thread']}, {args['bins']}, {_HISTOGRAM_ALGORITHMS[args['algorithm']]}>)")
+                    storage=f"numba_tiles::block_histogram_storage<{dtype.cxx}, {_shape(args)}, "
+                    f"{args['items_per_thread']}, {args['bins']}, {_HISTOGRAM_ALGORITHMS[args['algorithm']]}>")
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "bins": _params.positive_int("bins", 256),
                    "algorithm": _params.choice("algorithm", _HISTOGRAM_ALGORITHMS),
                    "accumulate": _params.flag("accumulate")},
            rule=_histogram_rule, simulate=simulator.block_histogram)
-def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algorithm="sort", accumulate=False):
+def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algorithm="sort", accumulate=False,
+                    temp=None):
     """Count the block's items into ``histogram[0:bins]``; each item is a bin index in [0, bins).
 
     - ``items``: thread-local array of integers (e.g. uint8 samples for 256 bins).
@@ -411,6 +419,8 @@ def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algo
       ``cuda.shared.array(bins, uint32)``; zeroed first, or added to with ``accumulate=True``.
       On return the counts are complete and visible to every thread of the block.
     - ``algorithm``: CUB's ``"sort"`` (default: sort then count runs) or ``"atomic"`` (shared atomics).
+    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
+      `temp_bytes`, which sequential calls may share; by default the call has its own.
 
     Items outside [0, bins) are undefined behaviour, as in CUB; ``NUMBA_TILES_DEBUG=1`` traps on them.
 
@@ -445,8 +455,7 @@ def _keys_and_values(name, args):
 
 def _sort_storage(sort, dtype, value_cxx, args):
     value = value_cxx.rstrip(", ") or "cub::NullType"
-    return (f"sizeof(numba_tiles::block_{sort}_storage<{dtype.cxx}, {value}, {_shape(args)}, "
-            f"{args['items_per_thread']}>)")
+    return f"numba_tiles::block_{sort}_storage<{dtype.cxx}, {value}, {_shape(args)}, {args['items_per_thread']}>"
 
 
 def _sort_rule(name, args):
@@ -460,13 +469,13 @@ def _sort_rule(name, args):
                     f"{args['items_per_thread']}, {flags}>",
                     types.none,
                     (*params, ("begin_bit", types.int32, 0), ("end_bit", types.int32, dtype.numpy.itemsize * 8)),
-                    shared=_sort_storage("radix_sort", dtype, value_cxx, args))
+                    storage=_sort_storage("radix_sort", dtype, value_cxx, args))
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "descending": _params.flag("descending"), "striped": _params.flag("striped")},
            rule=_sort_rule, simulate=simulator.block_radix_sort)
 def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descending=False, striped=False,
-                     begin_bit=None, end_bit=None):
+                     begin_bit=None, end_bit=None, temp=None):
     """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by radix sort.
 
     - ``keys``: thread-local array of integers or floats (float16/32/64; -0.0 sorts before +0.0,
@@ -476,6 +485,8 @@ def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descendi
     - ``striped``: leave the result striped (thread t holds ranks t, t+T, ...: coalesced stores)
       instead of blocked (thread t holds ranks t*N ... t*N+N-1).
     - ``begin_bit``, ``end_bit``: sort by these key bits only (run-time ints; all bits by default).
+    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
+      `temp_bytes`, which sequential calls may share; by default the call has its own.
 
     Implemented by ``cub::BlockRadixSort``.
 
@@ -521,12 +532,12 @@ def _merge_sort_rule(name, args):
     return Instance(name, "block_merge_sort.cuh",
                     f"numba_tiles::block_merge_sort<{dtype.cxx}, {value_cxx}{_shape(args)}, "
                     f"{args['items_per_thread']}, {less}>",
-                    types.none, params, shared=_sort_storage("merge_sort", dtype, value_cxx, args), **code)
+                    types.none, params, storage=_sort_storage("merge_sort", dtype, value_cxx, args), **code)
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,
            simulate=simulator.block_merge_sort)
-def block_merge_sort(keys, compare="<", *, block_dim, items_per_thread, values=None):
+def block_merge_sort(keys, compare="<", *, block_dim, items_per_thread, values=None, temp=None):
     """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by any comparison.
 
     - ``keys``: thread-local array of integers or floats, in blocked arrangement (thread t holds
@@ -535,6 +546,8 @@ def block_merge_sort(keys, compare="<", *, block_dim, items_per_thread, values=N
       ``@cuda.jit(device=True)`` function ``less(a, b)`` returning True when a goes before b
       (a strict weak order; Numba compiles it to LTO-IR and nvJitLink inlines it).
     - ``values``: an optional thread-local array of any dtype, moved with its key.
+    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
+      `temp_bytes`, which sequential calls may share; by default the call has its own.
 
     The sort is stable. Implemented by ``cub::BlockMergeSort``; `block_radix_sort` is faster for
     plain numeric order.

@@ -45,7 +45,7 @@ def positions(kind, threads, items):
 
 def run_load_store(dtype, block_dim, items, algorithm, rng, num_valid=False, oob_default=False):
     """Load tiles (the last one partial), dump what each thread got, store them back; check both,
-    and that nothing past the valid items is written."""
+    that nothing past the valid items is written, and that the store left the items as they were."""
     T = threads_of(block_dim)
     BX, BY = _linear_tid(block_dim)
     tile = T * items
@@ -57,7 +57,7 @@ def run_load_store(dtype, block_dim, items, algorithm, rng, num_valid=False, oob
     keep, default = 7, 3  # Python ints: numba-cuda cannot emit float16 constants (it writes `i16 7.0`)
 
     @cuda.jit
-    def kernel(x, nv, dump, out):
+    def kernel(x, nv, dump, out, after):
         t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
         b = cuda.blockIdx.x
         mine = cuda.local.array(items, DT)
@@ -83,11 +83,14 @@ def run_load_store(dtype, block_dim, items, algorithm, rng, num_valid=False, oob
         else:
             tiles.block_store(out[start:x.size], mine, block_dim=block_dim, items_per_thread=items,
                               algorithm=algorithm)
+        for j in range(items):
+            after[(b * T + t) * items + j] = mine[j]
 
     poison = DT.type(5)
     dump = np.full(blocks * tile, poison, DT)
     out = np.full(n + tile, poison, DT)  # room past the end: a stray write would show there
-    kernel[blocks, block_dim](x, nv, dump, out)
+    after = np.zeros_like(dump)
+    kernel[blocks, block_dim](x, nv, dump, out, after)
 
     kind = "striped" if algorithm == "striped" else "blocked"
     where = positions(kind, T, items).ravel()
@@ -100,6 +103,7 @@ def run_load_store(dtype, block_dim, items, algorithm, rng, num_valid=False, oob
         np.testing.assert_array_equal(got, want, err_msg=f"block {b} load (valid {valid})")
         want_out[start:start + valid] = x[start:start + valid]
     np.testing.assert_array_equal(out, want_out, err_msg="store")
+    np.testing.assert_array_equal(after, dump, err_msg="items after the store")
 
 
 def scan_reference(dtype, op, flat, exclusive, initial):
@@ -464,3 +468,88 @@ def run_merge_sort(dtype, compare, block_dim, items, rng, with_values=True):
         np.testing.assert_array_equal(out_keys[b * tile:(b + 1) * tile], mine[order])
         if with_values:
             np.testing.assert_array_equal(out_values[b * tile:(b + 1) * tile], order)
+
+
+def shared_temp_bytes(dtype, block_dim, items):
+    """The largest temp any block intrinsic of run_shared_temp needs (tiles.temp_bytes of each call)."""
+    from numba import from_dtype, int32, uint32
+
+    tile = from_dtype(np.dtype(dtype))[::1]
+    kw = {"block_dim": block_dim, "items_per_thread": items}
+    return max(
+        tiles.temp_bytes(tiles.block_load, tile, tile, algorithm="transpose", **kw),
+        tiles.temp_bytes(tiles.block_merge_sort, tile, ">", **kw),
+        tiles.temp_bytes(tiles.block_histogram, int32[::1], uint32[::1], bins=32, **kw),
+        tiles.temp_bytes(tiles.block_radix_sort, tile, values=int32[::1], **kw),
+        tiles.temp_bytes(tiles.block_reduce, tile, "max", broadcast=True, **kw),
+        tiles.temp_bytes(tiles.block_scan, tile, aggregate=True, **kw),
+        tiles.temp_bytes(tiles.block_store, tile, tile, algorithm="warp_transpose", **kw),
+        tiles.temp_bytes(tiles.block_exchange, tile, "blocked_to_striped", **kw),
+    )
+
+
+def run_shared_temp(dtype, block_dim, items, rng):
+    """Every block intrinsic in one kernel, one after the other, all in one ``temp`` buffer of the
+    largest size they need; each step's output is checked."""
+    from numba import int32, uint8, uint32
+
+    T = threads_of(block_dim)
+    BX, BY = _linear_tid(block_dim)
+    DT = np.dtype(dtype)
+    tile = T * items
+    blocks = 3
+    need = shared_temp_bytes(DT, block_dim, items)
+    # small values with many repeats: sums exact in every dtype, and stability shows
+    low = 0 if DT.kind == "u" else -50
+    x = (rng.integers(low, 50, blocks * tile) / (2 if DT.kind == "f" else 1)).astype(DT)
+
+    @cuda.jit
+    def kernel(x, descending, counts_out, scanned, striped, ranks, maxes, totals):
+        t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
+        b = cuda.blockIdx.x
+        start = b * tile
+        temp = cuda.shared.array(need, uint8)
+        counts = cuda.shared.array(32, uint32)
+        k = cuda.local.array(items, DT)
+        v = cuda.local.array(items, int32)
+        bins = cuda.local.array(items, int32)
+        tiles.block_load(x[start:], k, block_dim=block_dim, items_per_thread=items, algorithm="transpose",
+                         temp=temp)
+        tiles.block_merge_sort(k, ">", block_dim=block_dim, items_per_thread=items, temp=temp)
+        for j in range(items):
+            descending[start + t * items + j] = k[j]
+            v[j] = t * items + j
+            bins[j] = int32(k[j] * 2) & 31
+        tiles.block_histogram(bins, counts, block_dim=block_dim, items_per_thread=items, bins=32, temp=temp)
+        tiles.block_radix_sort(k, values=v, block_dim=block_dim, items_per_thread=items, temp=temp)
+        m = tiles.block_reduce(k, "max", block_dim=block_dim, items_per_thread=items, broadcast=True, temp=temp)
+        total = tiles.block_scan(k, block_dim=block_dim, items_per_thread=items, aggregate=True, temp=temp)
+        tiles.block_store(scanned[start:], k, block_dim=block_dim, items_per_thread=items,
+                          algorithm="warp_transpose", temp=temp)
+        tiles.block_exchange(k, "blocked_to_striped", block_dim=block_dim, items_per_thread=items, temp=temp)
+        for j in range(items):
+            striped[start + t * items + j] = k[j]
+            ranks[start + t * items + j] = v[j]
+        for c in range(t, 32, T):
+            counts_out[b * 32 + c] = counts[c]
+        maxes[b * T + t] = m
+        totals[b * T + t] = total
+
+    descending, scanned, striped = np.zeros_like(x), np.zeros_like(x), np.zeros_like(x)
+    ranks = np.zeros(x.size, np.int32)
+    counts = np.zeros(blocks * 32, np.uint32)
+    maxes, totals = np.zeros(blocks * T, DT), np.zeros(blocks * T, DT)
+    kernel[blocks, block_dim](x, descending, counts, scanned, striped, ranks, maxes, totals)
+    for b in range(blocks):
+        part = slice(b * tile, (b + 1) * tile)
+        mine = x[part]
+        np.testing.assert_array_equal(descending[part], np.sort(mine)[::-1], err_msg="merge sort")
+        want_counts = np.bincount((mine.astype(np.int64 if DT.kind != "f" else np.float64) * 2).astype(np.int64) & 31,
+                                  minlength=32)
+        np.testing.assert_array_equal(counts[b * 32:(b + 1) * 32], want_counts, err_msg="histogram")
+        np.testing.assert_array_equal(ranks[part], np.argsort(descending[part], kind="stable"), err_msg="radix sort")
+        np.testing.assert_array_equal(maxes[b * T:(b + 1) * T], np.repeat(mine.max(), T), err_msg="reduce")
+        want = np.cumsum(np.sort(mine), dtype=DT)
+        np.testing.assert_array_equal(totals[b * T:(b + 1) * T], np.repeat(want[-1], T), err_msg="scan total")
+        np.testing.assert_array_equal(scanned[part], want, err_msg="scan, store")
+        np.testing.assert_array_equal(striped[part], want[positions("striped", T, items).ravel()], err_msg="exchange")

@@ -111,7 +111,7 @@ def test_entry_point_renders_the_cub_template():
     assert source.startswith('#include "block_exchange.cuh"\n#include "block_histogram.cuh"\n')
     assert '#include "block_reduce.cuh"' in source and '#include "warp.cuh"' in source
     assert ("numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, 1, "
-            "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid)") in source
+            "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid, ::numba_tiles::own_storage{})") in source
     assert f'extern "C" __device__ void {instance.symbol}(const ::cuda::std::int64_t* value, ' in source
     assert (_toolchain.lto_libs_dir() / "block_reduce.cuh").is_file()
 
@@ -159,8 +159,19 @@ def test_every_item_of_the_thread_array_is_read(dtype):
     assert loads >= 4, loads
 
 
+COLLECTIVES = ["load", "radix_sort", "merge_sort", "scan", "exchange", "reduce", "two_reductions", "temp"]
+
+
 def one_collective(which):
-    from numba import cuda, float32
+    """A kernel of one kind of shared-memory use, and the bytes of its own shared arrays."""
+    from numba import cuda, float32, uint8
+
+    # "temp" and "separate": three collectives, sharing one buffer of the largest size they need or not
+    need = max(tiles.temp_bytes(tiles.block_load, float32[::1], float32[::1], block_dim=256, items_per_thread=4,
+                                algorithm="transpose"),
+               tiles.temp_bytes(tiles.block_radix_sort, float32[::1], block_dim=256, items_per_thread=4),
+               tiles.temp_bytes(tiles.block_exchange, float32[::1], "blocked_to_striped", block_dim=256,
+                                items_per_thread=4)) if which == "temp" else 1
 
     @cuda.jit
     def kernel(x, out):
@@ -168,9 +179,10 @@ def one_collective(which):
         items = cuda.local.array(4, float32)
         for j in range(4):
             items[j] = x[i * 4 + j]
-        if which == "load":
+        if which == "load":  # (a direct store needs no storage: CUB's 1-byte placeholder is not a buffer)
             tiles.block_load(x[cuda.blockIdx.x * 1024:], items, block_dim=256, items_per_thread=4,
                              algorithm="warp_transpose")
+            tiles.block_store(out[cuda.blockIdx.x * 1024:], items, block_dim=256, items_per_thread=4)
         elif which == "radix_sort":
             tiles.block_radix_sort(items, block_dim=256, items_per_thread=4, values=items)
         elif which == "merge_sort":
@@ -181,20 +193,51 @@ def one_collective(which):
             tiles.block_exchange(items, "blocked_to_striped", block_dim=256, items_per_thread=4)
         elif which == "reduce":
             items[0] = tiles.block_reduce(items, "max", block_dim=256, items_per_thread=4, broadcast=True)
+        elif which == "two_reductions":  # one storage type: one buffer for both
+            items[0] = tiles.block_sum(items, block_dim=256, items_per_thread=4)
+            items[1] = tiles.block_reduce(x[i], "max", block_dim=256)
+        elif which == "temp":
+            temp = cuda.shared.array(need, uint8)
+            tiles.block_load(x[cuda.blockIdx.x * 1024:], items, block_dim=256, items_per_thread=4,
+                             algorithm="transpose", temp=temp)
+            tiles.block_radix_sort(items, block_dim=256, items_per_thread=4, temp=temp)
+            tiles.block_exchange(items, "blocked_to_striped", block_dim=256, items_per_thread=4, temp=temp)
+        elif which == "separate":
+            tiles.block_load(x[cuda.blockIdx.x * 1024:], items, block_dim=256, items_per_thread=4,
+                             algorithm="transpose")
+            tiles.block_radix_sort(items, block_dim=256, items_per_thread=4)
+            tiles.block_exchange(items, "blocked_to_striped", block_dim=256, items_per_thread=4)
         out[i] = items[0]
 
-    return kernel
+    return kernel, need if which == "temp" else 0
 
 
-@pytest.mark.parametrize("which", ["load", "radix_sort", "merge_sort", "scan", "exchange", "reduce"])
-def test_shared_memory_of_each_instantiation_matches_the_linked_kernel(which):
-    """Two independent measures: NVRTC's sizeof of the instantiation's storage, and the linked
-    cubin's shared section (less, on sm_80+, the 1 KiB the system reserves; see the GPU test)."""
+@pytest.mark.parametrize("which", COLLECTIVES)
+def test_shared_memory_of_each_storage_matches_the_linked_kernel(which):
+    """Two independent measures: NVRTC's sizeof of each storage type, and the linked cubin's
+    shared section (less, on sm_80+, the 1 KiB the system reserves; see the GPU test)."""
     sig = "void(float32[::1], float32[::1])"
     for arch in ("sm_75", "sm_90"):
-        usage = tiles.shared_memory(one_collective(which), sig, arch=arch)
-        assert len(usage["calls"]) == 1 and list(usage["calls"].values())[0] > 0, usage
-        assert usage["total"] == sum(usage["calls"].values()), usage
+        kernel, own = one_collective(which)
+        usage = tiles.shared_memory(kernel, sig, arch=arch)
+        assert usage["total"] == sum(usage["buffers"].values()) + own, usage
+        if which == "temp":
+            assert usage["buffers"] == {}, usage
+        else:
+            assert len(usage["buffers"]) == 1 and list(usage["buffers"].values())[0] > 0, usage
+    if which == "two_reductions":
+        assert list(usage["buffers"])[0].startswith("tiles.block_sum, tiles.block_reduce: "), usage
+
+
+def test_a_shared_temp_is_the_largest_storage_not_their_sum():
+    sig = "void(float32[::1], float32[::1])"
+    kernel, need = one_collective("temp")
+    separate = tiles.shared_memory(one_collective("separate")[0], sig)
+    sizes = sorted(separate["buffers"].values())
+    assert len(sizes) == 3 and separate["total"] == sum(sizes), separate
+    # the largest storage, with room to align it anywhere (at most 16-byte alignment: 15 bytes)
+    assert sizes[-1] <= need < sizes[-1] + 16, (need, sizes)
+    assert tiles.shared_memory(kernel, sig)["total"] == need < sum(sizes)
 
 
 def test_shared_memory_counts_the_users_arrays_too():
@@ -207,5 +250,5 @@ def test_shared_memory_counts_the_users_arrays_too():
         out[cuda.grid(1)] = tiles.block_sum(x[cuda.grid(1)], block_dim=128) + counts[0]
 
     usage = tiles.shared_memory(kernel, "void(float32[::1], float32[::1])", arch="sm_75")
-    assert usage["total"] >= sum(usage["calls"].values()) + 300 * 4
-    assert [name.split(":")[0] for name in usage["calls"]] == ["tiles.block_sum"]
+    assert usage["total"] == sum(usage["buffers"].values()) + 300 * 4
+    assert [name.split(":")[0] for name in usage["buffers"]] == ["tiles.block_sum"]

@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from numba import cuda
+from numba import cuda, uint16
 from numba.core.errors import TypingError
 
 import numba_tiles as tiles
@@ -112,6 +112,13 @@ def compile_body(body, sig="void(float32[:], float32[:], int64)"):
          r"begin_bit must be an integer, got float64"),
         ("tiles.block_radix_sort(x, block_dim=128, items_per_thread=4, descending='yes')", None,
          r"descending must be True or False"),
+        # temp storage
+        ("tiles.block_scan(x[i], block_dim=128, temp=n)", None,
+         r"temp must be a 1-D array, got int64.*Fix: pass cuda.shared.array\(TEMP_BYTES, uint8\)"),
+        ("tiles.block_sum(x[i], block_dim=128, temp=y)", "void(float32[:], uint8[:, :], int64)",
+         r"temp must be a 1-D array, got array\(uint8, 2d"),
+        ("tiles.block_exchange(x, 'blocked_to_striped', block_dim=128, items_per_thread=4, temp=out)",
+         "void(float32[:], boolean[:], int64)", r"temp holds bool, which is not supported"),
         # user ops and comparisons
         ("tiles.block_reduce(x[i], absmax, block_dim=128, num_valid=n)", None,
          r"num_valid needs an op with an identity; absmax is a Python function"),
@@ -144,3 +151,32 @@ def test_module_global_and_closure_constants_are_accepted():
 
     assert tiles.compile(kernel, "void(float64[:], float64[:])", arch="sm_90")
 
+
+
+def test_storage_over_the_static_limit_is_an_error_with_its_exact_size():
+    """A tile small enough for the typing estimate, whose CUB storage (run starts and ends per bin)
+    is not: NVRTC sees it, and the error names the intrinsic and CUB's exact size."""
+    def kernel(x, counts):
+        items = cuda.local.array(4, uint16)
+        tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=8192)
+
+    with pytest.raises(TypingError, match=r"tiles.block_histogram: its temp storage needs \d+ bytes of shared "
+                       r"memory, over the 49152 a block can have statically.*Fix: use fewer items_per_thread"):
+        tiles.compile(kernel, "void(uint16[::1], uint32[::1])", arch="sm_90")
+
+
+@pytest.mark.parametrize("args,kwargs,message", [
+    (("warp_sum", "float32"), {}, r"tiles.temp_bytes: 'warp_sum' takes no temp storage"),
+    (("block_sum", "float32"), {"block_dim": 128, "temp": "uint8[::1]"}, r"leave temp out"),
+    (("block_scan", "float32"), {"block_dim": 0}, r"tiles.block_scan: block_dim"),
+])
+def test_temp_bytes_misuse(args, kwargs, message):
+    from numba import types
+
+    def numba_type(name):
+        return types.float32 if name == "float32" else types.uint8[::1]
+
+    intrinsic = getattr(tiles, args[0])
+    kwargs = {k: numba_type(v) if k == "temp" else v for k, v in kwargs.items()}
+    with pytest.raises(TypingError, match=message):
+        tiles.temp_bytes(intrinsic, numba_type(args[1]), **kwargs)

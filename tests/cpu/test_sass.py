@@ -176,3 +176,16 @@ def test_python_ops_are_inlined(arch, tmp_path):
     code = sass(tiles.compile(kernel, "void(float32[::1], float32[::1])", arch=arch), tmp_path)
     assert not external_calls(code)
     assert not opcode_names(code) & {"LDL", "STL"}
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_a_shared_temp_stays_shared_memory(arch, tmp_path):
+    """Collectives given one cuda.shared.array as temp: their storage is addressed as shared memory
+    (LDS/STS, no generic LD/ST), the buffer's size check folds away (no calls), no local memory."""
+    from .test_compile import one_collective
+
+    kernel, _ = one_collective("temp")
+    code = sass(tiles.compile(kernel, "void(float32[::1], float32[::1])", arch=arch), tmp_path)
+    names = opcode_names(code)
+    assert {"LDS", "STS", "BAR"} <= names and not names & {"LD", "ST", "LDL", "STL"}, sorted(names)
+    assert not external_calls(code)

@@ -6,6 +6,7 @@ import pytest
 from numba import cuda
 
 from .. import collectives as c
+from ..cpu.test_compile import COLLECTIVES, one_collective
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
@@ -168,6 +169,78 @@ def test_bfloat16_scalars(rng):
     np.testing.assert_array_equal(out[4][::8], x.reshape(-1, 8).min(axis=1))
 
 
+@pytest.mark.parametrize("block_dim", SHAPES)
+@pytest.mark.parametrize("items", [1, 4, 7, 16])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint16", "float32", "float64"])
+def test_shared_temp(dtype, items, block_dim, rng):
+    c.run_shared_temp(dtype, block_dim, items, rng)
+
+
+def test_instantiations_of_one_storage_type_share_its_buffer(rng):
+    """Three different reductions (one storage type): one static buffer, used in turn, right results."""
+    from numba import float64
+
+    import numba_tiles as tiles
+
+    @cuda.jit
+    def kernel(x, out):
+        t = cuda.threadIdx.x
+        items = cuda.local.array(4, float64)
+        for j in range(4):
+            items[j] = x[(cuda.blockIdx.x * 128 + t) * 4 + j]
+        s = tiles.block_sum(items, block_dim=128, items_per_thread=4)
+        m = tiles.block_reduce(items, "max", block_dim=128, items_per_thread=4)
+        low = tiles.block_reduce(x[cuda.grid(1)], "min", block_dim=128, num_valid=100)
+        if t == 0:
+            out[cuda.blockIdx.x, 0] = s
+            out[cuda.blockIdx.x, 1] = m
+            out[cuda.blockIdx.x, 2] = low
+
+    x = rng.integers(-1000, 1000, 8 * 512).astype(np.float64)
+    out = np.zeros((8, 3))
+    kernel[8, 128](x, out)
+    tiles_of = x.reshape(8, 512)
+    np.testing.assert_array_equal(out[:, 0], tiles_of.sum(axis=1))
+    np.testing.assert_array_equal(out[:, 1], tiles_of.max(axis=1))
+    np.testing.assert_array_equal(out[:, 2], x[:1024].reshape(8, 128)[:, :100].min(axis=1))
+    usage = tiles.shared_memory(kernel, "void(float64[::1], float64[:, ::1])")
+    assert len(usage["buffers"]) == 1 and usage["total"] == sum(usage["buffers"].values()), usage
+
+
+SMALL_TEMP_CHILD = r"""
+import numpy as np
+from numba import cuda, float32, uint8
+import numba_tiles as tiles
+
+NEED = tiles.temp_bytes(tiles.block_scan, float32, block_dim=128)
+
+def scan_with_temp(size):
+    @cuda.jit
+    def kernel(x):
+        temp = cuda.shared.array(size, uint8)
+        x[cuda.threadIdx.x] = tiles.block_scan(x[cuda.threadIdx.x], block_dim=128, temp=temp)
+    return kernel
+
+x = np.ones(128, np.float32)
+scan_with_temp(NEED)[1, 128](x)        # the size temp_bytes gives: fine
+assert (x == np.arange(1, 129)).all(), x
+print("NEED", NEED)
+scan_with_temp(NEED - 1)[1, 128](x)    # a byte less: stops with a message
+cuda.synchronize()
+"""
+
+
+def test_too_small_temp_stops_with_a_message():
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", SMALL_TEMP_CHILD], capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
+    need = int(run.stdout.split("NEED ")[1].split()[0])
+    assert run.stdout.count(f"tiles.block_scan: temp holds {need - 1} bytes (stride 1 items); this call needs "
+                            f"{need} contiguous bytes (tiles.temp_bytes gives it)") == 1, run.stdout
+
+
 DEBUG_CHILD = r"""
 import numpy as np
 from numba import cuda
@@ -246,15 +319,14 @@ def test_merge_sort_dtypes(dtype, compare, rng):
     c.run_merge_sort(dtype, compare, 128, 4, rng, with_values=dtype != "uint8")
 
 
-@pytest.mark.parametrize("which", ["load", "radix_sort", "merge_sort", "scan", "exchange", "reduce"])
+@pytest.mark.parametrize("which", COLLECTIVES)
 def test_shared_memory_report_is_what_the_driver_says(which):
-    from ..cpu.test_compile import one_collective
     import numba_tiles as tiles
 
-    kernel = one_collective(which)
+    kernel, own = one_collective(which)
     block = {"scan": (8, 8, 4), "merge_sort": (16, 16)}.get(which, 256)
     kernel[4, block](np.zeros(4096, np.float32), np.zeros(1024, np.float32))
     arch = "sm_%d%d" % cuda.get_current_device().compute_capability
     usage = tiles.shared_memory(kernel, "void(float32[::1], float32[::1])", arch=arch)
     (driver,) = kernel.get_shared_mem_per_block().values()  # {signature: bytes} of the one overload
-    assert usage["total"] == driver == sum(usage["calls"].values())
+    assert usage["total"] == driver == sum(usage["buffers"].values()) + own

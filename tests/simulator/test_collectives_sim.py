@@ -1,7 +1,11 @@
 """Load/store, scans, exchange, histogram and radix sort on Numba's CUDA simulator, against the
 same NumPy references as the GPU tests (small blocks: the simulator runs a thread per Python thread)."""
 
+import numpy as np
 import pytest
+from numba import cuda, uint8
+
+import numba_tiles as tiles
 
 from .. import collectives as c
 
@@ -59,3 +63,18 @@ def test_user_ops(dtype, rng):
 @pytest.mark.parametrize("compare", ["<", ">", "magnitude"])
 def test_merge_sort(compare, rng):
     c.run_merge_sort("float32", compare, 32, 3, rng)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float64"])
+def test_shared_temp(dtype, rng):
+    c.run_shared_temp(dtype, 32, 2, rng)
+
+
+def test_too_small_temp_is_an_error():
+    @cuda.jit
+    def kernel(x):
+        temp = cuda.shared.array(8, uint8)
+        x[cuda.threadIdx.x] = tiles.block_scan(x[cuda.threadIdx.x], block_dim=32, temp=temp)
+
+    with pytest.raises(Exception, match=r"tiles.block_scan: temp holds 8 bytes; this call needs \d+ contiguous bytes"):
+        kernel[1, 32](np.zeros(32, np.float32))

@@ -1,0 +1,85 @@
+"""Shared memory, with no GPU: what a kernel and its intrinsics' storages take, and what a ``temp`` needs."""
+
+from . import _compile, _elf
+from ._errors import error
+
+
+def shared_memory(kernel, signature, *, arch="sm_90"):
+    """The static shared memory of a kernel and of each intrinsic storage in it, in bytes: no GPU needed.
+
+    Returns ``{"total": bytes, "buffers": {description: bytes}}``. ``total`` is what the linked
+    kernel declares (your ``cuda.shared.array``s included), the number occupancy depends on:
+    the driver's ``sharedSizeBytes`` (numba's ``kernel.get_shared_mem_per_block()``); on sm_80
+    and newer the system reserves 1 KiB per block on top of it. ``buffers`` has one entry per
+    static buffer the intrinsics declare: one per C++ storage type (CUB's temp storage), which
+    all the calls that need that type share, described by those intrinsics and the type. Calls
+    given ``temp=`` declare none.
+
+    Example::
+
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def scan_rows(x, out):
+            i = cuda.grid(1)
+            out[i] = tiles.block_scan(x[i], block_dim=256, algorithm="warp_scans")
+
+        usage = tiles.shared_memory(scan_rows, "void(float32[::1], float32[::1])", arch="sm_90")
+        assert usage["total"] >= sum(usage["buffers"].values())
+    """
+    with _compile.recording() as instances:
+        cubin = _compile.compile(kernel, signature, arch=arch)
+    users = {}
+    for i in instances:
+        if i.static_storage:
+            users.setdefault(i.static_storage, {})[f"tiles.{i.intrinsic}"] = None
+    sizes = {storage: _compile.constant(f"sizeof({storage})", arch) for storage in users}
+    # CUB's storage for the algorithms that need none (direct loads, ...) is a 1-byte
+    # placeholder, never touched, which the compiler removes.
+    buffers = {f"{', '.join(names)}: {storage}": sizes[storage] for storage, names in users.items()
+               if sizes[storage] > 1}
+    return {"total": _elf.static_shared(cubin, _compile.parse_arch(arch)), "buffers": buffers}
+
+
+def temp_bytes(intrinsic, *args, arch="sm_90", **kwargs):
+    """The bytes of ``temp`` that a call of ``intrinsic`` with these arguments needs: no GPU needed.
+
+    Pass the call's arguments, with Numba types (or sample values) for the run-time ones, and no
+    ``temp``. Several calls in a row may share one buffer of the largest of their sizes: each
+    call ends with a barrier. The size includes room to align the storage in any buffer, so
+    ``cuda.shared.array(n, uint8)`` of this ``n`` always fits; a smaller ``temp`` stops the
+    kernel with a message (``tiles.<intrinsic>: temp holds ... bytes``).
+
+    Example::
+
+        from numba import cuda, float32, uint8
+        import numba_tiles as tiles
+
+        items = float32[::1]   # the thread-local array's type
+        TEMP = max(tiles.temp_bytes(tiles.block_load, float32[::1], items, block_dim=128,
+                                    items_per_thread=4, algorithm="transpose"),
+                   tiles.temp_bytes(tiles.block_scan, items, block_dim=128, items_per_thread=4))
+
+        @cuda.jit
+        def scan_tiles(x, out):
+            temp = cuda.shared.array(TEMP, uint8)   # one buffer for both calls
+            tile = cuda.local.array(4, float32)
+            start = cuda.blockIdx.x * 512
+            tiles.block_load(x[start:], tile, block_dim=128, items_per_thread=4, algorithm="transpose", temp=temp)
+            tiles.block_scan(tile, block_dim=128, items_per_thread=4, temp=temp)
+            tiles.block_store(out[start:], tile, block_dim=128, items_per_thread=4)
+    """
+    spec = getattr(intrinsic, "spec", None)
+    if spec is None or "temp" not in spec.pysig.parameters:
+        raise error("temp_bytes", f"{getattr(intrinsic, '__name__', intrinsic)!r} takes no temp storage",
+                    "pass a block intrinsic, e.g. tiles.temp_bytes(tiles.block_scan, float32, block_dim=128)")
+    if kwargs.get("temp") is not None:
+        raise error("temp_bytes", "the arguments include temp", "leave temp out: temp_bytes gives its size")
+    instance, _ = spec.resolve_values(*args, **kwargs)
+    return storage_need(instance, arch)
+
+
+def storage_need(instance, arch="sm_90"):
+    """The bytes a ``temp`` buffer needs to hold ``instance``'s storage wherever it lies (see common.cuh)."""
+    return _compile.constant(f"sizeof({instance.storage}) + alignof({instance.storage}) - 1", arch)
