@@ -53,8 +53,8 @@ STATIC_SHARED_BYTES = 48 * 1024  # what a block can have in static __shared__ me
 
 
 def _check_shared(name, args, *arrays):
-    """Reject a tile that cannot fit in static shared memory: the collectives that stage it there
-    (transposes, exchanges, sorts) need at least its bytes, and ptxas would fail at link."""
+    """Reject at typing a tile that cannot fit in static shared memory: the collectives that stage it
+    there (transposes, exchanges, sorts) need at least its bytes. (NVRTC checks CUB's exact size later.)"""
     need = _threads(args) * args["items_per_thread"] * sum(d.numpy.itemsize for d in arrays)
     if need > STATIC_SHARED_BYTES:
         raise error(name, f"a tile of {_threads(args)} threads x {args['items_per_thread']} items needs at least "
