@@ -8,6 +8,17 @@
 
 namespace numba_tiles {
 
+// With Partial, the lanes of each logical warp from num_valid on contribute the op's identity.
+template <typename Op, int Warp, bool Partial, typename T>
+__device__ __forceinline__ T valid_or_identity(T value, int num_valid) {
+  if constexpr (Partial) {
+    if (static_cast<int>(::cuda::ptx::get_sreg_laneid() % Warp) >= num_valid) {
+      return identity<Op, T>::value();
+    }
+  }
+  return value;
+}
+
 // Reduce one value per lane over each logical warp of Warp lanes; the result is valid in the
 // logical warp's lane 0 (as in CUB). Warp is a power of two, so CUB takes its shuffle
 // specialization, which needs no shared memory. With Partial, lanes from num_valid on
@@ -16,22 +27,19 @@ template <typename T, typename Op, int Warp, bool Partial>
 __device__ __forceinline__ T warp_reduce(T value, int num_valid) {
   using Reduce = cub::WarpReduce<T, Warp>;
   typename Reduce::TempStorage temp;  // an empty placeholder for the shuffle specialization
-  if constexpr (Partial) {
-    if (static_cast<int>(::cuda::ptx::get_sreg_laneid() % Warp) >= num_valid) {
-      value = identity<Op, T>::value();
-    }
-  }
-  return Reduce(temp).Reduce(value, Op{});
+  return Reduce(temp).Reduce(valid_or_identity<Op, Warp, Partial>(value, num_valid), Op{});
 }
 
 // Scan one value per lane over each logical warp of Warp lanes (shuffles, no shared memory).
 // An exclusive scan seeds with `initial` (the op's identity unless the user gives one), so
 // that lane 0 is defined too; an inclusive one with it only when HasInitial. Returns the
-// lane's scanned value, or (that, the logical warp's aggregate) when Aggregate.
-template <typename T, typename Op, int Warp, bool Exclusive, bool HasInitial, bool Aggregate>
-__device__ __forceinline__ auto warp_scan(T value, T initial) {
+// lane's scanned value, or (that, the logical warp's aggregate) when Aggregate. With Partial,
+// lanes from num_valid on count as the identity (their outputs repeat the last valid prefix).
+template <typename T, typename Op, int Warp, bool Exclusive, bool HasInitial, bool Aggregate, bool Partial>
+__device__ __forceinline__ auto warp_scan(T value, T initial, int num_valid) {
   using Scan = cub::WarpScan<T, Warp>;
   typename Scan::TempStorage temp;  // an empty placeholder for the shuffle specialization
+  value = valid_or_identity<Op, Warp, Partial>(value, num_valid);
   T out, aggregate;
   if constexpr (Exclusive && Aggregate) {
     Scan(temp).ExclusiveScan(value, out, initial, Op{}, aggregate);

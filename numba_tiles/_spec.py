@@ -191,7 +191,9 @@ class Spec:
         return _with_temp(self.name, instance, resolved["temp"]) if "temp" in resolved else instance
 
     def resolve_values(self, *args, **kwargs):
-        """Typing from Python values (the simulator's) or Numba types of the run-time arguments → (`Instance`, parsed arguments)."""
+        """Typing from the run-time arguments' Python values (the simulator's) or Numba types.
+
+        Returns (`Instance`, parsed arguments)."""
         from numba import typeof
 
         arguments = self._bind(args, kwargs, omitted=lambda default: default)

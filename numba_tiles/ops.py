@@ -172,13 +172,18 @@ def reduction(intrinsic, args, dtype):
     """The (op, partial) of a reduction over ``dtype``, checked: what block and warp rules share."""
     op = args["op"].bind(intrinsic, dtype)
     check(intrinsic, op, dtype)
-    partial = args["num_valid"] is not None
-    if partial:
+    return op, partial(intrinsic, args, op)
+
+
+def partial(intrinsic, args, op):
+    """Whether ``num_valid`` was given (checked: an integer, and an op whose identity the missing items take)."""
+    given = args["num_valid"] is not None
+    if given:
         _dtypes.integer(intrinsic, "num_valid", args["num_valid"])
         if op.identity is None:
             raise error(intrinsic, f"num_valid needs an op with an identity; {op.name} is a Python function",
                         "use a built-in op, or leave num_valid out and give the missing items a neutral value")
-    return op, partial
+    return given
 
 
 def scan(intrinsic, args, dtype):

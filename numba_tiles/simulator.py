@@ -198,6 +198,9 @@ def warp_scan(instance, args):
     dtype = _entry_dtype(instance)
     values, lane = _warp_exchange(thread, args["warp_size"], args["value"])
     op, initial = args["op"], args["initial_value"]
+    if args["num_valid"] is not None:
+        valid = max(int(args["num_valid"]), 0)
+        values = values[:valid] + [op.identity(dtype)] * (len(values) - min(valid, len(values)))
     if initial is None and args["exclusive"]:
         initial = op.identity(dtype)
     out = _scan(op, dtype, values, args["exclusive"], initial)[lane]

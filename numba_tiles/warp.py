@@ -68,13 +68,14 @@ def warp_sum(value, *, warp_size=32, num_valid=None):
 def _scan_rule(name, args):
     dtype = _dtypes.scalar(name, "value", args["value"])
     op, has_initial, identity = ops.scan(name, args, dtype)
-    flags = ", ".join(map(_params.cxx_bool, (args["exclusive"], has_initial, args["aggregate"])))
+    flags = ", ".join(map(_params.cxx_bool, (args["exclusive"], has_initial, args["aggregate"],
+                                             ops.partial(name, args, op))))
     return Instance(
         intrinsic=name,
         header="warp.cuh",
         template=f"numba_tiles::warp_scan<{dtype.cxx}, {op.cxx}, {args['warp_size']}, {flags}>",
         result=types.UniTuple(dtype.numba, 2) if args["aggregate"] else dtype.numba,
-        params=(("value", dtype.numba, None), ("initial_value", dtype.numba, identity)),
+        params=(("value", dtype.numba, None), ("initial_value", dtype.numba, identity), ("num_valid", types.int32, 0)),
         **op.code,
     )
 
@@ -82,13 +83,15 @@ def _scan_rule(name, args):
 @intrinsic(consts={"op": ops.parse, "warp_size": _params.warp_size, "exclusive": _params.flag("exclusive"),
                    "aggregate": _params.flag("aggregate")},
            rule=_scan_rule, simulate=simulator.warp_scan)
-def warp_scan(value, op="+", *, warp_size=32, exclusive=False, initial_value=None, aggregate=False):
+def warp_scan(value, op="+", *, warp_size=32, exclusive=False, initial_value=None, aggregate=False, num_valid=None):
     """Prefix-scan one value per lane across each logical warp with ``op`` (a sum by default).
 
     Logical warps are as for `warp_reduce`. Returns the lane's inclusive scan, or with
     ``exclusive=True`` op(initial, lanes before it), where ``initial_value`` defaults to the op's
     identity (so lane 0 is defined too); an inclusive scan with ``initial_value`` starts from it.
     ``aggregate=True`` returns ``(scanned, warp total)``, the total without ``initial_value``.
+    With ``num_valid``, the lanes of each logical warp from ``num_valid`` on count as the op's
+    identity: the total is that of the valid lanes, and the others repeat the last valid prefix.
     Implemented by ``cub::WarpScan`` (shuffles, no shared memory).
 
     Example::

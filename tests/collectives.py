@@ -199,17 +199,25 @@ def run_block_scan(dtype, op, block_dim, items, rng, algorithm="raking", exclusi
         check_scan(DT, op, running[b * rounds * tile:(b + 1) * rounds * tile], want, with_seed(seg, x[0]))
 
 
-def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blocks=2, block_dim=128):
+def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blocks=2, block_dim=128,
+                  num_valid=None):
+    """num_valid: None, or the lanes of each logical warp that count (the others take the op's identity)."""
     DT = np.dtype(dtype)
     W = warp_size
     x = random_array(DT, blocks * block_dim, rng, op)
+    nv = np.array([-1 if num_valid is None else num_valid], np.int32)
 
     @cuda.jit
-    def kernel(x, scanned, totals):
+    def kernel(x, nv, scanned, totals):
         i = cuda.grid(1)
-        if initial:
+        if initial and num_valid is not None:
+            s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, initial_value=x[0],
+                                       aggregate=True, num_valid=nv[0])
+        elif initial:
             s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, initial_value=x[0],
                                        aggregate=True)
+        elif num_valid is not None:
+            s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, aggregate=True, num_valid=nv[0])
         else:
             s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, aggregate=True)
         scanned[i] = s
@@ -217,10 +225,12 @@ def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blo
 
     scanned = np.zeros_like(x)
     totals = np.zeros_like(x)
-    kernel[blocks, block_dim](x, scanned, totals)
+    kernel[blocks, block_dim](x, nv, scanned, totals)
     identity = tiles.ops.parse("test", op).identity(DT)
     for g in range(len(x) // W):
-        seg = x[g * W:(g + 1) * W]
+        seg = x[g * W:(g + 1) * W].copy()
+        if num_valid is not None:
+            seg[max(num_valid, 0):] = identity
         seed = x[0] if initial else (identity if exclusive else None)
         want, total = scan_reference(DT, op, seg, exclusive, seed)
         check_scan(DT, op, scanned[g * W:(g + 1) * W], want, with_seed(seg, seed))

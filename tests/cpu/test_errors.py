@@ -122,6 +122,9 @@ def compile_body(body, sig="void(float32[:], float32[:], int64)"):
         # user ops and comparisons
         ("tiles.block_reduce(x[i], absmax, block_dim=128, num_valid=n)", None,
          r"num_valid needs an op with an identity; absmax is a Python function"),
+        ("tiles.warp_scan(x[i], absmax, num_valid=n)", None,
+         r"num_valid needs an op with an identity; absmax is a Python function"),
+        ("tiles.warp_scan(x[i], num_valid=1.5)", None, r"num_valid must be an integer, got float64"),
         ("tiles.block_scan(x[i], absmax, block_dim=128, exclusive=True)", None,
          r"an exclusive scan with a Python op \(absmax\) needs initial_value"),
         ("tiles.warp_reduce(x[i], absmax)", "void(float16[:], float16[:], int64)",

@@ -60,6 +60,14 @@ def test_warp_scan(dtype, op, exclusive, initial, warp_size, rng):
     c.run_warp_scan(dtype, op, warp_size, rng, exclusive=exclusive, initial=initial)
 
 
+@pytest.mark.parametrize("warp_size", [1, 8, 32])
+@pytest.mark.parametrize("num_valid", [0, 1, 5, 32])
+@pytest.mark.parametrize("exclusive,initial", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("dtype,op", [("int32", "+"), ("float32", "max"), ("uint8", "&")])
+def test_warp_scan_num_valid(dtype, op, exclusive, initial, num_valid, warp_size, rng):
+    c.run_warp_scan(dtype, op, warp_size, rng, exclusive=exclusive, initial=initial, num_valid=num_valid)
+
+
 @pytest.mark.parametrize("block_dim", SHAPES)
 @pytest.mark.parametrize("items", c.ITEMS_PER_THREAD)
 @pytest.mark.parametrize("arrangement", list(c._EXCHANGES))

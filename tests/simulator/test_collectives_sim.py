@@ -34,6 +34,11 @@ def test_warp_scan(warp_size, exclusive, initial, rng):
     c.run_warp_scan("int64", "+", warp_size, rng, exclusive=exclusive, initial=initial, blocks=1, block_dim=64)
 
 
+@pytest.mark.parametrize("num_valid", [0, 3])
+def test_warp_scan_num_valid(num_valid, rng):
+    c.run_warp_scan("int32", "max", 8, rng, exclusive=True, num_valid=num_valid, blocks=1, block_dim=32)
+
+
 @pytest.mark.parametrize("arrangement", list(c._EXCHANGES))
 def test_exchange(arrangement, rng):
     c.run_exchange("int32", arrangement, 64, 3, rng)
