@@ -1,4 +1,5 @@
-"""The on-disk cache of LTO-IR that NVRTC made for the intrinsics: paid once per machine, not per process.
+"""The on-disk cache of what NVRTC made for the intrinsics (LTO-IR, and the sizes of their shared
+storages): paid once per machine, not per process.
 
 Where: ``NUMBA_TILES_CACHE_DIR`` if set, else the user cache directory (``~/.cache/numba_tiles``
 on Linux). ``NUMBA_TILES_CACHE=0`` turns the disk cache off (the in-process memo stays).
