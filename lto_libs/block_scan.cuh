@@ -23,19 +23,7 @@ __device__ __forceinline__ T scan_tile(T (&in)[IPT], T (&out)[IPT], T initial, T
   using Scan = cub::BlockScan<T, BX, Algo, BY, BZ>;
   auto& storage = storage_of<block_scan_storage<T, BX, BY, BZ, Algo>>(temp, "block_scan");
   T aggregate{};
-  if constexpr (Exclusive && Aggregate) {
-    Scan(storage).ExclusiveScan(in, out, initial, Op{}, aggregate);
-  } else if constexpr (Exclusive) {
-    Scan(storage).ExclusiveScan(in, out, initial, Op{});
-  } else if constexpr (HasInitial && Aggregate) {
-    Scan(storage).InclusiveScan(in, out, initial, Op{}, aggregate);
-  } else if constexpr (HasInitial) {
-    Scan(storage).InclusiveScan(in, out, initial, Op{});
-  } else if constexpr (Aggregate) {
-    Scan(storage).InclusiveScan(in, out, Op{}, aggregate);
-  } else {
-    Scan(storage).InclusiveScan(in, out, Op{});
-  }
+  cub_scan<Exclusive, HasInitial, Aggregate>(Scan(storage), in, out, initial, Op{}, aggregate);
   __syncthreads();  // the next call that uses this storage must wait for every thread
   return aggregate;
 }

@@ -117,6 +117,28 @@ __device__ __forceinline__ void check_launch(const char* intrinsic) {
 #endif
 }
 
+// The CUB scan method for the flags, on a cub::BlockScan (arrays of items) or a cub::WarpScan
+// (one value): both name their methods alike and take the same arguments in the same order.
+// An exclusive scan always has an initial value; an inclusive one only when HasInitial.
+// `aggregate` is written only when Aggregate.
+template <bool Exclusive, bool HasInitial, bool Aggregate, typename Scan, typename In, typename Out, typename T,
+          typename Op>
+__device__ __forceinline__ void cub_scan(Scan&& scan, In& in, Out& out, T initial, Op op, T& aggregate) {
+  if constexpr (Exclusive && Aggregate) {
+    scan.ExclusiveScan(in, out, initial, op, aggregate);
+  } else if constexpr (Exclusive) {
+    scan.ExclusiveScan(in, out, initial, op);
+  } else if constexpr (HasInitial && Aggregate) {
+    scan.InclusiveScan(in, out, initial, op, aggregate);
+  } else if constexpr (HasInitial) {
+    scan.InclusiveScan(in, out, initial, op);
+  } else if constexpr (Aggregate) {
+    scan.InclusiveScan(in, out, op, aggregate);
+  } else {
+    scan.InclusiveScan(in, out, op);
+  }
+}
+
 // The value of a reduction over no items: the op's identity. The ops are CCCL's transparent
 // functors (plus<>, not plus<T>): CUB selects REDUX and other fast paths only for those.
 template <typename T>

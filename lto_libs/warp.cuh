@@ -41,19 +41,7 @@ __device__ __forceinline__ auto warp_scan(T value, T initial, int num_valid) {
   typename Scan::TempStorage temp;  // an empty placeholder for the shuffle specialization
   value = valid_or_identity<Op, Warp, Partial>(value, num_valid);
   T out, aggregate;
-  if constexpr (Exclusive && Aggregate) {
-    Scan(temp).ExclusiveScan(value, out, initial, Op{}, aggregate);
-  } else if constexpr (Exclusive) {
-    Scan(temp).ExclusiveScan(value, out, initial, Op{});
-  } else if constexpr (HasInitial && Aggregate) {
-    Scan(temp).InclusiveScan(value, out, initial, Op{}, aggregate);
-  } else if constexpr (HasInitial) {
-    Scan(temp).InclusiveScan(value, out, initial, Op{});
-  } else if constexpr (Aggregate) {
-    Scan(temp).InclusiveScan(value, out, Op{}, aggregate);
-  } else {
-    Scan(temp).InclusiveScan(value, out, Op{});
-  }
+  cub_scan<Exclusive, HasInitial, Aggregate>(Scan(temp), value, out, initial, Op{}, aggregate);
   if constexpr (Aggregate) {
     return ::cuda::std::tuple<T, T>{out, aggregate};
   } else {

@@ -163,17 +163,25 @@ def for_call(instance, arch, library):
 def build(instances, arch):
     """LTO-IR bytes for one translation unit: from the disk cache, else NVRTC (then stored)."""
     source = translation_unit(instances)
-    components = key_components(source, arch)
-    digest = _digest(components)
-    code = cache.load(digest)
-    if code is None:
-        name = instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}"
+    name = instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}"
+
+    def make():
         try:
-            code = _nvrtc(source, arch, name)
+            return _nvrtc(source, arch, name)
         except _StorageTooBig:
             raise _too_big(instances, arch) from None
-        cache.store(digest, components, code)
-    return code
+
+    return _cached(key_components(source, arch), make)
+
+
+def _cached(components, make):
+    """The payload stored under the digest of ``components``, else ``make()``'s, then stored."""
+    digest = _digest(components)
+    payload = cache.load(digest)
+    if payload is None:
+        payload = make()
+        cache.store(digest, components, payload)
+    return payload
 
 
 class _StorageTooBig(Exception):
@@ -210,13 +218,12 @@ def constant(expression, arch):
     with _lock:
         if (expression, arch) not in _constants:
             source = f'{_includes()}extern "C" __device__ unsigned long long numba_tiles_constant = {expression};\n'
-            components = {**key_components(source, arch), "output": "constant"}
-            digest = _digest(components)
-            value = cache.load(digest)
-            if value is None:
+
+            def make():
                 cubin = _nvrtc(source, arch, "numba_tiles_constant", output="cubin")
-                value = symbol_bytes(cubin, "numba_tiles_constant", 8)
-                cache.store(digest, components, value)
+                return symbol_bytes(cubin, "numba_tiles_constant", 8)
+
+            value = _cached({**key_components(source, arch), "output": "constant"}, make)
             _constants[expression, arch] = int.from_bytes(value, "little")
         return _constants[expression, arch]
 

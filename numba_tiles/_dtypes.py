@@ -83,3 +83,11 @@ def integer(intrinsic, param, ty):
     """Check that a run-time count argument is an integer (any width: it is cast to int32)."""
     if not isinstance(types.unliteral(ty), types.Integer):
         raise error(intrinsic, f"{param} must be an integer, got {ty}", f"pass an int, e.g. {param}=n")
+
+
+def given_integer(intrinsic, args, param):
+    """Whether the optional run-time integer ``args[param]`` was given (checked to be an integer)."""
+    given = args[param] is not None
+    if given:
+        integer(intrinsic, param, args[param])
+    return given

@@ -62,14 +62,6 @@ def _check_shared(name, args, *arrays):
                     "use fewer items_per_thread or threads, or a smaller dtype")
 
 
-def _count(name, args, param):
-    """Whether the optional run-time count ``param`` was given (checked to be an integer)."""
-    given = args[param] is not None
-    if given:
-        _dtypes.integer(name, param, args[param])
-    return given
-
-
 _REDUCE_ALGORITHMS = {
     "warp_reductions": "cub::BLOCK_REDUCE_WARP_REDUCTIONS",
     "raking": "cub::BLOCK_REDUCE_RAKING",
@@ -183,7 +175,7 @@ def _movement(name, args, array):
     table = _LOAD_ALGORITHMS if family == "load" else _STORE_ALGORITHMS
     contiguous = args[array].layout == "C"
     template_args = (f"{_shape(args)}, {args['items_per_thread']}, {table[algorithm]}, "
-                     f"{_params.cxx_bool(contiguous)}, {_params.cxx_bool(_count(name, args, 'num_valid'))}")
+                     f"{_params.cxx_bool(contiguous)}, {_params.cxx_bool(_dtypes.given_integer(name, args, 'num_valid'))}")
     params = ((array, args[array], None), ("items", args["items"], None), ("num_valid", types.int64, 0))
     storage = (f"numba_tiles::block_{family}_storage<{dtype.cxx}, {_shape(args)}, {args['items_per_thread']}, "
                f"{table[algorithm]}>")
@@ -461,8 +453,7 @@ def _sort_storage(sort, dtype, value_cxx, args):
 def _sort_rule(name, args):
     dtype, value_cxx, params = _keys_and_values(name, args)
     for bit in ("begin_bit", "end_bit"):
-        if args[bit] is not None:
-            _dtypes.integer(name, bit, args[bit])
+        _dtypes.given_integer(name, args, bit)
     flags = ", ".join(map(_params.cxx_bool, (args["descending"], args["striped"])))
     return Instance(name, "block_radix_sort.cuh",
                     f"numba_tiles::block_radix_sort<{dtype.cxx}, {value_cxx}{_shape(args)}, "

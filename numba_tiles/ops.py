@@ -177,12 +177,10 @@ def reduction(intrinsic, args, dtype):
 
 def partial(intrinsic, args, op):
     """Whether ``num_valid`` was given (checked: an integer, and an op whose identity the missing items take)."""
-    given = args["num_valid"] is not None
-    if given:
-        _dtypes.integer(intrinsic, "num_valid", args["num_valid"])
-        if op.identity is None:
-            raise error(intrinsic, f"num_valid needs an op with an identity; {op.name} is a Python function",
-                        "use a built-in op, or leave num_valid out and give the missing items a neutral value")
+    given = _dtypes.given_integer(intrinsic, args, "num_valid")
+    if given and op.identity is None:
+        raise error(intrinsic, f"num_valid needs an op with an identity; {op.name} is a Python function",
+                    "use a built-in op, or leave num_valid out and give the missing items a neutral value")
     return given
 
 

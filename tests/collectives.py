@@ -7,7 +7,7 @@ from numba import cuda
 
 import numba_tiles as tiles
 
-from .reference import OPS, check, random_values, threads_of
+from .reference import OPS, check, random_values, strides_of, threads_of
 
 # Every dtype a thread-local array can hold (numba-cuda has no bfloat16 arrays).
 ARRAY_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -16,11 +16,6 @@ SHAPES = [128, (16, 8), (8, 4, 4)]
 ITEMS_PER_THREAD = [1, 2, 4, 7, 16]
 MOVE_ALGORITHMS = ["direct", "striped", "vectorize", "transpose", "warp_transpose", "warp_transpose_timesliced"]
 SCAN_ALGORITHMS = ["raking", "raking_memoize", "warp_scans"]
-
-
-def _linear_tid(block_dim):
-    dims = block_dim if isinstance(block_dim, tuple) else (block_dim,)
-    return dims[0], dims[1] if len(dims) > 1 else 1
 
 
 def random_array(dtype, n, rng, op="+"):
@@ -47,7 +42,7 @@ def run_load_store(dtype, block_dim, items, algorithm, rng, num_valid=False, oob
     """Load tiles (the last one partial), dump what each thread got, store them back; check both,
     that nothing past the valid items is written, and that the store left the items as they were."""
     T = threads_of(block_dim)
-    BX, BY = _linear_tid(block_dim)
+    BX, BY = strides_of(block_dim)
     tile = T * items
     blocks = 5
     n = tile * (blocks - 1) + tile // 3 + 1  # the last tile runs off the array
@@ -142,7 +137,7 @@ def check_scan(dtype, op, got, want, flat):
 def run_block_scan(dtype, op, block_dim, items, rng, algorithm="raking", exclusive=False, initial=False):
     """Array form (in place, with the aggregate), scalar form and the running prefix over 3 tiles."""
     T = threads_of(block_dim)
-    BX, BY = _linear_tid(block_dim)
+    BX, BY = strides_of(block_dim)
     DT = np.dtype(dtype)
     tile = T * items
     blocks, rounds = 3, 3
@@ -249,7 +244,7 @@ def run_exchange(dtype, arrangement, block_dim, items, rng):
     """Thread t holds x[t*N:(t+1)*N]; after the exchange, item j must be the tile item at its target rank
     whose source position was (t', j')."""
     T = threads_of(block_dim)
-    BX, BY = _linear_tid(block_dim)
+    BX, BY = strides_of(block_dim)
     DT = np.dtype(dtype)
     tile = T * items
     blocks = 3
@@ -279,7 +274,7 @@ def run_exchange(dtype, arrangement, block_dim, items, rng):
 
 def run_histogram(dtype, counter, bins, block_dim, items, algorithm, rng, accumulate=False):
     T = threads_of(block_dim)
-    BX, BY = _linear_tid(block_dim)
+    BX, BY = strides_of(block_dim)
     DT, CT = np.dtype(dtype), np.dtype(counter)
     tile = T * items
     blocks = 3
@@ -334,7 +329,7 @@ def ordered_digits(dtype, keys, begin, end):
 
 def run_radix_sort(dtype, block_dim, items, rng, descending=False, striped=False, with_values=True, bits=None):
     T = threads_of(block_dim)
-    BX, BY = _linear_tid(block_dim)
+    BX, BY = strides_of(block_dim)
     DT = np.dtype(dtype)
     tile = T * items
     blocks = 3
@@ -394,7 +389,7 @@ def run_user_ops(dtype, block_dim, items, rng):
     """block_reduce, block_scan (inclusive, and exclusive from initial_value), warp_reduce and
     warp_scan with a @cuda.jit(device=True) op, against the same op in NumPy."""
     T = threads_of(block_dim)
-    BX, BY = _linear_tid(block_dim)
+    BX, BY = strides_of(block_dim)
     DT = np.dtype(dtype)
     tile = T * items
     blocks = 3
@@ -443,7 +438,7 @@ def run_user_ops(dtype, block_dim, items, rng):
 def run_merge_sort(dtype, compare, block_dim, items, rng, with_values=True):
     """compare: "<", ">" or "magnitude" (the by_magnitude device function)."""
     T = threads_of(block_dim)
-    BX, BY = _linear_tid(block_dim)
+    BX, BY = strides_of(block_dim)
     DT = np.dtype(dtype)
     tile = T * items
     blocks = 3
@@ -504,7 +499,7 @@ def run_shared_temp(dtype, block_dim, items, rng):
     from numba import int32, uint8, uint32
 
     T = threads_of(block_dim)
-    BX, BY = _linear_tid(block_dim)
+    BX, BY = strides_of(block_dim)
     DT = np.dtype(dtype)
     tile = T * items
     blocks = 3

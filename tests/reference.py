@@ -30,6 +30,12 @@ def threads_of(block_dim):
     return int(np.prod(dims))
 
 
+def strides_of(block_dim):
+    """(BX, BY): a thread's linear rank is threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z)."""
+    dims = block_dim if isinstance(block_dim, tuple) else (block_dim,)
+    return dims[0], dims[1] if len(dims) > 1 else 1
+
+
 def num_valid_per_block(threads, rng):
     """Per-block counts: the edge cases (0, 1, full, beyond full) and random partial tiles."""
     fixed = [threads, 0, 1, threads - 1, threads + 7, max(threads // 2, 1)]
@@ -56,9 +62,7 @@ def random_values(dtype, op, n, rng):
 def make_kernel(op, block_dim, api="reduce"):
     """A kernel in which block b reduces x[b*T:(b+1)*T], in full and over its first nv[b] items."""
     T = threads_of(block_dim)
-    dims = block_dim if isinstance(block_dim, tuple) else (block_dim,)
-    BX = dims[0]
-    BY = dims[1] if len(dims) > 1 else 1
+    BX, BY = strides_of(block_dim)
     OP = SPELLED[op] if api == "spelled" else op
 
     @cuda.jit
@@ -87,9 +91,7 @@ def make_items_kernel(op, block_dim, items, algorithm, dtype):
     """Block b reduces its tile of T*items values held in blocked order: in full, over its first
     nv[b] items, and broadcast (every thread writes what it got)."""
     T = threads_of(block_dim)
-    dims = block_dim if isinstance(block_dim, tuple) else (block_dim,)
-    BX = dims[0]
-    BY = dims[1] if len(dims) > 1 else 1
+    BX, BY = strides_of(block_dim)
     N = items
     DT = np.dtype(dtype)
 
