@@ -14,12 +14,12 @@ template <typename K, typename V, int BX, int BY, int BZ, int IPT>
 using block_merge_sort_storage = typename cub::BlockMergeSort<K, BX, IPT, V, BY, BZ>::TempStorage;
 
 // Sort the tile of keys (IPT per thread, blocked arrangement) by Less (a strict weak order),
-// stably; the result is blocked again. `temp`: see common.cuh.
-template <typename K, int BX, int BY, int BZ, int IPT, typename Less, typename Temp>
+// stably; the result is blocked again. V is cub::NullType here (keys only). `temp`: see common.cuh.
+template <typename K, typename V, int BX, int BY, int BZ, int IPT, typename Less, typename Temp>
 __device__ __forceinline__ void block_merge_sort(array_ref<K> keys, Temp temp) {
   check_launch<BX, BY, BZ>("block_merge_sort");
-  using Sort = cub::BlockMergeSort<K, BX, IPT, cub::NullType, BY, BZ>;
-  auto& storage = storage_of<block_merge_sort_storage<K, cub::NullType, BX, BY, BZ, IPT>>(temp, "block_merge_sort");
+  using Sort = cub::BlockMergeSort<K, BX, IPT, V, BY, BZ>;
+  auto& storage = storage_of<block_merge_sort_storage<K, V, BX, BY, BZ, IPT>>(temp, "block_merge_sort");
   Sort(storage).StableSort(tile_of<IPT>(keys, "block_merge_sort"), Less{});
   __syncthreads();  // the next call that uses this storage must wait for every thread
 }

@@ -19,12 +19,12 @@ using block_radix_sort_storage = typename radix_sort<K, V, BX, BY, BZ, IPT>::Tem
 // Sort the tile of keys (IPT per thread, blocked arrangement) by bits [begin_bit, end_bit),
 // ascending or Descending; the sorted tile is blocked again (thread t gets ranks t*IPT ...),
 // or striped with Striped (thread t gets ranks t, t+threads, ...: coalesced stores).
-// `temp`: see common.cuh.
-template <typename K, int BX, int BY, int BZ, int IPT, bool Descending, bool Striped, typename Temp>
+// V is cub::NullType here (keys only). `temp`: see common.cuh.
+template <typename K, typename V, int BX, int BY, int BZ, int IPT, bool Descending, bool Striped, typename Temp>
 __device__ __forceinline__ void block_radix_sort(array_ref<K> keys, int begin_bit, int end_bit, Temp temp) {
   check_launch<BX, BY, BZ>("block_radix_sort");
-  using Sort = radix_sort<K, cub::NullType, BX, BY, BZ, IPT>;
-  auto& storage = storage_of<block_radix_sort_storage<K, cub::NullType, BX, BY, BZ, IPT>>(temp, "block_radix_sort");
+  using Sort = radix_sort<K, V, BX, BY, BZ, IPT>;
+  auto& storage = storage_of<block_radix_sort_storage<K, V, BX, BY, BZ, IPT>>(temp, "block_radix_sort");
   K (&k)[IPT] = tile_of<IPT>(keys, "block_radix_sort");
   if constexpr (Descending && Striped) {
     Sort(storage).SortDescendingBlockedToStriped(k, begin_bit, end_bit);

@@ -28,11 +28,11 @@ struct block_reduce_storage<T, BX, BY, BZ, Algo, true> : block_reduce_storage<T,
 // thread with Broadcast. With Partial, only the first num_valid items of the tile count: the
 // others become the op's identity, so the whole block takes CUB's full-tile path (full-mask
 // shuffles, REDUX where CUB uses it) rather than the bounds-checked one, whose variable-mask
-// shuffles compile to a called helper. num_valid <= 0 gives the identity. `temp` is
-// own_storage or the user's buffer (see common.cuh).
+// shuffles compile to a called helper. num_valid <= 0 gives the identity (numba_tiles passes
+// the op's). `temp` is own_storage or the user's buffer (see common.cuh).
 template <typename T, typename Op, int BX, int BY, int BZ, int IPT,
           cub::BlockReduceAlgorithm Algo, bool Partial, bool Broadcast, typename Temp>
-__device__ __forceinline__ T block_reduce(const T* items, int num_valid, Temp temp) {
+__device__ __forceinline__ T block_reduce(const T* items, int num_valid, T identity, Temp temp) {
   check_launch<BX, BY, BZ>("block_reduce");
   using Reduce = cub::BlockReduce<T, BX, Algo, BY, BZ>;
   auto& storage = storage_of<block_reduce_storage<T, BX, BY, BZ, Algo, Broadcast>>(temp, "block_reduce");
@@ -41,7 +41,7 @@ __device__ __forceinline__ T block_reduce(const T* items, int num_valid, Temp te
 #pragma unroll
   for (int j = 0; j < IPT; ++j) {
     if constexpr (Partial) {  // (a user's op has no identity; it never takes num_valid)
-      local[j] = tid * IPT + j < num_valid ? items[j] : identity<Op, T>::value();
+      local[j] = tid * IPT + j < num_valid ? items[j] : identity;
     } else {
       local[j] = items[j];
     }
@@ -61,16 +61,16 @@ __device__ __forceinline__ T block_reduce(const T* items, int num_valid, Temp te
 
 template <typename T, typename Op, int BX, int BY, int BZ, int IPT,
           cub::BlockReduceAlgorithm Algo, bool Partial, bool Broadcast, typename Temp>
-__device__ __forceinline__ T block_reduce(array_ref<T> items, int num_valid, Temp temp) {
+__device__ __forceinline__ T block_reduce(array_ref<T> items, int num_valid, T identity, Temp temp) {
   return block_reduce<T, Op, BX, BY, BZ, IPT, Algo, Partial, Broadcast>(
-    items_of<IPT>(items, "block_reduce"), num_valid, temp);
+    items_of<IPT>(items, "block_reduce"), num_valid, identity, temp);
 }
 
 template <typename T, typename Op, int BX, int BY, int BZ, int IPT,
           cub::BlockReduceAlgorithm Algo, bool Partial, bool Broadcast, typename Temp>
-__device__ __forceinline__ T block_reduce(T value, int num_valid, Temp temp) {
+__device__ __forceinline__ T block_reduce(T value, int num_valid, T identity, Temp temp) {
   static_assert(IPT == 1, "a scalar input is one item per thread");
-  return block_reduce<T, Op, BX, BY, BZ, 1, Algo, Partial, Broadcast>(&value, num_valid, temp);
+  return block_reduce<T, Op, BX, BY, BZ, 1, Algo, Partial, Broadcast>(&value, num_valid, identity, temp);
 }
 
 }  // namespace numba_tiles

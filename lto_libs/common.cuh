@@ -1,5 +1,5 @@
 // What every numba_tiles header shares: the array view entry points pass, launch and size
-// checks, and the operators' identities.
+// checks, and where temp storage lives.
 #pragma once
 
 #include <cuda/functional>
@@ -69,12 +69,12 @@ __device__ __forceinline__ T* contiguous(array_ref<T> a, const char* intrinsic) 
 // that needs that type reuses (each call ends with a barrier, so sequential calls never overlap).
 struct own_storage {};
 
-inline constexpr unsigned long long static_shared_limit = 48 * 1024;
-
+// NUMBA_TILES_STATIC_SHARED_BYTES: a block's static shared memory, which numba_tiles defines
+// (one number for Python and C++). When this fails, numba_tiles measures each storage and
+// names the intrinsic whose storage is too big.
 template <typename Storage>
 __device__ __forceinline__ Storage& storage_of(own_storage, const char*) {
-  // numba_tiles turns this failure into an error that names the intrinsic and its size.
-  static_assert(sizeof(Storage) <= static_shared_limit, "numba_tiles: static shared storage over 48 KiB");
+  static_assert(sizeof(Storage) <= NUMBA_TILES_STATIC_SHARED_BYTES, "a temp storage over the static shared memory");
   __shared__ Storage storage;
   return storage;
 }
@@ -138,35 +138,5 @@ __device__ __forceinline__ void cub_scan(Scan&& scan, In& in, Out& out, T initia
     scan.InclusiveScan(in, out, op);
   }
 }
-
-// The value of a reduction over no items: the op's identity. The ops are CCCL's transparent
-// functors (plus<>, not plus<T>): CUB selects REDUX and other fast paths only for those.
-template <typename T>
-__device__ __forceinline__ T lowest_or_minus_inf() {
-  using limits = ::cuda::std::numeric_limits<T>;
-  return limits::has_infinity ? T(-limits::infinity()) : limits::lowest();
-}
-template <typename T>
-__device__ __forceinline__ T max_or_inf() {
-  using limits = ::cuda::std::numeric_limits<T>;
-  return limits::has_infinity ? limits::infinity() : limits::max();
-}
-
-template <typename Op, typename T>
-struct identity;
-template <typename T>
-struct identity<::cuda::std::plus<>, T> { __device__ static T value() { return T(0); } };
-template <typename T>
-struct identity<::cuda::std::multiplies<>, T> { __device__ static T value() { return T(1); } };
-template <typename T>
-struct identity<::cuda::minimum<>, T> { __device__ static T value() { return max_or_inf<T>(); } };
-template <typename T>
-struct identity<::cuda::maximum<>, T> { __device__ static T value() { return lowest_or_minus_inf<T>(); } };
-template <typename T>
-struct identity<::cuda::std::bit_and<>, T> { __device__ static T value() { return static_cast<T>(~T(0)); } };
-template <typename T>
-struct identity<::cuda::std::bit_or<>, T> { __device__ static T value() { return T(0); } };
-template <typename T>
-struct identity<::cuda::std::bit_xor<>, T> { __device__ static T value() { return T(0); } };
 
 }  // namespace numba_tiles

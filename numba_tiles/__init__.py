@@ -16,18 +16,19 @@ Example::
             out[cuda.blockIdx.x] = s
 """
 
-__version__ = "0.1.0"
-
-from . import cache  # noqa: E402
-from ._compile import compile, precompile  # noqa: E402
-from ._errors import TilesError  # noqa: E402
-from ._shared_memory import shared_memory, temp_bytes  # noqa: E402
-from .block import (block_exchange, block_histogram, block_load, block_merge_sort, block_radix_sort,  # noqa: E402
-                    block_reduce, block_scan, block_store, block_sum)
-from .warp import warp_reduce, warp_scan, warp_sum  # noqa: E402
+from . import cache
+from ._version import __version__
+from ._compile import compile, precompile
+from ._errors import TilesError
+from ._shared_memory import shared_memory, temp_bytes
+from .block import (block_adjacent_difference, block_discontinuity, block_exchange, block_histogram, block_load,
+                    block_merge_sort, block_radix_sort, block_reduce, block_scan, block_shuffle, block_store,
+                    block_sum)
+from .warp import warp_reduce, warp_scan, warp_sum
 
 __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",
-    "block_histogram", "block_radix_sort", "block_merge_sort", "warp_reduce", "warp_sum", "warp_scan",
+    "block_histogram", "block_radix_sort", "block_merge_sort", "block_adjacent_difference",
+    "block_discontinuity", "block_shuffle", "warp_reduce", "warp_sum", "warp_scan",
     "compile", "precompile", "shared_memory", "temp_bytes", "cache", "TilesError", "__version__",
 ]

@@ -14,7 +14,7 @@ import sys
 
 
 def _cache(args):
-    from . import _toolchain, cache
+    from . import _library, _toolchain, cache
 
     if args.action == "info":
         info = cache.info()
@@ -23,16 +23,19 @@ def _cache(args):
         print(f"entries     {info['entries']}, {info['bytes'] / 2**20:.1f} MiB of {info['max_bytes'] / 2**20:.0f} MiB"
               "  (NUMBA_TILES_CACHE_MAX_BYTES)")
         print("key         digest of: " + ", ".join(info["key_components"]))
-        print("now         " + ", ".join(f"{k}={v}" for k, v in _toolchain.versions().items()))
+        now = {**_toolchain.versions(), **_library.CUB.versions()}
+        print("now         " + ", ".join(f"{k}={v}" for k, v in now.items()))
         print("this process " + ", ".join(f"{k}={v:g}" for k, v in info["stats"].items()))
     elif args.action == "list":
         rows = cache.entries()
-        print(f"{'key':<18}{'bytes':>10}  {'last used':<20}{'arch':<8}{'nvrtc':<7}{'cccl':<9}numba_tiles")
+        print(f"{'key':<18}{'bytes':>10}  {'last used':<20}{'arch':<8}{'output':<9}{'nvrtc':<7}libraries")
         for e in rows:
             c = e["components"]
             used = datetime.datetime.fromtimestamp(e["last_used"]).strftime("%Y-%m-%d %H:%M:%S")
-            print(f"{e['key'][:16]:<18}{e['bytes']:>10}  {used:<20}{c.get('arch', '?'):<8}{c.get('nvrtc', '?'):<7}"
-                  f"{c.get('cccl', '?')!s:<9}{c.get('numba_tiles', '?')}")
+            versions = c.get("versions", {})
+            libraries = ", ".join(name for name, v in versions.items() if isinstance(v, dict))
+            print(f"{e['key'][:16]:<18}{e['bytes']:>10}  {used:<20}{c.get('target', {}).get('arch', '?'):<8}"
+                  f"{c.get('output', '?'):<9}{versions.get('nvrtc', '?'):<7}{libraries}")
         print(f"{len(rows)} entries")
     elif args.action == "clear":
         print(f"removed {cache.clear()} entries from {cache.directory()}")
@@ -47,10 +50,82 @@ def _precompile(args):
     _compile.precompile(args.module, arch=args.arch or ["sm_90"])
 
 
-def _doctor(args):
-    from . import _toolchain
+def _tool(name):
+    from cuda.pathfinder import load_nvidia_dynamic_lib
 
-    rows, problems = _toolchain.report()
+    try:
+        return load_nvidia_dynamic_lib(name).abs_path
+    except Exception as exc:  # pathfinder raises several kinds; all mean "not usable"
+        return f"not found ({type(exc).__name__})"
+
+
+def _driver_version():
+    """(major, minor) of the installed driver's CUDA version, or None without a driver."""
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        err, version = driver.cuDriverGetVersion()
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return None
+        return version // 1000, version % 1000 // 10
+    except Exception:  # no libcuda at all
+        return None
+
+
+def report():
+    """(rows of (what, value), problems with their fixes): what ``doctor`` prints."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from cuda.bindings import nvjitlink
+
+    from . import _library, _toolchain, cache
+
+    def package(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    rows, problems = [], []
+    for name in ("numba-cuda", "numba", "cuda-core", "cuda-bindings", "numpy"):
+        rows.append((name, package(name)))
+    nvrtc = "%d.%d" % _toolchain.nvrtc_version()
+    jitlink = "%d.%d" % nvjitlink.version()
+    rows += [
+        ("NVRTC", f"{nvrtc}  {_tool('nvrtc')}"),
+        ("nvJitLink", f"{jitlink}  {_tool('nvJitLink')}"),
+        ("NVVM", _tool("nvvm")),
+        ("CCCL", f"{_toolchain.cccl_version()}  {_toolchain.cccl_include_dir()}"),
+        ("CUDA headers", f"{_toolchain.cuda_headers_version()}  {_toolchain.cuda_include_dir()}"),
+        (f"library {_library.CUB.name}", ", ".join(f"{k}={v}" for k, v in _library.CUB.versions().items())),
+        ("MathDx", package("nvidia-mathdx")),
+        ("targets", ", ".join(_toolchain.supported_archs())),
+    ]
+    if _toolchain.nvrtc_version() > nvjitlink.version():
+        problems.append(f"NVRTC {nvrtc} is newer than nvJitLink {jitlink}, which cannot link its LTO-IR: "
+                        f"pip install 'nvidia-nvjitlink=={nvrtc}.*'")
+    driver = _driver_version()
+    if driver is None:
+        rows.append(("driver", "none (compiling works; launching needs a GPU)"))
+    else:
+        rows.append(("driver", "CUDA %d.%d" % driver))
+        if nvjitlink.version() > driver:
+            problems.append(f"the toolkit ({jitlink}) is newer than the driver (CUDA {'%d.%d' % driver}): "
+                            f"pip install 'cuda-toolkit[nvrtc,nvjitlink,nvvm,cccl]=={'%d.%d' % driver}.*'")
+        from numba import cuda
+
+        for gpu in cuda.gpus if cuda.is_available() else ():
+            name = gpu.name.decode() if isinstance(gpu.name, bytes) else gpu.name
+            rows.append((f"GPU {gpu.id}", "%s, sm_%d%d" % ((name,) + gpu.compute_capability)))
+    info = cache.info()
+    state = "on" if info["enabled"] else "off (NUMBA_TILES_CACHE=0)"
+    rows.append(("cache", f"{info['directory']}  {state}, {info['entries']} entries, {info['bytes'] / 2**20:.1f} MiB"))
+    return rows, problems
+
+
+def _doctor(args):
+    rows, problems = report()
     width = max(len(what) for what, _ in rows)
     for what, value in rows:
         print(f"{what:<{width}}  {value}")

@@ -1,6 +1,6 @@
 """The one error type for misuse of an intrinsic."""
 
-from numba.core.errors import TypingError
+from ._numba import TypingError
 
 
 class TilesError(TypingError):
@@ -8,8 +8,8 @@ class TilesError(TypingError):
 
     The message names the intrinsic, what was wrong and the fix, e.g.
     ``tiles.block_reduce: op '%' is not supported. Fix: use one of '+', '*', 'min', ...``.
-    When Numba compiles the kernel it reports this message inside its own ``TypingError``
-    (a base class of this one), so catch that to handle both. Example::
+    It is a numba-cuda ``TypingError``, so numba-cuda's typing reports it at the kernel's
+    source line, inside the ``TypingError`` that compiling the kernel raises. Example::
 
         from numba import cuda
         from numba.core.errors import TypingError

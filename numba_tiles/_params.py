@@ -3,7 +3,7 @@ parsed value or raises a `TilesError` that names the intrinsic and the fix."""
 
 from ._errors import error
 
-MAX_THREADS = 1024
+MAX_THREADS = 1024  # CUDA's threads per block
 _LIMITS = (1024, 1024, 64)  # CUDA's per-dimension block limits
 
 
@@ -72,5 +72,24 @@ def flag(param):
     return parse
 
 
-def cxx_bool(value):
-    return "true" if value else "false"
+# The rearrangements block_exchange performs, as (from, to) arrangements: what the spec accepts,
+# what its C++ enum names (numba_tiles::exchange::<name>) and what the simulator moves.
+ARRANGEMENTS = {
+    "striped_to_blocked": ("striped", "blocked"),
+    "blocked_to_striped": ("blocked", "striped"),
+    "warp_striped_to_blocked": ("warp_striped", "blocked"),
+    "blocked_to_warp_striped": ("blocked", "warp_striped"),
+}
+
+# The text of parameters many intrinsics share: a docstring line ``{{name}}`` becomes this.
+DOCS = {
+    "block_dim": (
+        "- ``block_dim``: the block shape the kernel is launched with, an int or a 2-/3-tuple; a\n"
+        "      compile-time constant (a literal or a module-level global)."),
+    "items_per_thread": (
+        "- ``items_per_thread``: the thread-local array's length, a compile-time constant; the block's\n"
+        "      tile is in blocked arrangement (thread t holds items t*N ... t*N+N-1)."),
+    "temp": (
+        "- ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from\n"
+        "      `temp_bytes`, which sequential calls may share; by default the call has its own."),
+}

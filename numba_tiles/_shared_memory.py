@@ -28,13 +28,14 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
         usage = tiles.shared_memory(scan_rows, "void(float32[::1], float32[::1])", arch="sm_90")
         assert usage["total"] >= sum(usage["buffers"].values())
     """
-    with _compile.recording() as instances:
+    with _compile.recording() as lowered:
         cubin = _compile.compile(kernel, signature, arch=arch)
-    users = {}
-    for i in instances:
+    users, headers = {}, {}
+    for i, _ in lowered:
         if i.static_storage:
             users.setdefault(i.static_storage, {})[f"tiles.{i.intrinsic}"] = None
-    sizes = {storage: _compile.constant(f"sizeof({storage})", arch) for storage in users}
+            headers[i.static_storage] = i.header
+    sizes = {storage: _compile.constant(f"sizeof({storage})", headers[storage], arch) for storage in users}
     # CUB's storage for the algorithms that need none (direct loads, ...) is a 1-byte
     # placeholder, never touched, which the compiler removes.
     buffers = {f"{', '.join(names)}: {storage}": sizes[storage] for storage, names in users.items()
@@ -82,4 +83,4 @@ def temp_bytes(intrinsic, *args, arch="sm_90", **kwargs):
 
 def storage_need(instance, arch="sm_90"):
     """The bytes a ``temp`` buffer needs to hold ``instance``'s storage wherever it lies (see common.cuh)."""
-    return _compile.constant(f"sizeof({instance.storage}) + alignof({instance.storage}) - 1", arch)
+    return _compile.constant(f"sizeof({instance.storage}) + alignof({instance.storage}) - 1", instance.header, arch)

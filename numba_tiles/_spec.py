@@ -5,38 +5,43 @@ An intrinsic is declared once, on its public function (see ``block.py``)::
     @intrinsic(consts={"op": ops.parse, "block_dim": _params.block_dim},
                rule=_reduce_rule, simulate=simulator.block_reduce)
     def block_reduce(value, op, *, block_dim, num_valid=None):
-        '''docs'''
+        '''docs; a line ``{{block_dim}}`` is replaced by the shared text of that parameter'''
 
 Parameters named in ``consts`` are compile-time constants (literals or module globals), parsed
 by the given function at typing; the others are run-time values; ``fixed`` pins parameters the
 function does not take (``block_sum`` is ``block_reduce`` with ``op="+"``). ``rule`` turns the
-parsed arguments into an `Instance`: a template from an lto_libs header, instantiated, with an
-``extern "C"`` entry point. ``simulate`` is the pure-Python twin the simulator runs. An
+parsed arguments into an `Instance`: a template of a `Header` of a `Library`, instantiated,
+with an ``extern "C"`` entry point. ``simulate`` is the pure-Python twin the simulator runs. An
 intrinsic with a ``temp`` parameter takes shared temp storage: its template's last argument is
 the user's ``temp`` array, or, when it is omitted, ``own_storage`` (a static buffer).
-Lowering compiles the instance to LTO-IR (memoized), attaches it to the kernel's code library
-and calls the entry point; nvJitLink links and inlines it with Numba's own code.
+Lowering hands the instance to the kernel's pending program (`_compile.for_call`), links that
+program's LTO-IR into the kernel and calls the entry point; nvJitLink links and inlines it
+with Numba's own code. Everything numba-specific goes through `_numba`.
 """
 
 import dataclasses
 import functools
 import hashlib
 import inspect
+import re
 from dataclasses import dataclass
 
-from numba.cuda import config, types
+from numba.cuda import types
 
-from . import _compile, _dtypes
-from ._errors import TilesError, error
+from . import _compile, _dtypes, _numba, _params
+from ._errors import error
+from ._target import Target
 
 
 @dataclass(frozen=True)
 class Instance:
     """One instantiation: ``template`` called from an ``extern "C" __device__`` entry point.
 
-    ``params`` are the entry point's run-time parameters as (name, Numba type, value passed
-    when the caller omits it); a C++ expression in place of the type is passed as it is, with
-    no entry parameter. ``result`` is a scalar type, a tuple of them, or ``types.none``.
+    ``header`` is a `Header` of the library it comes from; ``template`` its spelling, from
+    ``header.template(...)``. ``params`` are the entry point's run-time parameters as (name,
+    Numba type, value passed when the caller omits it, or always for a name the intrinsic does
+    not take, such as an op's identity); a C++ expression in place of the type is passed as it
+    is, with no entry parameter. ``result`` is a scalar type, a tuple of them, or ``types.none``.
     The entry point takes every scalar by pointer and writes every result through a pointer,
     so that no type (half, bfloat16, complex) depends on a C calling convention shared by
     Numba and NVRTC; an array arrives as ``numba_tiles::array_ref<T>`` (data, size, stride in
@@ -44,13 +49,17 @@ class Instance:
     """
 
     intrinsic: str
-    header: str
+    header: object
     template: str
     result: types.Type
     params: tuple
     prelude: str = ""  # C++ declarations the template needs (a user op's functor)
     functions: tuple = ()  # (symbol, Python function, Numba signature): compiled by Numba and linked in
     storage: str = ""  # the C++ type of its shared temp storage ("" for none)
+
+    def param_type(self, name):
+        """The entry type of the parameter ``name``."""
+        return next(ty for n, ty, _ in self.params if n == name)
 
     @property
     def outputs(self):
@@ -80,7 +89,8 @@ class Instance:
         # that spellings of one instantiation (block_sum and block_reduce with "+") share one
         # entry point, and a scalar and a one-item array (same template) do not.
         decls, _ = self._declarations()
-        digest = hashlib.sha256(f"{self.header}:{self.template}({', '.join(decls)})".encode()).hexdigest()[:16]
+        origin = f"{self.header.library.name}/{self.header.name}:{self.template}({', '.join(decls)})"
+        digest = hashlib.sha256(origin.encode()).hexdigest()[:16]
         base = self.template.split("<", 1)[0].rsplit("::", 1)[-1]
         return f"numba_tiles_{base}_{digest}"
 
@@ -194,17 +204,13 @@ class Spec:
         """Typing from the run-time arguments' Python values (the simulator's) or Numba types.
 
         Returns (`Instance`, parsed arguments)."""
-        from numba import typeof
-
         arguments = self._bind(args, kwargs, omitted=lambda default: default)
         parsed = {n: self._parse(n, v) if n in self.consts else v for n, v in arguments.items()}
-        typed = {n: v if n in self.consts or v is None or isinstance(v, types.Type) else typeof(v)
+        typed = {n: v if n in self.consts or v is None or isinstance(v, types.Type) else _numba.typeof(v)
                  for n, v in parsed.items()}
         return self._instance(typed), parsed
 
     def typing_signature(self, args, kws):
-        from numba.cuda.typing.templates import signature
-
         arguments = self._bind(args, kws, omitted=types.Omitted)
         instance = self.resolve_types(arguments)
         entry = {name: ty for name, ty, _ in instance.params if isinstance(ty, types.Type)}
@@ -223,104 +229,27 @@ class Spec:
             default = None if seen_default and p.default is p.empty else p.default
             params.append(p.replace(kind=p.POSITIONAL_OR_KEYWORD, default=default))
         positional = self.pysig.replace(parameters=params)
-        return signature(instance.result, *formal).replace(pysig=positional)
+        return _numba.signature(instance.result, formal, positional)
 
     def lower(self, context, builder, sig, args):
-        from llvmlite import ir
-        from numba.core.targetconfig import ConfigStack
-        from numba.cuda import cgutils
-
-        # numba-cuda keeps the target's compute capability in the active flags (its own
-        # lowering of tanh and atomics reads it the same way).
-        flags = ConfigStack().top()
-        arch = "sm_%d%d" % flags.compute_capability
+        cc, lineinfo, debug = _numba.target_flags()
+        target = Target.for_lowering(cc, lineinfo, debug)
         arguments = dict(zip(self.pysig.parameters, sig.args))
         instance = self.resolve_types({**arguments, **self.fixed})
-        library = context.active_code_library
-        library.add_linking_file(_compile.for_call(instance, arch, library))
+        library = _numba.active_library(context)
+        _numba.link(library, _compile.for_call(instance, target, library))
         for symbol, pyfunc, signature in instance.functions:
-            library.add_linking_file(_compile.python_function(symbol, pyfunc, signature, flags.compute_capability))
+            _numba.link(library, _compile.python_function(symbol, pyfunc, signature, cc))
 
         values = dict(zip(self.pysig.parameters, args))
-        call_args = []
+        passed = []
         for name, ty, default in instance.params:
             if isinstance(ty, str):
                 continue
-            if isinstance(arguments.get(name), types.Omitted):
-                value = _default(context, ty, default)
-            else:
-                value = values[name]
-            call_args += _pass(context, builder, ty, value)
-        slots = [cgutils.alloca_once(builder, context.get_value_type(ty)) for ty in instance.outputs]
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [a.type for a in call_args + slots]), instance.symbol
-        )
-        builder.call(fn, call_args + slots)
-        results = [builder.load(slot) for slot in slots]
-        if isinstance(instance.result, types.BaseTuple):
-            return context.make_tuple(builder, instance.result, results)
-        return results[0] if results else context.get_dummy_value()
-
-
-def _default(context, ty, value):
-    """An omitted argument's default as an LLVM constant of ``ty``.
-
-    numba-cuda holds float16 and bfloat16 as i16 bit patterns, which its get_constant does
-    not produce (it emits an invalid ``i16 0.0``).
-    """
-    from llvmlite import ir
-
-    if ty in (types.float16, types.bfloat16):
-        import numpy as np
-
-        if ty == types.float16:
-            bits = int(np.float16(value).view(np.uint16))
-        else:  # bfloat16: the float32 bits rounded to nearest even
-            wide = int(np.float32(value).view(np.uint32))
-            bits = (wide + 0x7FFF + ((wide >> 16) & 1)) >> 16 & 0xFFFF
-        return ir.Constant(context.get_value_type(ty), bits)
-    return context.get_constant(ty, value)
-
-
-def _pass(context, builder, ty, value):
-    """The entry point's arguments for one parameter: an array's (data, size, stride), else a pointer to the value."""
-    from llvmlite import ir
-    from numba.cuda import cgutils
-
-    if isinstance(ty, types.Array):
-        array = context.make_array(ty)(context, builder, value)
-        itemsize = context.get_abi_sizeof(context.get_data_type(ty.dtype))
-        size = builder.extract_value(array.shape, 0)
-        stride = builder.sdiv(builder.extract_value(array.strides, 0), ir.Constant(size.type, itemsize))
-        return [array.data, size, stride]
-    slot = cgutils.alloca_once(builder, context.get_value_type(ty))
-    builder.store(value, slot)
-    return [slot]
-
-
-def _register(spec, func):
-    from numba.cuda.extending import lower_builtin
-    from numba.cuda.typing.templates import AbstractTemplate, infer_global
-
-    class Template(AbstractTemplate):
-        key = func
-        # Constants arrive as literal types only in the literal pass: try it first.
-        prefer_literal = True
-        _first_error = None
-
-        def generic(self, args, kws):
-            # Numba retries without literals after a failure; that pass cannot see constants and
-            # would blame them, so the first (true) error is raised again instead.
-            if self._first_error is not None:
-                raise self._first_error
-            try:
-                return spec.typing_signature(args, kws)
-            except TilesError as exc:
-                self._first_error = exc
-                raise
-
-    infer_global(func, types.Function(Template))
-    lower_builtin(func, types.VarArg(types.Any))(spec.lower)
+            given = arguments.get(name)
+            omitted = given is None or isinstance(given, types.Omitted)
+            passed.append((ty, _numba.constant(context, ty, default) if omitted else values[name]))
+        return _numba.call_entry(context, builder, instance.symbol, passed, instance.outputs, instance.result)
 
 
 def _check_temp(intrinsic, instance, temp):
@@ -333,10 +262,16 @@ def _check_temp(intrinsic, instance, temp):
                     f"this call needs {need} contiguous bytes", "allocate the size tiles.temp_bytes(...) gives")
 
 
+def _document(doc):
+    """A docstring whose ``{{name}}`` lines are the shared text of that parameter (`_params.DOCS`)."""
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: _params.DOCS[m[1]], doc or "")
+
+
 def intrinsic(*, consts, rule, simulate, fixed=None):
     """Declare the decorated function (its signature and docstring) as an intrinsic; see module doc."""
 
     def decorate(declaration):
+        declaration.__doc__ = _document(declaration.__doc__)
         spec = Spec(declaration, consts, rule, simulate, fixed or {})
 
         @functools.wraps(declaration)
@@ -348,8 +283,8 @@ def intrinsic(*, consts, rule, simulate, fixed=None):
             return spec.simulate(instance, arguments)
 
         call.spec = spec
-        if not config.ENABLE_CUDASIM:
-            _register(spec, call)
+        if not _numba.simulator_enabled():
+            _numba.register(call, spec.typing_signature, spec.lower)
         return call
 
     return decorate

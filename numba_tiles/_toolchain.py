@@ -1,4 +1,4 @@
-"""Where the CUDA pieces come from (NVRTC, CCCL headers, our lto_libs) and their versions.
+"""Where the CUDA pieces come from (NVRTC, CCCL headers, our lto_libs) and their versions and digests.
 
 Everything is found in Python packages (the pinned ``nvidia-*`` wheels); no system toolkit is
 needed. Versions feed the compile key, so a toolkit change never reuses stale LTO-IR.
@@ -8,9 +8,10 @@ import functools
 import hashlib
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
-from . import __version__
+from ._version import __version__
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -22,12 +23,6 @@ def lto_libs_dir():
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"numba_tiles: lto_libs/ not found next to {_PACKAGE}; reinstall numba_tiles")
-
-
-@functools.cache
-def lto_libs_headers():
-    """The family headers (block_reduce.cuh, warp.cuh, ...) in a fixed order; common.cuh comes with each."""
-    return tuple(sorted(p.name for p in lto_libs_dir().glob("*.cuh") if p.name != "common.cuh"))
 
 
 def _wheel_header_dir(directory, marker, pathfinder_name, requirement):
@@ -88,12 +83,38 @@ def cuda_headers_version():
 
 
 @functools.cache
-def lto_libs_digest():
+def directory_digest(directory):
+    """A digest of the content of every file under ``directory``.
+
+    For a directory a pip-installed package owns (the CCCL and CUDA header wheels), the digest
+    of that package's RECORD, which lists every file's SHA-256: as exact, and read in
+    microseconds rather than hashing thousands of headers in every process.
+    """
+    directory = Path(directory).resolve()
+    record = _record_of(directory)
     h = hashlib.sha256()
-    for path in sorted(lto_libs_dir().rglob("*")):
-        if path.is_file():
-            h.update(path.relative_to(lto_libs_dir()).as_posix().encode() + b"\0" + path.read_bytes())
+    if record is not None:
+        h.update(b"RECORD\0" + record.read_bytes())
+    else:
+        for path in sorted(directory.rglob("*")):
+            if path.is_file():
+                h.update(path.relative_to(directory).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
+
+
+def _record_of(directory):
+    """The RECORD file of the installed distribution whose files include ``directory``, or None."""
+    from importlib.metadata import distributions
+
+    for root in {Path(p).resolve() for p in sys.path if p and Path(p).is_dir()}:
+        if root not in directory.parents:
+            continue
+        relative = directory.relative_to(root).as_posix() + "/"
+        for dist in distributions(path=[str(root)]):
+            files = dist.files or ()
+            if any(str(f).startswith(relative) for f in files):
+                return next((Path(dist.locate_file(f)) for f in files if f.name == "RECORD"), None)
+    return None
 
 
 @functools.cache
@@ -106,84 +127,5 @@ def supported_archs():
 
 
 def versions():
-    """Everything outside the generated C++ text that changes the compiled bytes (part of the compile key)."""
-    return {
-        "numba_tiles": __version__,
-        "nvrtc": "%d.%d" % nvrtc_version(),
-        "cccl": cccl_version(),
-        "cuda_headers": cuda_headers_version(),
-        "lto_libs": lto_libs_digest(),
-    }
-
-
-def _library(name):
-    from cuda.pathfinder import load_nvidia_dynamic_lib
-
-    try:
-        return load_nvidia_dynamic_lib(name).abs_path
-    except Exception as exc:  # pathfinder raises several kinds; all mean "not usable"
-        return f"not found ({type(exc).__name__})"
-
-
-def _driver_version():
-    """(major, minor) of the installed driver's CUDA version, or None without a driver."""
-    try:
-        from cuda.bindings import driver
-
-        (err,) = driver.cuInit(0)
-        err, version = driver.cuDriverGetVersion()
-        if err != driver.CUresult.CUDA_SUCCESS:
-            return None
-        return version // 1000, version % 1000 // 10
-    except Exception:  # no libcuda at all
-        return None
-
-
-def report():
-    """(rows of (what, value), problems with their fixes): what ``python -m numba_tiles doctor`` prints."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from cuda.bindings import nvjitlink
-
-    from . import cache
-
-    def package(name):
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return "not installed"
-
-    rows, problems = [], []
-    for name in ("numba-cuda", "numba", "cuda-core", "cuda-bindings", "numpy"):
-        rows.append((name, package(name)))
-    nvrtc = "%d.%d" % nvrtc_version()
-    jitlink = "%d.%d" % nvjitlink.version()
-    rows += [
-        ("NVRTC", f"{nvrtc}  {_library('nvrtc')}"),
-        ("nvJitLink", f"{jitlink}  {_library('nvJitLink')}"),
-        ("NVVM", _library("nvvm")),
-        ("CCCL", f"{cccl_version()}  {cccl_include_dir()}"),
-        ("CUDA headers", f"{cuda_headers_version()}  {cuda_include_dir()}"),
-        ("MathDx", package("nvidia-mathdx")),
-        ("targets", ", ".join(supported_archs())),
-    ]
-    if nvrtc_version() > nvjitlink.version():
-        problems.append(f"NVRTC {nvrtc} is newer than nvJitLink {jitlink}, which cannot link its LTO-IR: "
-                        f"pip install 'nvidia-nvjitlink=={nvrtc}.*'")
-    driver = _driver_version()
-    if driver is None:
-        rows.append(("driver", "none (compiling works; launching needs a GPU)"))
-    else:
-        rows.append(("driver", "CUDA %d.%d" % driver))
-        if nvjitlink.version() > driver:
-            problems.append(f"the toolkit ({jitlink}) is newer than the driver (CUDA {'%d.%d' % driver}): "
-                            f"pip install 'cuda-toolkit[nvrtc,nvjitlink,nvvm,cccl]=={'%d.%d' % driver}.*'")
-        from numba import cuda
-
-        for gpu in cuda.gpus if cuda.is_available() else ():
-            name = gpu.name.decode() if isinstance(gpu.name, bytes) else gpu.name
-            rows.append((f"GPU {gpu.id}", "%s, sm_%d%d" % ((name,) + gpu.compute_capability)))
-    info = cache.info()
-    state = "on" if info["enabled"] else "off (NUMBA_TILES_CACHE=0)"
-    rows.append(("cache", f"{info['directory']}  {state}, {info['entries']} entries, {info['bytes'] / 2**20:.1f} MiB"))
-    return rows, problems
+    """The toolchain's part of every compile key (each library adds its own, see `_library`)."""
+    return {"numba_tiles": __version__, "nvrtc": "%d.%d" % nvrtc_version()}

@@ -1,10 +1,18 @@
 """Block-level intrinsics: every thread of the block calls them together (CUB's block collectives)."""
 
+import operator
+
+import numpy as np
 from numba.cuda import types
 
 from . import _dtypes, _params, ops, simulator
 from ._errors import error
+from ._library import CUB, STATIC_SHARED_BYTES
 from ._spec import Instance, intrinsic
+
+REDUCE, LOAD, SCAN = CUB.header("block_reduce.cuh"), CUB.header("block_load.cuh"), CUB.header("block_scan.cuh")
+EXCHANGE, HISTOGRAM = CUB.header("block_exchange.cuh"), CUB.header("block_histogram.cuh")
+RADIX_SORT, MERGE_SORT = CUB.header("block_radix_sort.cuh"), CUB.header("block_merge_sort.cuh")
 
 _DIM = _params.block_dim
 _ITEMS = _params.positive_int("items_per_thread", 4)
@@ -12,8 +20,8 @@ _ITEMS_OPTIONAL = _params.positive_int("items_per_thread", 4, optional=True)
 
 
 def _shape(args):
-    """The C++ template arguments of the block shape."""
-    return "{}, {}, {}".format(*args["block_dim"])
+    """The block shape as the C++ templates name it."""
+    return dict(zip(("BX", "BY", "BZ"), args["block_dim"]))
 
 
 def _threads(args):
@@ -49,9 +57,6 @@ def _value(name, args):
     return dtype, dtype.numba, 1
 
 
-STATIC_SHARED_BYTES = 48 * 1024  # what a block can have in static __shared__ memory
-
-
 def _check_shared(name, args, *arrays):
     """Reject at typing a tile that cannot fit in static shared memory: the collectives that stage it
     there (transposes, exchanges, sorts) need at least its bytes. (NVRTC checks CUB's exact size later.)"""
@@ -72,16 +77,17 @@ _REDUCE_ALGORITHMS = {
 def _reduce_rule(name, args):
     dtype, value_type, items = _value(name, args)
     op, partial = ops.reduction(name, args, dtype)
-    flags = ", ".join(map(_params.cxx_bool, (partial, args["broadcast"])))
+    algo = _REDUCE_ALGORITHMS[args["algorithm"]]
     return Instance(
         intrinsic=name,
-        header="block_reduce.cuh",
-        template=f"numba_tiles::block_reduce<{dtype.cxx}, {op.cxx}, {_shape(args)}, {items}, "
-        f"{_REDUCE_ALGORITHMS[args['algorithm']]}, {flags}>",
+        header=REDUCE,
+        template=REDUCE.template("numba_tiles::block_reduce", T=dtype.cxx, Op=op.cxx, **_shape(args), IPT=items,
+                                 Algo=algo, Partial=partial, Broadcast=args["broadcast"]),
         result=dtype.numba,
-        params=(("value", value_type, None), ("num_valid", types.int32, 0)),
-        storage=f"numba_tiles::block_reduce_storage<{dtype.cxx}, {_shape(args)}, "
-        f"{_REDUCE_ALGORITHMS[args['algorithm']]}, {_params.cxx_bool(args['broadcast'])}>",
+        params=(("value", value_type, None), ("num_valid", types.int32, 0),
+                ("identity", dtype.numba, ops.identity_value(op, dtype))),
+        storage=REDUCE.template("numba_tiles::block_reduce_storage", T=dtype.cxx, **_shape(args), Algo=algo,
+                                Broadcast=args["broadcast"]),
         **op.code,
     )
 
@@ -106,8 +112,7 @@ def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None,
       integers only, min/max not on complex), or ``operator.add``, ``min``, ``max``,
       ``operator.and_``, ..., ``numpy.add``, ...; or a ``@cuda.jit(device=True)`` function of two
       values (integers, float32, float64), which takes no ``num_valid``.
-    - ``block_dim``: the block shape the kernel is launched with, an int or a 2-/3-tuple; a
-      compile-time constant (a literal or a module-level global).
+    {{block_dim}}
     - ``items_per_thread``: the array's length, a compile-time constant (required with an array).
     - ``num_valid``: if given, only the first ``num_valid`` items of the tile (threads in linear
       order, ``x`` fastest) contribute; ``0`` gives the op's identity (``0`` for ``+``, ``+inf``
@@ -115,8 +120,7 @@ def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None,
     - ``algorithm``: CUB's ``"warp_reductions"`` (default), ``"raking"`` or
       ``"raking_commutative_only"``.
     - ``broadcast``: ``True`` gives the result to every thread (one more barrier).
-    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
-      `temp_bytes`, which sequential calls may share; by default the call has its own.
+    {{temp}}
 
     Implemented by ``cub::BlockReduce``; safe to call several times in a row.
 
@@ -162,7 +166,7 @@ _STORE_ALGORITHMS = {name: f"cub::BLOCK_STORE_{name.upper()}" for name in _LOAD_
 
 
 def _movement(name, args, array):
-    """What block_load and block_store share: (dtype, template arguments after T, params, storage)."""
+    """What block_load and block_store share: (dtype, template arguments, params, storage)."""
     dtype = _tile(name, args, array)
     _tile(name, args, "items", like=dtype)
     algorithm = args["algorithm"]
@@ -171,14 +175,12 @@ def _movement(name, args, array):
                     "use a multiple of 32 threads, or algorithm='transpose'")
     if algorithm in ("transpose", "warp_transpose", "warp_transpose_timesliced"):
         _check_shared(name, args, dtype)
-    family = "load" if name == "block_load" else "store"
-    table = _LOAD_ALGORITHMS if family == "load" else _STORE_ALGORITHMS
-    contiguous = args[array].layout == "C"
-    template_args = (f"{_shape(args)}, {args['items_per_thread']}, {table[algorithm]}, "
-                     f"{_params.cxx_bool(contiguous)}, {_params.cxx_bool(_dtypes.given_integer(name, args, 'num_valid'))}")
+    table = _LOAD_ALGORITHMS if name == "block_load" else _STORE_ALGORITHMS
+    shape = dict(T=dtype.cxx, **_shape(args), IPT=args["items_per_thread"], Algo=table[algorithm])
+    template_args = dict(shape, Contiguous=args[array].layout == "C",
+                         HasNumValid=_dtypes.given_integer(name, args, "num_valid"))
     params = ((array, args[array], None), ("items", args["items"], None), ("num_valid", types.int64, 0))
-    storage = (f"numba_tiles::block_{family}_storage<{dtype.cxx}, {_shape(args)}, {args['items_per_thread']}, "
-               f"{table[algorithm]}>")
+    storage = LOAD.template(f"numba_tiles::{name}_storage", **shape)
     return dtype, template_args, params, storage
 
 
@@ -187,8 +189,8 @@ def _load_rule(name, args):
     has_default = args["oob_default"] is not None
     return Instance(
         intrinsic=name,
-        header="block_load.cuh",
-        template=f"numba_tiles::block_load<{dtype.cxx}, {template_args}, {_params.cxx_bool(has_default)}>",
+        header=LOAD,
+        template=LOAD.template("numba_tiles::block_load", **template_args, HasDefault=has_default),
         result=types.none,
         params=params + (("oob_default", dtype.numba, 0),),
         storage=storage,
@@ -197,8 +199,7 @@ def _load_rule(name, args):
 
 def _store_rule(name, args):
     dtype, template_args, params, storage = _movement(name, args, "dst")
-    return Instance(intrinsic=name, header="block_load.cuh",
-                    template=f"numba_tiles::block_store<{dtype.cxx}, {template_args}>",
+    return Instance(intrinsic=name, header=LOAD, template=LOAD.template("numba_tiles::block_store", **template_args),
                     result=types.none, params=params, storage=storage)
 
 
@@ -223,8 +224,7 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", n
     - ``num_valid``: load only the first ``num_valid`` items. Even without it, nothing past the end
       of ``src`` is read: a tile that runs off the array is a partial tile.
     - ``oob_default``: the value of the items that are not loaded (they are left as they were without it).
-    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
-      `temp_bytes`, which sequential calls may share; by default the call has its own.
+    {{temp}}
 
     Example::
 
@@ -278,17 +278,17 @@ _SCAN_ALGORITHMS = {
 def _scan_rule(name, args):
     dtype, value_type, items = _value(name, args)
     op, has_initial, identity = ops.scan(name, args, dtype)
-    head = (f"{dtype.cxx}, {op.cxx}, {_shape(args)}, {items}, {_SCAN_ALGORITHMS[args['algorithm']]}, "
-            f"{_params.cxx_bool(args['exclusive'])}")
+    algo = _SCAN_ALGORITHMS[args["algorithm"]]
+    head = dict(T=dtype.cxx, Op=op.cxx, **_shape(args), IPT=items, Algo=algo, Exclusive=args["exclusive"])
     is_array = isinstance(value_type, types.Array)
-    storage = f"numba_tiles::block_scan_storage<{dtype.cxx}, {_shape(args)}, {_SCAN_ALGORITHMS[args['algorithm']]}>"
+    storage = SCAN.template("numba_tiles::block_scan_storage", T=dtype.cxx, **_shape(args), Algo=algo)
     if args["prefix"] is not None:
         if args["aggregate"] or args["initial_value"] is not None:
             raise error(name, "prefix carries the running total: it cannot be combined with aggregate or initial_value",
                         "leave out aggregate and initial_value (the prefix is the initial value; read the new "
                         "prefix for the running total)")
         _tile(name, args, "prefix", like=dtype)
-        return Instance(name, "block_scan.cuh", f"numba_tiles::block_scan_prefix<{head}>",
+        return Instance(name, SCAN, SCAN.template("numba_tiles::block_scan_prefix", **head),
                         types.none if is_array else dtype.numba,
                         (("value", value_type, None), ("prefix", args["prefix"], None)), storage=storage, **op.code)
     aggregate = args["aggregate"]
@@ -297,7 +297,7 @@ def _scan_rule(name, args):
     else:
         result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
     template = "block_scan_aggregate" if aggregate else "block_scan"
-    return Instance(name, "block_scan.cuh", f"numba_tiles::{template}<{head}, {_params.cxx_bool(has_initial)}>",
+    return Instance(name, SCAN, SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial),
                     result, (("value", value_type, None), ("initial_value", dtype.numba, identity)), storage=storage,
                     **op.code)
 
@@ -322,8 +322,7 @@ def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=Fal
     - ``prefix``: a one-item thread-local array holding a running total, the same in every thread:
       the scan starts from it and it becomes op(prefix, total): scanning a long segment tile by tile.
     - ``algorithm``: CUB's ``"raking"`` (default), ``"raking_memoize"`` or ``"warp_scans"``.
-    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
-      `temp_bytes`, which sequential calls may share; by default the call has its own.
+    {{temp}}
 
     Example::
 
@@ -338,22 +337,18 @@ def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=Fal
     """
 
 
-_EXCHANGES = {name: f"numba_tiles::exchange::{name}" for name in
-              ("striped_to_blocked", "blocked_to_striped", "warp_striped_to_blocked", "blocked_to_warp_striped")}
-
-
 def _exchange_rule(name, args):
     dtype = _tile(name, args, "items")
     _check_shared(name, args, dtype)
-    return Instance(name, "block_exchange.cuh",
-                    f"numba_tiles::block_exchange<{dtype.cxx}, {_shape(args)}, {args['items_per_thread']}, "
-                    f"{_EXCHANGES[args['arrangement']]}>",
+    shape = dict(T=dtype.cxx, **_shape(args), IPT=args["items_per_thread"])
+    return Instance(name, EXCHANGE,
+                    EXCHANGE.template("numba_tiles::block_exchange", **shape,
+                                      Kind=f"numba_tiles::exchange::{args['arrangement']}"),
                     types.none, (("items", args["items"], None),),
-                    storage=f"numba_tiles::block_exchange_storage<{dtype.cxx}, {_shape(args)}, "
-                    f"{args['items_per_thread']}>")
+                    storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape))
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "arrangement": _params.choice("arrangement", _EXCHANGES)},
+@intrinsic(consts={**_MOVE_CONSTS, "arrangement": _params.choice("arrangement", _params.ARRANGEMENTS)},
            rule=_exchange_rule, simulate=simulator.block_exchange)
 def block_exchange(items, arrangement, *, block_dim, items_per_thread, temp=None):
     """Rearrange the block's tile in place between arrangements, through shared memory.
@@ -389,13 +384,13 @@ def _histogram_rule(name, args):
     counter = _tile(name, args, "histogram", allowed="iu")
     if counter.name not in _COUNTERS:
         raise error(name, f"histogram holds {counter.name}", f"use counters of {', '.join(_COUNTERS)}")
-    return Instance(name, "block_histogram.cuh",
-                    f"numba_tiles::block_histogram<{dtype.cxx}, {counter.cxx}, {_shape(args)}, "
-                    f"{args['items_per_thread']}, {args['bins']}, {_HISTOGRAM_ALGORITHMS[args['algorithm']]}, "
-                    f"{_params.cxx_bool(args['accumulate'])}>",
+    shape = dict(**_shape(args), IPT=args["items_per_thread"], Bins=args["bins"],
+                 Algo=_HISTOGRAM_ALGORITHMS[args["algorithm"]])
+    return Instance(name, HISTOGRAM,
+                    HISTOGRAM.template("numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape,
+                                       Accumulate=args["accumulate"]),
                     types.none, (("items", args["items"], None), ("histogram", args["histogram"], None)),
-                    storage=f"numba_tiles::block_histogram_storage<{dtype.cxx}, {_shape(args)}, "
-                    f"{args['items_per_thread']}, {args['bins']}, {_HISTOGRAM_ALGORITHMS[args['algorithm']]}>")
+                    storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "bins": _params.positive_int("bins", 256),
@@ -411,8 +406,7 @@ def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algo
       ``cuda.shared.array(bins, uint32)``; zeroed first, or added to with ``accumulate=True``.
       On return the counts are complete and visible to every thread of the block.
     - ``algorithm``: CUB's ``"sort"`` (default: sort then count runs) or ``"atomic"`` (shared atomics).
-    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
-      `temp_bytes`, which sequential calls may share; by default the call has its own.
+    {{temp}}
 
     Items outside [0, bins) are undefined behaviour, as in CUB; ``NUMBA_TILES_DEBUG=1`` traps on them.
 
@@ -434,33 +428,30 @@ def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algo
     """
 
 
-def _keys_and_values(name, args):
-    """What the sorts share: (key dtype, the value type's C++ template argument or "", params)."""
+def _keys_and_values(name, args, header):
+    """What the sorts share: (key dtype, params, their template arguments, their storage type)."""
     dtype = _tile(name, args, "keys", allowed="iuf")
     _check_shared(name, args, dtype)
-    if args["values"] is None:
-        return dtype, "", (("keys", args["keys"], None),)
-    values = _tile(name, args, "values")
-    _check_shared(name, args, values)
-    return dtype, f"{values.cxx}, ", (("keys", args["keys"], None), ("values", args["values"], None))
-
-
-def _sort_storage(sort, dtype, value_cxx, args):
-    value = value_cxx.rstrip(", ") or "cub::NullType"
-    return f"numba_tiles::block_{sort}_storage<{dtype.cxx}, {value}, {_shape(args)}, {args['items_per_thread']}>"
+    params = (("keys", args["keys"], None),)
+    value = "cub::NullType"  # (CUB's "no values")
+    if args["values"] is not None:
+        values = _tile(name, args, "values")
+        _check_shared(name, args, values)
+        params, value = params + (("values", args["values"], None),), values.cxx
+    shape = dict(K=dtype.cxx, V=value, **_shape(args), IPT=args["items_per_thread"])
+    return dtype, params, shape, header.template(f"numba_tiles::{name}_storage", **shape)
 
 
 def _sort_rule(name, args):
-    dtype, value_cxx, params = _keys_and_values(name, args)
+    dtype, params, shape, storage = _keys_and_values(name, args, RADIX_SORT)
     for bit in ("begin_bit", "end_bit"):
         _dtypes.given_integer(name, args, bit)
-    flags = ", ".join(map(_params.cxx_bool, (args["descending"], args["striped"])))
-    return Instance(name, "block_radix_sort.cuh",
-                    f"numba_tiles::block_radix_sort<{dtype.cxx}, {value_cxx}{_shape(args)}, "
-                    f"{args['items_per_thread']}, {flags}>",
+    return Instance(name, RADIX_SORT,
+                    RADIX_SORT.template("numba_tiles::block_radix_sort", **shape, Descending=args["descending"],
+                                        Striped=args["striped"]),
                     types.none,
                     (*params, ("begin_bit", types.int32, 0), ("end_bit", types.int32, dtype.numpy.itemsize * 8)),
-                    storage=_sort_storage("radix_sort", dtype, value_cxx, args))
+                    storage=storage)
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "descending": _params.flag("descending"), "striped": _params.flag("striped")},
@@ -476,8 +467,7 @@ def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descendi
     - ``striped``: leave the result striped (thread t holds ranks t, t+T, ...: coalesced stores)
       instead of blocked (thread t holds ranks t*N ... t*N+N-1).
     - ``begin_bit``, ``end_bit``: sort by these key bits only (run-time ints; all bits by default).
-    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
-      `temp_bytes`, which sequential calls may share; by default the call has its own.
+    {{temp}}
 
     Implemented by ``cub::BlockRadixSort``.
 
@@ -505,14 +495,18 @@ def parse_compare(intrinsic, value):
     """``"<"`` (ascending), ``">"`` (descending) or a ``@cuda.jit(device=True)`` function ``less(a, b) -> bool``."""
     if value in _COMPARISONS:
         return value
-    if ops._is_device_function(value):
+    if ops.is_device_function(value):
         return ops.UserOp(value, result=types.boolean)
     raise error(intrinsic, f"compare={value!r} is not supported",
                 "pass '<', '>' or a @cuda.jit(device=True) function less(a, b) returning a bool")
 
 
 def _merge_sort_rule(name, args):
-    dtype, value_cxx, params = _keys_and_values(name, args)
+    threads = _threads(args)
+    if threads & (threads - 1):
+        raise error(name, f"CUB's merge sort needs a power-of-two number of threads, got {threads}",
+                    "launch 32, 64, 128, 256, 512 or 1024 threads, or use block_radix_sort (any block)")
+    dtype, params, shape, storage = _keys_and_values(name, args, MERGE_SORT)
     compare = args["compare"]
     code = {}
     if isinstance(compare, str):
@@ -520,10 +514,8 @@ def _merge_sort_rule(name, args):
     else:
         bound = compare.bind(name, dtype)
         less, code = bound.cxx, bound.code
-    return Instance(name, "block_merge_sort.cuh",
-                    f"numba_tiles::block_merge_sort<{dtype.cxx}, {value_cxx}{_shape(args)}, "
-                    f"{args['items_per_thread']}, {less}>",
-                    types.none, params, storage=_sort_storage("merge_sort", dtype, value_cxx, args), **code)
+    return Instance(name, MERGE_SORT, MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less),
+                    types.none, params, storage=storage, **code)
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,
@@ -537,8 +529,7 @@ def block_merge_sort(keys, compare="<", *, block_dim, items_per_thread, values=N
       ``@cuda.jit(device=True)`` function ``less(a, b)`` returning True when a goes before b
       (a strict weak order; Numba compiles it to LTO-IR and nvJitLink inlines it).
     - ``values``: an optional thread-local array of any dtype, moved with its key.
-    - ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from
-      `temp_bytes`, which sequential calls may share; by default the call has its own.
+    {{temp}}
 
     The sort is stable. Implemented by ``cub::BlockMergeSort``; `block_radix_sort` is faster for
     plain numeric order.
@@ -561,4 +552,223 @@ def block_merge_sort(keys, compare="<", *, block_dim, items_per_thread, values=N
             tiles.block_store(x[start:], keys, block_dim=128, items_per_thread=4)
 
         cubin = tiles.compile(sort_by_magnitude, "void(float32[::1])", arch="sm_90")  # no GPU needed
+    """
+
+
+ADJACENT_DIFFERENCE = CUB.header("block_adjacent_difference.cuh")
+DISCONTINUITY, SHUFFLE = CUB.header("block_discontinuity.cuh"), CUB.header("block_shuffle.cuh")
+_MINUS = ops.Op("-", "::cuda::std::minus", np.subtract, False)
+
+
+def parse_difference(intrinsic, value):
+    """``"-"`` (the default), any op of `block_reduce`, or a ``@cuda.jit(device=True)`` function of two items."""
+    return _MINUS if value in ("-", "sub", operator.sub, np.subtract) else ops.parse(intrinsic, value)
+
+
+def _adjacent_difference_rule(name, args):
+    dtype = _tile(name, args, "items")
+    op = args["op"].bind(name, dtype)
+    ops.check(name, op, dtype)
+    has_neighbor = args["neighbor"] is not None
+    if has_neighbor:
+        _dtypes.scalar(name, "neighbor", args["neighbor"])
+    partial = _dtypes.given_integer(name, args, "num_valid")
+    if args["right"] and has_neighbor and partial:
+        raise error(name, "a right difference of a partial tile takes no neighbor (CUB has none)",
+                    "leave out neighbor (the last valid item keeps its value), or num_valid")
+    shape = dict(T=dtype.cxx, **_shape(args))
+    return Instance(name, ADJACENT_DIFFERENCE,
+                    ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference", T=dtype.cxx, Op=op.cxx,
+                                                 **_shape(args), IPT=args["items_per_thread"], Right=args["right"],
+                                                 HasNeighbor=has_neighbor, Partial=partial),
+                    types.none,
+                    (("items", args["items"], None), ("neighbor", dtype.numba, 0), ("num_valid", types.int32, 0)),
+                    storage=ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference_storage", **shape),
+                    **op.code)
+
+
+@intrinsic(consts={**_MOVE_CONSTS, "op": parse_difference, "right": _params.flag("right")},
+           rule=_adjacent_difference_rule, simulate=simulator.block_adjacent_difference)
+def block_adjacent_difference(items, op="-", *, block_dim, items_per_thread, right=False, neighbor=None,
+                              num_valid=None, temp=None):
+    """Replace each item of the block's tile by its difference with the item before it (or after it), in place.
+
+    Item i becomes ``op(item i, item i-1)``; with ``right=True``, ``op(item i, item i+1)``. Every
+    difference is of the input items. The tile's first item (last, with ``right``) has no
+    neighbor in the tile: it keeps its value, or, if ``neighbor`` is given (the item just before
+    the tile, or just after it), becomes ``op(item, neighbor)``.
+
+    - ``items``: the thread-local array (any dtype).
+    - ``op``: ``"-"`` (default), any op of `block_reduce`, or a ``@cuda.jit(device=True)``
+      function of two items.
+    {{block_dim}}
+    {{items_per_thread}}
+    - ``num_valid``: only the first ``num_valid`` items of the tile take part: items from
+      ``num_valid`` on keep their values, and so does the last valid one with ``right``
+      (which then takes no ``neighbor``).
+    {{temp}}
+
+    Implemented by ``cub::BlockAdjacentDifference``.
+
+    Example::
+
+        from numba import cuda, int32
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def differences(x, out):
+            items = cuda.local.array(4, int32)
+            start = cuda.blockIdx.x * 512
+            tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4)
+            before = x[start - 1] if start > 0 else 0
+            tiles.block_adjacent_difference(items, block_dim=128, items_per_thread=4, neighbor=before)
+            tiles.block_store(out[start:], items, block_dim=128, items_per_thread=4)
+
+        cubin = tiles.compile(differences, "void(int32[::1], int32[::1])", arch="sm_90")  # no GPU needed
+    """
+
+
+_DIFFER = {"!=": "::cuda::std::not_equal_to<>"}
+
+
+def parse_differ(intrinsic, value):
+    """``"!="`` or a ``@cuda.jit(device=True)`` function ``differ(a, b)`` returning True where a run ends."""
+    if value in _DIFFER:
+        return value
+    if ops.is_device_function(value):
+        return ops.UserOp(value, result=types.boolean)
+    raise error(intrinsic, f"compare={value!r} is not supported",
+                "pass '!=' or a @cuda.jit(device=True) function differ(a, b) returning a bool")
+
+
+def _discontinuity_rule(name, args):
+    dtype = _tile(name, args, "items")
+    flags = [f for f in ("heads", "tails") if args[f] is not None]
+    if not flags:
+        raise error(name, "it needs heads=, tails= or both", "pass a thread-local integer array to fill with flags")
+    flag = _tile(name, args, flags[0], allowed="iu")
+    if len(flags) == 2:
+        _tile(name, args, "tails", like=flag)
+    for edge, of in (("predecessor", "heads"), ("successor", "tails")):
+        if args[edge] is not None:
+            if args[of] is None:
+                raise error(name, f"{edge} only decides the {of} flag of an edge item, and no {of} are asked for",
+                            f"pass {of}=..., or leave out {edge}")
+            _dtypes.scalar(name, edge, args[edge])
+    compare, code = args["compare"], {}
+    if isinstance(compare, str):
+        differ = _DIFFER[compare]
+    else:
+        bound = compare.bind(name, dtype)
+        differ, code = bound.cxx, bound.code
+    unused = f"::numba_tiles::array_ref<{flag.cxx}>{{}}"  # the flags not asked for: never touched
+    return Instance(name, DISCONTINUITY,
+                    DISCONTINUITY.template("numba_tiles::block_discontinuity", T=dtype.cxx, Flag=flag.cxx, Op=differ,
+                                           **_shape(args), IPT=args["items_per_thread"], Heads="heads" in flags,
+                                           Tails="tails" in flags, HasPredecessor=args["predecessor"] is not None,
+                                           HasSuccessor=args["successor"] is not None),
+                    types.none,
+                    (("items", args["items"], None), *((f, args[f] if f in flags else unused, None)
+                                                       for f in ("heads", "tails")),
+                     ("predecessor", dtype.numba, 0), ("successor", dtype.numba, 0)),
+                    storage=DISCONTINUITY.template("numba_tiles::block_discontinuity_storage", T=dtype.cxx,
+                                                   **_shape(args)),
+                    **code)
+
+
+@intrinsic(consts={**_MOVE_CONSTS, "compare": parse_differ}, rule=_discontinuity_rule,
+           simulate=simulator.block_discontinuity)
+def block_discontinuity(items, *, block_dim, items_per_thread, heads=None, tails=None, compare="!=",
+                        predecessor=None, successor=None, temp=None):
+    """Flag where runs of equal items start (``heads``) and end (``tails``) in the block's tile.
+
+    ``heads[j]`` becomes 1 where item i (thread t's item j, i = t*N+j) differs from item i-1, and
+    ``tails[j]`` 1 where it differs from item i+1, else 0. The tile's first item is always a
+    head unless ``predecessor`` (the item before the tile) is given to compare it with; the
+    last item always a tail unless ``successor`` is given. The items are not changed.
+
+    - ``items``: the thread-local array (any dtype).
+    - ``heads``, ``tails``: thread-local arrays of ``items_per_thread`` integers (e.g. uint8) to
+      fill; pass one or both.
+    - ``compare``: ``"!="`` (default) or a ``@cuda.jit(device=True)`` function ``differ(a, b)``
+      returning True when the earlier item ``a`` and the later ``b`` belong to different runs.
+    {{block_dim}}
+    {{items_per_thread}}
+    {{temp}}
+
+    Implemented by ``cub::BlockDiscontinuity``.
+
+    Example::
+
+        from numba import cuda, int32, uint8
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def run_starts(x, out):
+            items = cuda.local.array(4, int32)
+            flags = cuda.local.array(4, uint8)
+            start = cuda.blockIdx.x * 512
+            tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4)
+            tiles.block_discontinuity(items, block_dim=128, items_per_thread=4, heads=flags)
+            tiles.block_store(out[start:], flags, block_dim=128, items_per_thread=4)
+
+        cubin = tiles.compile(run_starts, "void(int32[::1], uint8[::1])", arch="sm_90")  # no GPU needed
+    """
+
+
+_SHUFFLES = {"offset": False, "rotate": False, "up": True, "down": True}  # kind → takes a thread-local array
+
+
+def _shuffle_rule(name, args):
+    kind, value = args["kind"], args["value"]
+    dtype = _dtypes.element(name, "value", value)
+    if _SHUFFLES[kind] != isinstance(value, types.Array):
+        raise error(name, f"kind {kind!r} shuffles {'a thread-local array' if _SHUFFLES[kind] else 'one value'} "
+                    f"per thread, got {value}",
+                    "use 'up' or 'down' for an array, 'offset' or 'rotate' for one value")
+    if _SHUFFLES[kind]:
+        if args["items_per_thread"] is None:
+            raise error(name, "an array input needs items_per_thread",
+                        "pass items_per_thread=N, the number of items each thread holds")
+        if args["distance"] is not None:
+            raise error(name, f"kind {kind!r} always moves items by one", "leave out distance")
+    elif args["items_per_thread"] not in (None, 1):
+        raise error(name, f"items_per_thread={args['items_per_thread']} needs an array input", "leave it out")
+    else:
+        _dtypes.given_integer(name, args, "distance")
+    return Instance(name, SHUFFLE,
+                    SHUFFLE.template("numba_tiles::block_shuffle", T=dtype.cxx, **_shape(args),
+                                     IPT=args["items_per_thread"] or 1, Kind=f"numba_tiles::shuffle::{kind}"),
+                    dtype.numba, (("value", value if _SHUFFLES[kind] else dtype.numba, None),
+                                  ("distance", types.int32, 1)),
+                    storage=SHUFFLE.template("numba_tiles::block_shuffle_storage", T=dtype.cxx, **_shape(args)))
+
+
+@intrinsic(consts={"kind": _params.choice("kind", _SHUFFLES), "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL},
+           rule=_shuffle_rule, simulate=simulator.block_shuffle)
+def block_shuffle(value, kind, *, block_dim, items_per_thread=None, distance=None, temp=None):
+    """Move values between the block's threads: by ``distance`` threads, or the tile by one item.
+
+    - ``kind="offset"``: returns the ``value`` of the thread ``distance`` ranks on (linear thread
+      order, x fastest; ``distance`` a run-time int, 1 by default, may be negative); a thread
+      whose source is outside the block gets its own ``value``.
+    - ``kind="rotate"``: the same, wrapping around the block (any ``distance``).
+    - ``kind="up"``: ``value`` is a thread-local array of ``items_per_thread`` items; the tile's
+      item i becomes item i-1, in place (item 0 keeps its value). Returns the tile's last item
+      (before the move) to every thread.
+    - ``kind="down"``: item i becomes item i+1 (the last keeps its value); returns the tile's first item.
+    {{block_dim}}
+    {{temp}}
+
+    Implemented by ``cub::BlockShuffle``.
+
+    Example::
+
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def next_thread(x, out):
+            i = cuda.grid(1)
+            out[i] = tiles.block_shuffle(x[i], "rotate", block_dim=128, distance=1)
     """

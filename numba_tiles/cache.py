@@ -6,7 +6,9 @@ on Linux). ``NUMBA_TILES_CACHE=0`` turns the disk cache off (the in-process memo
 ``NUMBA_TILES_CACHE_MAX_BYTES`` caps its size (default 2 GiB); the least recently used
 entries go first.
 
-One file per key, ``<key>.ltoir``: a header (the key, the components it digests, the payload's
+The key (`key`) digests everything that changes an entry's bytes: the C++ text, the target
+(arch, checks, debug, lineinfo), NVRTC's options, and the versions of the toolchain and of
+every library the program includes (the content of their headers). One file per key, ``<key>.ltoir``: a header (the key, the components it digests, the payload's
 length and SHA-256) and the payload. Files are written to a temporary name in the same
 directory and renamed into place, so readers see a whole entry or none, and any number of
 processes may fill the cache at once. An entry that does not check out (truncated, corrupted,
@@ -20,7 +22,6 @@ Example::
     print(tiles.cache.info()["directory"])
 """
 
-import collections
 import hashlib
 import json
 import os
@@ -34,8 +35,27 @@ _MAGIC = b"NTLTOIR1"
 _SUFFIX = ".ltoir"
 _DEFAULT_MAX_BYTES = 2 << 30
 
-_stats = collections.Counter()
+from . import _stats
+from ._stats import count
+
 _warned = set()
+
+KEY_PARTS = ("source", "output", "target", "options", "versions")
+
+
+def components(source, *, output, target, options, versions):
+    """What the key of one compiled program digests (kept in its entry, shown by `entries`).
+
+    ``target``: a `Target`'s fields; ``options``: NVRTC's; ``versions``: the toolchain's and each
+    included library's (see `numba_tiles._library`).
+    """
+    return {"source": hashlib.sha256(source.encode()).hexdigest(), "output": output, "target": target,
+            "options": options, "versions": versions}
+
+
+def key(parts):
+    """The hex digest naming the entry of ``parts`` (from `components`)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 def stats():
@@ -47,8 +67,7 @@ def stats():
 
         before = tiles.cache.stats()["nvrtc"]
     """
-    keys = ("hits", "misses", "nvrtc", "nvrtc_seconds", "pch_used", "memo", "writes", "evictions", "rejected")
-    return {k: _stats[k] for k in keys}
+    return _stats.snapshot()
 
 
 def enabled():
@@ -112,29 +131,29 @@ def _decode(blob):
 
 
 def load(key):
-    """The payload stored under ``key``, or None (a miss; a bad entry is removed and counts as one)."""
+    """The payload stored under ``key`` (a digest from `key`), or None (a miss; a bad entry is removed and counts as one)."""
     if not enabled():
         return None
     path = _path(key)
     try:
         blob = path.read_bytes()
     except OSError:
-        _stats["misses"] += 1
+        count("misses")
         return None
     try:
         header, payload = _decode(blob)
         if header["key"] != key:
             raise ValueError(f"it holds the entry of key {header['key'][:16]}")
     except ValueError as exc:
-        _stats["rejected"] += 1
-        _stats["misses"] += 1
+        count("rejected")
+        count("misses")
         _warn_once(("rejected", key), f"removed bad entry {path.name} ({exc}); rebuilding it")
         try:
             path.unlink()
         except OSError:
             pass
         return None
-    _stats["hits"] += 1
+    count("hits")
     try:
         os.utime(path)  # recency for least-recently-used eviction
     except OSError:
@@ -160,7 +179,7 @@ def store(key, components, payload):
     except OSError as exc:
         _warn_once("unwritable", f"cannot write to {folder} ({exc}); keeping compiled code in memory only")
         return
-    _stats["writes"] += 1
+    count("writes")
     prune(max_bytes())
 
 
@@ -215,7 +234,7 @@ def prune(limit):
             removed += 1
         except OSError:
             pass
-    _stats["evictions"] += removed
+    count("evictions", removed)
     return removed
 
 
@@ -243,8 +262,6 @@ def info():
 
         tiles.cache.info()["entries"]
     """
-    from . import _compile
-
     files = _files()
     return {
         "directory": str(directory()),
@@ -252,6 +269,6 @@ def info():
         "entries": len(files),
         "bytes": sum(size for _, size, _ in files),
         "max_bytes": max_bytes(),
-        "key_components": sorted(_compile.key_components("", "sm_90")),
+        "key_components": list(KEY_PARTS),
         "stats": stats(),
     }

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba.cuda import types
 
-from . import _dtypes
+from . import _dtypes, _numba
 from ._errors import error
 
 
@@ -38,7 +38,8 @@ class Op:
         return self
 
     def identity(self, dtype):
-        """The value of an empty reduction in NumPy ``dtype`` (as lto_libs' ``identity`` gives it)."""
+        """The value of an empty reduction in NumPy ``dtype``: what the missing items of a partial
+        reduction or scan take (the entry point passes it to the C++)."""
         if self.ufunc is np.minimum:
             return dtype.type(np.inf if dtype.kind == "f" else np.iinfo(dtype).max)
         if self.ufunc is np.maximum:
@@ -94,7 +95,7 @@ class UserOp:
     """
 
     def __init__(self, function, result=None):
-        self.py_func = getattr(function, "py_func", None) or function.fn  # (the simulator's kernels have fn)
+        self.py_func = _numba.python_function(function)
         self.name = self.py_func.__name__
         self.result = result  # a fixed result type (bool for comparators), else the element type
         self.ufunc = _PythonUfunc(self.py_func)
@@ -135,13 +136,18 @@ class BoundUserOp:
         }
 
 
-def _is_device_function(value):
-    return hasattr(value, "py_func") or type(value).__name__ == "FakeCUDAKernel"
+def is_device_function(value):
+    return _numba.python_function(value) is not None
+
+
+def identity_value(op, dtype):
+    """``op``'s identity in ``dtype`` as a Python value (0 for a user op, which has none and takes no num_valid)."""
+    return 0 if op.identity is None else op.identity(dtype.numpy).item()
 
 
 def parse(intrinsic, value):
     """The `Op` a spelling names (or a `UserOp` for a device function), or a `TilesError` listing them."""
-    if _is_device_function(value):
+    if is_device_function(value):
         return UserOp(value)
     try:
         return _SPELLINGS[value]
@@ -193,9 +199,7 @@ def scan(intrinsic, args, dtype):
     # An exclusive scan without initial_value starts from the op's identity, so that its first
     # output is defined (CUB leaves it undefined).
     has_initial = args["exclusive"] or args["initial_value"] is not None
-    if op.identity is None:
-        if args["exclusive"] and args["initial_value"] is None:
-            raise error(intrinsic, f"an exclusive scan with a Python op ({op.name}) needs initial_value",
-                        "pass initial_value=..., the value the first item starts from")
-        return op, has_initial, 0
-    return op, has_initial, op.identity(dtype.numpy).item()
+    if op.identity is None and args["exclusive"] and args["initial_value"] is None:
+        raise error(intrinsic, f"an exclusive scan with a Python op ({op.name}) needs initial_value",
+                    "pass initial_value=..., the value the first item starts from")
+    return op, has_initial, identity_value(op, dtype)

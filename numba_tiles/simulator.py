@@ -10,13 +10,14 @@ import threading
 
 import numpy as np
 
+from . import _numba, _params
 from ._errors import error
 
 
 def _thread(intrinsic):
     """The simulated thread calling ``intrinsic``."""
-    thread = threading.current_thread()
-    if getattr(thread, "_manager", None) is None:
+    thread = _numba.simulated_thread()
+    if thread is None:
         raise RuntimeError(
             f"tiles.{intrinsic} runs only inside a @cuda.jit kernel: compiled for a GPU, "
             "or on Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"
@@ -24,15 +25,10 @@ def _thread(intrinsic):
     return thread
 
 
-def _launched(thread):
-    dims = tuple(thread._manager._block_dim)
-    return dims + (1,) * (3 - len(dims))
-
-
 def _block_thread(intrinsic, block_dim):
     """The simulated thread calling a block-level ``intrinsic``, after checking the launch's block shape."""
     thread = _thread(intrinsic)
-    launched = _launched(thread)
+    launched = _numba.simulated_block_dim(thread)
     if launched != block_dim:
         raise error(
             intrinsic,
@@ -44,7 +40,7 @@ def _block_thread(intrinsic, block_dim):
 
 def _exchange(thread, value):
     """Every thread's value, in linear thread order (x fastest), as seen after a barrier."""
-    slots = thread._manager.__dict__.setdefault("_numba_tiles_slots", {})
+    slots = _numba.block_scratch(thread).setdefault("slots", {})
     slots[thread.thread_id] = value
     thread.syncthreads()
     values = [slots[i] for i in range(len(slots))]
@@ -58,10 +54,9 @@ def _warp_exchange(thread, width, value):
     Only the lanes of one logical warp meet here (as on the GPU, other warps need not call), so
     they wait on a barrier of their own rather than the block's.
     """
-    manager = thread._manager
     group, lane = divmod(thread.thread_id, width)
-    size = min(width, int(np.prod(_launched(thread))) - group * width)
-    meeting = manager.__dict__.setdefault("_numba_tiles_warps", {}).setdefault(
+    size = min(width, int(np.prod(_numba.simulated_block_dim(thread))) - group * width)
+    meeting = _numba.block_scratch(thread).setdefault("warps", {}).setdefault(
         (width, group), {"barrier": threading.Barrier(size), "slots": {}}
     )
     meeting["slots"][lane] = value
@@ -166,7 +161,7 @@ def _scan(op, dtype, flat, exclusive, initial):
 
 
 def _entry_dtype(instance):
-    ty = instance.params[0][1]
+    ty = instance.param_type("value")
     return np.dtype(str(getattr(ty, "dtype", ty)))
 
 
@@ -208,14 +203,6 @@ def warp_scan(instance, args):
     return (out, aggregate) if args["aggregate"] else out
 
 
-_ARRANGEMENTS = {
-    "striped_to_blocked": ("striped", "blocked"),
-    "blocked_to_striped": ("blocked", "striped"),
-    "warp_striped_to_blocked": ("warp_striped", "blocked"),
-    "blocked_to_warp_striped": ("blocked", "warp_striped"),
-}
-
-
 def _rearrange(thread, args, arrays, source, target):
     """Move the tile held in ``arrays`` (thread-local, same length) from one arrangement to another."""
     count, threads = args["items_per_thread"], _threads(args)
@@ -232,7 +219,7 @@ def _rearrange(thread, args, arrays, source, target):
 def block_exchange(instance, args):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
     _items(instance, args["items"], args["items_per_thread"])
-    _rearrange(thread, args, [args["items"]], *_ARRANGEMENTS[args["arrangement"]])
+    _rearrange(thread, args, [args["items"]], *_params.ARRANGEMENTS[args["arrangement"]])
 
 
 def block_histogram(instance, args):
@@ -296,3 +283,59 @@ def block_merge_sort(instance, args):
     less = {"<": lambda a, b: a < b, ">": lambda a, b: a > b}.get(compare) or getattr(compare, "py_func", None)
     by_key = functools.cmp_to_key(lambda a, b: -1 if less(a[0], b[0]) else (1 if less(b[0], a[0]) else 0))
     _sort(instance, args, lambda tile: sorted(tile, key=by_key))  # sorted() is stable, like the GPU's
+
+
+def _block_tile(instance, args, param="items"):
+    """(thread, the block's whole tile in rank order, this thread's first rank, items per thread)."""
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    count = args["items_per_thread"] or 1
+    mine = _items(instance, args[param], count)
+    tile = [item for held in _exchange(thread, mine) for item in held]
+    return thread, np.array(tile, dtype=np.asarray(args[param]).dtype), thread.thread_id * count, count
+
+
+def block_adjacent_difference(instance, args):
+    thread, tile, start, count = _block_tile(instance, args)
+    op, right, neighbor = args["op"], args["right"], args["neighbor"]
+    n = len(tile)
+    valid = n if args["num_valid"] is None else min(max(int(args["num_valid"]), 0), n)
+    out = tile.copy()
+    for i in range(valid):
+        other = i + 1 if right else i - 1
+        if 0 <= other < valid:
+            out[i] = op.ufunc(tile[i], tile[other], dtype=tile.dtype)
+        elif neighbor is not None and (i == 0 if not right else i == n - 1):
+            out[i] = op.ufunc(tile[i], tile.dtype.type(neighbor), dtype=tile.dtype)
+    args["items"][:count] = out[start:start + count]
+
+
+def block_discontinuity(instance, args):
+    thread, tile, start, count = _block_tile(instance, args)
+    compare = args["compare"]
+    differ = (lambda a, b: a != b) if compare == "!=" else compare.py_func
+    before = [args["predecessor"]] + list(tile[:-1])
+    after = list(tile[1:]) + [args["successor"]]
+    for j in range(count):
+        i = start + j
+        if args["heads"] is not None:
+            args["heads"][j] = 1 if before[i] is None else int(bool(differ(before[i], tile[i])))
+        if args["tails"] is not None:
+            args["tails"][j] = 1 if after[i] is None else int(bool(differ(tile[i], after[i])))
+
+
+def block_shuffle(instance, args):
+    thread, tile, start, count = _block_tile(instance, args, "value")
+    kind = args["kind"]
+    if kind in ("offset", "rotate"):
+        distance = 1 if args["distance"] is None else int(args["distance"])
+        source = thread.thread_id + distance
+        if kind == "rotate":
+            source %= len(tile)
+        return tile[source] if 0 <= source < len(tile) else tile[thread.thread_id]
+    moved = tile.copy()
+    if kind == "up":
+        moved[1:] = tile[:-1]
+    else:
+        moved[:-1] = tile[1:]
+    args["value"][:count] = moved[start:start + count]
+    return tile[-1] if kind == "up" else tile[0]

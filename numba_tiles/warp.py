@@ -3,7 +3,10 @@
 from numba.cuda import types
 
 from . import _dtypes, _params, ops, simulator
+from ._library import CUB
 from ._spec import Instance, intrinsic
+
+WARP = CUB.header("warp.cuh")
 
 
 def _reduce_rule(name, args):
@@ -11,10 +14,12 @@ def _reduce_rule(name, args):
     op, partial = ops.reduction(name, args, dtype)
     return Instance(
         intrinsic=name,
-        header="warp.cuh",
-        template=f"numba_tiles::warp_reduce<{dtype.cxx}, {op.cxx}, {args['warp_size']}, {_params.cxx_bool(partial)}>",
+        header=WARP,
+        template=WARP.template("numba_tiles::warp_reduce", T=dtype.cxx, Op=op.cxx, Warp=args["warp_size"],
+                               Partial=partial),
         result=dtype.numba,
-        params=(("value", dtype.numba, None), ("num_valid", types.int32, 0)),
+        params=(("value", dtype.numba, None), ("num_valid", types.int32, 0),
+                ("identity", dtype.numba, ops.identity_value(op, dtype))),
         **op.code,
     )
 
@@ -68,14 +73,15 @@ def warp_sum(value, *, warp_size=32, num_valid=None):
 def _scan_rule(name, args):
     dtype = _dtypes.scalar(name, "value", args["value"])
     op, has_initial, identity = ops.scan(name, args, dtype)
-    flags = ", ".join(map(_params.cxx_bool, (args["exclusive"], has_initial, args["aggregate"],
-                                             ops.partial(name, args, op))))
     return Instance(
         intrinsic=name,
-        header="warp.cuh",
-        template=f"numba_tiles::warp_scan<{dtype.cxx}, {op.cxx}, {args['warp_size']}, {flags}>",
+        header=WARP,
+        template=WARP.template("numba_tiles::warp_scan", T=dtype.cxx, Op=op.cxx, Warp=args["warp_size"],
+                               Exclusive=args["exclusive"], HasInitial=has_initial, Aggregate=args["aggregate"],
+                               Partial=ops.partial(name, args, op)),
         result=types.UniTuple(dtype.numba, 2) if args["aggregate"] else dtype.numba,
-        params=(("value", dtype.numba, None), ("initial_value", dtype.numba, identity), ("num_valid", types.int32, 0)),
+        params=(("value", dtype.numba, None), ("initial_value", dtype.numba, identity), ("num_valid", types.int32, 0),
+                ("identity", dtype.numba, ops.identity_value(op, dtype))),
         **op.code,
     )
 

@@ -7,7 +7,9 @@ import pytest
 from numba import cuda, float64
 
 import numba_tiles as tiles
-from numba_tiles import _compile, _toolchain
+from numba_tiles import _compile, _toolchain, cache
+from numba_tiles._library import CUB
+from numba_tiles._target import Target
 
 SIG = "void(float32[:], float32[:])"
 
@@ -86,34 +88,89 @@ def test_one_nvrtc_program_per_kernel():
     assert tiles.cache.stats()["nvrtc"] == before + 1
 
 
-def test_key_covers_source_arch_and_toolchain():
-    parts = _compile.key_components("int x;", "sm_90")
-    assert set(parts) == {"source", "arch", "options", "numba_tiles", "nvrtc", "cccl", "cuda_headers", "lto_libs"}
-    assert parts["nvrtc"].startswith("13.") and parts["cccl"] >= 3000000
-    keys = {_compile.key("int x;", "sm_90"), _compile.key("int y;", "sm_90"), _compile.key("int x;", "sm_80")}
-    assert len(keys) == 3
+def key(source="int x;", **target):
+    return cache.key(_compile.key_parts(source, CUB, Target(**{"arch": "sm_90", **target})))
 
 
-def test_key_changes_with_an_option_and_the_debug_mode(monkeypatch):
-    before = _compile.key("int x;", "sm_90")
-    monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")
-    debug = _compile.key("int x;", "sm_90")
-    assert "NUMBA_TILES_DEBUG" in _compile.options()["define_macro"]
-    monkeypatch.setenv("NUMBA_TILES_DEBUG", "0")
-    monkeypatch.setitem(_compile._OPTIONS, "std", "c++17")
-    assert len({before, debug, _compile.key("int x;", "sm_90")}) == 3
+def test_key_covers_source_target_options_and_versions():
+    parts = _compile.key_parts("int x;", CUB, Target("sm_90"))
+    assert set(parts) == {"source", "output", "target", "options", "versions"}
+    assert parts["versions"]["nvrtc"].startswith("13.") and parts["versions"]["numba_tiles"] == tiles.__version__
+    assert set(parts["versions"][CUB.name]) == {"cccl", "cuda_headers", "lto_libs"}
+    assert len({key(), key("int y;"), key(arch="sm_80")}) == 3
+
+
+def test_key_changes_with_every_target_mode_and_option(monkeypatch):
+    keys = {key(), key(checks=True), key(debug=True), key(lineinfo=True)}
+    monkeypatch.setitem(_compile._BASE_OPTIONS, "std", "c++17")
+    keys.add(key())
+    assert len(keys) == 5
+
+
+def observed_programs(monkeypatch):
+    """The C++ sources and options NVRTC is given (the real NVRTC runs)."""
+    seen = []
+    real = _compile._nvrtc
+
+    def observe(source, library, target, name, instances, output="ltoir"):
+        seen.append((source, _compile.options(library, target, output)))
+        return real(source, library, target, name, instances, output)
+
+    monkeypatch.setattr(_compile, "_nvrtc", observe)
+    return seen
+
+
+@pytest.mark.parametrize("mode,section", [("lineinfo", ".debug_line"), ("debug", ".debug_info")])
+def test_lineinfo_and_debug_reach_nvrtc(monkeypatch, mode, section):
+    """From @cuda.jit's flags (here through tiles.compile) to the target, NVRTC's options and its output."""
+    from numba_tiles._elf import sections
+
+    monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
+    seen = observed_programs(monkeypatch)
+    with _compile.recording() as lowered:
+        tiles.compile(sum_kernel(160), SIG, arch="sm_90", output="ltoir", **{mode: True})
+    (instance, target), = lowered
+    assert target == Target("sm_90", **{mode: True})
+    (source, flags), = seen
+    assert flags[mode] is True
+    # NVRTC honours it: the same program and options compiled to a cubin carry line / debug sections.
+    plain = _compile._nvrtc(source, CUB, Target("sm_90"), "plain", [instance], output="cubin")
+    given = _compile._nvrtc(source, CUB, target, "given", [instance], output="cubin")
+    assert section not in {s[0] for s in sections(plain)} and section in {s[0] for s in sections(given)}
+
+
+def test_a_kernel_compiles_only_the_headers_its_intrinsics_use(monkeypatch):
+    monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
+    seen = observed_programs(monkeypatch)
+    tiles.compile(sum_kernel(224), SIG, arch="sm_90")
+
+    def reduce_and_scan(x, out):
+        i = cuda.grid(1)
+        out[i] = tiles.block_reduce(x[i], "max", block_dim=224) + tiles.block_scan(x[i], block_dim=224)
+
+    tiles.compile(reduce_and_scan, SIG, arch="sm_90")
+    includes = [re.findall(r'#include "([^"]+)"', source) for source, _ in seen]
+    assert includes == [["block_reduce.cuh"], ["block_reduce.cuh", "block_scan.cuh"]], includes
 
 
 def test_entry_point_renders_the_cub_template():
     instance, _ = tiles.block_sum.spec.resolve_values(np.int64(0), block_dim=(16, 16), num_valid=3)
     source = _compile.translation_unit([instance])
-    # every family header, so that all programs share one precompiled header
-    assert source.startswith('#include "block_exchange.cuh"\n#include "block_histogram.cuh"\n')
-    assert '#include "block_reduce.cuh"' in source and '#include "warp.cuh"' in source
+    assert source.startswith('#include "block_reduce.cuh"\n\n')
     assert ("numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, 1, "
-            "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid, ::numba_tiles::own_storage{})") in source
+            "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid, *identity, "
+            "::numba_tiles::own_storage{})") in source
     assert f'extern "C" __device__ void {instance.symbol}(const ::cuda::std::int64_t* value, ' in source
     assert (_toolchain.lto_libs_dir() / "block_reduce.cuh").is_file()
+
+
+def test_template_arguments_are_named_as_the_header_declares_them():
+    header = CUB.header("block_reduce.cuh")
+    assert header.template("numba_tiles::block_reduce_storage", T="float", BX=1, BY=2, BZ=3, Algo="A",
+                           Broadcast=True) == "numba_tiles::block_reduce_storage<float, 1, 2, 3, A, true>"
+    with pytest.raises(AssertionError, match=r"block_reduce_storage in block_reduce.cuh takes <T, BX, BY, BZ, "
+                       r"Algo, Broadcast>; the rule gives <T, BY, BX>"):
+        header.template("numba_tiles::block_reduce_storage", T="float", BY=1, BX=2)
 
 
 def test_precompile_needs_signatures():

@@ -119,6 +119,36 @@ def compile_body(body, sig="void(float32[:], float32[:], int64)"):
          r"temp must be a 1-D array, got array\(uint8, 2d"),
         ("tiles.block_exchange(x, 'blocked_to_striped', block_dim=128, items_per_thread=4, temp=out)",
          "void(float32[:], boolean[:], int64)", r"temp holds bool, which is not supported"),
+        ("tiles.block_merge_sort(x, block_dim=(48, 2), items_per_thread=4)", None,
+         r"merge sort needs a power-of-two number of threads, got 96.*Fix: launch 32"),
+        # adjacent difference, discontinuity, shuffle
+        ("tiles.block_adjacent_difference(x, block_dim=128, items_per_thread=4, right=True, neighbor=x[0], "
+         "num_valid=n)", None, r"a right difference of a partial tile takes no neighbor.*Fix: leave out neighbor"),
+        ("tiles.block_adjacent_difference(x, '&', block_dim=128, items_per_thread=4)", None,
+         r"op '&' needs an integer dtype, got float32"),
+        ("tiles.block_adjacent_difference(x, '/', block_dim=128, items_per_thread=4)", None,
+         r"op '/' is not supported"),
+        ("tiles.block_adjacent_difference(x[i], block_dim=128, items_per_thread=4)", None,
+         r"items must be an array, got float32"),
+        ("tiles.block_discontinuity(x, block_dim=128, items_per_thread=4)", None,
+         r"it needs heads=, tails= or both"),
+        ("tiles.block_discontinuity(x, block_dim=128, items_per_thread=4, tails=out, predecessor=x[0])",
+         "void(int32[:], uint8[:], int64)", r"predecessor only decides the heads flag.*Fix: pass heads="),
+        ("tiles.block_discontinuity(x, block_dim=128, items_per_thread=4, heads=out)", None,
+         r"heads holds float32, which is not supported here.*Fix: pass one of int8"),
+        ("tiles.block_discontinuity(x, block_dim=128, items_per_thread=4, heads=out, compare='<')",
+         "void(int32[:], uint8[:], int64)", r"compare='<' is not supported.*Fix: pass '!='"),
+        ("tiles.block_shuffle(x, 'offset', block_dim=128, items_per_thread=4)", None,
+         r"kind 'offset' shuffles one value per thread, got array"),
+        ("tiles.block_shuffle(x[i], 'up', block_dim=128)", None, r"kind 'up' shuffles a thread-local array"),
+        ("tiles.block_shuffle(x[i], 'sideways', block_dim=128)", None,
+         r"kind='sideways' is not supported.*'offset', 'rotate', 'up', 'down'"),
+        ("tiles.block_shuffle(x, 'up', block_dim=128, items_per_thread=4, distance=2)", None,
+         r"kind 'up' always moves items by one.*Fix: leave out distance"),
+        ("tiles.block_shuffle(x[i], 'rotate', block_dim=128, distance=1.5)", None,
+         r"distance must be an integer, got float64"),
+        ("tiles.block_shuffle(x[i], 'rotate', block_dim=(7, 3), items_per_thread=2)", None,
+         r"items_per_thread=2 needs an array input"),
         # user ops and comparisons
         ("tiles.block_reduce(x[i], absmax, block_dim=128, num_valid=n)", None,
          r"num_valid needs an op with an identity; absmax is a Python function"),
@@ -163,7 +193,7 @@ def test_storage_over_the_static_limit_is_an_error_with_its_exact_size():
         items = cuda.local.array(4, uint16)
         tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=8192)
 
-    with pytest.raises(TypingError, match=r"tiles.block_histogram: its temp storage needs \d+ bytes of shared "
+    with pytest.raises(tiles.TilesError, match=r"tiles.block_histogram: its temp storage needs \d+ bytes of shared "
                        r"memory, over the 49152 a block can have statically.*Fix: use fewer items_per_thread"):
         tiles.compile(kernel, "void(uint16[::1], uint32[::1])", arch="sm_90")
 
@@ -181,5 +211,5 @@ def test_temp_bytes_misuse(args, kwargs, message):
 
     intrinsic = getattr(tiles, args[0])
     kwargs = {k: numba_type(v) if k == "temp" else v for k, v in kwargs.items()}
-    with pytest.raises(TypingError, match=message):
+    with pytest.raises(tiles.TilesError, match=message):
         tiles.temp_bytes(intrinsic, numba_type(args[1]), **kwargs)

@@ -1,4 +1,4 @@
-"""Load/store, scans, exchange, histogram and radix sort on the GPU against NumPy, on fresh random
+"""Load/store, scans, exchange, histogram, sorts and the neighbor collectives on the GPU against NumPy, on fresh random
 data: every dtype, the three block ranks, items_per_thread {1, 2, 4, 7, 16}, every algorithm."""
 
 import numpy as np
@@ -6,6 +6,7 @@ import pytest
 from numba import cuda
 
 from .. import collectives as c
+from .. import neighbors as nb
 from ..cpu.test_compile import COLLECTIVES, one_collective
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
@@ -338,3 +339,101 @@ def test_shared_memory_report_is_what_the_driver_says(which):
     usage = tiles.shared_memory(kernel, "void(float32[::1], float32[::1])", arch=arch)
     (driver,) = kernel.get_shared_mem_per_block().values()  # {signature: bytes} of the one overload
     assert usage["total"] == driver == sum(usage["buffers"].values()) + own
+
+
+# The neighbor collectives: the usual shapes and one that is not whole warps.
+NEIGHBOR_SHAPES = SHAPES + [pytest.param((7, 3), id="(7, 3)")]
+DIFFERENCE_CASES = [(right, neighbor, num_valid) for right in (False, True) for neighbor in (False, True)
+                    for num_valid in (False, True) if not (right and neighbor and num_valid)]
+
+
+@pytest.mark.parametrize("block_dim", NEIGHBOR_SHAPES)
+@pytest.mark.parametrize("items", [1, 3, 4, 16])
+@pytest.mark.parametrize("right,neighbor,num_valid", DIFFERENCE_CASES)
+def test_adjacent_difference(right, neighbor, num_valid, items, block_dim, rng):
+    nb.run_adjacent_difference("int32", "-", block_dim, items, rng, right=right, neighbor=neighbor,
+                               num_valid=num_valid)
+
+
+@pytest.mark.parametrize("dtype", c.ARRAY_DTYPES)
+@pytest.mark.parametrize("op", ["-", "+", "max", "absmax"])
+def test_adjacent_difference_dtypes_and_ops(dtype, op, rng):
+    kind = np.dtype(dtype).kind
+    if (op == "max" and kind == "c") or (op == "absmax" and dtype not in ("int32", "int64", "float32", "float64")):
+        pytest.skip("op not defined for this dtype")
+    nb.run_adjacent_difference(dtype, op, (16, 8), 3, rng, neighbor=True)
+    nb.run_adjacent_difference(dtype, op, 96, 2, rng, right=True, num_valid=True)
+
+
+@pytest.mark.parametrize("block_dim", NEIGHBOR_SHAPES)
+@pytest.mark.parametrize("items", [1, 3, 4, 16])
+@pytest.mark.parametrize("flags", [("heads",), ("tails",), ("heads", "tails")])
+@pytest.mark.parametrize("neighbors", [False, True])
+def test_discontinuity(neighbors, flags, items, block_dim, rng):
+    nb.run_discontinuity("int32", block_dim, items, rng, flags=flags, neighbors=neighbors)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int64", "float16", "float32", "float64", "complex64"])
+@pytest.mark.parametrize("flag_dtype", ["uint8", "int32", "uint64"])
+def test_discontinuity_dtypes(dtype, flag_dtype, rng):
+    nb.run_discontinuity(dtype, 128, 4, rng, neighbors=True, flag_dtype=flag_dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float64"])
+def test_discontinuity_user_compare(dtype, rng):
+    nb.run_discontinuity(dtype, (8, 4, 4), 3, rng, neighbors=True, compare="parity")
+
+
+@pytest.mark.parametrize("block_dim", NEIGHBOR_SHAPES)
+@pytest.mark.parametrize("kind,items", [("offset", 1), ("rotate", 1), ("up", 1), ("up", 4), ("down", 3),
+                                        ("down", 16)])
+def test_shuffle(kind, items, block_dim, rng):
+    nb.run_shuffle("float32", kind, block_dim, items, rng)
+
+
+@pytest.mark.parametrize("dtype", c.ARRAY_DTYPES)
+@pytest.mark.parametrize("kind", ["offset", "rotate", "up", "down"])
+def test_shuffle_dtypes(dtype, kind, rng):
+    nb.run_shuffle(dtype, kind, 96, 2, rng, distances=(-5, 95, -2 ** 31))
+
+
+def test_neighbors_after_a_failed_compile_and_back_to_back(rng):
+    """A rejected call first (typing error), then the three collectives in one kernel, sharing a temp."""
+    from numba import int32, uint8
+
+    import numba_tiles as tiles
+
+    @cuda.jit
+    def bad(x):
+        items = cuda.local.array(4, int32)
+        tiles.block_shuffle(items, "offset", block_dim=64, items_per_thread=4)
+
+    with pytest.raises(Exception, match="kind 'offset' shuffles one value per thread"):
+        bad[1, 64](np.zeros(256, np.int32))
+    TEMP = max(tiles.temp_bytes(f, *a, block_dim=64, items_per_thread=4, **k) for f, a, k in (
+        (tiles.block_adjacent_difference, (int32[::1],), {}),
+        (tiles.block_discontinuity, (int32[::1],), {"heads": uint8[::1]}),
+        (tiles.block_shuffle, (int32[::1], "up"), {})))
+
+    @cuda.jit
+    def kernel(x, diff, heads, edge):
+        temp = cuda.shared.array(TEMP, uint8)
+        t = cuda.threadIdx.x
+        items = cuda.local.array(4, int32)
+        flags = cuda.local.array(4, uint8)
+        for j in range(4):
+            items[j] = x[t * 4 + j]
+        tiles.block_discontinuity(items, block_dim=64, items_per_thread=4, heads=flags, temp=temp)
+        tiles.block_adjacent_difference(items, block_dim=64, items_per_thread=4, temp=temp)
+        edge[t] = tiles.block_shuffle(items, "down", block_dim=64, items_per_thread=4, temp=temp)
+        for j in range(4):
+            diff[t * 4 + j] = items[j]
+            heads[t * 4 + j] = flags[j]
+
+    x = rng.integers(0, 3, 256).astype(np.int32)
+    diff, heads, edge = np.zeros(256, np.int32), np.zeros(256, np.uint8), np.zeros(64, np.int32)
+    kernel[1, 64](x, diff, heads, edge)
+    d = nb.adjacent_difference(x, np.subtract, False)
+    np.testing.assert_array_equal(heads, nb.discontinuity(x, np.not_equal)[0].astype(np.uint8))
+    np.testing.assert_array_equal(diff, np.append(d[1:], d[-1]))
+    np.testing.assert_array_equal(edge, np.repeat(d[0], 64))

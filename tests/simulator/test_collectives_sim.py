@@ -8,6 +8,7 @@ from numba import cuda, uint8
 import numba_tiles as tiles
 
 from .. import collectives as c
+from .. import neighbors as nb
 
 
 @pytest.mark.parametrize("algorithm", c.MOVE_ALGORITHMS)
@@ -83,3 +84,28 @@ def test_too_small_temp_is_an_error():
 
     with pytest.raises(Exception, match=r"tiles.block_scan: temp holds 8 bytes; this call needs \d+ contiguous bytes"):
         kernel[1, 32](np.zeros(32, np.float32))
+
+
+@pytest.mark.parametrize("right,neighbor,num_valid", [(False, False, False), (False, True, True), (True, True, False),
+                                                      (True, False, True)])
+def test_adjacent_difference(right, neighbor, num_valid, rng):
+    nb.run_adjacent_difference("int32", "-", (8, 4), 3, rng, right=right, neighbor=neighbor, num_valid=num_valid)
+
+
+def test_adjacent_difference_user_op(rng):
+    nb.run_adjacent_difference("float64", "absmax", 32, 2, rng, neighbor=True)
+
+
+@pytest.mark.parametrize("flags", [("heads",), ("tails",), ("heads", "tails")])
+@pytest.mark.parametrize("neighbors", [False, True])
+def test_discontinuity(flags, neighbors, rng):
+    nb.run_discontinuity("int16", (8, 4), 3, rng, flags=flags, neighbors=neighbors)
+
+
+def test_discontinuity_user_compare(rng):
+    nb.run_discontinuity("int32", 32, 2, rng, neighbors=True, compare="parity")
+
+
+@pytest.mark.parametrize("kind,items", [("offset", 1), ("rotate", 1), ("up", 3), ("down", 2)])
+def test_shuffle(kind, items, rng):
+    nb.run_shuffle("float32", kind, (8, 4), items, rng, distances=(1, -3, 40))

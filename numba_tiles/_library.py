@@ -1,0 +1,127 @@
+"""Library descriptions: where a C++ library's headers are, how NVRTC compiles them, what versions them.
+
+A `Library` is one body of C++ that intrinsics instantiate: numba_tiles' own CUB families
+(`CUB`, below), later MathDx or a downstream package's header. Its description says
+- where its headers and those they include are (``include_dirs``),
+- the NVRTC options it needs (``options``),
+- what goes into the cache key for it (``versions``: the content of its headers and of
+  the libraries beneath them, not only a version number),
+- whom a compile failure of its code blames (``blame``).
+An NVRTC program compiles the instances of one library and includes only the headers those
+instances use (`Header`); programs that include the same headers share a precompiled header.
+
+A `Header` is one file of a library; ``template(name, **arguments)`` spells an instantiation of
+one of its templates with the arguments named as the C++ declares them, checked against the
+declaration, so that an argument in the wrong place is an error when the rule runs, not a
+wrong instantiation found at link.
+"""
+
+import dataclasses
+import functools
+import re
+
+from . import _toolchain
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Library:
+    """A C++ library intrinsics are instantiated from. Example::
+
+        MINE = Library("mypkg", include_dirs=lambda: (HERE / "include",),
+                       versions=lambda: {"mypkg": directory_digest(HERE / "include")},
+                       blame="a bug in mypkg's C++; please report it to mypkg")
+        ARGMAX = MINE.header("argmax.cuh")
+    """
+
+    name: str
+    include_dirs: object  # () → directories, first searched first (found lazily: finding wheels costs)
+    versions: object  # () → {name: version or digest}: this library's part of the cache key
+    blame: str
+    options: tuple = ()  # NVRTC define_macro entries: "NAME" or ("NAME", "value")
+
+    def header(self, filename):
+        return Header(self, filename)
+
+    def include_path(self):
+        return [str(d) for d in self.include_dirs()]
+
+
+@dataclasses.dataclass(frozen=True)
+class Header:
+    """One header of a `Library` (``block_reduce.cuh``)."""
+
+    library: Library
+    name: str
+
+    def path(self):
+        for directory in self.library.include_dirs():
+            if (directory / self.name).is_file():
+                return directory / self.name
+        raise FileNotFoundError(f"{self.library.name}: header {self.name} not found in {self.library.include_path()}")
+
+    def template(self, qualified, **arguments):
+        """``qualified<arguments...>`` in the order the header declares them: every argument named.
+
+        Trailing template parameters that C++ deduces from the call (``typename Temp``) are left out.
+        """
+        name = qualified.rsplit("::", 1)[-1]
+        declared = _declarations(self.path()).get(name)
+        if declared is None:
+            raise AssertionError(f"{self.library.name}: {self.name} declares no template {name}")
+        given = list(arguments)
+        if given != declared[:len(given)]:
+            raise AssertionError(f"{self.library.name}: {name} in {self.name} takes <{', '.join(declared)}>; "
+                                 f"the rule gives <{', '.join(given)}>")
+        return f"{qualified}<{', '.join(str(_cxx(v)) for v in arguments.values())}>"
+
+
+def _cxx(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+# A template's parameter list, then what it declares: an alias, a struct, or a function
+# (whose return type may hold <...> and whose name comes just before its parameter list).
+_TEMPLATE = re.compile(
+    r"template\s*<(?P<params>[^<>]*)>\s*"
+    r"(?:using\s+(?P<alias>\w+)\s*=|struct\s+(?P<struct>\w+)\s*[{:]|[^;{}()]*?\b(?P<function>\w+)\s*\((?!&))")
+
+
+@functools.cache
+def _declarations(path):
+    """{template name: its parameters' names} of a header; every overload of a name declares the same."""
+    found = {}
+    for match in _TEMPLATE.finditer(path.read_text()):
+        name = match["alias"] or match["struct"] or match["function"]
+        params = [p.split()[-1] for p in match["params"].split(",") if p.strip()]
+        if found.setdefault(name, params) != params:
+            raise AssertionError(f"{path.name}: the overloads of {name} declare different template parameters")
+    return found
+
+
+def _cub_versions():
+    cccl, cuda = _toolchain.cccl_include_dir(), _toolchain.cuda_include_dir()
+    return {
+        "cccl": f"{_toolchain.cccl_version()}:{_toolchain.directory_digest(cccl)}",
+        "cuda_headers": f"{_toolchain.cuda_headers_version()}:{_toolchain.directory_digest(cuda)}",
+        "lto_libs": _toolchain.directory_digest(_toolchain.lto_libs_dir()),
+    }
+
+
+# A block's static shared memory, the most any storage may take: said here, handed to C++.
+STATIC_SHARED_BYTES = 48 * 1024
+
+# numba_tiles' CUB families (lto_libs/*.cuh) over CCCL, which needs the CUDA headers.
+# NDEBUG: CCCL's device assertions (__assertfail calls) are for debugging CCCL, not release code.
+# _CCCL_META_UNROLL_LIMIT=10 is what CCCL picks under nvcc; under NVRTC it keeps 16, and its
+# preprocessor unrolling then takes most of the front end (same LTO-IR either way).
+# CCCL_DISABLE_NVFP8_SUPPORT: no intrinsic takes fp8; parsing its headers is wasted time.
+CUB = Library(
+    name="numba_tiles.cub",
+    include_dirs=lambda: (_toolchain.lto_libs_dir(), _toolchain.cccl_include_dir(), _toolchain.cuda_include_dir()),
+    versions=_cub_versions,
+    blame="This is a numba_tiles bug; please report it with this message",
+    options=("NDEBUG", ("_CCCL_META_UNROLL_LIMIT", "10"), "CCCL_DISABLE_NVFP8_SUPPORT",
+             ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES))),
+)

@@ -1,0 +1,220 @@
+"""Every place numba_tiles touches numba / numba-cuda beyond ``numba.cuda`` and its types.
+
+Other modules import only ``from numba import cuda`` and ``from numba.cuda import types``
+(a test enforces it), so that a numba-cuda upgrade that moves or changes one of these breaks
+here, in one place, and ``tests/cpu/test_numba_contract.py`` says which touchpoint broke.
+
+The touchpoints, each with its contract test:
+- the base of `TilesError`: numba-cuda's own ``TypingError``, which its typing catches and
+  reports with the call's source line;
+- `register`: a typing template and a lowering for a Python function (numba-cuda's public
+  extension API: ``infer_global``, ``AbstractTemplate``, ``lower_builtin``);
+- `target_flags`: the compute capability, line info and debug flags of the code being lowered,
+  from numba-cuda's own target configuration stack (its own lowering reads them the same way);
+- the lowering helpers (`call_entry`): declare and call an ``extern "C"`` function, pass
+  arrays as (data, size, stride) and scalars by pointer;
+- `lazy_ltoir`: a public ``numba.cuda.LTOIR`` whose bytes are made when numba-cuda first reads
+  them (its documented file-object form), so that all of a kernel's intrinsics compile together;
+- `compile_kernel_ltoir` / `compile_device_ltoir`: numba-cuda's public ``compile_all`` /
+  ``compile`` to LTO-IR;
+- the simulator hooks: the simulated thread, its block's shape and a per-block scratch dict.
+"""
+
+import io
+
+import numpy as np
+from numba import cuda
+from numba.cuda import types
+from numba.cuda.core.errors import TypingError  # numba-cuda's own (numba.core's is another class)
+
+__all__ = ["TypingError"]
+
+
+# --- typing and lowering -------------------------------------------------------------------
+
+def register(func, resolve, lower):
+    """Make ``func`` callable in kernels: ``resolve(args, kws)`` → signature, ``lower(context, builder, sig, args)``.
+
+    ``resolve`` raises `TilesError`; numba-cuda retries a failed typing without literal
+    arguments, which cannot see compile-time constants, so the first error is raised again.
+    """
+    from numba.cuda.extending import lower_builtin
+    from numba.cuda.typing.templates import AbstractTemplate, infer_global
+
+    class Template(AbstractTemplate):
+        key = func
+        prefer_literal = True  # compile-time constants arrive as literal types only in this pass
+        _first_error = None
+
+        def generic(self, args, kws):
+            if self._first_error is not None:
+                raise self._first_error
+            try:
+                return resolve(args, kws)
+            except TypingError as exc:
+                self._first_error = exc
+                raise
+
+    infer_global(func, types.Function(Template))
+    lower_builtin(func, types.VarArg(types.Any))(lower)
+
+
+def signature(result, args, pysig):
+    """A typing signature whose arguments fold by ``pysig`` (an `inspect.Signature`)."""
+    from numba.cuda.typing.templates import signature as make
+
+    return make(result, *args).replace(pysig=pysig)
+
+
+def target_flags():
+    """(compute capability, lineinfo, debug) of the code being lowered now."""
+    from numba.cuda.core.targetconfig import ConfigStack
+
+    flags = ConfigStack().top()
+    debuginfo = bool(flags.debuginfo)
+    lineinfo = debuginfo and bool(flags.dbg_directives_only)
+    return tuple(flags.compute_capability), lineinfo, debuginfo and not lineinfo
+
+
+def _half_bits(ty, value):
+    """float16 / bfloat16 ``value`` as the i16 bit pattern numba-cuda holds them in."""
+    if ty == types.float16:
+        return int(np.float16(value).view(np.uint16))
+    wide = int(np.float32(value).view(np.uint32))  # bfloat16: float32's bits, rounded to nearest even
+    return (wide + 0x7FFF + ((wide >> 16) & 1)) >> 16 & 0xFFFF
+
+
+def constant(context, ty, value):
+    """An LLVM constant of ``ty``. numba-cuda's get_constant writes an invalid ``i16 0.0`` for half types."""
+    from llvmlite import ir
+
+    if ty in (types.float16, types.bfloat16):
+        return ir.Constant(context.get_value_type(ty), _half_bits(ty, value))
+    return context.get_constant(ty, value)
+
+
+def _pass(context, builder, ty, value):
+    """An entry point's arguments for one value: an array's (data, size, stride in items), else a pointer to it."""
+    from llvmlite import ir
+    from numba.cuda import cgutils
+
+    if isinstance(ty, types.Array):
+        array = context.make_array(ty)(context, builder, value)
+        itemsize = context.get_abi_sizeof(context.get_data_type(ty.dtype))
+        size = builder.extract_value(array.shape, 0)
+        stride = builder.sdiv(builder.extract_value(array.strides, 0), ir.Constant(size.type, itemsize))
+        return [array.data, size, stride]
+    slot = cgutils.alloca_once(builder, context.get_value_type(ty))
+    builder.store(value, slot)
+    return [slot]
+
+
+def call_entry(context, builder, symbol, arguments, outputs, result):
+    """Call ``extern "C" void symbol(args..., outputs*...)``: ``arguments`` are (Numba type, LLVM value)
+    pairs, ``outputs`` the types it writes through pointers; returns the ``result`` value."""
+    from llvmlite import ir
+    from numba.cuda import cgutils
+
+    values = [v for ty, value in arguments for v in _pass(context, builder, ty, value)]
+    slots = [cgutils.alloca_once(builder, context.get_value_type(ty)) for ty in outputs]
+    fn = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [v.type for v in values + slots]), symbol)
+    builder.call(fn, values + slots)
+    loaded = [builder.load(slot) for slot in slots]
+    if isinstance(result, types.BaseTuple):
+        return context.make_tuple(builder, result, loaded)
+    return loaded[0] if loaded else context.get_dummy_value()
+
+
+def active_library(context):
+    """The code library (a kernel's or a device function's) being lowered now."""
+    return context.active_code_library
+
+
+def link(library, code):
+    """Link ``code`` (a ``numba.cuda.LTOIR``) into the code ``library``."""
+    library.add_linking_file(code)
+
+
+# --- code objects and numba-cuda's compilers ---------------------------------------------
+
+class _Deferred(io.BytesIO):
+    """A file object whose content is made on first read: ``LTOIR`` reads a file object's ``getvalue()``
+    when numba-cuda takes its ``data`` at link time."""
+
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
+    def getvalue(self):
+        return self._make()
+
+
+def lazy_ltoir(name, make):
+    """A ``numba.cuda.LTOIR`` named ``name`` whose bytes are ``make()``, called when numba-cuda links it."""
+    return cuda.LTOIR(_Deferred(make), name=name)
+
+
+def ltoir(name, data):
+    return cuda.LTOIR(data, name=name)
+
+
+def compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=False, debug=False):
+    """A kernel's LTO-IR modules as bytes: numba-cuda's first, then every linked object's."""
+    codes, _ = cuda.compile_all(pyfunc, signature, device=False, abi="numba", output="ltoir", cc=cc,
+                                lineinfo=lineinfo, debug=debug, opt=not debug)
+    # bytes, LTOIR objects (.data), or cuda.core ObjectCode (.code: numba-cuda's own fp16 helpers)
+    return [code if isinstance(code, bytes) else getattr(code, "data", None) or code.code for code in codes]
+
+
+def compile_device_ltoir(pyfunc, signature, symbol, cc):
+    """A ``@cuda.jit(device=True)`` function's LTO-IR with C ABI under ``symbol``."""
+    code, _ = cuda.compile(pyfunc, signature, device=True, abi="c", abi_info={"abi_name": symbol},
+                           output="ltoir", cc=cc)
+    return code
+
+
+def typeof(value):
+    from numba import typeof as numba_typeof
+
+    return numba_typeof(value)
+
+
+# --- Python functions and the simulator ---------------------------------------------------
+
+def python_function(value):
+    """The Python function of a ``@cuda.jit(device=True)`` function (compiled or simulated), else None."""
+    return getattr(value, "py_func", None) if isinstance(value, _device_function_types()) else None
+
+
+def _device_function_types():
+    if cuda.config.ENABLE_CUDASIM:
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        return (FakeCUDAKernel,)
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    return (CUDADispatcher,)
+
+
+def simulator_enabled():
+    return bool(cuda.config.ENABLE_CUDASIM)
+
+
+def simulated_thread():
+    """The simulator's thread running now, or None outside a simulated kernel."""
+    import threading
+
+    thread = threading.current_thread()
+    return thread if hasattr(thread, "syncthreads") and hasattr(thread, "thread_id") else None
+
+
+def simulated_block_dim(thread):
+    """The (x, y, z) block shape the simulated ``thread``'s kernel was launched with."""
+    dims = tuple(thread._manager._block_dim)
+    return dims + (1,) * (3 - len(dims))
+
+
+def block_scratch(thread):
+    """A dict shared by the simulated threads of ``thread``'s block (and only them)."""
+    return thread._manager.__dict__.setdefault("_numba_tiles_scratch", {})

@@ -1,0 +1,20 @@
+"""This process's counters (`numba_tiles.cache.stats` shows them): what the cache and the compiler did."""
+
+import collections
+import threading
+
+NAMES = ("hits", "misses", "nvrtc", "nvrtc_seconds", "pch_used", "memo", "writes", "evictions", "rejected")
+_counts = collections.Counter()
+_lock = threading.Lock()
+
+
+def count(name, amount=1):
+    """Add ``amount`` to the counter ``name`` (one of `NAMES`)."""
+    assert name in NAMES, name
+    with _lock:
+        _counts[name] += amount
+
+
+def snapshot():
+    with _lock:
+        return {name: _counts[name] for name in NAMES}

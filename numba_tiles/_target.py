@@ -1,0 +1,49 @@
+"""What a build is for: the one description of everything outside the C++ text that changes the code.
+
+A `Target` is made once where a build starts (lowering one intrinsic call, from numba-cuda's
+flags; or `tiles.compile`) and handed down: NVRTC's options, the cache key and the precompiled
+header's tag all come from it, and nothing below reads the environment.
+"""
+
+import dataclasses
+import os
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """``arch`` (``"sm_90"``), and the code-changing modes: ``checks`` (``NUMBA_TILES_DEBUG=1``: launch
+    and input checks compiled in), ``debug`` (device debug information, NVRTC ``-G``) and ``lineinfo``
+    (line tables, NVRTC ``-lineinfo``). Example::
+
+        Target("sm_90", lineinfo=True).nvrtc_options()  # {'arch': 'sm_90', 'lineinfo': True, ...}
+    """
+
+    arch: str
+    checks: bool = False
+    debug: bool = False
+    lineinfo: bool = False
+
+    @classmethod
+    def for_lowering(cls, cc, lineinfo, debug):
+        """The target of code lowered now for compute capability ``cc``; ``checks`` from ``NUMBA_TILES_DEBUG``."""
+        return cls("sm_%d%d" % cc, checks=os.environ.get("NUMBA_TILES_DEBUG", "0") not in ("", "0"),
+                   debug=debug, lineinfo=lineinfo and not debug)
+
+    @property
+    def cc(self):
+        number = self.arch[3:]
+        return int(number[:-1]), int(number[-1])
+
+    def nvrtc_options(self):
+        """The NVRTC options this target adds to a library's."""
+        options = {"arch": self.arch}
+        if self.debug:
+            options["debug"] = True
+        if self.lineinfo:
+            options["lineinfo"] = True
+        if self.checks:
+            options["define_macro"] = ["NUMBA_TILES_DEBUG"]
+        return options
+
+    def key(self):
+        return dataclasses.asdict(self)
