@@ -5,7 +5,10 @@ for sm_90 (no GPU needed), so it pays every cold cost a user pays: the kernel wi
 intrinsic, with it and an empty disk cache, and with it and a warm cache. Prints a table and
 writes JSON to benchmarks/results/.
 
-    python benchmarks/compile_latency.py [--runs 5]
+    python benchmarks/compile_latency.py [--runs 5] [--label after-issue-9] [--tree DIR]
+
+``--tree`` measures another checkout of numba_tiles (say, an older commit in a git worktree)
+with the same script, so that before and after come from one machine and one session.
 """
 
 import argparse
@@ -40,13 +43,17 @@ def without(x, out):
         out[cuda.blockIdx.x] = s
 
 kernel = without if sys.argv[1] == "without" else with_reduce
-if sys.argv[1].startswith("block_reduce, 2nd"):
-    # Another instantiation first (untimed): it makes the precompiled header.
+if ", kernel " in sys.argv[1]:
+    # Other instantiations first (untimed): the 2nd kernel of a process, or the 3rd once its
+    # precompiled header is made (a user between notebook cells; older trees make it in-line).
     def warmup(block):
         def kernel(x, out):
             out[0] = tiles.block_reduce(x[cuda.grid(1)], "+", block_dim=block)
         return kernel
-    tiles.compile(warmup(64), "void(float32[:], float32[:])", arch="sm_90")
+    for block in (64, 128)[:int(sys.argv[1].split(", kernel ")[1][0]) - 1]:
+        tiles.compile(warmup(block), "void(float32[:], float32[:])", arch="sm_90")
+    from numba_tiles import _compile
+    getattr(_compile, "wait_for_precompiled_headers", lambda: None)()
     t1, before = time.perf_counter(), dict(tiles.cache.stats())
 else:
     before = dict(tiles.cache.stats())
@@ -58,19 +65,20 @@ print(json.dumps({"import_s": import_s, "compile_s": t2 - t1, "nvrtc_s": stats["
 """
 
 
-def measure(variant, runs):
+def measure(variant, runs, tree=None):
     """Median of ``runs`` fresh processes; "cold" empties the cache before each, "warm" fills it once first."""
     samples = []
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {**os.environ, "NUMBA_TILES_CACHE_DIR": cache_dir}
+        cwd = Path(tree).resolve() if tree else Path(__file__).resolve().parents[1]  # `python -c` imports from cwd
         if variant == "block_reduce, warm cache":
-            subprocess.run([sys.executable, "-c", CHILD, variant], env=env, capture_output=True, check=True)
+            subprocess.run([sys.executable, "-c", CHILD, variant], env=env, cwd=cwd, capture_output=True, check=True)
         for _ in range(runs):
             if "cold cache" in variant:
                 for entry in Path(cache_dir).iterdir():
                     entry.unlink()
-            out = subprocess.run([sys.executable, "-c", CHILD, variant], env=env, capture_output=True, text=True,
-                                 check=True)
+            out = subprocess.run([sys.executable, "-c", CHILD, variant], env=env, cwd=cwd, capture_output=True,
+                                 text=True, check=True)
             samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
@@ -88,22 +96,29 @@ def cpu_name():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--label", default="", help="names the JSON file (compile_latency-DATE-LABEL.json)")
+    parser.add_argument("--tree", default=None, help="a checkout of numba_tiles to measure instead of this one")
     args = parser.parse_args()
     variants = ("without", "block_reduce, cold cache", "block_reduce, warm cache",
-                "block_reduce, 2nd kernel in the process, cold cache")
-    results = {variant: measure(variant, args.runs) for variant in variants}
+                "block_reduce, kernel 2 of the process, cold cache",
+                "block_reduce, kernel 3 of the process (PCH made), cold cache")
+    results = {variant: measure(variant, args.runs, args.tree) for variant in variants}
+    commit = subprocess.run(["git", "-C", args.tree or str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
     device = f"CPU only: {cpu_name()}, {os.cpu_count()} cores"
     date = datetime.date.today().isoformat()
-    print(f"compile latency to a linked sm_90 cubin, fresh process, median of {args.runs} ({device}, {date})")
-    print(f"{'kernel':<52}{'import s':>10}{'compile s':>11}{'NVRTC s':>9}")
+    print(f"compile latency to a linked sm_90 cubin, fresh process, median of {args.runs} ({device}, {date}, "
+          f"commit {commit})")
+    print(f"{'kernel':<62}{'import s':>10}{'compile s':>11}{'NVRTC s':>9}")
     for variant, r in results.items():
-        print(f"{variant:<52}{r['import_s']:>10.2f}{r['compile_s']:>11.2f}{r['nvrtc_s']:>9.2f}")
+        print(f"{variant:<62}{r['import_s']:>10.2f}{r['compile_s']:>11.2f}{r['nvrtc_s']:>9.2f}")
     base = results["without"]["compile_s"]
     for variant in variants[1:]:
         print(f"{variant} adds {results[variant]['compile_s'] - base:.2f} s to the compile")
     record = {"benchmark": "compile_latency", "device": device, "date": date, "runs": args.runs,
-              "python": platform.python_version(), "results": results}
-    path = Path(__file__).parent / "results" / f"compile_latency-{date}.json"
+              "commit": commit, "label": args.label, "python": platform.python_version(), "results": results}
+    name = f"compile_latency-{date}" + (f"-{args.label}" if args.label else "")
+    path = Path(__file__).parent / "results" / f"{name}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")
 

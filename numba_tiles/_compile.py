@@ -196,32 +196,63 @@ def constant(expression, header, arch):
 
 
 _pch_dir = None
-_pch_made = {}  # (library, headers, options) → "seen" (one program so far), "failed", or this process's PCH
+_compiled = set()  # tags of the programs compiled in this process
+_pchs = {}  # (library, headers, options) → its `_PrecompiledHeader` in this process
 
 
-def _pch_options(tag):
-    """NVRTC precompiled-header options for a program whose ``tag`` is (library, its headers, its options).
+class _PrecompiledHeader:
+    """A precompiled header of one header set and option set, made in the background.
 
     NVRTC accepts a precompiled header only in the process that made it (a PCH file records
     that process's heap address), so they cannot live in the disk cache; they go to a
     temporary directory of this process. Making one costs about half a plain compile more, so
-    the first program of a tag compiles plainly (a process that compiles one kernel pays
-    nothing for it), the second makes it, and every later one parses nothing. Returns
-    (options, path to record once NVRTC reports it created).
+    the first two programs of a tag compile plainly (a process that compiles one kernel, or
+    two, pays nothing for it), and after the second a thread (NVRTC releases the GIL) compiles
+    the headers alone into the PCH; programs that come while it works compile plainly too, and
+    every later one parses nothing. A process waits for the thread at exit (NVRTC must not be
+    unloaded under it).
     """
-    global _pch_dir
-    state = _pch_made.get(tag, "new")
-    if state in ("new", "failed"):
-        _pch_made[tag] = "seen" if state == "new" else state
-        return {}, None
-    if state != "seen":
+
+    def __init__(self, source, library, flags):
+        global _pch_dir
+        if _pch_dir is None:
+            _pch_dir = tempfile.mkdtemp(prefix="numba_tiles_pch_")
+            atexit.register(shutil.rmtree, _pch_dir, ignore_errors=True)
+            atexit.register(wait_for_precompiled_headers)  # (runs first: atexit is last in, first out)
+        self.path = os.path.join(_pch_dir, f"{len(_pchs)}.pch")
+        self.created = False
+        self._thread = threading.Thread(target=self._make, args=(source, library, flags), daemon=True,
+                                        name="numba_tiles PCH")
+        self._thread.start()
+
+    def _make(self, source, library, flags):
+        from cuda.core import Program, ProgramOptions
+
+        program = Program(source, "c++", options=ProgramOptions(
+            name="numba_tiles_pch", include_path=library.include_path(), create_pch=self.path, **flags))
+        try:
+            program.compile("ltoir" if flags.get("link_time_optimization") else "cubin")
+        except Exception:  # (the program that needed these headers compiled; it will say what is wrong)
+            return
+        # A PCH NVRTC did not make (heap too small, ...) is never asked for: use_pch on a
+        # missing file is an error, not a plain compile.
+        self.created = program.pch_status == "created"
+
+    def options(self):
+        """NVRTC's options to use it, once it is made ({} until then, or if it could not be)."""
+        if self._thread.is_alive() or not self.created:
+            return {}
         _stats.count("pch_used")
-        return {"use_pch": state}, None
-    if _pch_dir is None:
-        _pch_dir = tempfile.mkdtemp(prefix="numba_tiles_pch_")
-        atexit.register(shutil.rmtree, _pch_dir, ignore_errors=True)
-    path = os.path.join(_pch_dir, f"{len(_pch_made)}.pch")
-    return {"create_pch": path}, path
+        return {"use_pch": self.path}
+
+    def wait(self):
+        self._thread.join()
+
+
+def wait_for_precompiled_headers():
+    """Wait until the precompiled headers under way are made (a later program of their headers then uses one)."""
+    for pch in list(_pchs.values()):
+        pch.wait()
 
 
 class NVRTCError(RuntimeError):
@@ -238,24 +269,22 @@ def _nvrtc(source, library, target, name, instances, output="ltoir"):
     from cuda.core import Program, ProgramOptions
 
     flags = options(library, target, output)
-    headers = tuple(sorted(re.findall(r'^#include "([^"]+)"', source, re.M)))
-    tag = (library.name, headers, json.dumps(flags, sort_keys=True))
-    extra, pch = _pch_options(tag)
+    includes = "".join(re.findall(r'^#include "[^"]+"\n', source, re.M))
+    tag = (library.name, includes, json.dumps(flags, sort_keys=True))
+    pch = _pchs.get(tag)
     program = Program(source, "c++", options=ProgramOptions(
-        name=name, include_path=library.include_path(), **flags, **extra))
+        name=name, include_path=library.include_path(), **flags, **(pch.options() if pch else {})))
     start = time.perf_counter()
     try:
         code = program.compile(output).code
     except Exception as exc:  # cuda.core raises its own error types; keep the log and source
         log = str(exc)
         raise NVRTCError(_failure(log, library, target, name, instances), log, source) from None
-    finally:
-        if pch is not None:
-            # A PCH NVRTC did not make (heap too small, a failed program, ...) is never asked for
-            # (use_pch on a missing file is an error, not a plain compile); nor made again.
-            _pch_made[tag] = pch if program.pch_status == "created" else "failed"
     _stats.count("nvrtc_seconds", time.perf_counter() - start)
     _stats.count("nvrtc")
+    if pch is None and tag in _compiled:
+        _pchs[tag] = _PrecompiledHeader(includes, library, flags)
+    _compiled.add(tag)
     return code
 
 

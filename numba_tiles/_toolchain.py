@@ -86,35 +86,38 @@ def cuda_headers_version():
 def directory_digest(directory):
     """A digest of the content of every file under ``directory``.
 
-    For a directory a pip-installed package owns (the CCCL and CUDA header wheels), the digest
-    of that package's RECORD, which lists every file's SHA-256: as exact, and read in
-    microseconds rather than hashing thousands of headers in every process.
+    For a directory that pip-installed packages fill (the CCCL and CUDA header wheels), the
+    digest of those packages' RECORDs, which list every file's SHA-256: as exact, and read in
+    milliseconds rather than hashing thousands of headers in every process.
     """
     directory = Path(directory).resolve()
-    record = _record_of(directory)
+    records = _records_under(directory)
     h = hashlib.sha256()
-    if record is not None:
-        h.update(b"RECORD\0" + record.read_bytes())
-    else:
+    for record in records:
+        h.update(b"RECORD\0" + record)
+    if not records:
         for path in sorted(directory.rglob("*")):
             if path.is_file():
                 h.update(path.relative_to(directory).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
-def _record_of(directory):
-    """The RECORD file of the installed distribution whose files include ``directory``, or None."""
-    from importlib.metadata import distributions
-
-    for root in {Path(p).resolve() for p in sys.path if p and Path(p).is_dir()}:
-        if root not in directory.parents:
-            continue
-        relative = directory.relative_to(root).as_posix() + "/"
-        for dist in distributions(path=[str(root)]):
-            files = dist.files or ()
-            if any(str(f).startswith(relative) for f in files):
-                return next((Path(dist.locate_file(f)) for f in files if f.name == "RECORD"), None)
-    return None
+def _records_under(directory):
+    """The RECORD files (bytes) of the installed distributions that have files under ``directory``."""
+    for root in directory.parents:  # the nearest folder with distributions in it (site-packages)
+        infos = sorted(root.glob("*.dist-info"))
+        if infos:
+            relative = directory.relative_to(root).as_posix() + "/"
+            found = []
+            for info in infos:
+                try:
+                    text = (info / "RECORD").read_bytes()
+                except OSError:
+                    continue
+                if text.startswith(relative.encode()) or b"\n" + relative.encode() in text:
+                    found.append(text)
+            return found
+    return []
 
 
 @functools.cache
