@@ -58,7 +58,9 @@ def translation_unit(instances):
 def options(library, target, output="ltoir"):
     """NVRTC's options for a program of ``library`` built for ``target`` (all part of its cache key)."""
     flags = {**_BASE_OPTIONS, **target.nvrtc_options()}
-    flags["define_macro"] = [*library.options, *flags.get("define_macro", ())]
+    macros = [*library.options, *flags.pop("define_macro", ())]
+    if macros:
+        flags["define_macro"] = macros
     if output != "ltoir":
         del flags["link_time_optimization"]
     return flags

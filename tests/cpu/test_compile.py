@@ -309,3 +309,26 @@ def test_shared_memory_counts_the_users_arrays_too():
     usage = tiles.shared_memory(kernel, "void(float32[::1], float32[::1])", arch="sm_75")
     assert usage["total"] == sum(usage["buffers"].values()) + 300 * 4
     assert [name.split(":")[0] for name in usage["buffers"]] == ["tiles.block_sum"]
+
+
+def test_a_failing_library_header_is_blamed_on_its_library(tmp_path, monkeypatch):
+    """NVRTC's failure names the instantiation and the library's own blame; the whole log is kept."""
+    from numba.cuda import types
+
+    from numba_tiles._library import Library
+    from numba_tiles._spec import Instance
+
+    monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
+    (tmp_path / "broken.cuh").write_text(
+        "#pragma once\nnamespace mypkg {\ntemplate <typename T, int N>\n__device__ void broken() {\n"
+        "  static_assert(N < 0, \"mypkg: N must be negative\");\n}\n}\n")
+    library = Library("mypkg", include_dirs=lambda: (tmp_path, *CUB.include_dirs()), versions=lambda: {"mypkg": "1"},
+                      blame="This is a bug in mypkg; report it to mypkg")
+    header = library.header("broken.cuh")
+    instance = Instance("mine", header, header.template("mypkg::broken", T="int", N=3), types.none, ())
+    with pytest.raises(_compile.NVRTCError) as info:
+        _compile.build([instance], Target("sm_90"))
+    message = str(info.value)
+    assert "tiles.mine as mypkg::broken<int, 3>" in message and "(mypkg). This is a bug in mypkg" in message
+    assert "N must be negative" in message and "N must be negative" in info.value.log
+    assert "numba_tiles bug" not in message and instance.symbol in info.value.source

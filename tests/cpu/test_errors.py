@@ -213,3 +213,23 @@ def test_temp_bytes_misuse(args, kwargs, message):
     kwargs = {k: numba_type(v) if k == "temp" else v for k, v in kwargs.items()}
     with pytest.raises(tiles.TilesError, match=message):
         tiles.temp_bytes(intrinsic, numba_type(args[1]), **kwargs)
+
+
+def test_a_failed_program_does_not_poison_later_kernels():
+    """The load both kernels call was in the failed program; the next kernel compiles it afresh."""
+    from numba import uint32
+
+    def failing(x, counts):
+        items = cuda.local.array(4, uint16)
+        tiles.block_load(x, items, block_dim=128, items_per_thread=4, algorithm="transpose")
+        tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=8192)
+
+    def sorting(x, counts):
+        items = cuda.local.array(4, uint16)
+        tiles.block_load(x, items, block_dim=128, items_per_thread=4, algorithm="transpose")
+        tiles.block_radix_sort(items, block_dim=128, items_per_thread=4)
+        counts[cuda.threadIdx.x] = uint32(items[0])
+
+    with pytest.raises(tiles.TilesError, match="tiles.block_histogram: its temp storage needs"):
+        tiles.compile(failing, "void(uint16[::1], uint32[::1])", arch="sm_80")
+    assert tiles.compile(sorting, "void(uint16[::1], uint32[::1])", arch="sm_80")[:4] == b"\x7fELF"
