@@ -54,10 +54,7 @@ class Header:
     name: str
 
     def path(self):
-        for directory in self.library.include_dirs():
-            if (directory / self.name).is_file():
-                return directory / self.name
-        raise FileNotFoundError(f"{self.library.name}: header {self.name} not found in {self.library.include_path()}")
+        return _find(self)
 
     def template(self, qualified, **arguments):
         """``qualified<arguments...>`` in the order the header declares them: every argument named.
@@ -73,6 +70,16 @@ class Header:
             raise AssertionError(f"{self.library.name}: {name} in {self.name} takes <{', '.join(declared)}>; "
                                  f"the rule gives <{', '.join(given)}>")
         return f"{qualified}<{', '.join(str(_cxx(v)) for v in arguments.values())}>"
+
+
+@functools.cache
+def _find(header):
+    """Where ``header`` is: the first of its library's include directories that has it."""
+    for directory in header.library.include_dirs():
+        if (directory / header.name).is_file():
+            return directory / header.name
+    raise FileNotFoundError(f"{header.library.name}: header {header.name} not found in "
+                            f"{header.library.include_path()}")
 
 
 def _cxx(value):

@@ -27,7 +27,7 @@ class Target:
     def for_lowering(cls, cc, lineinfo, debug):
         """The target of code lowered now for compute capability ``cc``; ``checks`` from ``NUMBA_TILES_DEBUG``."""
         return cls("sm_%d%d" % cc, checks=os.environ.get("NUMBA_TILES_DEBUG", "0") not in ("", "0"),
-                   debug=debug, lineinfo=lineinfo and not debug)
+                   debug=debug, lineinfo=lineinfo)
 
     @property
     def cc(self):

@@ -488,17 +488,11 @@ def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descendi
     """
 
 
-_COMPARISONS = {"<": "::cuda::std::less<>", ">": "::cuda::std::greater<>"}
-
-
-def parse_compare(intrinsic, value):
-    """``"<"`` (ascending), ``">"`` (descending) or a ``@cuda.jit(device=True)`` function ``less(a, b) -> bool``."""
-    if value in _COMPARISONS:
-        return value
-    if ops.is_device_function(value):
-        return ops.UserOp(value, result=types.boolean)
-    raise error(intrinsic, f"compare={value!r} is not supported",
-                "pass '<', '>' or a @cuda.jit(device=True) function less(a, b) returning a bool")
+# ``"<"`` (ascending), ``">"`` (descending) or a ``@cuda.jit(device=True)`` function ``less(a, b) -> bool``.
+parse_compare = ops.predicate(
+    {"<": ops.Predicate("<", "::cuda::std::less<>", operator.lt),
+     ">": ops.Predicate(">", "::cuda::std::greater<>", operator.gt)},
+    "pass '<', '>' or a @cuda.jit(device=True) function less(a, b) returning a bool")
 
 
 def _merge_sort_rule(name, args):
@@ -507,15 +501,9 @@ def _merge_sort_rule(name, args):
         raise error(name, f"CUB's merge sort needs a power-of-two number of threads, got {threads}",
                     "launch 32, 64, 128, 256, 512 or 1024 threads, or use block_radix_sort (any block)")
     dtype, params, shape, storage = _keys_and_values(name, args, MERGE_SORT)
-    compare = args["compare"]
-    code = {}
-    if isinstance(compare, str):
-        less = _COMPARISONS[compare]
-    else:
-        bound = compare.bind(name, dtype)
-        less, code = bound.cxx, bound.code
-    return Instance(name, MERGE_SORT, MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less),
-                    types.none, params, storage=storage, **code)
+    less = args["compare"].bind(name, dtype)
+    return Instance(name, MERGE_SORT, MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less.cxx),
+                    types.none, params, storage=storage, **less.code)
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,
@@ -628,17 +616,9 @@ def block_adjacent_difference(items, op="-", *, block_dim, items_per_thread, rig
     """
 
 
-_DIFFER = {"!=": "::cuda::std::not_equal_to<>"}
-
-
-def parse_differ(intrinsic, value):
-    """``"!="`` or a ``@cuda.jit(device=True)`` function ``differ(a, b)`` returning True where a run ends."""
-    if value in _DIFFER:
-        return value
-    if ops.is_device_function(value):
-        return ops.UserOp(value, result=types.boolean)
-    raise error(intrinsic, f"compare={value!r} is not supported",
-                "pass '!=' or a @cuda.jit(device=True) function differ(a, b) returning a bool")
+# ``"!="`` or a ``@cuda.jit(device=True)`` function ``differ(a, b)`` returning True where a run ends.
+parse_differ = ops.predicate({"!=": ops.Predicate("!=", "::cuda::std::not_equal_to<>", operator.ne)},
+                             "pass '!=' or a @cuda.jit(device=True) function differ(a, b) returning a bool")
 
 
 def _discontinuity_rule(name, args):
@@ -655,15 +635,10 @@ def _discontinuity_rule(name, args):
                 raise error(name, f"{edge} only decides the {of} flag of an edge item, and no {of} are asked for",
                             f"pass {of}=..., or leave out {edge}")
             _dtypes.scalar(name, edge, args[edge])
-    compare, code = args["compare"], {}
-    if isinstance(compare, str):
-        differ = _DIFFER[compare]
-    else:
-        bound = compare.bind(name, dtype)
-        differ, code = bound.cxx, bound.code
+    differ = args["compare"].bind(name, dtype)
     unused = f"::numba_tiles::array_ref<{flag.cxx}>{{}}"  # the flags not asked for: never touched
     return Instance(name, DISCONTINUITY,
-                    DISCONTINUITY.template("numba_tiles::block_discontinuity", T=dtype.cxx, Flag=flag.cxx, Op=differ,
+                    DISCONTINUITY.template("numba_tiles::block_discontinuity", T=dtype.cxx, Flag=flag.cxx, Op=differ.cxx,
                                            **_shape(args), IPT=args["items_per_thread"], Heads="heads" in flags,
                                            Tails="tails" in flags, HasPredecessor=args["predecessor"] is not None,
                                            HasSuccessor=args["successor"] is not None),
@@ -673,7 +648,7 @@ def _discontinuity_rule(name, args):
                      ("predecessor", dtype.numba, 0), ("successor", dtype.numba, 0)),
                     storage=DISCONTINUITY.template("numba_tiles::block_discontinuity_storage", T=dtype.cxx,
                                                    **_shape(args)),
-                    **code)
+                    **differ.code)
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "compare": parse_differ}, rule=_discontinuity_rule,
@@ -720,27 +695,19 @@ _SHUFFLES = {"offset": False, "rotate": False, "up": True, "down": True}  # kind
 
 
 def _shuffle_rule(name, args):
-    kind, value = args["kind"], args["value"]
-    dtype = _dtypes.element(name, "value", value)
-    if _SHUFFLES[kind] != isinstance(value, types.Array):
+    kind = args["kind"]
+    dtype, value_type, items = _value(name, args)
+    if _SHUFFLES[kind] != isinstance(value_type, types.Array):
         raise error(name, f"kind {kind!r} shuffles {'a thread-local array' if _SHUFFLES[kind] else 'one value'} "
-                    f"per thread, got {value}",
+                    f"per thread, got {args['value']}",
                     "use 'up' or 'down' for an array, 'offset' or 'rotate' for one value")
-    if _SHUFFLES[kind]:
-        if args["items_per_thread"] is None:
-            raise error(name, "an array input needs items_per_thread",
-                        "pass items_per_thread=N, the number of items each thread holds")
-        if args["distance"] is not None:
-            raise error(name, f"kind {kind!r} always moves items by one", "leave out distance")
-    elif args["items_per_thread"] not in (None, 1):
-        raise error(name, f"items_per_thread={args['items_per_thread']} needs an array input", "leave it out")
-    else:
-        _dtypes.given_integer(name, args, "distance")
+    if _SHUFFLES[kind] and args["distance"] is not None:
+        raise error(name, f"kind {kind!r} always moves items by one", "leave out distance")
+    _dtypes.given_integer(name, args, "distance")
     return Instance(name, SHUFFLE,
-                    SHUFFLE.template("numba_tiles::block_shuffle", T=dtype.cxx, **_shape(args),
-                                     IPT=args["items_per_thread"] or 1, Kind=f"numba_tiles::shuffle::{kind}"),
-                    dtype.numba, (("value", value if _SHUFFLES[kind] else dtype.numba, None),
-                                  ("distance", types.int32, 1)),
+                    SHUFFLE.template("numba_tiles::block_shuffle", T=dtype.cxx, **_shape(args), IPT=items,
+                                     Kind=f"numba_tiles::shuffle::{kind}"),
+                    dtype.numba, (("value", value_type, None), ("distance", types.int32, 1)),
                     storage=SHUFFLE.template("numba_tiles::block_shuffle_storage", T=dtype.cxx, **_shape(args)))
 
 

@@ -140,6 +140,33 @@ def is_device_function(value):
     return _numba.python_function(value) is not None
 
 
+@dataclass(frozen=True)
+class Predicate:
+    """A built-in comparison (``"<"``, ``"!="``, ...): its C++ functor and its Python twin. A user's
+    ``@cuda.jit(device=True)`` comparison is a `UserOp` returning a bool; both ``bind`` alike."""
+
+    name: str
+    cxx: str
+    py_func: object
+    code = {}
+
+    def bind(self, intrinsic, dtype):
+        return self
+
+
+def predicate(spellings, fix):
+    """A parser of ``compare=``: one of ``spellings`` (name → `Predicate`), or a device function returning a bool."""
+
+    def parse(intrinsic, value):
+        if value in spellings:
+            return spellings[value]
+        if is_device_function(value):
+            return UserOp(value, result=types.boolean)
+        raise error(intrinsic, f"compare={value!r} is not supported", fix)
+
+    return parse
+
+
 def identity_value(op, dtype):
     """``op``'s identity in ``dtype`` as a Python value (0 for a user op, which has none and takes no num_valid)."""
     return 0 if op.identity is None else op.identity(dtype.numpy).item()

@@ -279,8 +279,7 @@ def block_radix_sort(instance, args):
 def block_merge_sort(instance, args):
     import functools
 
-    compare = args["compare"]
-    less = {"<": lambda a, b: a < b, ">": lambda a, b: a > b}.get(compare) or getattr(compare, "py_func", None)
+    less = args["compare"].py_func
     by_key = functools.cmp_to_key(lambda a, b: -1 if less(a[0], b[0]) else (1 if less(b[0], a[0]) else 0))
     _sort(instance, args, lambda tile: sorted(tile, key=by_key))  # sorted() is stable, like the GPU's
 
@@ -311,8 +310,7 @@ def block_adjacent_difference(instance, args):
 
 def block_discontinuity(instance, args):
     thread, tile, start, count = _block_tile(instance, args)
-    compare = args["compare"]
-    differ = (lambda a, b: a != b) if compare == "!=" else compare.py_func
+    differ = args["compare"].py_func
     before = [args["predecessor"]] + list(tile[:-1])
     after = list(tile[1:]) + [args["successor"]]
     for j in range(count):
