@@ -9,6 +9,13 @@ PY     := $(VENV)/bin/python
 GPU_PYTHON  ?= python3
 GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-bindings==13.0.*" "cuda-pathfinder>=1.3" "nvidia-cuda-cccl==13.0.*" \
                "pytest-xdist==3.*" "execnet>=2.1"
+# Executing notebooks/ there (nbclient, ipykernel and their dependencies, resolved by pip), and the peers
+# the benchmarks compare with: cuda-cccl 1.1.1's cuda.coop and cuda.compute (their dependencies are the image's).
+GPU_NOTEBOOK_PINS := "nbclient==0.11.*" "nbformat==5.*" "ipykernel==7.*"
+GPU_PEER_PINS := "cuda-cccl==1.1.1"
+GPU_IMAGE_HAS := attrs-* packaging-* psutil-* pygments-* python_dateutil-* typing_extensions-* tzdata-*
+GPU_PLATFORMS := --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_26_x86_64 \
+                 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
 GPU_JOBS    ?= 12
 GPU_ENV     := PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR)
 
@@ -35,17 +42,22 @@ benchmark: $(PY)
 
 gpu-wheels:
 	rm -rf .gpu-wheels
-	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps --python-version 3.12 \
-	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-	  --dest .gpu-wheels $(GPU_PINS)
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps $(GPU_PLATFORMS) --dest .gpu-wheels \
+	  $(GPU_PINS) $(GPU_PEER_PINS)
+	$(PYTHON) -m pip download --quiet --only-binary=:all: $(GPU_PLATFORMS) --dest .gpu-wheels $(GPU_NOTEBOOK_PINS)
+	cd .gpu-wheels && rm -f $(GPU_IMAGE_HAS)  # (the carry to the GPU machine is 64 MiB at most)
 
 gpu-test:
 	rm -rf .gpu-site
 	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target .gpu-site .gpu-wheels/*.whl
 	$(GPU_ENV) $(GPU_PYTHON) -c "import numpy, numba, numba.cuda, cuda.core; from numba_tiles import _toolchain as t; \
 	  print('numpy', numpy.__version__, 'numba', numba.__version__, 'cuda.core', cuda.core.__version__, t.versions())"
-	$(GPU_ENV) $(GPU_PYTHON) -m pytest tests/gpu -q -ra -p no:cacheprovider -n $(GPU_JOBS) $(GPU_TESTS)
+	$(GPU_ENV) $(GPU_PYTHON) -m pytest tests/gpu -q -ra -p no:cacheprovider -n $(GPU_JOBS) \
+	  --ignore=tests/gpu/test_notebooks_gpu.py $(GPU_TESTS)
+	$(GPU_ENV) NUMBA_TILES_NOTEBOOK_OUT=$(CURDIR)/.gpu-notebooks $(GPU_PYTHON) -m pytest \
+	  tests/gpu/test_notebooks_gpu.py -q -ra -p no:cacheprovider
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_sum.py
+	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_reduction.py
 
 clean:
-	rm -rf $(VENV) .gpu-wheels .gpu-site
+	rm -rf $(VENV) .gpu-wheels .gpu-site .gpu-notebooks

@@ -4,6 +4,8 @@
 
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_store.cuh>
+#include <cub/iterator/cache_modified_input_iterator.cuh>
+#include <cub/thread/thread_load.cuh>
 
 #include "common.cuh"
 
@@ -22,12 +24,55 @@ __device__ __forceinline__ long long valid_items(long long size, long long num_v
   return valid < 0 ? 0 : valid;
 }
 
+// The vectorize algorithm: thread t's IPT items are data[t*IPT ...], read as 16-byte words
+// (with cache modifier Mod) where the tile is aligned. Unlike CUB's, a partial tile stays
+// vectorized: each thread reads whole words up to the end and only the last partial word item
+// by item, so a segment that ends anywhere costs no more loads than a full tile. Full: every
+// item exists (no compares at all).
+template <int IPT, cub::CacheLoadModifier Mod, bool Full, bool HasDefault, typename T>
+__device__ __forceinline__ void load_vectorized(int tid, const T* data, T (&dst)[IPT], long long valid, T oob_default) {
+  const T* mine = data + static_cast<long long>(tid) * IPT;
+  const long long left = valid - static_cast<long long>(tid) * IPT;  // how many of mine exist
+  constexpr int V = sizeof(T) <= 16 && 16 % sizeof(T) == 0 ? 16 / sizeof(T) : 0;  // items per word
+  if constexpr (V > 0 && IPT % V == 0) {
+    if (reinterpret_cast<uintptr_t>(data) % 16 == 0) {
+      const uint4* words = reinterpret_cast<const uint4*>(mine);
+#pragma unroll
+      for (int w = 0; w < IPT / V; ++w) {
+        if (Full || left >= (w + 1) * V) {
+          const uint4 word = cub::ThreadLoad<Mod>(words + w);
+          memcpy(&dst[w * V], &word, 16);
+        } else {
+#pragma unroll
+          for (int j = w * V; j < (w + 1) * V; ++j) {
+            if (j < left) {
+              dst[j] = cub::ThreadLoad<Mod>(mine + j);
+            } else if constexpr (HasDefault) {
+              dst[j] = oob_default;
+            }
+          }
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < IPT; ++j) {
+    if (Full || j < left) {
+      dst[j] = cub::ThreadLoad<Mod>(mine + j);
+    } else if constexpr (HasDefault) {
+      dst[j] = oob_default;
+    }
+  }
+}
+
 // Load the tile that starts at src[0] into each thread's IPT items (blocked arrangement) with
-// CUB's algorithm Algo. A full tile takes CUB's unguarded path; a shorter one (the array ends,
-// or num_valid) its guarded path, which reads nothing past the end and leaves the missing items
-// as they were, or sets them to oob_default. `temp`: see common.cuh.
-template <typename T, int BX, int BY, int BZ, int IPT, cub::BlockLoadAlgorithm Algo,
-          bool Contiguous, bool HasNumValid, bool HasDefault, typename Temp>
+// CUB's algorithm Algo, each load with cache modifier Mod. A full tile takes CUB's unguarded
+// path; a shorter one (the array ends, or num_valid) its guarded path, which reads nothing past
+// the end and leaves the missing items as they were, or sets them to oob_default. `temp`: see
+// common.cuh.
+template <typename T, int BX, int BY, int BZ, int IPT, cub::BlockLoadAlgorithm Algo, bool Contiguous,
+          bool HasNumValid, bool HasDefault, cub::CacheLoadModifier Mod, typename Temp>
 __device__ __forceinline__ void block_load(array_ref<T> src, array_ref<T> items, long long num_valid, T oob_default,
                                            Temp temp) {
   check_launch<BX, BY, BZ>("block_load");
@@ -36,12 +81,23 @@ __device__ __forceinline__ void block_load(array_ref<T> src, array_ref<T> items,
   T* data = contiguous<Contiguous>(src, "block_load");
   T (&dst)[IPT] = tile_of<IPT>(items, "block_load");
   const long long valid = valid_items<HasNumValid>(src.size, num_valid);
-  if (valid >= static_cast<long long>(BX) * BY * BZ * IPT) {
-    Load(storage).Load(data, dst);
-  } else if constexpr (HasDefault) {
-    Load(storage).Load(data, dst, static_cast<int>(valid), oob_default);
+  constexpr long long tile = static_cast<long long>(BX) * BY * BZ * IPT;
+  if constexpr (Algo == cub::BLOCK_LOAD_VECTORIZE) {
+    const int tid = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
+    if (valid >= tile) {
+      load_vectorized<IPT, Mod, true, false>(tid, data, dst, tile, oob_default);
+    } else {
+      load_vectorized<IPT, Mod, false, HasDefault>(tid, data, dst, valid, oob_default);
+    }
   } else {
-    Load(storage).Load(data, dst, static_cast<int>(valid));
+    cub::CacheModifiedInputIterator<Mod, T> in(data);
+    if (valid >= tile) {
+      Load(storage).Load(in, dst);
+    } else if constexpr (HasDefault) {
+      Load(storage).Load(in, dst, static_cast<int>(valid), oob_default);
+    } else {
+      Load(storage).Load(in, dst, static_cast<int>(valid));
+    }
   }
   if constexpr (sizeof(typename Load::TempStorage) > 1) {
     __syncthreads();  // the transposing algorithms' storage is reused by the next call

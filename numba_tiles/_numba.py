@@ -11,6 +11,7 @@ The touchpoints, each with its contract test:
   extension API: ``infer_global``, ``AbstractTemplate``, ``lower_builtin``);
 - `target_flags`: the compute capability, line info and debug flags of the code being lowered,
   from numba-cuda's own target configuration stack (its own lowering reads them the same way);
+- `bound_threads`: the kernel's launch bounds (NVVM's ``maxntidx`` annotation) from the block shape;
 - the lowering helpers (`call_entry`): declare and call an ``extern "C"`` function, pass
   arrays as (data, size, stride) and scalars by pointer;
 - `lazy_ltoir`: a public ``numba.cuda.LTOIR`` whose bytes are made when numba-cuda first reads
@@ -124,6 +125,30 @@ def call_entry(context, builder, symbol, arguments, outputs, result):
     if isinstance(result, types.BaseTuple):
         return context.make_tuple(builder, result, loaded)
     return loaded[0] if loaded else context.get_dummy_value()
+
+
+def bound_threads(builder, threads):
+    """Compile the function being lowered for blocks of at most ``threads`` threads (NVVM's ``maxntidx``).
+
+    The same annotation as ``@cuda.jit(launch_bounds=threads)``; ptxas then caps the kernel's
+    registers so that such a block fits on an SM. Several calls keep the largest. An annotation
+    made here precedes the one ``launch_bounds=`` adds after lowering, and NVVM takes the first.
+    NVVM honours it on kernels only: a device function's calls do not bound their caller.
+    """
+    from llvmlite import ir
+    from numba.cuda import cgutils
+
+    module, function = builder.module, builder.function
+    annotations = cgutils.get_or_insert_named_metadata(module, "nvvm.annotations")
+    ours = [i for i, md in enumerate(annotations.operands)
+            if md.operands[0] is function and getattr(md.operands[1], "string", None) == "maxntidx"]
+    if ours and annotations.operands[ours[0]].operands[2].constant >= threads:
+        return
+    bound = module.add_metadata([function, "maxntidx", ir.Constant(ir.IntType(32), threads)])
+    if ours:
+        annotations.operands[ours[0]] = bound
+    else:
+        annotations.add(bound)
 
 
 def active_library(context):

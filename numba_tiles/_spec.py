@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import hashlib
 import inspect
+import math
 import re
 from dataclasses import dataclass
 
@@ -236,6 +237,10 @@ class Spec:
         target = Target.for_lowering(cc, lineinfo, debug)
         arguments = dict(zip(self.pysig.parameters, sig.args))
         instance = self.resolve_types({**arguments, **self.fixed})
+        if "block_dim" in self.consts:
+            # The launch's block shape is a constant of the call: compile the kernel for it, so
+            # that ptxas caps its registers to fit (a 1000-thread sort otherwise fails to launch).
+            _numba.bound_threads(builder, math.prod(self._parse("block_dim", _constant(arguments["block_dim"]))))
         library = _numba.active_library(context)
         _numba.link(library, _compile.for_call(instance, target, library))
         for symbol, pyfunc, signature in instance.functions:

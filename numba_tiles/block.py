@@ -165,14 +165,22 @@ _LOAD_ALGORITHMS = {name: f"cub::BLOCK_LOAD_{name.upper()}" for name in
 _STORE_ALGORITHMS = {name: f"cub::BLOCK_STORE_{name.upper()}" for name in _LOAD_ALGORITHMS}
 
 
+def _whole_warps(name, args, what, instead):
+    """Reject a block with a partial warp for CUB's warp-striped arrangement (each warp's 32 x N items
+    in a row): BlockLoad and BlockStore static_assert whole warps for it, and BlockExchange, which
+    they use, reads and writes past its storage without them."""
+    if _threads(args) % 32:
+        raise error(name, f"{what} needs a block of whole warps, got {_threads(args)} threads",
+                    f"use a multiple of 32 threads, or {instead}")
+
+
 def _movement(name, args, array):
     """What block_load and block_store share: (dtype, template arguments, params, storage)."""
     dtype = _tile(name, args, array)
     _tile(name, args, "items", like=dtype)
     algorithm = args["algorithm"]
-    if algorithm.startswith("warp_transpose") and _threads(args) % 32:
-        raise error(name, f"algorithm {algorithm!r} needs a block of whole warps, got {_threads(args)} threads",
-                    "use a multiple of 32 threads, or algorithm='transpose'")
+    if algorithm.startswith("warp_transpose"):
+        _whole_warps(name, args, f"algorithm {algorithm!r}", "algorithm='transpose'")
     if algorithm in ("transpose", "warp_transpose", "warp_transpose_timesliced"):
         _check_shared(name, args, dtype)
     table = _LOAD_ALGORITHMS if name == "block_load" else _STORE_ALGORITHMS
@@ -184,13 +192,18 @@ def _movement(name, args, array):
     return dtype, template_args, params, storage
 
 
+_CACHE = {"default": "cub::LOAD_DEFAULT", "read_only": "cub::LOAD_LDG", "streaming": "cub::LOAD_CS",
+          "global": "cub::LOAD_CG"}
+
+
 def _load_rule(name, args):
     dtype, template_args, params, storage = _movement(name, args, "src")
     has_default = args["oob_default"] is not None
     return Instance(
         intrinsic=name,
         header=LOAD,
-        template=LOAD.template("numba_tiles::block_load", **template_args, HasDefault=has_default),
+        template=LOAD.template("numba_tiles::block_load", **template_args, HasDefault=has_default,
+                               Mod=_CACHE[args["cache"]]),
         result=types.none,
         params=params + (("oob_default", dtype.numba, 0),),
         storage=storage,
@@ -206,10 +219,11 @@ def _store_rule(name, args):
 _MOVE_CONSTS = {"block_dim": _DIM, "items_per_thread": _ITEMS}
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "algorithm": _params.choice("algorithm", _LOAD_ALGORITHMS)},
+@intrinsic(consts={**_MOVE_CONSTS, "algorithm": _params.choice("algorithm", _LOAD_ALGORITHMS),
+                   "cache": _params.choice("cache", _CACHE)},
            rule=_load_rule, simulate=simulator.block_load)
 def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, oob_default=None,
-               temp=None):
+               cache="default", temp=None):
     """Load the tile that starts at ``src[0]`` into every thread's ``items``, cooperatively.
 
     The tile is ``block threads × items_per_thread`` items. Thread t gets items
@@ -220,9 +234,14 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", n
     - ``items``: the thread-local array, ``cuda.local.array(items_per_thread, dtype)``, same dtype.
     - ``algorithm``: CUB's ``"direct"`` (default), ``"striped"``, ``"vectorize"`` (128-bit loads
       when ``src`` is aligned), ``"transpose"``, ``"warp_transpose"`` or
-      ``"warp_transpose_timesliced"`` (coalesced reads through shared memory).
+      ``"warp_transpose_timesliced"`` (coalesced reads through shared memory). A partial tile
+      stays vectorized with ``"vectorize"``: only a thread's last partial 16 bytes are read item
+      by item.
     - ``num_valid``: load only the first ``num_valid`` items. Even without it, nothing past the end
       of ``src`` is read: a tile that runs off the array is a partial tile.
+    - ``cache``: how the loads use the caches (CUB's cache modifiers): ``"default"``,
+      ``"read_only"`` (the non-coherent read-only path, for data no thread writes while the
+      kernel runs), ``"streaming"`` (evict first: data read once) or ``"global"`` (L2 only).
     - ``oob_default``: the value of the items that are not loaded (they are left as they were without it).
     {{temp}}
 
@@ -339,6 +358,8 @@ def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=Fal
 
 def _exchange_rule(name, args):
     dtype = _tile(name, args, "items")
+    if "warp_striped" in args["arrangement"]:
+        _whole_warps(name, args, "a warp-striped arrangement", "'blocked_to_striped' or 'striped_to_blocked'")
     _check_shared(name, args, dtype)
     shape = dict(T=dtype.cxx, **_shape(args), IPT=args["items_per_thread"])
     return Instance(name, EXCHANGE,
@@ -384,6 +405,8 @@ def _histogram_rule(name, args):
     counter = _tile(name, args, "histogram", allowed="iu")
     if counter.name not in _COUNTERS:
         raise error(name, f"histogram holds {counter.name}", f"use counters of {', '.join(_COUNTERS)}")
+    if args["algorithm"] == "sort":  # (it radix-sorts the tile in shared memory first)
+        _check_shared(name, args, dtype)
     shape = dict(**_shape(args), IPT=args["items_per_thread"], Bins=args["bins"],
                  Algo=_HISTOGRAM_ALGORITHMS[args["algorithm"]])
     return Instance(name, HISTOGRAM,

@@ -98,8 +98,16 @@ def compile_body(body, sig="void(float32[:], float32[:], int64)"):
          r"arrangement='transpose' is not supported.*'striped_to_blocked'"),
         ("tiles.block_exchange(x, 'striped_to_blocked', block_dim=1024, items_per_thread=7)",
          "void(complex64[:], complex64[:], int64)", r"needs at least 57344 bytes of shared memory"),
+        ("tiles.block_exchange(x, 'blocked_to_warp_striped', block_dim=(7, 9, 3), items_per_thread=4)", None,
+         r"a warp-striped arrangement needs a block of whole warps, got 189 threads.*Fix: use a multiple of 32 "
+         r"threads, or 'blocked_to_striped' or 'striped_to_blocked'"),
+        ("tiles.block_exchange(x, 'warp_striped_to_blocked', block_dim=16, items_per_thread=2)", None,
+         r"a warp-striped arrangement needs a block of whole warps, got 16 threads"),
         ("tiles.block_histogram(x, out, block_dim=128, items_per_thread=4, bins=256)", None,
          r"items holds float32, which is not supported here.*Fix: pass one of int8, .*uint64;"),
+        ("tiles.block_histogram(x, out, block_dim=1024, items_per_thread=13, bins=256)",
+         "void(int32[:], uint32[:], int64)", r"a tile of 1024 threads x 13 items needs at least 53248 bytes of shared "
+         r"memory.*Fix: use fewer items_per_thread"),
         ("tiles.block_histogram(x, out, block_dim=128, items_per_thread=4, bins=256)",
          "void(uint8[:], int16[:], int64)", r"histogram holds int16.*Fix: use counters of int32, uint32, uint64"),
         ("tiles.block_histogram(x, out, block_dim=128, items_per_thread=4)", "void(uint8[:], uint32[:], int64)",

@@ -189,3 +189,42 @@ def test_a_shared_temp_stays_shared_memory(arch, tmp_path):
     names = opcode_names(code)
     assert {"LDS", "STS", "BAR"} <= names and not names & {"LD", "ST", "LDL", "STL"}, sorted(names)
     assert not external_calls(code)
+
+
+def registers(cubin):
+    """Registers per thread of the cubin's kernel: its ``EIATTR_REGCOUNT`` (0x2f) in ``.nv.info``."""
+    from numba_tiles._elf import sections
+
+    for name, _, offset, size, _ in sections(cubin):
+        at = offset
+        while name == ".nv.info" and at < offset + size:
+            form, attribute = cubin[at], cubin[at + 1]
+            if form in (1, 2):  # no value / a 2-byte value
+                at += 2 * form
+                continue
+            length = int.from_bytes(cubin[at + 2:at + 4], "little")
+            if attribute == 0x2F:
+                return int.from_bytes(cubin[at + 8:at + 12], "little")
+            at += 4 + length
+    raise LookupError("no register count in the cubin")
+
+
+@pytest.mark.parametrize("block_dim", [992, 1000, (10, 100), 1024])
+@pytest.mark.parametrize("ipt", [3, 5])
+def test_big_blocks_are_compiled_to_fit(block_dim, ipt):
+    """The issue's unlaunchable kernels: a big block's registers fit an SM's 64K (launch bounds from block_dim)."""
+    from numba import cuda, int32
+
+    @cuda.jit
+    def sort_and_scan(x):
+        keys = cuda.local.array(ipt, int32)
+        tiles.block_load(x, keys, block_dim=block_dim, items_per_thread=ipt)
+        tiles.block_radix_sort(keys, block_dim=block_dim, items_per_thread=ipt)
+        tiles.block_scan(keys, block_dim=block_dim, items_per_thread=ipt)
+        tiles.block_store(x, keys, block_dim=block_dim, items_per_thread=ipt)
+
+    threads = block_dim if isinstance(block_dim, int) else block_dim[0] * block_dim[1]
+    ptx = tiles.compile(sort_and_scan, "void(int32[::1])", output="ptx").decode()
+    assert f".maxntid {threads}, 1, 1" in ptx
+    warps = -(-threads // 32)
+    assert registers(tiles.compile(sort_and_scan, "void(int32[::1])")) * warps * 32 <= 65536
