@@ -9,16 +9,19 @@ How they reach the memory's speed (benchmarks/segmented_reduce.py measures them)
 
 - Every thread loads ``items_per_thread`` consecutive items at once with ``block_load``'s
   ``"vectorize"`` algorithm (16-byte loads), so each thread has 64 bytes in flight.
-- A grid of about one wave of resident blocks walks the array tile by tile, and each block
-  loads its next tile before it reduces the current one, so loads stay in flight across
-  tiles and the block-wide reduction's barriers hide behind them.
+- Each block loads its next tile before it reduces the current one, so its loads stay in
+  flight across tiles; and the grid is ``WAVES`` times what fits on the GPU at once, so that
+  while some blocks wait at a block-wide reduction's barrier, newer ones keep loading
+  (measured on an H200: one wave of blocks walking the whole array reaches ~95% of the
+  bandwidth these reach).
 - Where the segments are shorter than a tile, a tile holds several of them and the threads of
   each (a logical warp) reduce it with ``warp_reduce``; a segment of a whole tile is reduced
   with ``block_reduce``; longer segments are summed per thread across their tiles first, and a
   segment split between blocks is combined with one atomic per block.
 - Irregular segments start anywhere: their tiles start at the aligned address below the
-  segment's start, and the items outside the segment count as the op's identity, so the loads
-  stay vectorized.
+  segment's start and end at its end (``num_valid``), and the items outside the segment count
+  as the op's identity, so the loads stay 16-byte vectors and read nothing of the neighbours
+  but the few items below an unaligned start.
 
     python examples/segmented_reduction.py      # checks every kernel against NumPy
 """
@@ -31,11 +34,9 @@ from numba import cuda, from_dtype, typeof
 
 import numba_tiles as tiles
 
-BLOCK = 256  # threads per block
+BLOCK = 128  # threads per block
 VECTOR_BYTES = 64  # bytes each thread loads per tile: four 16-byte loads
-CACHE = "default"  # block_load's cache hint
-WAVES = 16
-CSR_WAVES = 1
+WAVES = 16  # blocks per resident block slot: while some wait at a barrier, newer ones keep loads in flight
 
 
 def identity(op, dtype):
@@ -57,18 +58,31 @@ def _combine(op, ty):
     return cuda.jit(device=True, inline="always")(lambda a, b: pick(a, b))
 
 
-def _items_per_thread(dtype):
-    return max(VECTOR_BYTES // np.dtype(dtype).itemsize, 1)
+def _items_per_thread(dtype, nbytes=VECTOR_BYTES):
+    return max(nbytes // np.dtype(dtype).itemsize, 1)
+
+
+def _tile_items(dtype, seg_len):
+    """Items per thread with which a tile is whole segments of at most a warp each, or one segment, or a
+    part of one (then the tile kernel applies); None where none does."""
+    ipt, vector = _items_per_thread(dtype), _items_per_thread(dtype, 16)
+    tile = BLOCK * ipt
+    if seg_len % tile == 0 or (tile % seg_len == 0 and seg_len % ipt == 0 and seg_len // ipt <= 32):
+        return ipt
+    if seg_len < tile and seg_len % (BLOCK * vector) == 0:  # one segment a tile, in fewer items per thread
+        return seg_len // BLOCK
+    return None
 
 
 @functools.lru_cache(maxsize=None)
-def _tile_kernel(dtype, op, seg_len):
+def _tile_kernel(dtype, op, seg_len, ipt):
     """Segments of ``seg_len`` items where a segment is a whole number of threads' items and a tile
     a whole number of segments, or a segment a whole number of tiles.
 
-    ``kernel[grid, BLOCK](x, out, per_block)``: block b reduces tiles [b·per_block, (b+1)·per_block).
+    ``kernel[grid, BLOCK](x, out, per_block)``: block b reduces tiles [b·per_block, (b+1)·per_block)
+    (parts of long segments), or with ``per_block`` 0 whole segments b, b + grid, b + 2·grid, ...
     """
-    ty, ipt = from_dtype(np.dtype(dtype)), _items_per_thread(dtype)
+    ty = from_dtype(np.dtype(dtype))
     tile = BLOCK * ipt
     combine, zero = _combine(op, ty), identity(op, dtype)
     group = seg_len // ipt  # threads per segment, when a tile holds whole segments
@@ -119,8 +133,7 @@ def _tile_kernel(dtype, op, seg_len):
 
     @cuda.jit(device=True, inline="always")
     def load(x, t, items):
-        tiles.block_load(x[t * tile:], items, block_dim=BLOCK, items_per_thread=ipt, algorithm="vectorize",
-                         cache=CACHE)
+        tiles.block_load(x[t * tile:], items, block_dim=BLOCK, items_per_thread=ipt, algorithm="vectorize")
 
     @cuda.jit
     def kernel(x, out, per_block):
@@ -188,7 +201,7 @@ def _csr_kernel(dtype, op, regular):
     def load(x, items, at, end):
         """The tile at ``at``, up to the segment's end: the identity past it (nothing past it is read)."""
         tiles.block_load(x[at:], items, block_dim=BLOCK, items_per_thread=ipt, algorithm="vectorize",
-                         num_valid=end - at, oob_default=zero, cache=CACHE)
+                         num_valid=end - at, oob_default=zero)
 
     @cuda.jit(device=True, inline="always")
     def accumulate(acc, items, at, start):
@@ -274,27 +287,25 @@ def segmented_reduce(x, seg_len, op="+", out=None):
         raise ValueError(f"segmented_reduce: x.size ({x.size}) must be a positive multiple of seg_len ({seg_len})")
     count = x.size // seg_len
     out = _output(x, count, out)
-    ipt = _items_per_thread(x.dtype)
-    tile = BLOCK * ipt
-    group = seg_len // ipt
-    nice = (seg_len % tile == 0 or (tile % seg_len == 0 and seg_len % ipt == 0 and (group <= 32 or group == BLOCK)))
-    if not nice or x.size % tile:
+    ipt = _tile_items(x.dtype, seg_len)
+    tile = BLOCK * (ipt or 1)
+    if ipt is None or x.size % tile:
         no_offsets = np.zeros(1, np.int64) if cuda.config.ENABLE_CUDASIM else cuda.device_array(1, np.int64)
         return _launch_csr(_csr_kernel(x.dtype, op, True), x, no_offsets, seg_len, out)
     ntiles, per_seg = x.size // tile, max(seg_len // tile, 1)
-    kernel = _tile_kernel(x.dtype, op, seg_len)
+    kernel = _tile_kernel(x.dtype, op, seg_len, ipt)
     resident = _resident_blocks(kernel, x, out, ntiles)
     if count >= 4 * resident:  # whole segments per block: no atomics
         kernel[min(count, resident * WAVES), BLOCK](x, out, 0)
     else:  # few long segments: split them between blocks, which combine with atomics
-        per_block = -(-ntiles // resident)
+        per_block = -(-ntiles // (resident * WAVES))
         _fill(out, identity(op, x.dtype))
         kernel[-(-ntiles // per_block), BLOCK](x, out, per_block)
     return out
 
 
 def _launch_csr(kernel, x, offsets, seg_len, out):
-    grid = min(out.size, _resident_blocks(kernel, x, offsets, seg_len, out) * CSR_WAVES)
+    grid = min(out.size, _resident_blocks(kernel, x, offsets, seg_len, out) * WAVES)
     kernel[max(grid, 1), BLOCK](x, offsets, seg_len, out)
     return out
 
@@ -315,9 +326,10 @@ def _check():
     """Every kernel path against NumPy, at sizes that also suit the simulator."""
     rng = np.random.default_rng()
     small = cuda.config.ENABLE_CUDASIM
-    cases = [(np.float32, 128, 64), (np.float32, 4096, 9), (np.float32, 4096 * 3, 5), (np.float64, 4096, 9),
-             (np.float64, 2048, 4), (np.int32, 64, 128), (np.int32, 1000, 7), (np.float32, 7, 1000)]
-    for dtype, seg_len, count in cases[:5] if small else cases:
+    cases = [(np.float32, 128, 64), (np.float32, 1024, 9), (np.float32, 4096, 9), (np.float32, 4096 * 3, 5),
+             (np.float64, 4096, 9), (np.float64, 2048, 4), (np.int32, 64, 128), (np.int32, 1000, 7),
+             (np.float32, 7, 1000)]
+    for dtype, seg_len, count in cases[:6] if small else cases:
         x = (rng.integers(-100, 100, seg_len * count) if np.dtype(dtype).kind == "i"
              else rng.standard_normal(seg_len * count)).astype(dtype)
         d_x = x if small else cuda.to_device(x)

@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from numba import cuda, uint16
+from numba import cuda, float32, uint16
 from numba.core.errors import TypingError
 
 import numba_tiles as tiles
@@ -241,3 +241,25 @@ def test_a_failed_program_does_not_poison_later_kernels():
     with pytest.raises(tiles.TilesError, match="tiles.block_histogram: its temp storage needs"):
         tiles.compile(failing, "void(uint16[::1], uint32[::1])", arch="sm_80")
     assert tiles.compile(sorting, "void(uint16[::1], uint32[::1])", arch="sm_80")[:4] == b"\x7fELF"
+
+
+def test_the_issue_reproducer_merge_sort_of_96_threads_then_a_radix_sort():
+    """Issue 10's sequence: the merge sort is refused at typing, and the radix sort of the same block compiles."""
+
+    def merge(x):
+        items = cuda.local.array(1, float32)
+        tiles.block_load(x, items, block_dim=96, items_per_thread=1)
+        tiles.block_merge_sort(items, "<", block_dim=96, items_per_thread=1)
+
+    def radix(x):
+        items = cuda.local.array(1, float32)
+        tiles.block_load(x, items, block_dim=96, items_per_thread=1)
+        tiles.block_radix_sort(items, block_dim=96, items_per_thread=1)
+        tiles.block_store(x, items, block_dim=96, items_per_thread=1)
+
+    nvrtc = tiles.cache.stats()["nvrtc"]
+    with pytest.raises(TypingError, match="tiles.block_merge_sort: CUB's merge sort needs a power-of-two number of "
+                                          "threads, got 96"):
+        tiles.compile(merge, "void(float32[::1])")
+    assert tiles.cache.stats()["nvrtc"] == nvrtc, "refused after NVRTC ran"
+    assert tiles.compile(radix, "void(float32[::1])")[:4] == b"\x7fELF"
