@@ -25,14 +25,14 @@ import datetime
 import json
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
 from pathlib import Path
+
+from _versions import versions
 
 CHILD = r"""
 import time
@@ -239,20 +239,6 @@ def median(values):
     return statistics.median(values) if values else None
 
 
-def versions():
-    found = {}
-    for dist in ("numba", "numba-cuda", "cuda-core", "cuda-bindings", "numpy", "cuda-cccl", "nvidia-cuda-nvrtc",
-                 "nvidia-nvjitlink", "numba-tiles"):
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
-    if "numba-tiles" not in found:  # the GPU machines run it from the tree, uninstalled
-        text = (Path(__file__).resolve().parents[1] / "numba_tiles" / "_version.py").read_text()
-        found["numba-tiles"] = re.search(r'__version__ = "([^"]+)"', text).group(1)
-    return found
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -318,7 +304,9 @@ def main():
         print(f"target: tiles-warm - plain = {gap:.2f} s <= 0.2 s: {'PASS' if ok else 'FAIL'}")
     record = {"benchmark": "first_result", "date": date, "label": args.label, "commit": commit,
               "device": first["device"], "compute_capability": first["cc"], "driver": first["driver"],
-              "cpu_count": os.cpu_count(), "python": platform.python_version(), "versions": versions(),
+              "cpu_count": os.cpu_count(), "python": platform.python_version(),
+              "versions": versions("numba", "numba-cuda", "cuda-core", "cuda-bindings", "numpy", "cuda-cccl",
+                                   "nvidia-cuda-nvrtc", "nvidia-nvjitlink"),
               "runs": args.runs, "skipped": skipped, "targets": targets, "medians": medians, "all_runs": runs}
     path = Path(args.out) / (f"first_result-{date}" + (f"-{args.label}" if args.label else "") + ".json")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -36,12 +36,13 @@ import statistics
 import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 from numba import cuda
+
+from _versions import versions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = {  # name: (dtype, segment length; 0 = CSR segments of 1..CSR_MAX items)
@@ -310,19 +311,11 @@ def describe():
                              capture_output=True, text=True).stdout.strip() or None
     except OSError:
         smi = None
-    found = {}
-    for dist in ("numpy", "numba", "numba-cuda", "cuda-core", "cuda-bindings", "cupy-cuda13x", "cupy-cuda12x",
-                 "torch", "cuda-cccl"):
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
-    namespace = {}  # numba_tiles runs from the tree on the GPU machines, uninstalled
-    exec((ROOT / "numba_tiles" / "_version.py").read_text(), namespace)
     return {"device": dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
             "compute_capability": "%d.%d" % tuple(dev.compute_capability), "driver": smi,
             "driver_cuda": "%d.%d" % cuda.cudadrv.driver.get_version(), "python": platform.python_version(),
-            "versions": {**found, "numba-tiles": namespace["__version__"]}}
+            "versions": versions("numpy", "numba", "numba-cuda", "cuda-core", "cuda-bindings", "cupy-cuda13x",
+                                 "cupy-cuda12x", "torch", "cuda-cccl")}
 
 
 def parse(argv=None):

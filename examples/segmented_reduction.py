@@ -292,7 +292,7 @@ def segmented_reduce(x, seg_len, op="+", out=None):
     if ipt is None or x.size % tile:
         no_offsets = np.zeros(1, np.int64) if cuda.config.ENABLE_CUDASIM else cuda.device_array(1, np.int64)
         return _launch_csr(_csr_kernel(x.dtype, op, True), x, no_offsets, seg_len, out)
-    ntiles, per_seg = x.size // tile, max(seg_len // tile, 1)
+    ntiles = x.size // tile
     kernel = _tile_kernel(x.dtype, op, seg_len, ipt)
     resident = _resident_blocks(kernel, x, out, ntiles)
     if count >= 4 * resident:  # whole segments per block: no atomics

@@ -228,7 +228,7 @@ class LoadStore(Case):
                 "after": np.zeros(BLOCKS * self.tile, D)}
 
     def lines(self):
-        T, ipt = self.T, self.ipt
+        ipt = self.ipt
         nv = Code("@nv[b]") if self.num_valid else None
         shape = dict(block_dim=self.block_dim, items_per_thread=ipt)
         cache = None if self.cache == "default" else self.cache
@@ -319,6 +319,18 @@ def reduced(dtype, op, values):
     return OPS[op].reduce(values.astype(acc), dtype=acc)
 
 
+def check_scanned(case, D, seg, seed, out, totals, where):
+    """A scan ``case``'s results for ``seg`` against NumPy: ``out``, and the aggregate in every item of
+    ``totals`` (if not None)."""
+    want, total = scan_reference(D, case.op, seg, case.exclusive, seed)
+    try:
+        check_scan(D, case.op, out, want, with_seed(seg, seed))
+        if totals is not None:
+            check_scan(D, case.op, totals, np.repeat(total, len(totals)), seg)
+    except AssertionError as e:
+        raise AssertionError(f"{case}: {where}: {e}") from None
+
+
 class Scan(Case):
     family = "scan"
     ALGORITHMS = ["raking", "raking_memoize", "warp_scans"]
@@ -388,13 +400,8 @@ class Scan(Case):
         for b in range(BLOCKS):
             seg = x[b * size:(b + 1) * size]
             seed = x[0] if self.initial or self.prefix else (identity if self.exclusive else None)
-            want, total = scan_reference(D, self.op, seg, self.exclusive, seed)
-            try:
-                check_scan(D, self.op, a["out"][b * size:(b + 1) * size], want, with_seed(seg, seed))
-                if self.aggregate:
-                    check_scan(D, self.op, a["totals"][b * T:(b + 1) * T], np.repeat(total, T), seg)
-            except AssertionError as e:
-                raise AssertionError(f"{self}: block {b}: {e}") from None
+            check_scanned(self, D, seg, seed, a["out"][b * size:(b + 1) * size], a["totals"][b * T:(b + 1) * T]
+                          if self.aggregate else None, f"block {b}")
 
 
 class Exchange(Case):
@@ -818,13 +825,8 @@ class WarpScan(_Warp):
             if self.num_valid:
                 seg[max(int(a["nv"][g]), 0):] = identity
             seed = x[0] if self.initial else (identity if self.exclusive else None)
-            want, total = scan_reference(D, self.op, seg, self.exclusive, seed)
-            try:
-                check_scan(D, self.op, a["out"][g * W:(g + 1) * W], want, with_seed(seg, seed))
-                if self.aggregate:
-                    check_scan(D, self.op, a["totals"][g * W:(g + 1) * W], np.repeat(total, W), seg)
-            except AssertionError as e:
-                raise AssertionError(f"{self}: logical warp {g}: {e}") from None
+            check_scanned(self, D, seg, seed, a["out"][g * W:(g + 1) * W],
+                          a["totals"][g * W:(g + 1) * W] if self.aggregate else None, f"logical warp {g}")
 
 
 FAMILIES = [LoadStore, Reduce, Scan, Exchange, Histogram, RadixSort, MergeSort, AdjacentDifference, Discontinuity,
