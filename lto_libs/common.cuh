@@ -1,6 +1,13 @@
 // What every numba_tiles header shares: the array view entry points pass, launch and size
-// checks, and where temp storage lives.
+// checks, and where temp storage lives; and the CUB configuration and utilities they all build
+// on, which are most of a program's parse. Every program includes this header first (the CUB
+// library's base), so one precompiled header of it serves them all.
 #pragma once
+
+#include <cub/config.cuh>
+#include <cub/thread/thread_operators.cuh>
+#include <cub/util_ptx.cuh>
+#include <cub/util_type.cuh>
 
 #include <cuda/functional>
 #include <cuda/std/complex>

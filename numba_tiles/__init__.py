@@ -16,7 +16,7 @@ Example::
             out[cuda.blockIdx.x] = s
 """
 
-from . import cache
+from . import _compile, _library, _numba, cache
 from ._version import __version__
 from ._compile import compile, precompile
 from ._errors import TilesError
@@ -25,6 +25,10 @@ from .block import (block_adjacent_difference, block_discontinuity, block_exchan
                     block_merge_sort, block_radix_sort, block_reduce, block_scan, block_shuffle, block_store,
                     block_sum)
 from .warp import warp_reduce, warp_scan, warp_sum
+
+if not _numba.simulator_enabled():
+    # The user's first kernel is about a second away: parse CUB's base headers for this GPU meanwhile.
+    _compile.prepare_for_current_device(_library.CUB)
 
 __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",

@@ -14,7 +14,6 @@ import atexit
 import contextlib
 import json
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -47,12 +46,18 @@ def recording():
 
 
 def translation_unit(instances):
-    """One C++ source defining the entry points of ``instances`` (of one library): the headers they
-    use, in a fixed order (so that programs of the same headers share a precompiled header), then
-    their declarations and entry points."""
-    headers = sorted({i.header.name for i in instances})
-    preludes = "".join(dict.fromkeys("\n" + i.prelude for i in instances if i.prelude))
-    return "".join(f'#include "{h}"\n' for h in headers) + preludes + "".join("\n" + i.entry() for i in instances)
+    """One C++ source defining the entry points of ``instances`` (of one library): its prelude, the
+    headers they use in a fixed order, then their declarations and entry points."""
+    return (_includes(instances[0].header.library, {i.header.name for i in instances})
+            + "".join(dict.fromkeys("\n" + i.prelude for i in instances if i.prelude))
+            + "".join("\n" + i.entry() for i in instances))
+
+
+def _includes(library, headers):
+    """The include lines of a program of ``library`` using ``headers``: the library's prelude first
+    (so that its precompiled header serves every program), then the headers, sorted."""
+    first = [library.base] if library.base else []
+    return "".join(f'#include "{h}"\n' for h in first + sorted(set(headers) - set(first)))
 
 
 def options(library, target, output="ltoir"):
@@ -184,7 +189,7 @@ def constant(expression, header, arch):
 
     with _lock:
         if (expression, header, arch) not in _constants:
-            source = (f'#include "{header.name}"\n'
+            source = (_includes(header.library, [header.name]) +
                       f'extern "C" __device__ unsigned long long numba_tiles_constant = {expression};\n')
             target = Target(arch)
 
@@ -198,63 +203,99 @@ def constant(expression, header, arch):
 
 
 _pch_dir = None
-_compiled = set()  # tags of the programs compiled in this process
-_pchs = {}  # (library, headers, options) → its `_PrecompiledHeader` in this process
+_pchs = {}  # (library, options) → its `_PrecompiledBase` in this process
+_background = []  # the threads NVRTC may be running in: a process waits for them at exit
 
 
-class _PrecompiledHeader:
-    """A precompiled header of one header set and option set, made in the background.
+def _in_background(work):
+    thread = threading.Thread(target=work, daemon=True, name="numba_tiles NVRTC")
+    _background.append(thread)
+    thread.start()
+    return thread
 
-    NVRTC accepts a precompiled header only in the process that made it (a PCH file records
-    that process's heap address), so they cannot live in the disk cache; they go to a
-    temporary directory of this process. Making one costs about half a plain compile more, so
-    the first two programs of a tag compile plainly (a process that compiles one kernel, or
-    two, pays nothing for it), and after the second a thread (NVRTC releases the GIL) compiles
-    the headers alone into the PCH; programs that come while it works compile plainly too, and
-    every later one parses nothing. A process waits for the thread at exit (NVRTC must not be
-    unloaded under it).
+
+@atexit.register
+def _at_exit():
+    # NVRTC must not be unloaded under a thread still compiling: wait, then drop the PCHs.
+    for thread in list(_background):
+        thread.join()
+    if _pch_dir is not None:
+        shutil.rmtree(_pch_dir, ignore_errors=True)
+
+
+class _PrecompiledBase:
+    """A library's base header (what its headers share, most of a program's parse) precompiled
+    for one option set, in a background thread (NVRTC releases the GIL).
+
+    Every program of the library includes its base first, so one precompiled header serves
+    them all, whatever their other headers. NVRTC accepts a precompiled header only in the
+    process that made it (the file records that process's heap address), so they go to a
+    temporary directory of this process, not to the disk cache.
     """
 
-    def __init__(self, source, library, flags):
+    def __init__(self, library, flags):
         global _pch_dir
         if _pch_dir is None:
             _pch_dir = tempfile.mkdtemp(prefix="numba_tiles_pch_")
-            atexit.register(shutil.rmtree, _pch_dir, ignore_errors=True)
-            atexit.register(wait_for_precompiled_headers)  # (runs first: atexit is last in, first out)
         self.path = os.path.join(_pch_dir, f"{len(_pchs)}.pch")
         self.created = False
-        self._thread = threading.Thread(target=self._make, args=(source, library, flags), daemon=True,
-                                        name="numba_tiles PCH")
-        self._thread.start()
+        self._thread = _in_background(lambda: self._make(library, flags))
 
-    def _make(self, source, library, flags):
+    def _make(self, library, flags):
         from cuda.core import Program, ProgramOptions
 
-        program = Program(source, "c++", options=ProgramOptions(
+        program = Program(f'#include "{library.base}"\n', "c++", options=ProgramOptions(
             name="numba_tiles_pch", include_path=library.include_path(), create_pch=self.path, **flags))
         try:
             program.compile("ltoir" if flags.get("link_time_optimization") else "cubin")
-        except Exception:  # (the program that needed these headers compiled; it will say what is wrong)
+        except Exception:  # (a program that includes the base will say what is wrong)
             return
         # A PCH NVRTC did not make (heap too small, ...) is never asked for: use_pch on a
         # missing file is an error, not a plain compile.
         self.created = program.pch_status == "created"
 
     def options(self):
-        """NVRTC's options to use it, once it is made ({} until then, or if it could not be)."""
-        if self._thread.is_alive() or not self.created:
+        """NVRTC's options to use it, once made (waiting for it if it is under way), or {}."""
+        start = time.perf_counter()
+        self._thread.join()
+        _stats.count("pch_wait_seconds", time.perf_counter() - start)
+        if not self.created:
             return {}
         _stats.count("pch_used")
         return {"use_pch": self.path}
 
-    def wait(self):
-        self._thread.join()
+
+def _tag(library, flags):
+    return library.name, json.dumps(flags, sort_keys=True)
+
+
+def _start_base_pch(library, flags):
+    """Start precompiling ``library``'s base header for ``flags``, unless this process has already."""
+    with _lock:
+        if _tag(library, flags) not in _pchs:
+            _pchs[_tag(library, flags)] = _PrecompiledBase(library, flags)
+
+
+def prepare_for_current_device(library):
+    """Start precompiling ``library``'s base header for this machine's GPU (device 0), if it has one.
+
+    Called when numba_tiles is imported: Numba types and lowers the user's first kernel in
+    the next second or so, and that kernel's program then finds most of its headers parsed
+    (see the README's first-result table). It costs one background parse, about half a second
+    of one CPU core; a machine with no GPU pays nothing.
+    """
+    def start():
+        cc = _toolchain.current_device_cc()
+        if cc is not None and "sm_%d%d" % cc in _toolchain.supported_archs():
+            _start_base_pch(library, options(library, Target.for_lowering(cc, lineinfo=False, debug=False)))
+
+    _in_background(start)
 
 
 def wait_for_precompiled_headers():
-    """Wait until the precompiled headers under way are made (a later program of their headers then uses one)."""
-    for pch in list(_pchs.values()):
-        pch.wait()
+    """Wait until the precompiled headers under way are made."""
+    for thread in list(_background):
+        thread.join()
 
 
 class NVRTCError(RuntimeError):
@@ -271,11 +312,11 @@ def _nvrtc(source, library, target, name, instances, output="ltoir"):
     from cuda.core import Program, ProgramOptions
 
     flags = options(library, target, output)
-    includes = "".join(re.findall(r'^#include "[^"]+"\n', source, re.M))
-    tag = (library.name, includes, json.dumps(flags, sort_keys=True))
-    pch = _pchs.get(tag)
+    pch = _pchs.get(_tag(library, flags)) if library.base else None
+    # NVRTC runs one compile at a time: waiting for a PCH under way costs no more than parsing.
+    use = pch.options() if pch is not None else {}
     program = Program(source, "c++", options=ProgramOptions(
-        name=name, include_path=library.include_path(), **flags, **(pch.options() if pch else {})))
+        name=name, include_path=library.include_path(), **flags, **use))
     start = time.perf_counter()
     try:
         code = program.compile(output).code
@@ -284,9 +325,10 @@ def _nvrtc(source, library, target, name, instances, output="ltoir"):
         raise NVRTCError(_failure(log, library, target, name, instances), log, source) from None
     _stats.count("nvrtc_seconds", time.perf_counter() - start)
     _stats.count("nvrtc")
-    if pch is None and tag in _compiled:
-        _pchs[tag] = _PrecompiledHeader(includes, library, flags)
-    _compiled.add(tag)
+    if library.base:
+        # A process that compiled one program will likely compile more: precompile the base
+        # for them behind this one (and behind the Python work before the next).
+        _start_base_pch(library, flags)
     return code
 
 

@@ -10,6 +10,11 @@ A `Library` is one body of C++ that intrinsics instantiate: numba_tiles' own CUB
 An NVRTC program compiles the instances of one library and includes only the headers those
 instances use (`Header`); programs that include the same headers share a precompiled header.
 
+A library may name a ``base``: the header every one of its programs includes first, holding
+the base its headers share (for CUB, CCCL's configuration and utilities: most of a program's
+parse). A process precompiles it once per option set, in the background, and every later
+program of the library takes it from there, whatever its other headers.
+
 A `Header` is one file of a library; ``template(name, **arguments)`` spells an instantiation of
 one of its templates with the arguments named as the C++ declares them, checked against the
 declaration, so that an argument in the wrong place is an error when the rule runs, not a
@@ -38,6 +43,7 @@ class Library:
     versions: object  # () → {name: version or digest}: this library's part of the cache key
     blame: str
     options: tuple = ()  # NVRTC define_macro entries: "NAME" or ("NAME", "value")
+    base: str = None  # the header every program includes first: what its headers share, precompiled once
 
     def header(self, filename):
         return Header(self, filename)
@@ -140,4 +146,5 @@ CUB = Library(
     options=("NDEBUG", ("_CCCL_META_UNROLL_LIMIT", "10"), "CCCL_DISABLE_NVFP8_SUPPORT",
              ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES)),
              *(f"_CUDA_PTX_{name.upper()}_H_" for name in UNUSED_PTX_HEADERS)),
+    base="common.cuh",
 )

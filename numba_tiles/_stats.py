@@ -3,7 +3,7 @@
 import collections
 import threading
 
-NAMES = ("hits", "misses", "nvrtc", "nvrtc_seconds", "pch_used", "memo", "writes", "evictions", "rejected")
+NAMES = ("hits", "misses", "nvrtc", "nvrtc_seconds", "pch_used", "pch_wait_seconds", "memo", "writes", "evictions", "rejected")
 _counts = collections.Counter()
 _lock = threading.Lock()
 

@@ -129,6 +129,22 @@ def supported_archs():
     return tuple(f"sm_{a}" for a in archs)
 
 
+def current_device_cc():
+    """(major, minor) compute capability of device 0, or None without a driver or a GPU."""
+    try:
+        from cuda.bindings import driver
+
+        attribute = driver.CUdevice_attribute
+        (err,) = driver.cuInit(0)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return None
+        cc = [driver.cuDeviceGetAttribute(getattr(attribute, f"CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_{part}"), 0)
+              for part in ("MAJOR", "MINOR")]
+        return None if any(err != driver.CUresult.CUDA_SUCCESS for err, _ in cc) else tuple(v for _, v in cc)
+    except Exception:  # no libcuda at all
+        return None
+
+
 def versions():
     """The toolchain's part of every compile key (each library adds its own, see `_library`)."""
     return {"numba_tiles": __version__, "nvrtc": "%d.%d" % nvrtc_version()}

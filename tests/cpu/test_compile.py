@@ -140,6 +140,7 @@ def test_lineinfo_and_debug_reach_nvrtc(monkeypatch, mode, section):
 
 
 def test_a_kernel_compiles_only_the_headers_its_intrinsics_use(monkeypatch):
+    """Its library's base (precompiled once per process), then only its intrinsics' headers."""
     monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
     seen = observed_programs(monkeypatch)
     tiles.compile(sum_kernel(224), SIG, arch="sm_90")
@@ -150,13 +151,13 @@ def test_a_kernel_compiles_only_the_headers_its_intrinsics_use(monkeypatch):
 
     tiles.compile(reduce_and_scan, SIG, arch="sm_90")
     includes = [re.findall(r'#include "([^"]+)"', source) for source, _ in seen]
-    assert includes == [["block_reduce.cuh"], ["block_reduce.cuh", "block_scan.cuh"]], includes
+    assert includes == [["common.cuh", "block_reduce.cuh"], ["common.cuh", "block_reduce.cuh", "block_scan.cuh"]], includes
 
 
 def test_entry_point_renders_the_cub_template():
     instance, _ = tiles.block_sum.spec.resolve_values(np.int64(0), block_dim=(16, 16), num_valid=3)
     source = _compile.translation_unit([instance])
-    assert source.startswith('#include "block_reduce.cuh"\n\n')
+    assert source.startswith('#include "common.cuh"\n#include "block_reduce.cuh"\n\n')
     assert ("numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, 1, "
             "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid, *identity, "
             "::numba_tiles::own_storage{})") in source
