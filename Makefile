@@ -13,13 +13,14 @@ GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-bindings==13.0.*" "cud
 # the benchmarks compare with: cuda-cccl 1.1.1's cuda.coop and cuda.compute (their dependencies are the image's).
 GPU_NOTEBOOK_PINS := "nbclient==0.11.*" "nbformat==5.*" "ipykernel==7.*"
 GPU_PEER_PINS := "cuda-cccl==1.1.1"
+GPU_MATHDX_PIN := "nvidia-mathdx==25.6.*"
 GPU_IMAGE_HAS := attrs-* packaging-* psutil-* pygments-* python_dateutil-* typing_extensions-* tzdata-*
 GPU_PLATFORMS := --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_26_x86_64 \
                  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
 GPU_JOBS    ?= 12
 GPU_ENV     := PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR)
 
-.PHONY: venv test demo gpu-wheels gpu-test benchmark clean
+.PHONY: venv test demo gpu-wheels gpu-site gpu-test benchmark clean
 
 $(PY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,10 +47,21 @@ gpu-wheels:
 	  $(GPU_PINS) $(GPU_PEER_PINS)
 	$(PYTHON) -m pip download --quiet --only-binary=:all: $(GPU_PLATFORMS) --dest .gpu-wheels $(GPU_NOTEBOOK_PINS)
 	cd .gpu-wheels && rm -f $(GPU_IMAGE_HAS)  # (the carry to the GPU machine is 64 MiB at most)
+	# MathDx's wheel is 23 MB, 94 of its 121 MB unpacked cuFFTDx: only cuBLASDx, commondx, CUTLASS and
+	# its metadata travel, as 1 MB of xz.
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps --dest .gpu-wheels/mathdx $(GPU_MATHDX_PIN)
+	cd .gpu-wheels/mathdx && unzip -q nvidia_mathdx-*.whl 'nvidia/mathdx/include/cublasdx*' \
+	  'nvidia/mathdx/include/commondx/*' 'nvidia/mathdx/external/*' 'nvidia_mathdx-*.dist-info/*' && \
+	  tar cJf ../nvidia_mathdx-headers.tar.xz nvidia nvidia_mathdx-*.dist-info
+	rm -rf .gpu-wheels/mathdx
 
-gpu-test:
+# There: the carried wheels into .gpu-site/ (then PYTHONPATH=$PWD/.gpu-site:$PWD runs anything).
+gpu-site:
 	rm -rf .gpu-site
 	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target .gpu-site .gpu-wheels/*.whl
+	tar xJf .gpu-wheels/nvidia_mathdx-headers.tar.xz -C .gpu-site
+
+gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) -c "import numpy, numba, numba.cuda, cuda.core; from numba_tiles import _toolchain as t; \
 	  print('numpy', numpy.__version__, 'numba', numba.__version__, 'cuda.core', cuda.core.__version__, t.versions())"
 	$(GPU_ENV) $(GPU_PYTHON) -m pytest tests/gpu -q -ra -p no:cacheprovider -n $(GPU_JOBS) \
@@ -58,6 +70,7 @@ gpu-test:
 	  tests/gpu/test_notebooks_gpu.py -q -ra -p no:cacheprovider
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_sum.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_reduction.py
+	$(GPU_ENV) $(GPU_PYTHON) examples/gemm.py
 
 clean:
 	rm -rf $(VENV) .gpu-wheels .gpu-site .gpu-notebooks

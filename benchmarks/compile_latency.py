@@ -1,11 +1,11 @@
-"""Compile latency: time to a linked cubin in a fresh process, with and without one block_reduce.
+"""Compile latency: time to a linked cubin in a fresh process, with and without one block_reduce (or one matmul).
 
 Each measurement is a new Python process that imports numba_tiles and calls ``tiles.compile``
 for sm_90 (no GPU needed), so it pays every cold cost a user pays: the kernel without the
 intrinsic, with it and an empty disk cache, and with it and a warm cache. Prints a table and
 writes JSON to benchmarks/results/.
 
-    python benchmarks/compile_latency.py [--runs 5] [--label after-issue-9] [--tree DIR]
+    python benchmarks/compile_latency.py [--runs 5] [--label after-issue-9] [--tree DIR] [--matmul]
 
 ``--tree`` measures another checkout of numba_tiles (say, an older commit in a git worktree)
 with the same script, so that before and after come from one machine and one session.
@@ -42,7 +42,24 @@ def without(x, out):
     if cuda.threadIdx.x == 0:
         out[cuda.blockIdx.x] = s
 
-kernel = without if sys.argv[1] == "without" else with_reduce
+from numba.cuda.types import float16, float32
+
+def with_matmul(a, b, c):  # one 64 x 64 x 64 fp16 product into an fp32 tile (the tiles' moves are CUB programs)
+    sa = cuda.shared.array((64, 64), float16)
+    sb = cuda.shared.array((64, 64), float16)
+    sc = cuda.shared.array((64, 64), float32)
+    tiles.tile_load(a, sa, 0, 0, block_dim=128)
+    tiles.tile_load(b, sb, 0, 0, block_dim=128)
+    tiles.matmul(sa, sb, sc, shape=(64, 64, 64), block_dim=128)
+    tiles.tile_store(sc, c, 0, 0, block_dim=128)
+
+def without_matmul(a, b, c):  # the same kernel's shape without the product
+    c[cuda.threadIdx.x, 0] = a[0, 0] * b[0, 0]
+
+kernel = {"without": without, "matmul": with_matmul, "without matmul": without_matmul}.get(
+    sys.argv[1].split(",")[0], with_reduce)
+sig = ("void(float16[:, :], float16[:, :], float32[:, :])" if "matmul" in sys.argv[1]
+       else "void(float32[:], float32[:])")
 if ", kernel " in sys.argv[1]:
     # Other instantiations first (untimed): the 2nd kernel of a process, or the 3rd once its
     # precompiled header is made (a user between notebook cells; older trees make it in-line).
@@ -57,7 +74,7 @@ if ", kernel " in sys.argv[1]:
     t1, before = time.perf_counter(), dict(tiles.cache.stats())
 else:
     before = dict(tiles.cache.stats())
-tiles.compile(kernel, "void(float32[:], float32[:])", arch="sm_90")
+tiles.compile(kernel, sig, arch="sm_90")
 t2 = time.perf_counter()
 stats = {k: v - before[k] for k, v in tiles.cache.stats().items()}
 print(json.dumps({"import_s": import_s, "compile_s": t2 - t1, "nvrtc_s": stats["nvrtc_seconds"],
@@ -71,7 +88,7 @@ def measure(variant, runs, tree=None):
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {**os.environ, "NUMBA_TILES_CACHE_DIR": cache_dir}
         cwd = Path(tree).resolve() if tree else Path(__file__).resolve().parents[1]  # `python -c` imports from cwd
-        if variant == "block_reduce, warm cache":
+        if variant.endswith("warm cache"):
             subprocess.run([sys.executable, "-c", CHILD, variant], env=env, cwd=cwd, capture_output=True, check=True)
         for _ in range(runs):
             if "cold cache" in variant:
@@ -98,10 +115,13 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--label", default="", help="names the JSON file (compile_latency-DATE-LABEL.json)")
     parser.add_argument("--tree", default=None, help="a checkout of numba_tiles to measure instead of this one")
+    parser.add_argument("--matmul", action="store_true", help="also a first tiles.matmul kernel (~10 s a cold run)")
     args = parser.parse_args()
     variants = ("without", "block_reduce, cold cache", "block_reduce, warm cache",
                 "block_reduce, kernel 2 of the process, cold cache",
                 "block_reduce, kernel 3 of the process (PCH made), cold cache")
+    if args.matmul:
+        variants += ("without matmul", "matmul, cold cache", "matmul, warm cache")
     results = {variant: measure(variant, args.runs, args.tree) for variant in variants}
     commit = subprocess.run(["git", "-C", args.tree or str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
@@ -112,9 +132,10 @@ def main():
     print(f"{'kernel':<62}{'import s':>10}{'compile s':>11}{'NVRTC s':>9}")
     for variant, r in results.items():
         print(f"{variant:<62}{r['import_s']:>10.2f}{r['compile_s']:>11.2f}{r['nvrtc_s']:>9.2f}")
-    base = results["without"]["compile_s"]
     for variant in variants[1:]:
-        print(f"{variant} adds {results[variant]['compile_s'] - base:.2f} s to the compile")
+        base = results["without matmul" if "matmul" in variant else "without"]["compile_s"]
+        if not variant.startswith("without"):
+            print(f"{variant} adds {results[variant]['compile_s'] - base:.2f} s to the compile")
     record = {"benchmark": "compile_latency", "device": device, "date": date, "runs": args.runs,
               "commit": commit, "label": args.label, "python": platform.python_version(), "results": results}
     name = f"compile_latency-{date}" + (f"-{args.label}" if args.label else "")

@@ -38,6 +38,23 @@ struct array_ref {
   long long stride;
 };
 
+// A 2-D Numba array as an entry point passes it: data, shape, strides in items (any layout).
+template <typename T>
+struct matrix_ref {
+  T* data;
+  long long rows, cols;
+  long long row_stride, col_stride;
+
+  __device__ __forceinline__ T& operator()(long long r, long long c) const {
+    return data[r * row_stride + c * col_stride];
+  }
+  // Whether it is one dense block of rows x cols items in row-major (or column-major) order.
+  __device__ __forceinline__ bool dense(bool row_major) const {
+    return row_major ? (col_stride == 1 && (row_stride == cols || rows == 1))
+                     : (row_stride == 1 && (col_stride == rows || cols == 1));
+  }
+};
+
 // The items of a thread-local array of (at least) N items. Numba arrays carry their length
 // at run time only; for cuda.local.array it is a constant, so the check folds away.
 template <int N, typename T>

@@ -99,7 +99,10 @@ def report():
         ("CCCL", f"{_toolchain.cccl_version()}  {_toolchain.cccl_include_dir()}"),
         ("CUDA headers", f"{_toolchain.cuda_headers_version()}  {_toolchain.cuda_include_dir()}"),
         (f"library {_library.CUB.name}", ", ".join(f"{k}={v}" for k, v in _library.CUB.versions().items())),
-        ("MathDx", package("nvidia-mathdx")),
+        ("MathDx", f"{package('nvidia-mathdx')}, cuBLASDx {_toolchain.cublasdx_version()}  "
+                   f"{_toolchain.mathdx_include_dirs()[0]}"),
+        (f"library {_library.MATHDX.name}", ", ".join(f"{k}={v}" for k, v in _library.MATHDX.versions().items()
+                                                       if k not in _library.CUB.versions())),
         ("targets", ", ".join(_toolchain.supported_archs())),
     ]
     if _toolchain.nvrtc_version() > nvjitlink.version():

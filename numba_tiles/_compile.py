@@ -62,7 +62,7 @@ def _includes(library, headers):
 
 def options(library, target, output="ltoir"):
     """NVRTC's options for a program of ``library`` built for ``target`` (all part of its cache key)."""
-    flags = {**_BASE_OPTIONS, **target.nvrtc_options()}
+    flags = {**_BASE_OPTIONS, **dict(library.flags), **target.nvrtc_options()}
     macros = [*library.options, *flags.pop("define_macro", ())]
     if macros:
         flags["define_macro"] = macros

@@ -43,6 +43,7 @@ class Library:
     versions: object  # () → {name: version or digest}: this library's part of the cache key
     blame: str
     options: tuple = ()  # NVRTC define_macro entries: "NAME" or ("NAME", "value")
+    flags: tuple = ()  # other NVRTC options, as (cuda.core ProgramOptions field, value) pairs
     base: str = None  # the header every program includes first: what its headers share, precompiled once
 
     def header(self, filename):
@@ -148,3 +149,20 @@ CUB = Library(
              *(f"_CUDA_PTX_{name.upper()}_H_" for name in UNUSED_PTX_HEADERS)),
     base="common.cuh",
 )
+
+# cuBLASDx (MathDx) over CuTe, CCCL and the CUDA headers; lto_libs first for numba_tiles' wrappers.
+# Its headers are parsed only by programs of matmul instances, and its version is in their key.
+# device_as_default_execution_space: CUTLASS and cuBLASDx call unannotated constexpr functions
+# from device code, which NVRTC rejects otherwise. No precompiled base: a MathDx program's time is
+# instantiating the GEMM (parsing its headers is ~1.3 s of ~9 s), and its PCH would be 300 MB.
+MATHDX = Library(
+    name="numba_tiles.mathdx",
+    include_dirs=lambda: (_toolchain.lto_libs_dir(), *_toolchain.mathdx_include_dirs(),
+                          _toolchain.cccl_include_dir(), _toolchain.cuda_include_dir()),
+    versions=lambda: {**_cub_versions(), "cublasdx": _toolchain.cublasdx_version(),
+                      "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent)},
+    blame="This is a numba_tiles bug (or a size cuBLASDx does not support); please report it with this message",
+    options=("NDEBUG", ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES))),
+    flags=(("device_as_default_execution_space", True),),
+)
+

@@ -95,16 +95,16 @@ def constant(context, ty, value):
 
 
 def _pass(context, builder, ty, value):
-    """An entry point's arguments for one value: an array's (data, size, stride in items), else a pointer to it."""
+    """An entry point's arguments for one value: an array's (data, sizes, strides in items), else a pointer to it."""
     from llvmlite import ir
     from numba.cuda import cgutils
 
-    if isinstance(ty, types.Array):
+    if isinstance(ty, types.Array):  # data, then each dimension's size, then each one's stride in items
         array = context.make_array(ty)(context, builder, value)
-        itemsize = context.get_abi_sizeof(context.get_data_type(ty.dtype))
-        size = builder.extract_value(array.shape, 0)
-        stride = builder.sdiv(builder.extract_value(array.strides, 0), ir.Constant(size.type, itemsize))
-        return [array.data, size, stride]
+        itemsize = ir.Constant(context.get_value_type(types.intp), context.get_abi_sizeof(context.get_data_type(ty.dtype)))
+        sizes = [builder.extract_value(array.shape, d) for d in range(ty.ndim)]
+        strides = [builder.sdiv(builder.extract_value(array.strides, d), itemsize) for d in range(ty.ndim)]
+        return [array.data, *sizes, *strides]
     slot = cgutils.alloca_once(builder, context.get_value_type(ty))
     builder.store(value, slot)
     return [slot]

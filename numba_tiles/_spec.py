@@ -45,8 +45,8 @@ class Instance:
     is, with no entry parameter. ``result`` is a scalar type, a tuple of them, or ``types.none``.
     The entry point takes every scalar by pointer and writes every result through a pointer,
     so that no type (half, bfloat16, complex) depends on a C calling convention shared by
-    Numba and NVRTC; an array arrives as ``numba_tiles::array_ref<T>`` (data, size, stride in
-    items). nvJitLink inlines the entry point, after which these pointers are registers again.
+    Numba and NVRTC; a 1-D array arrives as ``numba_tiles::array_ref<T>`` (data, size, stride in
+    items), a 2-D one as ``numba_tiles::matrix_ref<T>`` (data, rows, cols, strides in items). nvJitLink inlines the entry point, after which these pointers are registers again.
     """
 
     intrinsic: str
@@ -75,7 +75,11 @@ class Instance:
                 args.append(ty)
                 continue
             cxx = _dtypes.cxx(ty)
-            if isinstance(ty, types.Array):
+            if isinstance(ty, types.Array) and ty.ndim == 2:
+                parts = [f"{name}_rows", f"{name}_cols", f"{name}_row_stride", f"{name}_col_stride"]
+                decls += [f"{cxx}* {name}", *(f"long long {p}" for p in parts)]
+                args.append(f"::numba_tiles::matrix_ref<{cxx}>{{{name}, {', '.join(parts)}}}")
+            elif isinstance(ty, types.Array):
                 decls += [f"{cxx}* {name}", f"long long {name}_size", f"long long {name}_stride"]
                 args.append(f"::numba_tiles::array_ref<{cxx}>{{{name}, {name}_size, {name}_stride}}")
             else:

@@ -61,6 +61,24 @@ def cuda_include_dir():
 
 
 @functools.cache
+def mathdx_include_dirs():
+    """MathDx's headers (cuBLASDx, commondx) and the CUTLASS/CuTe they build on, from the ``nvidia-mathdx`` wheel."""
+    spec = importlib.util.find_spec("nvidia")
+    for root in spec.submodule_search_locations if spec else ():
+        found = Path(root) / "mathdx"
+        if (found / "include" / "cublasdx.hpp").is_file():
+            return found / "include", found / "external" / "cutlass" / "include"
+    raise FileNotFoundError("numba_tiles: cublasdx.hpp not found; pip install 'nvidia-mathdx==25.6.*'")
+
+
+@functools.cache
+def cublasdx_version():
+    """cuBLASDx's version, e.g. ``"0.4.0"``."""
+    text = (mathdx_include_dirs()[0] / "cublasdx" / "cublasdx_version.hpp").read_text()
+    return ".".join(re.search(rf"#define CUBLASDX_VERSION_{part} (\d+)", text)[1] for part in ("MAJOR", "MINOR", "PATCH"))
+
+
+@functools.cache
 def cccl_version():
     text = (cccl_include_dir() / "cuda" / "std" / "__cccl" / "version.h").read_text()
     return int(re.search(r"#define CCCL_VERSION (\d+)", text).group(1))

@@ -337,3 +337,67 @@ def block_shuffle(instance, args):
         moved[:-1] = tile[1:]
     args["value"][:count] = moved[start:start + count]
     return tile[-1] if kind == "up" else tile[0]
+
+
+# --- 2-D tiles and matmul: thread 0 does the block's work between two barriers ------------------
+
+def _by_first_thread(instance, args, work):
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    thread.syncthreads()  # every thread has come (and written its part of the inputs)
+    if thread.thread_id == 0:
+        work()
+    thread.syncthreads()  # as on the GPU, the call ends with a barrier
+
+
+def _window(matrix, row, col, shape):
+    """The part of ``matrix`` under a tile of ``shape`` at (row, col), and where it lies in the tile."""
+    r0, c0 = max(int(row), 0), max(int(col), 0)
+    r1, c1 = min(int(row) + shape[0], matrix.shape[0]), min(int(col) + shape[1], matrix.shape[1])
+    if r1 <= r0 or c1 <= c0:
+        return None, None
+    return (slice(r0, r1), slice(c0, c1)), (slice(r0 - int(row), r1 - int(row)), slice(c0 - int(col), c1 - int(col)))
+
+
+def tile_load(instance, args):
+    def work():
+        src, tile = args["src"], args["tile"]
+        tile[...] = args["fill"]
+        inside, part = _window(src, args["row"], args["col"], tile.shape)
+        if inside is not None:
+            tile[part] = src[inside]
+    _by_first_thread(instance, args, work)
+
+
+def tile_store(instance, args):
+    def work():
+        tile, dst = args["tile"], args["dst"]
+        inside, part = _window(dst, args["row"], args["col"], tile.shape)
+        if inside is not None:
+            dst[inside] = tile[part]
+    _by_first_thread(instance, args, work)
+
+
+def _operand(tile, precision):
+    """A or B as float64 values: bfloat16 bits widened to float32's, tf32 rounded to 10 mantissa bits."""
+    if precision == "bf16":
+        return (tile.astype(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    if precision == "tf32":
+        bits = tile.astype(np.float32).view(np.uint32)
+        return ((bits + 0x1000 + ((bits >> 13) & 1) - 1) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+    return tile.astype(np.float64)
+
+
+def matmul(instance, args):
+    m, n, k = args["shape"]
+    a, b, c = args["a"], args["b"], args["c"]
+    for name, tile, shape in (("a", a, (m, k)), ("b", b, (k, n)), ("c", c, (m, n))):
+        if tile.shape != shape:
+            raise error(instance.intrinsic, f"{name} is {tile.shape[0]} x {tile.shape[1]}; shape={args['shape']} "
+                        f"needs {shape[0]} x {shape[1]}", "pass tiles of the sizes shape=(M, N, K) names")
+
+    def work():
+        # float64 products and sums, rounded to C's dtype once (cuBLASDx accumulates in C's precision)
+        product = _operand(a, args["precision"]) @ _operand(b, args["precision"])
+        c[...] = (args["alpha"] * product + args["beta"] * c.astype(np.float64)).astype(c.dtype)
+    _by_first_thread(instance, args, work)
+

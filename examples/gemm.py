@@ -1,0 +1,109 @@
+"""A GEMM of any size with the tile API: C = alpha * A @ B + beta * C, checked against NumPy.
+
+Each block computes one TM x TN tile of C: it loads C's tile, then for each K-tile loads the
+tiles of A and B into shared memory (`tiles.tile_load`, zero past the matrices' edges) and
+multiplies them into C's tile with tensor cores (`tiles.matmul`, cuBLASDx), and finally stores
+the tile (`tiles.tile_store`, which drops what lies past C's edge). About 20 lines of kernel.
+
+    python examples/gemm.py            # on a GPU: 1000 x 1100 x 900 in float16 -> float32, and the others
+    NUMBA_ENABLE_CUDASIM=1 python examples/gemm.py   # the same kernel on Numba's simulator, small
+"""
+
+import numpy as np
+from numba import cuda
+from numba.cuda import types
+
+import numba_tiles as tiles
+
+
+def make_gemm(tile=(64, 64, 32), dtype="float16", accumulator="float32", block_dim=128, order=("C", "C"),
+              precision=None):
+    """A kernel ``gemm(a, b, c, alpha, beta)`` for ``a``/``b`` of ``dtype`` and ``c`` of ``accumulator``.
+
+    ``tile=(TM, TN, TK)``; ``order`` gives the shared tiles of A and B in row-major ("C") or
+    column-major ("F") order (a column-major tile is a transposed row-major array);
+    ``precision``: None, "tf32" or "bf16" (``dtype`` "int16" holding bfloat16 bits), as for `tiles.matmul`.
+    """
+    TM, TN, TK = tile
+    ab, acc = getattr(types, dtype), getattr(types, accumulator)
+    a_shape = (TM, TK) if order[0] == "C" else (TK, TM)
+    b_shape = (TK, TN) if order[1] == "C" else (TN, TK)
+    a_col, b_col = order[0] == "F", order[1] == "F"
+    bx, by, bz = (tuple(block_dim) if isinstance(block_dim, tuple) else (block_dim,)) + (1,) * (3 - len(
+        block_dim if isinstance(block_dim, tuple) else (block_dim,)))
+    threads = bx * by * bz
+
+    @cuda.jit
+    def gemm(a, b, c, alpha, beta):
+        sa = cuda.shared.array(a_shape, ab)
+        sb = cuda.shared.array(b_shape, ab)
+        sc = cuda.shared.array((TM, TN), acc)
+        ta = sa.T if a_col else sa
+        tb = sb.T if b_col else sb
+        row, col = TM * cuda.blockIdx.y, TN * cuda.blockIdx.x
+        tiles.tile_load(c, sc, row, col, block_dim=block_dim)
+        scale = beta
+        for k in range(0, a.shape[1], TK):
+            tiles.tile_load(a, ta, row, k, block_dim=block_dim)
+            tiles.tile_load(b, tb, k, col, block_dim=block_dim)
+            tiles.matmul(ta, tb, sc, alpha, scale, shape=(TM, TN, TK), block_dim=block_dim, precision=precision)
+            scale = 1.0
+        if a.shape[1] == 0:  # no K-tiles: C = beta * C
+            t = cuda.threadIdx.x + bx * (cuda.threadIdx.y + by * cuda.threadIdx.z)
+            for i in range(t, TM * TN, threads):
+                sc[i // TN, i % TN] *= beta
+            cuda.syncthreads()
+        tiles.tile_store(sc, c, row, col, block_dim=block_dim)
+
+    return gemm
+
+
+def run(gemm, a, b, c, alpha, beta, tile=(64, 64, 32), block_dim=128):
+    """Launch ``gemm`` on host arrays (any strides), one block per tile of C; returns C."""
+    TM, TN, _ = tile
+    d_c = cuda.to_device(c)
+    grid = ((c.shape[1] + TN - 1) // TN, (c.shape[0] + TM - 1) // TM)
+    gemm[grid, block_dim](cuda.to_device(a), cuda.to_device(b), d_c, alpha, beta)
+    return d_c.copy_to_host()
+
+
+def bf16_bits(x):
+    """float32 values → the int16 bits of their bfloat16 rounding (to nearest even)."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16).view(np.int16)
+
+
+def values(x, precision=None):
+    """What A or B holds, as float64 (bfloat16 bits widened)."""
+    if precision == "bf16":
+        return (np.asarray(x).view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return np.asarray(x, np.float64)
+
+
+def relative_error(result, a, b, c, alpha, beta, precision=None):
+    """‖result − (alpha·A·B + beta·C)‖_F / ‖reference‖_F, the reference in float64."""
+    expected = alpha * (values(a, precision) @ values(b, precision)) + beta * c.astype(np.float64)
+    return float(np.linalg.norm(result.astype(np.float64) - expected) / np.linalg.norm(expected))
+
+
+def main():
+    rng = np.random.default_rng()
+    small = cuda.config.ENABLE_CUDASIM
+    m, n, k = (40, 50, 36) if small else (1000, 1100, 900)
+    for dtype, acc, tile, bound in (("float16", "float32", (64, 64, 32), 1e-2), ("float32", "float32", (32, 32, 32), 1e-5),
+                                    ("float64", "float64", (32, 32, 16), 1e-12)):
+        if small:
+            tile = (16, 16, 16)
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = rng.standard_normal((k, n)).astype(dtype)
+        c = rng.standard_normal((m, n)).astype(acc)
+        alpha, beta = 0.75, -1.25
+        result = run(make_gemm(tile, dtype, acc), a, b, c, alpha, beta, tile)
+        error = relative_error(result, a, b, c, alpha, beta)
+        print(f"{m} x {n} x {k} {dtype} -> {acc}, tiles {tile}: relative error {error:.1e} "
+              f"({'ok' if error < bound else 'TOO LARGE'}, bound {bound:g})")
+        assert error < bound
+
+
+if __name__ == "__main__":
+    main()

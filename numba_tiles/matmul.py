@@ -1,0 +1,229 @@
+"""Tile matrix products (cuBLASDx) and the cooperative 2-D tile movement that feeds them.
+
+A block-level GEMM step is: `tile_load` tiles of A and B from global into shared memory,
+`matmul` them into a shared C tile (accumulating over K), `tile_store` C's tile back. Sizes,
+arrangement and block shape are compile-time; the tiles are ordinary ``cuda.shared.array``\\ s.
+"""
+
+from numba.cuda import types
+
+from . import _dtypes, _params, simulator
+from ._errors import error
+from ._library import CUB, MATHDX
+from ._spec import Instance, intrinsic
+
+TILE = CUB.header("tile.cuh")
+MATMUL = MATHDX.header("matmul.cuh")
+
+_ORDERS = {"row_major": True, "col_major": False}
+# cuBLASDx's real precisions numba_tiles offers: (A and B's dtype) → the dtypes C may have.
+_PRECISIONS = {"float16": ("float16", "float32"), "float32": ("float32",), "float64": ("float64",)}
+# precision= names: the C++ type A and B are computed in, the dtypes that may store them, and C's.
+# bfloat16 travels as its bits in 16-bit integers, since numba-cuda 0.30 has no bfloat16 arrays.
+_NAMED = {"tf32": ("cublasdx::tfloat32_t", ("float32",), ("float32",)),
+          "bf16": ("__nv_bfloat16", ("int16", "uint16"), ("float32",))}
+
+
+def _matrix(name, args, param, like=None):
+    """The `Dtype` of the 2-D array argument ``param``; ``like``: (the other argument, the dtype it must share)."""
+    ty = args[param]
+    if not (isinstance(ty, types.Array) and ty.ndim == 2):
+        raise error(name, f"{param} must be a 2-D array, got {ty}",
+                    f"pass a 2-D array as {param} (a shared tile: cuda.shared.array((rows, cols), dtype))")
+    dtype = _dtypes.scalar(name, param, ty.dtype, verb="holds")
+    if like is not None and dtype != like[1]:
+        raise error(name, f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
+                    f"use {param} and {like[0]} of one dtype")
+    return dtype
+
+
+def _shape(args):
+    return dict(zip(("BX", "BY", "BZ"), args["block_dim"]))
+
+
+def _load_rule(name, args):
+    dtype = _matrix(name, args, "tile")
+    _matrix(name, args, "src", like=("tile", dtype))
+    for param in ("row", "col"):
+        _dtypes.integer(name, param, args[param])
+    return Instance(name, TILE, TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args)), types.none,
+                    (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
+                     ("tile", args["tile"], None), ("fill", dtype.numba, 0)))
+
+
+@intrinsic(consts={"block_dim": _params.block_dim}, rule=_load_rule, simulate=simulator.tile_load)
+def tile_load(src, tile, row, col, fill=0, *, block_dim):
+    """Copy the tile of the 2-D array ``src`` whose top-left item is ``src[row, col]`` into ``tile``, by the whole block.
+
+    ``tile`` is a 2-D array (usually ``cuda.shared.array((rows, cols), dtype)``, row- or
+    column-major, padded or not) that gets ``tile.shape`` items; ``src`` is any 2-D array of the
+    same dtype, with any strides (a transposed view too). Items outside ``src`` become ``fill``,
+    so a tile may overhang the matrix's edge. Every thread of the block must call it; it ends
+    with a barrier, so the tile is ready for the block when it returns.
+    {{block_dim}}
+
+    Example::
+
+        from numba import cuda, float32
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def tile_sums(x, out):
+            tile = cuda.shared.array((32, 32), float32)
+            tiles.tile_load(x, tile, 32 * cuda.blockIdx.y, 32 * cuda.blockIdx.x, block_dim=256)
+            if cuda.threadIdx.x < 32:
+                s = 0.0
+                for j in range(32):
+                    s += tile[cuda.threadIdx.x, j]
+                out[32 * cuda.blockIdx.y + cuda.threadIdx.x, cuda.blockIdx.x] = s
+
+        cubin = tiles.compile(tile_sums, "void(float32[:, :], float32[:, :])")
+    """
+
+
+def _store_rule(name, args):
+    dtype = _matrix(name, args, "tile")
+    _matrix(name, args, "dst", like=("tile", dtype))
+    for param in ("row", "col"):
+        _dtypes.integer(name, param, args[param])
+    return Instance(name, TILE, TILE.template("numba_tiles::tile_store", T=dtype.cxx, **_shape(args)), types.none,
+                    (("tile", args["tile"], None), ("dst", args["dst"], None), ("row", types.int64, None),
+                     ("col", types.int64, None)))
+
+
+@intrinsic(consts={"block_dim": _params.block_dim}, rule=_store_rule, simulate=simulator.tile_store)
+def tile_store(tile, dst, row, col, *, block_dim):
+    """Copy ``tile`` into the 2-D array ``dst`` at ``dst[row, col]``, by the whole block; items past ``dst``'s edge are dropped.
+
+    ``tile`` and ``dst`` are as for `tile_load` (``dst`` writable). Every thread of the block
+    must call it; it ends with a barrier, so the tile may be refilled when it returns.
+    {{block_dim}}
+
+    Example::
+
+        from numba import cuda, float64
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def transpose(x, out):
+            tile = cuda.shared.array((16, 16), float64)
+            r, c = 16 * cuda.blockIdx.y, 16 * cuda.blockIdx.x
+            tiles.tile_load(x, tile, r, c, block_dim=(16, 16))
+            tiles.tile_store(tile, out.T, r, c, block_dim=(16, 16))   # out.T: a strided view
+
+        cubin = tiles.compile(transpose, "void(float64[:, :], float64[:, :])")
+    """
+
+
+def _shape_mnk(intrinsic, value):
+    if not (isinstance(value, tuple) and len(value) == 3 and all(isinstance(v, int) and v >= 1 for v in value)):
+        raise error(intrinsic, f"shape must be a tuple (M, N, K) of positive ints, got {value!r}",
+                    "pass shape=(M, N, K): A is M x K, B is K x N, C is M x N, e.g. shape=(64, 64, 32)")
+    return value
+
+
+def _lds(intrinsic, value):
+    if value is not None and not (isinstance(value, tuple) and len(value) == 3
+                                  and all(isinstance(v, int) and v >= 1 for v in value)):
+        raise error(intrinsic, f"ld must be a tuple of 3 positive ints, got {value!r}",
+                    "pass ld=(lda, ldb, ldc), the leading dimensions of padded tiles, or leave it out")
+    return value
+
+
+def _arrangement(intrinsic, value):
+    if value is not None and not (isinstance(value, tuple) and len(value) == 3 and set(value) <= set(_ORDERS)):
+        raise error(intrinsic, f"arrangement must be a 3-tuple of 'row_major'/'col_major', got {value!r}",
+                    "pass arrangement=('row_major', 'col_major', 'row_major') for A, B and C, or leave it "
+                    "out for C- or F-contiguous tiles")
+    return value
+
+
+def _order(name, args, param, given):
+    """Whether the tile ``param`` is row-major: its Numba layout, or the given arrangement."""
+    if given is not None:
+        return _ORDERS[given]
+    layout = args[param].layout
+    if layout not in "CF":
+        raise error(name, f"{param} is a strided view ({args[param]}), whose order is known only at run time",
+                    "pass arrangement=('row_major' or 'col_major', ...) for A, B and C")
+    return layout == "C"
+
+
+def _matmul_rule(name, args):
+    ta = _matrix(name, args, "a")
+    tb = _matrix(name, args, "b", like=("a", ta))
+    tc = _matrix(name, args, "c")
+    named = args["precision"]
+    if named is not None:
+        computed, storage, accumulators = _NAMED[named]
+        if ta.name not in storage or tc.name not in accumulators:
+            raise error(name, f"precision={named!r} takes A and B of {' or '.join(storage)} and C of "
+                        f"{' or '.join(accumulators)}, got {ta.name} and {tc.name}",
+                        f"store A and B as {storage[0]} and C as {accumulators[0]}, or leave precision out")
+    elif ta.name not in _PRECISIONS or tc.name not in _PRECISIONS[ta.name]:
+        combos = "; ".join(f"{a} A and B with {' or '.join(c)} C" for a, c in _PRECISIONS.items())
+        raise error(name, f"{ta.name} A and B with {tc.name} C is not a supported precision",
+                    f"use {combos}; or precision='tf32' (float32) or 'bf16' (bfloat16 bits in int16)")
+    compute = computed if named is not None else ta.cxx
+    for param in ("alpha", "beta"):
+        if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
+            raise error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
+    m, n, k = args["shape"]
+    given = args["arrangement"] or (None, None, None)
+    rows = {p: _order(name, args, p, g) for p, g in zip("abc", given)}
+    dense = [cols if rows[p] else rows_ for p, (rows_, cols) in zip("abc", ((m, k), (k, n), (m, n)))]
+    lds = args["ld"] or tuple(dense)
+    if any(ld < least for ld, least in zip(lds, dense)):
+        raise error(name, f"ld={lds} is less than the tiles' {tuple(dense)} (a row-major tile's leading dimension "
+                    f"is its row stride, at least its columns; a column-major one's its column stride)",
+                    f"pass ld= the strides of the padded tiles, or leave it out for unpadded ones")
+    template = MATMUL.template("numba_tiles::matmul", M=m, N=n, K=k, TA=ta.cxx, TB=tb.cxx, TC=tc.cxx, PA=compute,
+                               PB=compute, RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1],
+                               LDC=lds[2], **_shape(args))
+    return Instance(name, MATMUL, template, types.none,
+                    (("a", args["a"], None), ("b", args["b"], None), ("c", args["c"], None),
+                     ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
+
+
+@intrinsic(consts={"shape": _shape_mnk, "block_dim": _params.block_dim, "arrangement": _arrangement, "ld": _lds,
+                   "precision": _params.choice("precision", dict.fromkeys([None, *_NAMED]))},
+           rule=_matmul_rule, simulate=simulator.matmul)
+def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None):
+    """``c = alpha * a @ b + beta * c`` for shared-memory tiles, by the whole block with cuBLASDx.
+
+    ``shape=(M, N, K)``: ``a`` is M x K, ``b`` K x N, ``c`` M x N, each a 2-D array in shared
+    memory, row- or column-major: a C- or F-contiguous ``cuda.shared.array`` (a transposed one is
+    column-major), or a view of a padded one, with ``arrangement=`` (a 3-tuple of ``"row_major"``
+    / ``"col_major"``) and ``ld=`` (the three leading dimensions: a row-major tile's row stride,
+    a column-major one's column stride, in items). Shapes and strides are checked when the call
+    runs (a message and a stop if they differ; for ``cuda.shared.array`` tiles the check folds
+    away). Precisions, by
+    the tiles' dtypes: float16 A and B with float16 or float32 C (tensor cores), float32,
+    float64; or ``precision="tf32"`` (float32 tiles, tensor cores) or ``"bf16"`` (A and B
+    holding bfloat16 bits in int16 or uint16 tiles, as ``torch_tensor.view(torch.int16)``
+    gives them; float32 C). ``alpha`` and
+    ``beta`` (run-time values, cast to C's dtype) default to 1 and 0: C is overwritten. Every
+    thread of the block must call it; the tiles must be complete (`tile_load` ends with a
+    barrier) and the call ends with one, so ``c`` is ready when it returns. Implemented by
+    cuBLASDx's block ``execute`` (MathDx 25.6); its first compile takes about 10 s, then
+    the LTO-IR comes from the disk cache.
+    {{block_dim}}
+
+    Example::
+
+        from numba import cuda, float32
+        from numba.cuda.types import float16
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def gemm_64(a, b, c):   # one 64 x 64 x 64 product per block
+            sa = cuda.shared.array((64, 64), float16)
+            sb = cuda.shared.array((64, 64), float16)
+            sc = cuda.shared.array((64, 64), float32)
+            tiles.tile_load(a, sa, 0, 0, block_dim=128)
+            tiles.tile_load(b, sb, 0, 0, block_dim=128)
+            tiles.matmul(sa, sb, sc, shape=(64, 64, 64), block_dim=128)
+            tiles.tile_store(sc, c, 0, 0, block_dim=128)
+
+        cubin = tiles.compile(gemm_64, "void(float16[:, :], float16[:, :], float32[:, :])")
+    """

@@ -1,0 +1,103 @@
+"""tiles.matmul and 2-D tile movement with no GPU: the C++ they render, the program they compile in
+(cuBLASDx's own library), tensor cores in the SASS, and misuse as clear compile-time errors."""
+
+import re
+
+import pytest
+from numba import cuda
+
+import numba_tiles as tiles
+from examples import gemm
+from numba_tiles import _compile
+
+from .test_compile import observed_programs
+from .test_sass import instructions, sass
+
+SIG = "void(float16[:, :], float16[:, :], float32[:, :], int64)"
+
+
+def test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory(tmp_path, monkeypatch):
+    """examples/gemm.py's fp16 x fp16 -> fp32 kernel for sm_90: cuBLASDx's HMMA (warp-level mma.sync;
+    cuBLASDx 0.4 issues no wgmma), inlined after LTO (no calls), no local memory. The matmul compiles in
+    a program of MathDx's library that includes only matmul.cuh; the tile moves in a CUB one."""
+    monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
+    seen = observed_programs(monkeypatch)
+    kernel = gemm.make_gemm((64, 64, 32), "float16", "float32", 128)
+    code = sass(tiles.compile(kernel, "void(float16[:, :], float16[:, :], float32[:, :], float64, float64)",
+                              arch="sm_90"), tmp_path)
+    opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
+    assert "HMMA" in opcodes, sorted(opcodes)
+    assert not opcodes & {"CALL", "LDL", "STL"}, sorted(opcodes)
+    includes = sorted(re.findall(r'#include "([^"]+)"', source) for source, _ in seen)
+    assert includes == [["common.cuh", "tile.cuh"], ["matmul.cuh"]], includes
+    assert [flags.get("device_as_default_execution_space") for source, flags in sorted(seen)] == [None, True]
+
+
+def test_matmul_renders_cublasdx_with_the_tiles_arrangement():
+    """A column-major A (a transposed shared array), row-major B and C; sizes and block as given."""
+    with _compile.recording() as lowered:
+        tiles.compile(gemm.make_gemm((32, 16, 8), "float64", "float64", 64, ("F", "C")),
+                      "void(float64[:, :], float64[:, ::1], float64[:, :], float64, float64)", output="ltoir")
+    templates = {i.template for i, _ in lowered}
+    assert ("numba_tiles::matmul<32, 16, 8, double, double, double, double, double, false, true, true, 32, 16, 16, "
+            "64, 1, 1>") in templates
+    assert {"numba_tiles::tile_load<double, 64, 1, 1>", "numba_tiles::tile_store<double, 64, 1, 1>"} < templates
+
+
+KERNEL = """
+def kernel(a, b, c, n):
+    sa = cuda.shared.array((64, 32), float16)
+    sb = cuda.shared.array((32, 64), float16)
+    sc = cuda.shared.array((64, 64), float32)
+    padded = cuda.shared.array((64, 40), float16)
+    {body}
+"""
+
+
+@pytest.mark.parametrize("body,sig,message", [
+    ("tiles.matmul(sa, sb, sc, block_dim=128)", None, r"missing a required argument: 'shape'"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64), block_dim=128)", None, r"shape must be a tuple \(M, N, K\)"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 0), block_dim=128)", None, r"shape must be a tuple \(M, N, K\) of positive"),
+    ("tiles.matmul(sa, sb, sc, shape=(n, 64, 32), block_dim=128)", None, r"shape must be a compile-time constant"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=n)", None, r"block_dim must be a compile-time constant"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=2048)", None, r"block_dim=2048 is not a valid CUDA block"),
+    ("tiles.matmul(sa, sb, sc[0], shape=(64, 64, 32), block_dim=128)", None, r"c must be a 2-D array"),
+    ("tiles.matmul(sa, sc, sc, shape=(64, 64, 32), block_dim=128)", None, r"b holds float32 but a holds float16"),
+    ("tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)", "void(float16[:, ::1], float16[:, ::1], "
+     "float64[:, ::1], int64)", r"float16 A and B with float64 C is not a supported precision.*Fix: use float16 A"),
+    ("tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)", "void(int32[:, ::1], int32[:, ::1], int32[:, ::1], "
+     "int64)", r"int32 A and B with int32 C is not a supported precision"),
+    ("tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)", "void(complex64[:, ::1], complex64[:, ::1], "
+     "complex64[:, ::1], int64)", r"complex64 A and B with complex64 C is not a supported precision"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, arrangement=('row', 'col', 'row'))", None,
+     r"arrangement must be a 3-tuple of 'row_major'/'col_major'"),
+    ("tiles.matmul(padded[:, :32], sb, sc, shape=(64, 64, 32), block_dim=128)", None,
+     r"a is a strided view.*Fix: pass arrangement="),
+    ("tiles.matmul(sa, sb, sc, a, shape=(64, 64, 32), block_dim=128)", None, r"alpha must be a number"),
+    ("tiles.matmul(padded[:, :32], sb, sc, shape=(64, 64, 32), block_dim=128, arrangement=('row_major', "
+     "'row_major', 'row_major'), ld=(30, 64, 64))", None, r"ld=\(30, 64, 64\) is less than the tiles' \(32, 64, 64\)"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, ld=40)", None, r"ld must be a tuple of 3 positive"),
+    ("tiles.matmul(sa, sb, sc, 1.0, sa, shape=(64, 64, 32), block_dim=128)", None, r"beta must be a number"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, precision='fp8')", None,
+     r"precision='fp8' is not supported.*Fix: use one of None, 'tf32', 'bf16'"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, precision='bf16')", None,
+     r"precision='bf16' takes A and B of int16 or uint16 and C of float32, got float16 and float32"),
+    ("tiles.tile_load(a, sa, 0, 0)", None, r"missing a required argument: 'block_dim'"),
+    ("tiles.tile_load(a[0], sa, 0, 0, block_dim=128)", None, r"src must be a 2-D array"),
+    ("tiles.tile_load(c, sa, 0, 0, block_dim=128)", None, r"src holds float32 but tile holds float16"),
+    ("tiles.tile_load(a, sa, 0.5, 0, block_dim=128)", None, r"row must be an integer, got float64"),
+    ("tiles.tile_load(a, sa, 0, 0, 1.0, block_dim=(7, 9, 3, 2))", None, r"block_dim must be an int or a tuple of 1 to 3"),
+    ("tiles.tile_store(sc, a, 0, 0, block_dim=128)", None, r"dst holds float16 but tile holds float32"),
+    ("tiles.tile_store(sc, c, 0, n * 1.0, block_dim=128)", None, r"col must be an integer, got float64"),
+])
+def test_misuse_is_a_clear_compile_time_error(body, sig, message):
+    from numba.core.errors import TypingError
+    from numba.cuda.types import float16, float32
+
+    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32}
+    exec(KERNEL.format(body=body), namespace)
+    with pytest.raises(TypingError) as info:
+        tiles.compile(namespace["kernel"], sig or SIG, arch="sm_90", output="ltoir")
+    text = str(info.value)
+    assert f"tiles.{body.split('(')[0].split('.')[1]}:" in text and "Fix:" in text, text
+    assert re.search(message, text, re.S), text
