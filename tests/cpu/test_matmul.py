@@ -101,3 +101,18 @@ def test_misuse_is_a_clear_compile_time_error(body, sig, message):
     text = str(info.value)
     assert f"tiles.{body.split('(')[0].split('.')[1]}:" in text and "Fix:" in text, text
     assert re.search(message, text, re.S), text
+
+
+def test_tiles_inside_the_matrix_move_in_16_byte_vectors(tmp_path):
+    """Aligned whole rows go as LDG.E.128 / STS.128 (and back as LDS.128 / STG.E.128); the edge path stays."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import matmul as bench
+
+    kernel = bench.batched_kernel(64, "float16", "float16", 128)
+    code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
+    for vector in ("LDG.E.128", "STS.128", "LDS.128", "STG.E.128"):
+        assert vector in code, vector
+    assert "LDG.E.U16" in code  # the item-by-item path, for tiles that overhang the edge

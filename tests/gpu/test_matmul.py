@@ -48,3 +48,42 @@ def test_gemm_against_numpy(precision, tile, block_dim, order, rng):
     result = gemm.run(kernel, a, b, c, alpha, beta, tile, block_dim)
     error = gemm.relative_error(result, a, b, c, alpha, beta, named)
     assert error < BOUND[named or acc], f"{m}x{n}x{k}: relative error {error:.2e}"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "complex128"])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("cols", [64, 72, 37])  # whole 16-byte rows (the vector path) or not
+def test_tile_load_store_copy_every_item(dtype, order, cols, rng):
+    """A matrix copied through (32, 16)-item tiles, some inside it (16-byte vectors where rows allow),
+    some over its edge (item by item, filled with -1 past the edge): every item arrives, nothing past it."""
+    from numba import types as nbtypes
+
+    import numba_tiles as tiles
+
+    item = getattr(nbtypes, dtype)
+
+    @cuda.jit
+    def copy(src, dst, fills):
+        tile = cuda.shared.array((32, 16), item)
+        r, c = 32 * cuda.blockIdx.y, 16 * cuda.blockIdx.x
+        tiles.tile_load(src, tile, r, c, -1, block_dim=64)
+        if cuda.threadIdx.x == 0:  # what the fill wrote past the edge
+            n = 0
+            for i in range(32):
+                for j in range(16):
+                    if (r + i >= src.shape[0] or c + j >= src.shape[1]) and tile[i, j] == -1:
+                        n += 1
+            fills[cuda.blockIdx.y, cuda.blockIdx.x] = n
+        tiles.tile_store(tile, dst, r, c, block_dim=64)
+
+    rows = 96 + 5
+    src = (rng.integers(-100, 100, (rows, cols)) if dtype == "int8" else rng.standard_normal((rows, cols))).astype(dtype)
+    src = np.asfortranarray(src) if order == "F" else src
+    dst = np.full_like(src, 7)
+    grid = ((cols + 15) // 16, (rows + 31) // 32)
+    fills = np.zeros(grid[::-1], np.int64)
+    d_dst, d_fills = cuda.to_device(dst), cuda.to_device(fills)
+    copy[grid, 64](cuda.to_device(src), d_dst, d_fills)
+    np.testing.assert_array_equal(d_dst.copy_to_host(), src)
+    expected = grid[0] * grid[1] * 32 * 16 - rows * cols
+    assert d_fills.copy_to_host().sum() == expected
