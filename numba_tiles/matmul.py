@@ -168,6 +168,10 @@ def _matmul_rule(name, args):
     for param in ("alpha", "beta"):
         if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
             raise error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
+    x, y, z = args["block_dim"]
+    if x * y * z < 32:
+        raise error(name, f"cuBLASDx computes with whole warps; block_dim={args['block_dim']} has {x * y * z} threads",
+                    "launch blocks of 32 to 1024 threads (128 or 256 suit most tiles)")
     m, n, k = args["shape"]
     given = args["arrangement"] or (None, None, None)
     rows = {p: _order(name, args, p, g) for p, g in zip("abc", given)}

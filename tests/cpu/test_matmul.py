@@ -31,6 +31,9 @@ def test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory(tmp_path, m
     includes = sorted(re.findall(r'#include "([^"]+)"', source) for source, _ in seen)
     assert includes == [["common.cuh", "tile.cuh"], ["matmul.cuh"]], includes
     assert [flags.get("device_as_default_execution_space") for source, flags in sorted(seen)] == [None, True]
+    # Its shared memory is the three tiles (the same kernel again: its programs come from this process's memo).
+    signature = "void(float16[:, :], float16[:, :], float32[:, :], float64, float64)"
+    assert tiles.shared_memory(kernel, signature)["total"] == (64 * 32 + 32 * 64) * 2 + 64 * 64 * 4
 
 
 def test_matmul_renders_cublasdx_with_the_tiles_arrangement():
@@ -62,6 +65,8 @@ def kernel(a, b, c, n):
     ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=n)", None, r"block_dim must be a compile-time constant"),
     ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=2048)", None, r"block_dim=2048 is not a valid CUDA block"),
     ("tiles.matmul(sa, sb, sc[0], shape=(64, 64, 32), block_dim=128)", None, r"c must be a 2-D array"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=(4, 4))", None,
+     r"cuBLASDx computes with whole warps; block_dim=\(4, 4, 1\) has 16 threads.*Fix: launch blocks of 32"),
     ("tiles.matmul(sa, sc, sc, shape=(64, 64, 32), block_dim=128)", None, r"b holds float32 but a holds float16"),
     ("tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)", "void(float16[:, ::1], float16[:, ::1], "
      "float64[:, ::1], int64)", r"float16 A and B with float64 C is not a supported precision.*Fix: use float16 A"),
