@@ -50,7 +50,7 @@ __device__ __forceinline__ bool whole_vectors(const matrix_ref<T>& tile, const m
 
 // Copy the tile at (row0, col0) of `matrix` to `tile` (Load) or back, 16 bytes per thread a step:
 // consecutive threads take consecutive vectors of a row. Only after whole_vectors said yes.
-template <bool Load, int BX, int BY, int BZ, typename T>
+template <bool Load, bool Async, int BX, int BY, int BZ, typename T>
 __device__ __forceinline__ void copy_vectors(const matrix_ref<T>& tile, const matrix_ref<T>& matrix, long long row0,
                                              long long col0) {
   constexpr int threads = BX * BY * BZ;
@@ -61,7 +61,11 @@ __device__ __forceinline__ void copy_vectors(const matrix_ref<T>& tile, const ma
     const long long r = i / per_row, c = i % per_row * V;
     uint4* shared = reinterpret_cast<uint4*>(&tile(r, c));
     uint4* global = reinterpret_cast<uint4*>(&matrix(row0 + r, col0 + c));
-    if constexpr (Load) {
+    if constexpr (Load && Async) {
+      // sm_80's asynchronous copy: global to shared without registers, completed by tile_wait.
+      const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global) : "memory");
+    } else if constexpr (Load) {
       *shared = *global;
     } else {
       *global = *shared;
@@ -71,37 +75,53 @@ __device__ __forceinline__ void copy_vectors(const matrix_ref<T>& tile, const ma
 
 // The vector path if the tile and the matrix allow it (row-major, or both column-major: then
 // transposed), else one item at a time with the edge checks. Returns whether it took it.
-template <bool Load, int BX, int BY, int BZ, typename T>
+template <bool Load, bool Async, int BX, int BY, int BZ, typename T>
 __device__ __forceinline__ bool try_vectors(const matrix_ref<T>& tile, const matrix_ref<T>& matrix, long long row0,
                                             long long col0) {
   if (whole_vectors(tile, matrix, row0, col0)) {
-    copy_vectors<Load, BX, BY, BZ>(tile, matrix, row0, col0);
+    copy_vectors<Load, Async, BX, BY, BZ>(tile, matrix, row0, col0);
     return true;
   }
   if (whole_vectors(transposed(tile), transposed(matrix), col0, row0)) {
-    copy_vectors<Load, BX, BY, BZ>(transposed(tile), transposed(matrix), col0, row0);
+    copy_vectors<Load, Async, BX, BY, BZ>(transposed(tile), transposed(matrix), col0, row0);
     return true;
   }
   return false;
 }
 
-template <typename T, int BX, int BY, int BZ>
+// Async: the vector path's copies are asynchronous (sm_80's cp.async, one commit group per
+// call) and the call returns without a barrier; tile_wait completes them. The item path (tiles
+// over an edge) copies as usual, which tile_wait's barrier also publishes.
+template <typename T, int BX, int BY, int BZ, bool Async>
 __device__ __forceinline__ void tile_load(matrix_ref<T> src, long long row0, long long col0, matrix_ref<T> tile,
                                           T fill) {
   check_launch<BX, BY, BZ>("tile_load");
-  if (!try_vectors<true, BX, BY, BZ>(tile, src, row0, col0)) {
+  if (!try_vectors<true, Async, BX, BY, BZ>(tile, src, row0, col0)) {
     for_each_item<BX, BY, BZ>(tile, [&](long long r, long long c) {
       const long long gr = row0 + r, gc = col0 + c;
       tile(r, c) = (gr >= 0 && gr < src.rows && gc >= 0 && gc < src.cols) ? src(gr, gc) : fill;
     });
   }
+  if constexpr (Async) {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  } else {
+    __syncthreads();
+  }
+}
+
+// Wait until at most Pending of this thread's asynchronous tile loads are still under way (0:
+// all done), then a barrier: the tiles those loads filled are ready for the block.
+template <int Pending, int BX, int BY, int BZ>
+__device__ __forceinline__ void tile_wait() {
+  check_launch<BX, BY, BZ>("tile_wait");
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
   __syncthreads();
 }
 
 template <typename T, int BX, int BY, int BZ>
 __device__ __forceinline__ void tile_store(matrix_ref<T> tile, matrix_ref<T> dst, long long row0, long long col0) {
   check_launch<BX, BY, BZ>("tile_store");
-  if (!try_vectors<false, BX, BY, BZ>(tile, dst, row0, col0)) {
+  if (!try_vectors<false, false, BX, BY, BZ>(tile, dst, row0, col0)) {
     for_each_item<BX, BY, BZ>(tile, [&](long long r, long long c) {
       const long long gr = row0 + r, gc = col0 + c;
       if (gr >= 0 && gr < dst.rows && gc >= 0 && gc < dst.cols) {

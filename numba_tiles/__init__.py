@@ -24,7 +24,7 @@ from ._shared_memory import shared_memory, temp_bytes
 from .block import (block_adjacent_difference, block_discontinuity, block_exchange, block_histogram, block_load,
                     block_merge_sort, block_radix_sort, block_reduce, block_scan, block_shuffle, block_store,
                     block_sum)
-from .matmul import matmul, tile_load, tile_store
+from .matmul import matmul, tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum
 
 if not _numba.simulator_enabled():
@@ -35,6 +35,6 @@ __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",
     "block_histogram", "block_radix_sort", "block_merge_sort", "block_adjacent_difference",
     "block_discontinuity", "block_shuffle", "warp_reduce", "warp_sum", "warp_scan",
-    "tile_load", "tile_store", "matmul",
+    "tile_load", "tile_store", "tile_wait", "matmul",
     "compile", "precompile", "shared_memory", "temp_bytes", "cache", "TilesError", "__version__",
 ]

@@ -40,6 +40,17 @@ def positive_int(param, example, optional=False, largest=None):
     return parse
 
 
+def count(param, example):
+    """A parser for a non-negative int constant."""
+
+    def parse(intrinsic, value):
+        if not _is_int(value) or value < 0:
+            raise error(intrinsic, f"{param} must be a non-negative int, got {value!r}", f"pass {param}={example}")
+        return value
+
+    return parse
+
+
 def warp_size(intrinsic, value):
     """A logical warp size: a power of two from 1 to 32."""
     if not _is_int(value) or value not in (1, 2, 4, 8, 16, 32):

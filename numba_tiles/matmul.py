@@ -41,25 +41,39 @@ def _shape(args):
     return dict(zip(("BX", "BY", "BZ"), args["block_dim"]))
 
 
-def _load_rule(name, args):
+def _move(name, args, matrix):
+    """The tile's `Dtype`, after checking the tile, the global ``matrix`` (same dtype) and the origin."""
     dtype = _matrix(name, args, "tile")
-    _matrix(name, args, "src", like=("tile", dtype))
+    _matrix(name, args, matrix, like=("tile", dtype))
     for param in ("row", "col"):
         _dtypes.integer(name, param, args[param])
-    return Instance(name, TILE, TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args)), types.none,
+    return dtype
+
+
+def _load_rule(name, args):
+    dtype = _move(name, args, "src")
+    return Instance(name, TILE, TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args),
+                                              Async=args["asynchronous"]), types.none,
                     (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
                      ("tile", args["tile"], None), ("fill", dtype.numba, 0)))
 
 
-@intrinsic(consts={"block_dim": _params.block_dim}, rule=_load_rule, simulate=simulator.tile_load)
-def tile_load(src, tile, row, col, fill=0, *, block_dim):
+@intrinsic(consts={"block_dim": _params.block_dim, "asynchronous": _params.flag("asynchronous")},
+           rule=_load_rule, simulate=simulator.tile_load)
+def tile_load(src, tile, row, col, fill=0, *, block_dim, asynchronous=False):
     """Copy the tile of the 2-D array ``src`` whose top-left item is ``src[row, col]`` into ``tile``, by the whole block.
 
     ``tile`` is a 2-D array (usually ``cuda.shared.array((rows, cols), dtype)``, row- or
     column-major, padded or not) that gets ``tile.shape`` items; ``src`` is any 2-D array of the
     same dtype, with any strides (a transposed view too). Items outside ``src`` become ``fill``,
     so a tile may overhang the matrix's edge. Every thread of the block must call it; it ends
-    with a barrier, so the tile is ready for the block when it returns.
+    with a barrier, so the tile is ready for the block when it returns. A tile inside the matrix
+    whose rows (or columns) both store contiguously in aligned 16-byte vectors moves 16 bytes per
+    thread a step, otherwise one item at a time.
+
+    With ``asynchronous=True`` it returns at once, without a barrier: the vector copies run in
+    the background (sm_80's ``cp.async``) while the block works on other tiles, and the tile may
+    be read only after `tile_wait` (double buffering: load the next K-tile, compute on this one).
     {{block_dim}}
 
     Example::
@@ -81,11 +95,42 @@ def tile_load(src, tile, row, col, fill=0, *, block_dim):
     """
 
 
+def _wait_rule(name, args):
+    return Instance(name, TILE, TILE.template("numba_tiles::tile_wait", Pending=args["pending"], **_shape(args)),
+                    types.none, ())
+
+
+@intrinsic(consts={"pending": _params.count("pending", 1), "block_dim": _params.block_dim}, rule=_wait_rule,
+           simulate=simulator.tile_wait)
+def tile_wait(pending=0, *, block_dim):
+    """Wait for this block's ``asynchronous=True`` `tile_load`\\ s: all of them, or all but the last ``pending``
+    (a compile-time int), then a barrier, so the tiles they filled are ready for the block.
+
+    {{block_dim}}
+
+    Example::
+
+        from numba import cuda, float32
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def sums_of_two_tiles(x, out):
+            first = cuda.shared.array((16, 16), float32)
+            second = cuda.shared.array((16, 16), float32)
+            tiles.tile_load(x, first, 0, 0, block_dim=256, asynchronous=True)
+            tiles.tile_load(x, second, 16, 0, block_dim=256, asynchronous=True)
+            tiles.tile_wait(1, block_dim=256)              # the first is ready; the second may not be
+            t = cuda.threadIdx.x
+            out[t // 16, t % 16] = first[t // 16, t % 16]
+            tiles.tile_wait(block_dim=256)
+            out[16 + t // 16, t % 16] = second[t // 16, t % 16]
+
+        cubin = tiles.compile(sums_of_two_tiles, "void(float32[:, ::1], float32[:, ::1])")
+    """
+
+
 def _store_rule(name, args):
-    dtype = _matrix(name, args, "tile")
-    _matrix(name, args, "dst", like=("tile", dtype))
-    for param in ("row", "col"):
-        _dtypes.integer(name, param, args[param])
+    dtype = _move(name, args, "dst")
     return Instance(name, TILE, TILE.template("numba_tiles::tile_store", T=dtype.cxx, **_shape(args)), types.none,
                     (("tile", args["tile"], None), ("dst", args["dst"], None), ("row", types.int64, None),
                      ("col", types.int64, None)))

@@ -368,6 +368,10 @@ def tile_load(instance, args):
     _by_first_thread(instance, args, work)
 
 
+def tile_wait(instance, args):
+    _by_first_thread(instance, args, lambda: None)  # the simulator's loads are done when they return
+
+
 def tile_store(instance, args):
     def work():
         tile, dst = args["tile"], args["dst"]

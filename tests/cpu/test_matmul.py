@@ -44,7 +44,7 @@ def test_matmul_renders_cublasdx_with_the_tiles_arrangement():
     templates = {i.template for i, _ in lowered}
     assert ("numba_tiles::matmul<32, 16, 8, double, double, double, double, double, false, true, true, 32, 16, 16, "
             "64, 1, 1>") in templates
-    assert {"numba_tiles::tile_load<double, 64, 1, 1>", "numba_tiles::tile_store<double, 64, 1, 1>"} < templates
+    assert {"numba_tiles::tile_load<double, 64, 1, 1, false>", "numba_tiles::tile_store<double, 64, 1, 1>"} < templates
 
 
 KERNEL = """
@@ -93,6 +93,9 @@ def kernel(a, b, c, n):
     ("tiles.tile_load(a, sa, 0.5, 0, block_dim=128)", None, r"row must be an integer, got float64"),
     ("tiles.tile_load(a, sa, 0, 0, 1.0, block_dim=(7, 9, 3, 2))", None, r"block_dim must be an int or a tuple of 1 to 3"),
     ("tiles.tile_store(sc, a, 0, 0, block_dim=128)", None, r"dst holds float16 but tile holds float32"),
+    ("tiles.tile_load(a, sa, 0, 0, block_dim=128, asynchronous=1)", None, r"asynchronous must be True or False"),
+    ("tiles.tile_wait(-1, block_dim=128)", None, r"pending must be a non-negative int, got -1"),
+    ("tiles.tile_wait(n, block_dim=128)", None, r"pending must be a compile-time constant"),
     ("tiles.tile_store(sc, c, 0, n * 1.0, block_dim=128)", None, r"col must be an integer, got float64"),
 ])
 def test_misuse_is_a_clear_compile_time_error(body, sig, message):
@@ -106,6 +109,20 @@ def test_misuse_is_a_clear_compile_time_error(body, sig, message):
     text = str(info.value)
     assert f"tiles.{body.split('(')[0].split('.')[1]}:" in text and "Fix:" in text, text
     assert re.search(message, text, re.S), text
+
+
+def test_asynchronous_tile_loads_are_cp_async(tmp_path):
+    """benchmarks/matmul.py's pipelined kernel: 16-byte LDGSTS (cp.async.cg), waited for by DEPBAR."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import matmul as bench
+
+    kernel = bench.pipelined_kernel(64, "float16", "float16", 128, 4)
+    code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
+    assert "LDGSTS.E.BYPASS.128" in code and "DEPBAR" in code
+    assert "LDL" not in code and "STL" not in code
 
 
 def test_tiles_inside_the_matrix_move_in_16_byte_vectors(tmp_path):

@@ -53,9 +53,11 @@ def test_gemm_against_numpy(precision, tile, block_dim, order, rng):
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "complex128"])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("cols", [64, 72, 37])  # whole 16-byte rows (the vector path) or not
-def test_tile_load_store_copy_every_item(dtype, order, cols, rng):
-    """A matrix copied through (32, 16)-item tiles, some inside it (16-byte vectors where rows allow),
-    some over its edge (item by item, filled with -1 past the edge): every item arrives, nothing past it."""
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_tile_load_store_copy_every_item(dtype, order, cols, asynchronous, rng):
+    """A matrix copied through (32, 16)-item tiles, some inside it (16-byte vectors where rows allow,
+    cp.async ones when asynchronous), some over its edge (item by item, filled with -1 past the edge):
+    every item arrives, nothing past it."""
     from numba import types as nbtypes
 
     import numba_tiles as tiles
@@ -66,7 +68,9 @@ def test_tile_load_store_copy_every_item(dtype, order, cols, rng):
     def copy(src, dst, fills):
         tile = cuda.shared.array((32, 16), item)
         r, c = 32 * cuda.blockIdx.y, 16 * cuda.blockIdx.x
-        tiles.tile_load(src, tile, r, c, -1, block_dim=64)
+        tiles.tile_load(src, tile, r, c, -1, block_dim=64, asynchronous=asynchronous)
+        if asynchronous:
+            tiles.tile_wait(block_dim=64)
         if cuda.threadIdx.x == 0:  # what the fill wrote past the edge
             n = 0
             for i in range(32):

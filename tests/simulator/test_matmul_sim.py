@@ -18,8 +18,8 @@ def test_gemm_against_numpy(dtype, order, precision, rng):
     a, b = (gemm.bf16_bits(a).T.copy().T, gemm.bf16_bits(b)) if precision == "bf16" else (a.astype(dtype), b.astype(dtype))
     acc = "float64" if dtype == "float64" else "float32"
     c = rng.standard_normal((m, n)).astype(acc)
-    kernel = gemm.make_gemm((8, 8, 4), dtype, acc, 16, order, precision)
-    result = gemm.run(kernel, a, b, c, 0.5, -1.5, (8, 8, 4), 16)
+    kernel = gemm.make_gemm((8, 8, 4), dtype, acc, 32, order, precision)
+    result = gemm.run(kernel, a, b, c, 0.5, -1.5, (8, 8, 4), 32)
     assert gemm.relative_error(result, a, b, c, 0.5, -1.5, precision) < (1e-3 if precision == "tf32" else 1e-6)
 
 
@@ -28,7 +28,26 @@ def test_matmul_checks_the_tile_sizes():
     def wrong(x):
         sa = cuda.shared.array((8, 4), np.float32)
         sc = cuda.shared.array((8, 8), np.float32)
-        tiles.matmul(sa, sa, sc, shape=(8, 8, 4), block_dim=4)
+        tiles.matmul(sa, sa, sc, shape=(8, 8, 4), block_dim=32)
 
     with pytest.raises(tiles.TilesError, match=r"tiles.matmul: b is 8 x 4; shape=\(8, 8, 4\) needs 4 x 8"):
-        wrong[1, 4](np.zeros(1, np.float32))
+        wrong[1, 32](np.zeros(1, np.float32))
+
+
+def test_asynchronous_loads_are_ready_after_tile_wait(rng):
+    @cuda.jit
+    def two(x, out):
+        first = cuda.shared.array((4, 4), np.float64)
+        second = cuda.shared.array((4, 4), np.float64)
+        tiles.tile_load(x, first, 0, 0, block_dim=16, asynchronous=True)
+        tiles.tile_load(x, second, 4, 2, -1.0, block_dim=16, asynchronous=True)
+        tiles.tile_wait(block_dim=16)
+        t = cuda.threadIdx.x
+        out[t // 4, t % 4] = first[t // 4, t % 4] + second[t // 4, t % 4]
+
+    x = rng.standard_normal((7, 5))
+    out = np.zeros((4, 4))
+    two[1, 16](x, out)
+    second = np.full((4, 4), -1.0)
+    second[:3, :3] = x[4:7, 2:5]
+    np.testing.assert_array_equal(out, x[:4, :4] + second)
