@@ -35,18 +35,19 @@ sys.path.insert(0, str(ROOT))
 from examples import gemm  # noqa: E402
 
 
-def batched_kernel(size, dtype, accumulator, block_dim):
+def batched_kernel(size, dtype, accumulator, block_dim, alignment=None):
+    """One product a block; ``alignment=16``: aligned tiles, which cuBLASDx moves with ldmatrix/stmatrix."""
     ab, acc = getattr(types, dtype), getattr(types, accumulator)
 
     @cuda.jit
     def batched(a, b, c):
         i = cuda.blockIdx.x
-        sa = cuda.shared.array((size, size), ab)
-        sb = cuda.shared.array((size, size), ab)
-        sc = cuda.shared.array((size, size), acc)
+        sa = cuda.shared.array((size, size), ab, alignment=alignment)
+        sb = cuda.shared.array((size, size), ab, alignment=alignment)
+        sc = cuda.shared.array((size, size), acc, alignment=alignment)
         tiles.tile_load(a[i], sa, 0, 0, block_dim=block_dim)
         tiles.tile_load(b[i], sb, 0, 0, block_dim=block_dim)
-        tiles.matmul(sa, sb, sc, shape=(size, size, size), block_dim=block_dim)
+        tiles.matmul(sa, sb, sc, shape=(size, size, size), block_dim=block_dim, alignment=alignment)
         tiles.tile_store(sc, c[i], 0, 0, block_dim=block_dim)
 
     return batched
@@ -123,8 +124,10 @@ def main():
         peer_ms = median_ms(lambda: torch.bmm(a, b), args.repeats)
         best = None
         pipelined = (3 * size * size * np.dtype(dtype).itemsize + size * size * np.dtype(acc).itemsize) <= 48 * 1024
-        for block_dim, per_block in [(128, 1), (256, 1)] + ([(128, 4), (128, 8), (256, 4)] if pipelined else []):
-            kernel = (batched_kernel(size, dtype, acc, block_dim) if per_block == 1
+        variants = [(128, 1, None), (256, 1, None), (128, 1, 16), (256, 1, 16)]
+        variants += [(128, 4, None), (128, 8, None), (256, 4, None)] if pipelined else []
+        for block_dim, per_block, alignment in variants:
+            kernel = (batched_kernel(size, dtype, acc, block_dim, alignment) if per_block == 1
                       else pipelined_kernel(size, dtype, acc, block_dim, per_block))
             da, db, dc = (cuda.as_cuda_array(t) for t in (a, b, c))
             launch = lambda: kernel[batch // per_block, block_dim](da, db, dc)  # noqa: E731
@@ -134,7 +137,8 @@ def main():
             assert err < (1e-2 if "fp16" in name else 1e-5), f"{name}, block {block_dim}: relative error {err:.2e}"
             ms = median_ms(launch, args.repeats)
             if best is None or ms < best[1]:
-                best = (f"{block_dim}" + (f", {per_block} a block" if per_block > 1 else ""), ms, err)
+                best = (f"{block_dim}" + (f", {per_block} a block" if per_block > 1 else "")
+                        + (", aligned" if alignment else ""), ms, err)
             c.fill_(float("nan"))  # the next variant must write every item
         rows.append({"case": name, "block_dim": best[0], "ms": best[1], "tflops": flops / best[1] / 1e9,
                      "error": best[2], "peer": "torch.bmm", "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9})
@@ -147,8 +151,9 @@ def main():
         reference = torch.matmul(a.float(), b.float())
         peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
         best = None
-        for tile, block_dim in (((64, 64, 32), 128), ((128, 64, 16), 256), ((64, 128, 32), 256)):
-            kernel = gemm.make_gemm(tile, "float16", "float32", block_dim)
+        for tile, block_dim, alignment in (((64, 64, 32), 128, None), ((64, 64, 32), 128, 16),
+                                           ((128, 64, 16), 256, 16), ((64, 128, 32), 256, 16)):
+            kernel = gemm.make_gemm(tile, "float16", "float32", block_dim, alignment=alignment)
             da, db, dc = (cuda.as_cuda_array(t) for t in (a, b, c))
             grid = (n // tile[1], n // tile[0])
             launch = lambda: kernel[grid, block_dim](da, db, dc, 1.0, 0.0)  # noqa: E731
@@ -158,7 +163,7 @@ def main():
             assert err < 1e-2, f"large GEMM, tile {tile}: relative error {err:.2e}"
             ms = median_ms(launch, max(args.repeats // 4, 5))
             if best is None or ms < best[1]:
-                best = (f"{tile} x {block_dim}", ms, err)
+                best = (f"{tile} x {block_dim}" + (", aligned" if alignment else ""), ms, err)
         rows.append({"case": f"fp16 {n}^3, fp32 C (tile loop)", "block_dim": best[0], "ms": best[1],
                      "tflops": flops / best[1] / 1e9, "error": best[2], "peer": "torch.matmul", "peer_ms": peer_ms,
                      "peer_tflops": flops / peer_ms / 1e9})

@@ -17,12 +17,13 @@ import numba_tiles as tiles
 
 
 def make_gemm(tile=(64, 64, 32), dtype="float16", accumulator="float32", block_dim=128, order=("C", "C"),
-              precision=None):
+              precision=None, alignment=None):
     """A kernel ``gemm(a, b, c, alpha, beta)`` for ``a``/``b`` of ``dtype`` and ``c`` of ``accumulator``.
 
     ``tile=(TM, TN, TK)``; ``order`` gives the shared tiles of A and B in row-major ("C") or
     column-major ("F") order (a column-major tile is a transposed row-major array);
-    ``precision``: None, "tf32" or "bf16" (``dtype`` "int16" holding bfloat16 bits), as for `tiles.matmul`.
+    ``precision``: None, "tf32" or "bf16" (``dtype`` "int16" holding bfloat16 bits), as for `tiles.matmul`;
+    ``alignment=16``: 16-byte-aligned tiles, which cuBLASDx moves with ldmatrix (not on the simulator).
     """
     TM, TN, TK = tile
     ab, acc = getattr(types, dtype), getattr(types, accumulator)
@@ -35,9 +36,9 @@ def make_gemm(tile=(64, 64, 32), dtype="float16", accumulator="float32", block_d
 
     @cuda.jit
     def gemm(a, b, c, alpha, beta):
-        sa = cuda.shared.array(a_shape, ab)
-        sb = cuda.shared.array(b_shape, ab)
-        sc = cuda.shared.array((TM, TN), acc)
+        sa = cuda.shared.array(a_shape, ab, alignment=alignment)
+        sb = cuda.shared.array(b_shape, ab, alignment=alignment)
+        sc = cuda.shared.array((TM, TN), acc, alignment=alignment)
         ta = sa.T if a_col else sa
         tb = sb.T if b_col else sb
         row, col = TM * cuda.blockIdx.y, TN * cuda.blockIdx.x
@@ -46,7 +47,8 @@ def make_gemm(tile=(64, 64, 32), dtype="float16", accumulator="float32", block_d
         for k in range(0, a.shape[1], TK):
             tiles.tile_load(a, ta, row, k, block_dim=block_dim)
             tiles.tile_load(b, tb, k, col, block_dim=block_dim)
-            tiles.matmul(ta, tb, sc, alpha, scale, shape=(TM, TN, TK), block_dim=block_dim, precision=precision)
+            tiles.matmul(ta, tb, sc, alpha, scale, shape=(TM, TN, TK), block_dim=block_dim, precision=precision,
+                         alignment=alignment)
             scale = 1.0
         if a.shape[1] == 0:  # no K-tiles: C = beta * C
             t = cuda.threadIdx.x + bx * (cuda.threadIdx.y + by * cuda.threadIdx.z)

@@ -226,18 +226,27 @@ def _matmul_rule(name, args):
         raise error(name, f"ld={lds} is less than the tiles' {tuple(dense)} (a row-major tile's leading dimension "
                     f"is its row stride, at least its columns; a column-major one's its column stride)",
                     f"pass ld= the strides of the padded tiles, or leave it out for unpadded ones")
+    align = args["alignment"] or 0
+    for param, ld, dtype in zip("abc", lds, (ta, tb, tc)):
+        if align and ld * dtype.numpy.itemsize % align:
+            raise error(name, f"alignment={align} needs each tile row (or column) to start {align}-byte aligned; "
+                        f"{param}'s leading dimension {ld} is {ld * dtype.numpy.itemsize} bytes",
+                        f"pad the tiles to a leading dimension of a multiple of {align // dtype.numpy.itemsize} "
+                        "items (ld=), or leave alignment out")
     template = MATMUL.template("numba_tiles::matmul", M=m, N=n, K=k, TA=ta.cxx, TB=tb.cxx, TC=tc.cxx, PA=compute,
                                PB=compute, RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1],
-                               LDC=lds[2], **_shape(args))
+                               LDC=lds[2], Align=align, **_shape(args))
     return Instance(name, MATMUL, template, types.none,
                     (("a", args["a"], None), ("b", args["b"], None), ("c", args["c"], None),
                      ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
 
 
 @intrinsic(consts={"shape": _shape_mnk, "block_dim": _params.block_dim, "arrangement": _arrangement, "ld": _lds,
+                   "alignment": _params.choice("alignment", {None: 0, 16: 16}),
                    "precision": _params.choice("precision", dict.fromkeys([None, *_NAMED]))},
            rule=_matmul_rule, simulate=simulator.matmul)
-def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None):
+def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None,
+           alignment=None):
     """``c = alpha * a @ b + beta * c`` for shared-memory tiles, by the whole block with cuBLASDx.
 
     ``shape=(M, N, K)``: ``a`` is M x K, ``b`` K x N, ``c`` M x N, each a 2-D array in shared
@@ -251,7 +260,11 @@ def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, 
     float64; or ``precision="tf32"`` (float32 tiles, tensor cores) or ``"bf16"`` (A and B
     holding bfloat16 bits in int16 or uint16 tiles, as ``torch_tensor.view(torch.int16)``
     gives them; float32 C). ``alpha`` and
-    ``beta`` (run-time values, cast to C's dtype) default to 1 and 0: C is overwritten. Every
+    ``beta`` (run-time values, cast to C's dtype) default to 1 and 0: C is overwritten.
+    ``alignment=16`` promises 16-byte-aligned tiles (``cuda.shared.array(shape, dtype,
+    alignment=16)``, rows of whole 16 bytes; checked when the call runs): cuBLASDx then moves A
+    and B with ``ldmatrix`` and C with ``stmatrix``, much faster than item by item. (Numba's
+    simulator has no ``alignment=``: leave it out there.) Every
     thread of the block must call it; the tiles must be complete (`tile_load` ends with a
     barrier) and the call ends with one, so ``c`` is ready when it returns. Implemented by
     cuBLASDx's block ``execute`` (MathDx 25.6); its first compile takes about 10 s, then

@@ -87,6 +87,12 @@ def kernel(a, b, c, n):
      r"precision='fp8' is not supported.*Fix: use one of None, 'tf32', 'bf16'"),
     ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, precision='bf16')", None,
      r"precision='bf16' takes A and B of int16 or uint16 and C of float32, got float16 and float32"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, alignment=8)", None,
+     r"alignment=8 is not supported.*Fix: use one of None, 16"),
+    ("tiles.matmul(padded[:, :36], sb[:36], sc, shape=(64, 64, 36), block_dim=128, alignment=16, "
+     "arrangement=('row_major',) * 3, ld=(38, 64, 64))", None,
+     r"alignment=16 needs each tile row \(or column\) to start 16-byte aligned; a's leading dimension 38 is 76 "
+     r"bytes.*Fix: pad the tiles to a leading dimension of a multiple of 8 items"),
     ("tiles.tile_load(a, sa, 0, 0)", None, r"missing a required argument: 'block_dim'"),
     ("tiles.tile_load(a[0], sa, 0, 0, block_dim=128)", None, r"src must be a 2-D array"),
     ("tiles.tile_load(c, sa, 0, 0, block_dim=128)", None, r"src holds float32 but tile holds float16"),
@@ -122,6 +128,20 @@ def test_asynchronous_tile_loads_are_cp_async(tmp_path):
     kernel = bench.pipelined_kernel(64, "float16", "float16", 128, 4)
     code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
     assert "LDGSTS.E.BYPASS.128" in code and "DEPBAR" in code
+    assert "LDL" not in code and "STL" not in code
+
+
+def test_aligned_tiles_are_read_with_ldmatrix(tmp_path):
+    """alignment=16: cuBLASDx reads A and B with LDSM and writes C with STSM; still no local memory."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import matmul as bench
+
+    kernel = bench.batched_kernel(64, "float16", "float16", 128, alignment=16)
+    code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
+    assert "LDSM" in code and "STSM" in code and "HMMA" in code
     assert "LDL" not in code and "STL" not in code
 
 

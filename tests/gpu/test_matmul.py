@@ -1,6 +1,7 @@
 """tiles.matmul with tile_load / tile_store on the GPU: examples/gemm.py's kernel against a float64 NumPy reference.
 
 Every precision × arrangement of the shared tiles × tile sizes (16 to 128 a side, square and not),
+16-byte-aligned tiles (cuBLASDx's ldmatrix path) too,
 with alpha and beta not 0 or 1, on matrices whose sizes are not multiples of the tile and
 operands given as transposed (strided) views too; relative Frobenius error within the
 precision's bound.
@@ -19,9 +20,11 @@ PRECISIONS = [("float16", "float32"), ("float16", "float16"), ("float32", "float
               ("float32", "float32", "tf32"), ("int16", "float32", "bf16")]
 TILES = [((16, 16, 16), 32), ((32, 32, 32), 128), ((64, 64, 64), 128), ((32, 64, 16), 128), ((128, 64, 16), 256),
          ((64, 128, 32), (32, 8))]
-CASES = ([(p, tile, block, ("C", "C")) for p in PRECISIONS for tile, block in TILES]
-         + [(p, (32, 32, 32), 128, order) for p in (PRECISIONS[0], PRECISIONS[3], PRECISIONS[5])
-            for order in (("F", "C"), ("C", "F"), ("F", "F"))])
+CASES = ([(p, tile, block, ("C", "C"), None) for p in PRECISIONS for tile, block in TILES]
+         + [(p, (32, 32, 32), 128, order, None) for p in (PRECISIONS[0], PRECISIONS[3], PRECISIONS[5])
+            for order in (("F", "C"), ("C", "F"), ("F", "F"))]
+         + [(p, tile, 128, order, 16) for p in PRECISIONS for tile, order in (((64, 64, 32), ("C", "C")),
+                                                                              ((32, 32, 32), ("F", "C")))])
 
 
 def fits(precision, tile):
@@ -31,9 +34,9 @@ def fits(precision, tile):
     return (m * k + k * n) * ab + m * n * acc <= 48 * 1024
 
 
-@pytest.mark.parametrize("precision,tile,block_dim,order",
+@pytest.mark.parametrize("precision,tile,block_dim,order,alignment",
                          [c for c in CASES if fits(c[0], c[1])], ids=str)
-def test_gemm_against_numpy(precision, tile, block_dim, order, rng):
+def test_gemm_against_numpy(precision, tile, block_dim, order, alignment, rng):
     dtype, acc, named = (*precision, None)[:3]
     m, n, k = (int(v) for v in rng.integers(1, 4, 3) * np.array(tile) + rng.integers(1, 17, 3))  # not multiples
     transposed = rng.integers(0, 2, 2)  # A and/or B as the transpose of a stored matrix: strided views
@@ -44,7 +47,7 @@ def test_gemm_against_numpy(precision, tile, block_dim, order, rng):
     a, b = (a.T if transposed[0] else a), (b.T if transposed[1] else b)
     c = rng.standard_normal((m, n)).astype(acc)
     alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
-    kernel = gemm.make_gemm(tile, dtype, acc, block_dim, order, named)
+    kernel = gemm.make_gemm(tile, dtype, acc, block_dim, order, named, alignment)
     result = gemm.run(kernel, a, b, c, alpha, beta, tile, block_dim)
     error = gemm.relative_error(result, a, b, c, alpha, beta, named)
     assert error < BOUND[named or acc], f"{m}x{n}x{k}: relative error {error:.2e}"
