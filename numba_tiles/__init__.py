@@ -16,6 +16,8 @@ Example::
             out[cuda.blockIdx.x] = s
 """
 
+import os as _os
+
 from . import _compile, _library, _numba, cache
 from ._version import __version__
 from ._compile import compile, precompile
@@ -27,7 +29,7 @@ from .block import (block_adjacent_difference, block_discontinuity, block_exchan
 from .matmul import matmul, tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum
 
-if not _numba.simulator_enabled():
+if not _numba.simulator_enabled() and _os.environ.get("NUMBA_TILES_PREPARE", "1") != "0":
     # The user's first kernel is about a second away: parse CUB's base headers for this GPU meanwhile.
     _compile.prepare_for_current_device(_library.CUB)
 

@@ -156,13 +156,15 @@ print(json.dumps({"used": used, "same": codes[0] == again}))
 """
 
 
-@pytest.mark.parametrize("machine", ["cpu", "gpu"])
-def test_every_program_after_the_first_takes_the_precompiled_base(tmp_path, machine):
+@pytest.mark.parametrize("machine,prepare", [("cpu", "1"), ("gpu", "1"), ("gpu", "0")])
+def test_every_program_after_the_first_takes_the_precompiled_base(tmp_path, machine, prepare):
     """The CUB base header is precompiled once per process, behind the first program (on a machine
     with a GPU, from the import on, for its arch) and every later program uses it, whatever its other
-    headers: a scan after a reduction too. The LTO-IR is the same with it as without."""
-    env = {**os.environ, "NUMBA_TILES_CACHE": "0"}
+    headers: a scan after a reduction too. The LTO-IR is the same with it as without.
+    NUMBA_TILES_PREPARE=0 leaves the import alone (no driver, no PCH) even with a GPU."""
+    env = {**os.environ, "NUMBA_TILES_CACHE": "0", "NUMBA_TILES_PREPARE": prepare}
     out = subprocess.run([sys.executable, "-c", PCH_CHILD, machine], env=env, capture_output=True, text=True,
                          check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result == {"used": [0, 1, 2, 3] if machine == "cpu" else [1, 2, 3, 4], "same": True}
+    eager = machine == "gpu" and prepare == "1"
+    assert result == {"used": [1, 2, 3, 4] if eager else [0, 1, 2, 3], "same": True}
