@@ -43,7 +43,7 @@ def test_matmul_renders_cublasdx_with_the_tiles_arrangement():
                       "void(float64[:, :], float64[:, ::1], float64[:, :], float64, float64)", output="ltoir")
     templates = {i.template for i, _ in lowered}
     assert ("numba_tiles::matmul<32, 16, 8, double, double, double, double, double, false, true, true, 32, 16, 16, "
-            "64, 1, 1>") in templates
+            "0, 64, 1, 1>") in templates
     assert {"numba_tiles::tile_load<double, 64, 1, 1, false>", "numba_tiles::tile_store<double, 64, 1, 1>"} < templates
 
 
