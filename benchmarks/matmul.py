@@ -79,6 +79,67 @@ def pipelined_kernel(size, dtype, accumulator, block_dim, per_block):
     return pipelined
 
 
+def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, precision=None, staged=False):
+    """The register form (`tiles.Matmul`): ``per_block`` products a block, each over K-tiles of ``k_tile``,
+    the next K-tile's A and B loading (asynchronously) during each product; C (of the accumulator's
+    dtype or A's) stored from the registers, or (``staged``) through shared memory in 16-byte vectors."""
+    mm = tiles.Matmul((size, size, k_tile), dtype, accumulator=accumulator, block_dim=block_dim, precision=precision)
+    ab, acc_type = getattr(types, dtype), getattr(types, accumulator)
+    A, B, C, ksteps = mm.a_items, mm.b_items, mm.c_items, size // k_tile
+
+    @cuda.jit
+    def batched(a, b, c):
+        sa = cuda.shared.array((2, A), ab, alignment=16)
+        sb = cuda.shared.array((2, B), ab, alignment=16)
+        acc = cuda.local.array(mm.accumulator_items, acc_type)
+        first = cuda.blockIdx.x * per_block
+        steps = per_block * ksteps
+        mm.load_a(a[first], sa[0], 0, 0, asynchronous=True)
+        mm.load_b(b[first], sb[0], 0, 0, asynchronous=True)
+        for s in range(steps):
+            j, kk = s // ksteps, s % ksteps
+            if s + 1 < steps:
+                j1, k1 = (s + 1) // ksteps, (s + 1) % ksteps
+                mm.load_a(a[first + j1], sa[(s + 1) % 2], 0, k1 * k_tile, asynchronous=True)
+                mm.load_b(b[first + j1], sb[(s + 1) % 2], k1 * k_tile, 0, asynchronous=True)
+                mm.wait(2)
+            else:
+                mm.wait()
+            if kk == 0:
+                for i in range(mm.accumulator_items):
+                    acc[i] = 0
+            mm.multiply(sa[s % 2], sb[s % 2], acc)
+            if kk == ksteps - 1:
+                if staged:
+                    sc = cuda.shared.array(C, acc_type, alignment=16)
+                    mm.store(acc, c[first + j], 0, 0, 1.0, 0.0, sc)
+                else:
+                    mm.store(acc, c[first + j], 0, 0)
+
+    return batched
+
+
+def _compile_one(job):
+    """Compile one benchmark kernel for this GPU's arch into the disk cache (a worker process)."""
+    kind, args, signature = job
+    kernel = {"register": register_kernel, "batched": batched_kernel, "pipelined": pipelined_kernel,
+              "gemm": gemm.make_gemm, "pipelined_gemm": gemm.make_pipelined_gemm}[kind](*args)
+    start = time.perf_counter()
+    tiles.compile(kernel, signature, arch="sm_90")
+    return time.perf_counter() - start
+
+
+def precompile(jobs, processes):
+    """Fill the disk cache with the kernels' LTO-IR in parallel (NVRTC takes ~10-25 s per cuBLASDx kernel)."""
+    import multiprocessing
+    import os
+
+    os.environ["NUMBA_TILES_PREPARE"] = "0"
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        seconds = pool.map(_compile_one, jobs, chunksize=1)
+    print(f"precompiled {len(jobs)} kernels with {processes} processes: {sum(seconds):.0f} s of compiling")
+
+
 def median_ms(launch, repeats):
     import torch
 
@@ -107,64 +168,98 @@ def main():
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--label", default="")
     parser.add_argument("--large", type=int, default=8192, help="M = N = K of the large GEMM (0: skip it)")
+    parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     args = parser.parse_args()
     torch.manual_seed(int(time.time()))
     rows, skipped = [], {}
-    cases = [("fp16 64^3 x 16384, fp16 C", "float16", "float16", 64, 16384),
-             ("fp16 64^3 x 16384, fp32 C", "float16", "float32", 64, 16384),
-             ("fp32 64^3 x 16384", "float32", "float32", 64, 16384)]
-    skipped["bf16 128^3 x 4096"] = ("its A, B and C tiles need 128 KiB of shared memory; static shared arrays stop "
-                                    "at 48 KiB, and dynamic shared memory over 48 KiB is not wired yet")
-    for name, dtype, acc, size, batch in cases:
-        a = torch.randn(batch, size, size, device="cuda", dtype=getattr(torch, dtype))
-        b = torch.randn(batch, size, size, device="cuda", dtype=getattr(torch, dtype))
-        c = torch.empty(batch, size, size, device="cuda", dtype=getattr(torch, acc))
+    # (case, A and B's dtype, precision, accumulator, C's dtype, size, batch, torch dtype)
+    cases = [("fp16 64^3 x 16384, fp16 C", "float16", None, "float32", "float16", 64, 16384, "float16"),
+             ("fp16 64^3 x 16384, fp32 C", "float16", None, "float32", "float32", 64, 16384, "float16"),
+             ("bf16 128^3 x 4096, bf16 C", "int16", "bf16", "float32", "int16", 128, 4096, "bfloat16"),
+             ("fp32 64^3 x 16384", "float32", None, "float32", "float32", 64, 16384, "float32")]
+    # register form (block_dim, K-tile, products a block) per size; the shared-C form as it was
+    # (block_dim, K-tile, products a block, C through shared memory)
+    register = {64: [(128, 32, 1, False), (128, 32, 1, True), (128, 64, 1, True), (128, 32, 4, True), (256, 32, 1, True),
+                     (256, 64, 1, True), (64, 32, 1, True), (128, 16, 1, True), (256, 16, 1, True)],
+                128: [(256, 32, 1, False), (256, 32, 1, True), (512, 32, 1, True), (256, 16, 1, True)]}
+    jobs, plans = [], []
+    for name, dtype, precision, acc, out, size, batch, torch_dtype in cases:
+        signature = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1])"
+        variants = []
+        for block_dim, k_tile, per_block, staged in register[size]:
+            shared = 2 * size * k_tile * 2 * np.dtype(dtype).itemsize + staged * size * (size + 4) * 4
+            if shared > 48 * 1024:
+                continue  # over the static shared memory
+            factory = ("register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged))
+            variants.append((f"register {block_dim}, K-tile {k_tile}" + (f", {per_block} a block" if per_block > 1
+                                                                          else "") + (", staged C" if staged else ""),
+                             factory))
+        if precision is None and out == acc:
+            variants.append(("shared C, 128, aligned", ("batched", (size, dtype, acc, 128, 16))))
+        jobs += [(*factory, signature) for _, factory in variants]
+        plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
+    large_variants = []
+    if args.large:
+        for tile, block_dim in (((128, 128, 32), 256), ((128, 128, 32), 128), ((128, 64, 32), 128),
+                                ((64, 128, 32), 128), ((64, 64, 32), 128)):
+            large_variants.append((f"{tile} x {block_dim}", ("pipelined_gemm", (tile, "int16", "float32", block_dim,
+                                                                                 "bf16"))))
+        jobs += [(*f, "void(int16[:, ::1], int16[:, ::1], int16[:, ::1], float32, float32)") for _, f in large_variants]
+    if args.jobs:
+        precompile(jobs, args.jobs)
+
+    def to_numba(t):
+        return cuda.as_cuda_array(t.view(torch.int16) if t.dtype == torch.bfloat16 else t)
+
+    for name, dtype, precision, out, size, batch, torch_dtype, variants in plans:
+        a = torch.randn(batch, size, size, device="cuda", dtype=getattr(torch, torch_dtype))
+        b = torch.randn(batch, size, size, device="cuda", dtype=getattr(torch, torch_dtype))
+        c = torch.empty(batch, size, size, device="cuda", dtype=torch.float32 if out == "float32" else a.dtype)
         flops = 2 * batch * size ** 3
         reference = torch.bmm(a.float(), b.float())
         peer_ms = median_ms(lambda: torch.bmm(a, b), args.repeats)
         best = None
-        pipelined = (3 * size * size * np.dtype(dtype).itemsize + size * size * np.dtype(acc).itemsize) <= 48 * 1024
-        variants = [(128, 1, None), (256, 1, None), (128, 1, 16), (256, 1, 16)]
-        variants += [(128, 4, None), (128, 8, None), (256, 4, None)] if pipelined else []
-        for block_dim, per_block, alignment in variants:
-            kernel = (batched_kernel(size, dtype, acc, block_dim, alignment) if per_block == 1
-                      else pipelined_kernel(size, dtype, acc, block_dim, per_block))
-            da, db, dc = (cuda.as_cuda_array(t) for t in (a, b, c))
-            launch = lambda: kernel[batch // per_block, block_dim](da, db, dc)  # noqa: E731
+        bound = 1e-5 if dtype == "float32" else 1e-2
+        for label, (kind, factory_args) in variants:
+            kernel = {"register": register_kernel, "batched": batched_kernel}[kind](*factory_args)
+            per_block = factory_args[5] if kind == "register" else 1
+            da, db, dc = (to_numba(t) for t in (a, b, c))
+            launch = lambda: kernel[batch // per_block, factory_args[3]](da, db, dc)  # noqa: E731
             launch()
             torch.cuda.synchronize()
-            err = error(c, reference)
-            assert err < (1e-2 if "fp16" in name else 1e-5), f"{name}, block {block_dim}: relative error {err:.2e}"
+            err = error(c.float(), reference)
+            assert err < bound, f"{name}, {label}: relative error {err:.2e}"
             ms = median_ms(launch, args.repeats)
+            print(f"  {name}: {label}: {flops / ms / 1e9:.1f} TFLOP/s (error {err:.1e})", flush=True)
             if best is None or ms < best[1]:
-                best = (f"{block_dim}" + (f", {per_block} a block" if per_block > 1 else "")
-                        + (", aligned" if alignment else ""), ms, err)
+                best = (label, ms, err)
             c.fill_(float("nan"))  # the next variant must write every item
         rows.append({"case": name, "block_dim": best[0], "ms": best[1], "tflops": flops / best[1] / 1e9,
                      "error": best[2], "peer": "torch.bmm", "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9})
     if args.large:
         n = args.large
-        a = torch.randn(n, n, device="cuda", dtype=torch.float16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.float16)
-        c = torch.zeros(n, n, device="cuda", dtype=torch.float32)
+        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        c = torch.zeros(n, n, device="cuda", dtype=torch.bfloat16)
         flops = 2 * n ** 3
         reference = torch.matmul(a.float(), b.float())
         peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
         best = None
-        for tile, block_dim, alignment in (((64, 64, 32), 128, None), ((64, 64, 32), 128, 16),
-                                           ((128, 64, 16), 256, 16), ((64, 128, 32), 256, 16)):
-            kernel = gemm.make_gemm(tile, "float16", "float32", block_dim, alignment=alignment)
-            da, db, dc = (cuda.as_cuda_array(t) for t in (a, b, c))
+        for label, (kind, factory_args) in large_variants:
+            tile, block_dim = factory_args[0], factory_args[3]
+            kernel = gemm.make_pipelined_gemm(*factory_args)
+            da, db, dc = (to_numba(t) for t in (a, b, c))
             grid = (n // tile[1], n // tile[0])
             launch = lambda: kernel[grid, block_dim](da, db, dc, 1.0, 0.0)  # noqa: E731
             launch()
             torch.cuda.synchronize()
-            err = error(c, reference)
-            assert err < 1e-2, f"large GEMM, tile {tile}: relative error {err:.2e}"
+            err = error(c.float(), reference)
+            assert err < 1e-2, f"large GEMM, {label}: relative error {err:.2e}"
             ms = median_ms(launch, max(args.repeats // 4, 5))
+            print(f"  large: {label}: {flops / ms / 1e9:.1f} TFLOP/s (error {err:.1e})", flush=True)
             if best is None or ms < best[1]:
-                best = (f"{tile} x {block_dim}" + (", aligned" if alignment else ""), ms, err)
-        rows.append({"case": f"fp16 {n}^3, fp32 C (tile loop)", "block_dim": best[0], "ms": best[1],
+                best = (label, ms, err)
+        rows.append({"case": f"bf16 {n}^3, bf16 C (tile loop)", "block_dim": best[0], "ms": best[1],
                      "tflops": flops / best[1] / 1e9, "error": best[2], "peer": "torch.matmul", "peer_ms": peer_ms,
                      "peer_tflops": flops / peer_ms / 1e9})
     device = cuda.get_current_device()
@@ -173,10 +268,10 @@ def main():
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     print(f"tile matmul vs cuBLAS (PyTorch), median of {args.repeats} ({name}, {date}, commit {commit})")
-    print(f"{'case':<36}{'block':>18}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}")
+    print(f"{'case':<36}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}")
     for r in rows:
         r["ratio"] = r["tflops"] / r["peer_tflops"]
-        print(f"{r['case']:<36}{str(r['block_dim']):>18}{r['ms']:>9.3f}{r['tflops']:>9.1f}{r['peer']:>14}"
+        print(f"{r['case']:<36}{str(r['block_dim']):>34}{r['ms']:>9.3f}{r['tflops']:>9.1f}{r['peer']:>14}"
               f"{r['peer_tflops']:>14.1f}{r['ratio']:>7.2f}")
     for case, why in skipped.items():
         print(f"{case}: skipped ({why})")

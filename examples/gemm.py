@@ -60,6 +60,50 @@ def make_gemm(tile=(64, 64, 32), dtype="float16", accumulator="float32", block_d
     return gemm
 
 
+# tiles.Matmul's shared tiles are 16-byte aligned (Numba's simulator has no alignment=, nor needs it).
+ALIGNED = None if cuda.config.ENABLE_CUDASIM else 16
+
+
+def make_pipelined_gemm(tile=(128, 128, 32), dtype="float16", accumulator="float32", block_dim=256, precision=None,
+                        arrangement=("row_major", "row_major"), staged=False):
+    """The same GEMM in the register form (`tiles.Matmul`): the accumulator in registers, A and B
+    in cuBLASDx's shared layouts, and the next K-tile's loads in flight during each product (two
+    shared buffers each). ``arrangement``: A's and B's order in global memory; ``staged``: C
+    goes to global memory through a shared tile in 16-byte vectors (faster)."""
+    TM, TN, TK = tile
+    mm = tiles.Matmul(tile, dtype, accumulator=accumulator, block_dim=block_dim, precision=precision,
+                      arrangement=arrangement)
+    ab, acc_type = getattr(types, dtype), getattr(types, accumulator)
+    A, B, C = mm.a_items, mm.b_items, mm.c_items
+
+    @cuda.jit
+    def gemm(a, b, c, alpha, beta):
+        sa = cuda.shared.array((2, A), ab, alignment=ALIGNED)
+        sb = cuda.shared.array((2, B), ab, alignment=ALIGNED)
+        acc = cuda.local.array(mm.accumulator_items, acc_type)
+        for i in range(mm.accumulator_items):
+            acc[i] = 0
+        row, col = TM * cuda.blockIdx.y, TN * cuda.blockIdx.x
+        steps = (a.shape[1] + TK - 1) // TK
+        if steps > 0:
+            mm.load_a(a, sa[0], row, 0, asynchronous=True)
+            mm.load_b(b, sb[0], 0, col, asynchronous=True)
+        for s in range(steps):
+            if s + 1 < steps:   # the next K-tile loads while this one is multiplied
+                mm.load_a(a, sa[(s + 1) % 2], row, (s + 1) * TK, asynchronous=True)
+                mm.load_b(b, sb[(s + 1) % 2], (s + 1) * TK, col, asynchronous=True)
+                mm.wait(2)
+            else:
+                mm.wait()
+            mm.multiply(sa[s % 2], sb[s % 2], acc)
+        if staged:
+            mm.store(acc, c, row, col, alpha, beta, cuda.shared.array(C, acc_type, alignment=ALIGNED))
+        else:
+            mm.store(acc, c, row, col, alpha, beta)
+
+    return gemm
+
+
 def run(gemm, a, b, c, alpha, beta, tile=(64, 64, 32), block_dim=128):
     """Launch ``gemm`` on host arrays (any strides), one block per tile of C; returns C."""
     TM, TN, _ = tile

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cublasdx.hpp>
+#include <cuda/std/bit>
 
 #include "common.cuh"
 
@@ -76,6 +77,227 @@ __device__ __forceinline__ void matmul(matrix_ref<TA> a, matrix_ref<TB> b, matri
   } else {
     gemm<M, N, K, PA, PB, TC, RowA, RowB, RowC, LDA, LDB, LDC, Align, BX, BY, BZ>().execute(
         alpha, reinterpret_cast<PA*>(a.data), reinterpret_cast<PB*>(b.data), beta, c.data);
+  }
+  __syncthreads();
+}
+
+}  // namespace numba_tiles
+
+// ---- The register form (tiles.Matmul): A and B in shared memory in cuBLASDx's suggested
+// (swizzled) layouts, the accumulator in each thread's registers (cuBLASDx's partitioner), C
+// stored straight from them. A description is (M, N, K, precisions, A's and B's arrangement,
+// block shape); AItems, BItems and CItems are the sizes numba_tiles computed on the host for
+// the shared tiles and the accumulator, checked here against cuBLASDx's own.
+
+namespace numba_tiles {
+
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ>
+using blas = decltype(cublasdx::Size<M, N, K>() + cublasdx::Precision<PA, PB, PC>() +
+                      cublasdx::Type<cublasdx::type::real>() + cublasdx::Function<cublasdx::function::MM>() +
+                      cublasdx::Arrangement<RowA ? cublasdx::row_major : cublasdx::col_major,
+                                            RowB ? cublasdx::row_major : cublasdx::col_major, cublasdx::col_major>() +
+                      cublasdx::Alignment<16, 16, 16>() + cublasdx::Block() + cublasdx::BlockDim<BX, BY, BZ>() +
+                      cublasdx::experimental::StaticBlockDim() + cublasdx::SM<__CUDA_ARCH__>());
+
+// Operand 0 is A (M x K), 1 is B (K x N): its shared layout, shape and arrangement.
+template <class BLAS, int Operand>
+__device__ __forceinline__ constexpr auto operand_layout() {
+  if constexpr (Operand == 0) {
+    return BLAS::suggest_layout_smem_a();
+  } else {
+    return BLAS::suggest_layout_smem_b();
+  }
+}
+
+// The accumulator fragment as a view of the thread's local array (registers once inlined).
+template <class BLAS, typename TC>
+__device__ __forceinline__ auto accumulator(const array_ref<TC>& acc, int items) {
+  const auto partitioner = BLAS::suggest_partitioner();
+  using Frag = decltype(partitioner.make_accumulator_fragment());
+  using PC = typename BLAS::c_value_type;
+  static_assert(sizeof(PC) == sizeof(TC), "the accumulator's storage must match its precision");
+  if (acc.size < items || acc.stride != 1) {
+    if (first_thread()) {
+      printf("tiles.Matmul: the accumulator holds %lld items (stride %lld); it must be a "
+             "cuda.local.array(mm.accumulator_items) of %d\n", acc.size, acc.stride, items);
+    }
+    fail();
+  }
+  return cute::make_tensor(cute::make_rmem_ptr(reinterpret_cast<PC*>(acc.data)), typename Frag::layout_type{});
+}
+
+template <int Items, typename T>
+__device__ __forceinline__ void check_shared_tile(const array_ref<T>& tile, const char* intrinsic) {
+  if (tile.size < Items || tile.stride != 1) {  // folds away for a cuda.shared.array
+    if (first_thread()) {
+      printf("tiles.Matmul.%s: the tile holds %lld items (stride %lld); it must be a contiguous "
+             "cuda.shared.array of %d items (mm.a_items or mm.b_items)\n", intrinsic, tile.size, tile.stride, Items);
+    }
+    fail();
+  }
+  if (reinterpret_cast<unsigned long long>(tile.data) % 16 != 0) {
+    if (first_thread()) {
+      // (no arguments: they would take a local-memory buffer on every path)
+      printf("tiles.Matmul: a shared tile is not 16-byte aligned; allocate it with "
+             "cuda.shared.array(items, dtype, alignment=16)\n");
+    }
+    fail();
+  }
+}
+
+// Copy the Rows x Cols tile of `src` at (row0, col0) into `tile` in the operand's suggested
+// layout. Inside the matrix, with rows (or columns) of whole aligned 16-byte vectors, cuBLASDx's
+// cooperative copy moves it (cp.async on sm_80 and later); otherwise item by item, `fill`
+// outside the matrix. Async: one commit group, no barrier (tile_wait completes it).
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Operand, bool Async, typename T>
+__device__ __forceinline__ void matmul_load(matrix_ref<T> src, long long row0, long long col0, array_ref<T> tile,
+                                            T fill) {
+  using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
+  using P = cuda::std::conditional_t<Operand == 0, PA, PB>;
+  static_assert(sizeof(P) == sizeof(T) && alignof(P) == alignof(T), "the tile's storage must match its precision");
+  constexpr int rows = Operand == 0 ? M : K, cols = Operand == 0 ? K : N, items = Operand == 0 ? AItems : BItems;
+  constexpr auto layout = operand_layout<BLAS, Operand>();
+  static_assert(cute::cosize(layout.layout) == items, "numba_tiles' shared tile size differs from cuBLASDx's");
+  check_launch<BX, BY, BZ>("Matmul.load");
+  check_shared_tile<items>(tile, Operand == 0 ? "load_a" : "load_b");
+  auto shared = cublasdx::make_tensor(reinterpret_cast<P*>(tile.data), layout);
+  constexpr long long V = 16 / sizeof(T);
+  const bool inside = row0 >= 0 && col0 >= 0 && row0 + rows <= src.rows && col0 + cols <= src.cols;
+  const bool aligned = reinterpret_cast<unsigned long long>(src.data) % 16 == 0 && row0 >= 0 && col0 >= 0;
+  P* origin = reinterpret_cast<P*>(&src(row0, col0));
+  if (inside && aligned && src.col_stride == 1 && src.row_stride % V == 0 && col0 % V == 0) {
+    const auto global = cute::make_tensor(cute::make_gmem_ptr(origin),
+                                          cute::make_layout(cute::Shape<cute::Int<rows>, cute::Int<cols>>{},
+                                                            cute::make_stride(src.row_stride, cute::_1{})));
+    cublasdx::copy<BLAS, 16>(global, shared);
+  } else if (inside && aligned && src.row_stride == 1 && src.col_stride % V == 0 && row0 % V == 0) {
+    const auto global = cute::make_tensor(cute::make_gmem_ptr(origin),
+                                          cute::make_layout(cute::Shape<cute::Int<rows>, cute::Int<cols>>{},
+                                                            cute::make_stride(cute::_1{}, src.col_stride)));
+    cublasdx::copy<BLAS, 16>(global, shared);
+  } else {
+    constexpr int threads = BX * BY * BZ;
+    const int t = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
+    constexpr bool row_major = Operand == 0 ? RowA : RowB;
+    for (int i = t; i < rows * cols; i += threads) {
+      const int r = row_major ? i / cols : i % rows, c = row_major ? i % cols : i / rows;
+      const long long gr = row0 + r, gc = col0 + c;
+      const T value = (gr >= 0 && gr < src.rows && gc >= 0 && gc < src.cols) ? src(gr, gc) : fill;
+      shared(r, c) = *reinterpret_cast<const P*>(&value);
+    }
+  }
+  cute::cp_async_fence();
+  if constexpr (!Async) {
+    cute::cp_async_wait<0>();
+    __syncthreads();
+  }
+}
+
+// acc += A B over the block's shared tiles; ends with a barrier, so the tiles may be refilled.
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void matmul_multiply(array_ref<TA> a, array_ref<TB> b, array_ref<TC> acc) {
+  using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
+  check_launch<BX, BY, BZ>("Matmul.multiply");
+  check_shared_tile<AItems>(a, "multiply");
+  check_shared_tile<BItems>(b, "multiply");
+  auto c = accumulator<BLAS>(acc, CItems);
+  static_assert(decltype(cute::size(c))::value == CItems, "numba_tiles' accumulator size differs from cuBLASDx's");
+  const auto sa = cublasdx::make_tensor(reinterpret_cast<PA*>(a.data), BLAS::suggest_layout_smem_a());
+  const auto sb = cublasdx::make_tensor(reinterpret_cast<PB*>(b.data), BLAS::suggest_layout_smem_b());
+  BLAS().execute(sa, sb, c);
+  __syncthreads();
+}
+
+// dst's M x N tile at (row0, col0) = alpha acc + beta dst (beta == 0: dst is not read), the
+// items outside dst dropped. dst holds the accumulator's type, or PD (A's precision: the result
+// rounded to half precision) in storage TD. Each thread stores its own items: no barrier, no
+// shared memory.
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, typename TC, typename PD, typename TD>
+__device__ __forceinline__ void matmul_store(array_ref<TC> acc, matrix_ref<TD> dst, long long row0, long long col0,
+                                             TC alpha, TC beta) {
+  using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
+  static_assert(sizeof(PD) == sizeof(TD), "the result's storage must match its precision");
+  check_launch<BX, BY, BZ>("Matmul.store");
+  const auto partitioner = BLAS::suggest_partitioner();
+  auto c = accumulator<BLAS>(acc, CItems);
+#pragma unroll
+  for (int i = 0; i < CItems; ++i) {
+    if (partitioner.is_index_in_bounds(i)) {
+      const auto rc = partitioner.map_fragment_index(i);
+      const long long r = row0 + cute::get<0>(rc), col = col0 + cute::get<1>(rc);
+      if (r >= 0 && r < dst.rows && col >= 0 && col < dst.cols) {
+        TD& out = dst(r, col);
+        TC value = alpha * static_cast<TC>(c(i));
+        if (beta != TC(0)) {
+          value += beta * static_cast<TC>(cuda::std::bit_cast<PD>(out));
+        }
+        out = cuda::std::bit_cast<TD>(static_cast<PD>(value));
+      }
+    }
+  }
+}
+
+// The same through `stage`, a shared array of CItemsStaged accumulator items: the block writes
+// alpha acc into it (rows padded by 16 bytes, so that a warp's writes do not collide in banks),
+// then moves it to dst in 16-byte vectors of the stage (rows of dst contiguous and aligned, the
+// tile inside dst), reading dst only when beta != 0; item by item otherwise. Ends with a barrier,
+// so the stage may be refilled.
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, typename TC, typename PD, typename TD>
+__device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_ref<TD> dst, long long row0,
+                                                    long long col0, TC alpha, TC beta, array_ref<TC> stage) {
+  using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
+  static_assert(sizeof(PD) == sizeof(TD), "the result's storage must match its precision");
+  constexpr int V = 16 / sizeof(TC), LD = N + V;
+  check_launch<BX, BY, BZ>("Matmul.store");
+  check_shared_tile<M * LD>(stage, "store");
+  const auto partitioner = BLAS::suggest_partitioner();
+  auto c = accumulator<BLAS>(acc, CItems);
+#pragma unroll
+  for (int i = 0; i < CItems; ++i) {
+    if (partitioner.is_index_in_bounds(i)) {
+      const auto rc = partitioner.map_fragment_index(i);
+      stage.data[cute::get<0>(rc) * LD + cute::get<1>(rc)] = alpha * static_cast<TC>(c(i));
+    }
+  }
+  __syncthreads();
+  constexpr int threads = BX * BY * BZ;
+  const int t = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
+  const bool inside = row0 >= 0 && col0 >= 0 && row0 + M <= dst.rows && col0 + N <= dst.cols;
+  if (N % V == 0 && inside && dst.col_stride == 1 && dst.row_stride % V == 0 && col0 % V == 0 &&
+      reinterpret_cast<unsigned long long>(dst.data) % (V * sizeof(TD)) == 0) {
+    struct alignas(V * sizeof(TD)) vector { TD item[V]; };
+    for (int i = t; i < M * N / V; i += threads) {
+      const int r = i / (N / V), col = i % (N / V) * V;
+      vector* out = reinterpret_cast<vector*>(&dst(row0 + r, col0 + col));
+      const vector old = beta != TC(0) ? *out : vector{};
+      vector result;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        TC value = stage.data[r * LD + col + j];
+        if (beta != TC(0)) {
+          value += beta * static_cast<TC>(cuda::std::bit_cast<PD>(old.item[j]));
+        }
+        result.item[j] = cuda::std::bit_cast<TD>(static_cast<PD>(value));
+      }
+      *out = result;
+    }
+  } else {
+    for (int i = t; i < M * N; i += threads) {
+      const int r = i / N, col = i % N;
+      const long long gr = row0 + r, gc = col0 + col;
+      if (gr >= 0 && gr < dst.rows && gc >= 0 && gc < dst.cols) {
+        TD& out = dst(gr, gc);
+        TC value = stage.data[r * LD + col];
+        if (beta != TC(0)) {
+          value += beta * static_cast<TC>(cuda::std::bit_cast<PD>(out));
+        }
+        out = cuda::std::bit_cast<TD>(static_cast<PD>(value));
+      }
+    }
   }
   __syncthreads();
 }

@@ -26,7 +26,7 @@ from ._shared_memory import shared_memory, temp_bytes
 from .block import (block_adjacent_difference, block_discontinuity, block_exchange, block_histogram, block_load,
                     block_merge_sort, block_radix_sort, block_reduce, block_scan, block_shuffle, block_store,
                     block_sum)
-from .matmul import matmul, tile_load, tile_store, tile_wait
+from .matmul import Matmul, matmul, tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum
 
 if not _numba.simulator_enabled() and _os.environ.get("NUMBA_TILES_PREPARE", "1") != "0":
@@ -37,6 +37,6 @@ __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",
     "block_histogram", "block_radix_sort", "block_merge_sort", "block_adjacent_difference",
     "block_discontinuity", "block_shuffle", "warp_reduce", "warp_sum", "warp_scan",
-    "tile_load", "tile_store", "tile_wait", "matmul",
+    "tile_load", "tile_store", "tile_wait", "matmul", "Matmul",
     "compile", "precompile", "shared_memory", "temp_bytes", "cache", "TilesError", "__version__",
 ]

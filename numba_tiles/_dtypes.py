@@ -91,3 +91,19 @@ def given_integer(intrinsic, args, param):
     if given:
         integer(intrinsic, param, args[param])
     return given
+
+
+def named(intrinsic, param, value):
+    """The `Dtype` of a dtype given on the host: a Numba type, a NumPy dtype or type, or a name."""
+    for dtype in SCALARS:
+        if value is dtype.numba or value == dtype.name:
+            return dtype
+    try:
+        name = np.dtype(value).name
+    except TypeError:
+        name = None
+    found = next((d for d in SCALARS if d.name == name), None)
+    if found is None:
+        raise error(intrinsic, f"{param}={value!r} is not a dtype numba_tiles knows",
+                    f"pass one of {', '.join(d.name for d in SCALARS)} (a Numba type, a NumPy dtype or its name)")
+    return found

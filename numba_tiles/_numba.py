@@ -60,6 +60,45 @@ def register(func, resolve, lower):
     lower_builtin(func, types.VarArg(types.Any))(lower)
 
 
+def register_description(cls, attribute):
+    """Make module-level instances of ``cls`` usable in kernels: ``attribute(obj, name)`` is an
+    int (a compile-time constant there, e.g. a ``cuda.shared.array`` size), a function
+    registered with `register` (an intrinsic bound to ``obj``), or None (no such attribute).
+    Two equal objects are one Numba type: the object is its key.
+    """
+    from numba.cuda.core.imputils import lower_constant
+    from numba.cuda.extending import core_models, infer_getattr, lower_getattr_generic, register_model, typeof_impl
+    from numba.cuda.typing.templates import AttributeTemplate
+
+    class Description(types.Dummy):
+        def __init__(self, value):
+            self.value = value
+            super().__init__(f"{cls.__name__}({value!r})")
+
+        @property
+        def key(self):
+            return self.value
+
+    register_model(Description)(core_models.OpaqueModel)
+    typeof_impl.register(cls)(lambda value, c: Description(value))
+    lower_constant(Description)(lambda context, builder, ty, value: context.get_dummy_value())
+
+    @infer_getattr
+    class Attributes(AttributeTemplate):
+        key = Description
+
+        def generic_resolve(self, ty, attr):
+            value = attribute(ty.value, attr)
+            if isinstance(value, int):
+                return types.IntegerLiteral(value)
+            return None if value is None else self.context.resolve_value_type(value)
+
+    @lower_getattr_generic(Description)
+    def lower(context, builder, ty, value, attr):
+        found = attribute(ty.value, attr)
+        return context.get_constant(types.intp, found) if isinstance(found, int) else context.get_dummy_value()
+
+
 def signature(result, args, pysig):
     """A typing signature whose arguments fold by ``pysig`` (an `inspect.Signature`)."""
     from numba.cuda.typing.templates import signature as make

@@ -244,7 +244,8 @@ class Spec:
         if "block_dim" in self.consts:
             # The launch's block shape is a constant of the call: compile the kernel for it, so
             # that ptxas caps its registers to fit (a 1000-thread sort otherwise fails to launch).
-            _numba.bound_threads(builder, math.prod(self._parse("block_dim", _constant(arguments["block_dim"]))))
+            given = self.fixed["block_dim"] if "block_dim" in self.fixed else _constant(arguments["block_dim"])
+            _numba.bound_threads(builder, math.prod(self._parse("block_dim", given)))
         library = _numba.active_library(context)
         _numba.link(library, _compile.for_call(instance, target, library))
         for symbol, pyfunc, signature in instance.functions:

@@ -5,9 +5,12 @@ A block-level GEMM step is: `tile_load` tiles of A and B from global into shared
 arrangement and block shape are compile-time; the tiles are ordinary ``cuda.shared.array``\\ s.
 """
 
+import math
+import types as pytypes
+
 from numba.cuda import types
 
-from . import _dtypes, _params, simulator
+from . import _dtypes, _numba, _params, simulator
 from ._errors import error
 from ._library import CUB, MATHDX
 from ._spec import Instance, intrinsic
@@ -194,29 +197,38 @@ def _order(name, args, param, given):
     return layout == "C"
 
 
-def _matmul_rule(name, args):
-    ta = _matrix(name, args, "a")
-    tb = _matrix(name, args, "b", like=("a", ta))
-    tc = _matrix(name, args, "c")
-    named = args["precision"]
+def _compute_type(name, ta, tc, named):
+    """The C++ type A and B are computed in, for A and B stored as ``ta`` and C as ``tc`` (`Dtype`\\ s)."""
     if named is not None:
         computed, storage, accumulators = _NAMED[named]
         if ta.name not in storage or tc.name not in accumulators:
             raise error(name, f"precision={named!r} takes A and B of {' or '.join(storage)} and C of "
                         f"{' or '.join(accumulators)}, got {ta.name} and {tc.name}",
                         f"store A and B as {storage[0]} and C as {accumulators[0]}, or leave precision out")
-    elif ta.name not in _PRECISIONS or tc.name not in _PRECISIONS[ta.name]:
+        return computed
+    if ta.name not in _PRECISIONS or tc.name not in _PRECISIONS[ta.name]:
         combos = "; ".join(f"{a} A and B with {' or '.join(c)} C" for a, c in _PRECISIONS.items())
         raise error(name, f"{ta.name} A and B with {tc.name} C is not a supported precision",
                     f"use {combos}; or precision='tf32' (float32) or 'bf16' (bfloat16 bits in int16)")
-    compute = computed if named is not None else ta.cxx
+    return ta.cxx
+
+
+def _whole_warps(name, block_dim):
+    x, y, z = block_dim
+    if x * y * z < 32:
+        raise error(name, f"cuBLASDx computes with whole warps; block_dim={block_dim} has {x * y * z} threads",
+                    "launch blocks of 32 to 1024 threads (128 or 256 suit most tiles)")
+
+
+def _matmul_rule(name, args):
+    ta = _matrix(name, args, "a")
+    tb = _matrix(name, args, "b", like=("a", ta))
+    tc = _matrix(name, args, "c")
+    compute = _compute_type(name, ta, tc, args["precision"])
     for param in ("alpha", "beta"):
         if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
             raise error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
-    x, y, z = args["block_dim"]
-    if x * y * z < 32:
-        raise error(name, f"cuBLASDx computes with whole warps; block_dim={args['block_dim']} has {x * y * z} threads",
-                    "launch blocks of 32 to 1024 threads (128 or 256 suit most tiles)")
+    _whole_warps(name, args["block_dim"])
     m, n, k = args["shape"]
     given = args["arrangement"] or (None, None, None)
     rows = {p: _order(name, args, p, g) for p, g in zip("abc", given)}
@@ -289,3 +301,246 @@ def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, 
 
         cubin = tiles.compile(gemm_64, "void(float16[:, :], float16[:, :], float32[:, :])")
     """
+
+
+# ---- The register form: a module-level description, its intrinsics bound to it -------------
+
+def _arrangement2(intrinsic, value):
+    if not (isinstance(value, tuple) and len(value) == 2 and set(value) <= set(_ORDERS)):
+        raise error(intrinsic, f"arrangement must be a 2-tuple of 'row_major'/'col_major' (A's, B's), got {value!r}",
+                    "pass arrangement=('row_major', 'col_major') for A and B as they lie in global memory, "
+                    "or leave it out (both row-major)")
+    return value
+
+
+class Matmul:
+    """A block's tile product ``acc += A @ B``, described once at module level and used in kernels.
+
+    ``shape=(M, N, K)``: A is M x K, B is K x N, the accumulator M x N; ``dtype``: A's and B's
+    (float16, float32, float64; int16 holding bfloat16 bits with ``precision="bf16"``; float32
+    with ``precision="tf32"``), ``accumulator``: the accumulator's and C's (float32 for
+    half-precision operands by default, float16 allowed; else ``dtype``); ``arrangement``: A's
+    and B's order in global memory, which cuBLASDx's shared layouts follow (a global matrix of
+    the other order still loads, slower). This is cuBLASDx's register form: A and B tiles live in
+    shared memory in cuBLASDx's suggested (swizzled) layouts, the accumulator in each thread's
+    registers (a ``cuda.local.array``), and C goes from the registers to global memory.
+    Creating one compiles nothing and needs no GPU; it checks the description and tells the
+    sizes the kernel allocates:
+
+    - ``a_items``, ``b_items``: items of the shared A and B tiles (``cuda.shared.array(mm.a_items,
+      dtype, alignment=16)``), ``shared_memory_bytes`` both together;
+    - ``accumulator_items``: items of each thread's accumulator (``cuda.local.array``);
+    - ``c_items``: items (of the accumulator's dtype) of the optional shared stage of ``store``;
+    - ``threads``: the block's threads.
+
+    In a kernel (every thread of the block calls each; ``block_dim`` is the description's):
+
+    - ``mm.load_a(src, tile, row, col, fill=0, asynchronous=False)`` / ``mm.load_b(...)``: the
+      tile of the 2-D global ``src`` at ``src[row, col]`` into the shared tile (``fill`` past the
+      edges); 16-byte ``cp.async`` copies inside the matrix. With ``asynchronous=True`` it returns
+      at once and ``mm.wait(pending=0)`` completes it (overlap the next K-tile's loads with this
+      product); else it ends with a barrier.
+    - ``mm.multiply(a_tile, b_tile, acc)``: ``acc += A @ B`` (tensor cores for fp16, bf16, tf32
+      and fp64); ends with a barrier, so the tiles may be refilled.
+    - ``mm.store(acc, dst, row, col, alpha=1.0, beta=0.0, stage=None)``: ``dst[row:row+M,
+      col:col+N] = alpha * acc + beta * dst[...]``, items past ``dst``'s edge dropped (``beta=0``:
+      dst is not read); ``dst`` holds the accumulator's dtype or A's (rounded to it, as cuBLAS
+      does for half precision). Each thread stores its own items; with ``stage``
+      (``cuda.shared.array(mm.c_items, accumulator dtype, alignment=16)``) C goes through shared
+      memory and out in 16-byte vectors: faster, and it ends with a barrier.
+
+    The accumulator starts as whatever the local array holds: zero it first.
+
+    Example::
+
+        from numba import cuda, float32
+        from numba.cuda.types import float16
+        import numba_tiles as tiles
+
+        MM = tiles.Matmul((64, 64, 32), float16, block_dim=128)
+
+        @cuda.jit
+        def gemm(a, b, c):                      # c = a @ b, any sizes; a 64 x 64 tile of c per block
+            sa = cuda.shared.array(MM.a_items, float16, alignment=16)
+            sb = cuda.shared.array(MM.b_items, float16, alignment=16)
+            acc = cuda.local.array(MM.accumulator_items, float32)
+            for i in range(MM.accumulator_items):
+                acc[i] = 0
+            row, col = 64 * cuda.blockIdx.y, 64 * cuda.blockIdx.x
+            for k in range(0, a.shape[1], 32):
+                MM.load_a(a, sa, row, k)
+                MM.load_b(b, sb, k, col)
+                MM.multiply(sa, sb, acc)
+            MM.store(acc, c, row, col)
+
+        assert MM.shared_memory_bytes == 8192 and MM.accumulator_items == 32
+        cubin = tiles.compile(gemm, "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])")
+    """
+
+    def __init__(self, shape, dtype, *, block_dim, accumulator=None, arrangement=("row_major", "row_major"),
+                 precision=None):
+        name = "Matmul"
+        self.shape = _shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
+        self.block_dim = _params.block_dim(name, block_dim)
+        _whole_warps(name, self.block_dim)
+        self.precision = _params.choice("precision", dict.fromkeys([None, *_NAMED]))(name, precision)
+        self.arrangement = _arrangement2(name, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
+        ta = _dtypes.named(name, "dtype", dtype)
+        half = ta.name == "float16" or self.precision == "bf16"
+        tc = _dtypes.named(name, "accumulator", accumulator or ("float32" if half else ta.name))
+        self._compute = _compute_type(name, ta, tc, self.precision)
+        self._types = (ta, tc)
+        self.dtype, self.accumulator = ta.name, tc.name
+        m, n, k = self.shape
+        self.threads = threads = math.prod(self.block_dim)
+        if m * n % threads:
+            raise error(name, f"the {m} x {n} accumulator does not divide among the block's {threads} threads",
+                        f"use a block of a divisor of M*N = {m * n} threads (a multiple of 32), or a larger tile")
+        self.a_shape, self.b_shape = (m, k), (k, n)
+        self.a_items, self.b_items = m * k, k * n
+        self.accumulator_items = m * n // threads
+        self.c_items = m * (n + 16 // tc.numpy.itemsize)  # rows padded by 16 bytes: see matmul_store_staged
+        self.shared_memory_bytes = (self.a_items + self.b_items) * ta.numpy.itemsize
+        self.load_a = _bind(_load_operand, self, "load_a", operand=0)
+        self.load_b = _bind(_load_operand, self, "load_b", operand=1)
+        self.multiply = _bind(_multiply, self)
+        self.store = _bind(_store, self)
+        self.wait = _bind(_wait, self)
+
+    def _key(self):
+        return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision)
+
+    def __eq__(self, other):
+        return isinstance(other, Matmul) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return (f"Matmul(shape={self.shape}, dtype={self.dtype}, accumulator={self.accumulator}, "
+                f"block_dim={self.block_dim}, arrangement={self.arrangement}, precision={self.precision})")
+
+    def _template(self, function, **more):
+        m, n, k = self.shape
+        ta, tc = self._types
+        bx, by, bz = self.block_dim
+        row_a, row_b = (_ORDERS[a] for a in self.arrangement)
+        return MATMUL.template(function, M=m, N=n, K=k, PA=self._compute, PB=self._compute, PC=tc.cxx, RowA=row_a,
+                               RowB=row_b, BX=bx, BY=by, BZ=bz, AItems=self.a_items, BItems=self.b_items,
+                               CItems=self.accumulator_items, **more)
+
+    def _shared_tile(self, name, args, param, items):
+        """Check that ``param`` is a 1-D array of A's and B's dtype (the shared tile)."""
+        ta = _dtypes.element(name, param, args[param])
+        if ta != self._types[0]:
+            raise error(name, f"{param} holds {ta.name}; this Matmul's tiles hold {self.dtype}",
+                        f"allocate cuda.shared.array(mm.{items}, {self.dtype}, alignment=16)")
+        return ta
+
+    def _accumulator(self, name, args):
+        tc = _dtypes.element(name, "acc", args["acc"])
+        if tc != self._types[1] or not isinstance(args["acc"], types.Array):
+            raise error(name, f"acc must be an array of {self.accumulator}, got {args['acc']}",
+                        f"allocate cuda.local.array(mm.accumulator_items, {self.accumulator})")
+        return tc
+
+
+def _bind(declaration, mm, name=None, **fixed):
+    """The intrinsic ``declaration`` with this description (and ``fixed``) bound, named ``Matmul.<name>``
+    (by default the declaration's): ``mm.load_a`` etc."""
+    consts = {"mm": lambda intrinsic, value: value, "block_dim": _params.block_dim, **declaration.consts}
+    for param in fixed:
+        consts.setdefault(param, lambda intrinsic, value: value)
+    function = pytypes.FunctionType(declaration.__code__, declaration.__globals__, None, declaration.__defaults__)
+    function.__kwdefaults__, function.__doc__ = declaration.__kwdefaults__, declaration.__doc__
+    function.__name__ = function.__qualname__ = f"Matmul.{name or declaration.__name__.lstrip('_')}"
+    return intrinsic(consts=consts, rule=declaration.rule, simulate=declaration.simulate,
+                     fixed={"mm": mm, "block_dim": mm.block_dim, **fixed})(function)
+
+
+def _declares(consts, rule, simulate):
+    def mark(declaration):
+        declaration.consts, declaration.rule, declaration.simulate = consts, rule, simulate
+        return declaration
+    return mark
+
+
+def _load_operand_rule(name, args):
+    mm, operand = args["mm"], args["operand"]
+    ta = mm._shared_tile(name, args, "tile", "ab"[operand] + "_items")
+    _matrix(name, args, "src", like=("tile", ta))
+    for param in ("row", "col"):
+        _dtypes.integer(name, param, args[param])
+    template = mm._template("numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
+    return Instance(name, MATMUL, template, types.none,
+                    (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
+                     ("tile", args["tile"], None), ("fill", ta.numba, 0)))
+
+
+@_declares({"asynchronous": _params.flag("asynchronous")}, _load_operand_rule, simulator.matmul_load)
+def _load_operand(src, tile, row, col, fill=0, *, asynchronous=False):
+    """Copy the tile of the 2-D array ``src`` at ``src[row, col]`` into the shared tile for this Matmul; see `Matmul`."""
+
+
+def _multiply_rule(name, args):
+    mm = args["mm"]
+    ta = mm._shared_tile(name, args, "a", "a_items")
+    mm._shared_tile(name, args, "b", "b_items")
+    tc = mm._accumulator(name, args)
+    template = mm._template("numba_tiles::matmul_multiply", TA=ta.cxx, TB=ta.cxx, TC=tc.cxx)
+    return Instance(name, MATMUL, template, types.none,
+                    (("a", args["a"], None), ("b", args["b"], None), ("acc", args["acc"], None)))
+
+
+@_declares({}, _multiply_rule, simulator.matmul_multiply)
+def _multiply(a, b, acc):
+    """``acc += a @ b`` for this Matmul's shared tiles, by the whole block; see `Matmul`."""
+
+
+def _store_rule(name, args):
+    mm = args["mm"]
+    tc = mm._accumulator(name, args)
+    ta = mm._types[0]
+    td = _matrix(name, args, "dst")
+    if td not in (tc, ta):
+        raise error(name, f"dst holds {td.name}; this Matmul stores its {tc.name} accumulator as {tc.name}"
+                    + (f" or rounded to {ta.name}" if ta.kind == "f" or mm.precision == "bf16" else ""),
+                    f"store into an array of {tc.name}" + (f" or {ta.name}" if ta != tc else ""))
+    # dst of A's dtype: the result rounded to A's precision (bfloat16 for int16 bits)
+    result = tc.cxx if td == tc else ("__nv_bfloat16" if mm.precision == "bf16" else ta.cxx)
+    for param in ("row", "col"):
+        _dtypes.integer(name, param, args[param])
+    for param in ("alpha", "beta"):
+        if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
+            raise error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
+    params = (("acc", args["acc"], None), ("dst", args["dst"], None), ("row", types.int64, None),
+              ("col", types.int64, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
+    function = "numba_tiles::matmul_store"
+    if args["stage"] is not None:
+        if _dtypes.element(name, "stage", args["stage"]) != tc or not isinstance(args["stage"], types.Array):
+            raise error(name, f"stage must be a shared array of {tc.name}, got {args['stage']}",
+                        f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
+        function, params = "numba_tiles::matmul_store_staged", params + (("stage", args["stage"], None),)
+    return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none, params)
+
+
+@_declares({}, _store_rule, simulator.matmul_store)
+def _store(acc, dst, row, col, alpha=1.0, beta=0.0, stage=None):
+    """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators; see `Matmul`."""
+
+
+@_declares({"pending": _params.count("pending", 1)}, _wait_rule, simulator.tile_wait)
+def _wait(pending=0):
+    """Wait for this block's asynchronous loads (all but the last ``pending``), then a barrier; see `Matmul`."""
+
+
+def _kernel_attribute(mm, name):
+    """What ``mm.<name>`` is inside a kernel: a size (an int constant) or a bound intrinsic."""
+    if name in ("a_items", "b_items", "c_items", "accumulator_items", "shared_memory_bytes", "threads", "load_a",
+                "load_b", "multiply", "store", "wait"):
+        return getattr(mm, name)
+    return None
+
+
+if not _numba.simulator_enabled():
+    _numba.register_description(Matmul, _kernel_attribute)

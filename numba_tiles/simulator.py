@@ -405,3 +405,56 @@ def matmul(instance, args):
         c[...] = (args["alpha"] * product + args["beta"] * c.astype(np.float64)).astype(c.dtype)
     _by_first_thread(instance, args, work)
 
+
+
+# The register form (tiles.Matmul). Here a shared tile holds its operand row-major and thread t's
+# accumulator holds items t*n ... t*n+n-1 of C in row-major order: the layouts are cuBLASDx's
+# business on the GPU, and a kernel only passes these arrays between the calls.
+
+def matmul_load(instance, args):
+    mm = args["mm"]
+    shape = (mm.a_shape, mm.b_shape)[args["operand"]]
+
+    def work():
+        src = args["src"]
+        tile = np.full(shape, args["fill"], dtype=src.dtype)
+        inside, part = _window(src, args["row"], args["col"], shape)
+        if inside is not None:
+            tile[part] = src[inside]
+        args["tile"][:tile.size] = tile.ravel()
+    _by_first_thread(instance, args, work)
+
+
+def _bf16_bits(value):
+    """A float's bfloat16 rounding (to nearest even), as the 16 bits an int16 tile holds."""
+    bits = int(np.float32(value).view(np.uint32))
+    return np.uint16((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 & 0xFFFF).view(np.int16)
+
+
+def _accumulator_items(thread, mm):
+    first = thread.thread_id * mm.accumulator_items
+    return np.unravel_index(np.arange(first, first + mm.accumulator_items), (mm.shape[0], mm.shape[1]))
+
+
+def matmul_multiply(instance, args):
+    mm, acc = args["mm"], args["acc"]
+    thread = _block_thread(instance.intrinsic, mm.block_dim)
+    thread.syncthreads()  # the tiles are complete
+    m, n, k = mm.shape
+    a = _operand(args["a"][:m * k].reshape(m, k), mm.precision)
+    b = _operand(args["b"][:k * n].reshape(k, n), mm.precision)
+    product = (a @ b)[_accumulator_items(thread, mm)]
+    acc[:mm.accumulator_items] = (acc[:mm.accumulator_items].astype(np.float64) + product).astype(acc.dtype)
+    thread.syncthreads()  # as on the GPU, the call ends with a barrier
+
+
+def matmul_store(instance, args):
+    mm, acc, dst = args["mm"], args["acc"], args["dst"]
+    thread = _block_thread(instance.intrinsic, mm.block_dim)
+    rows, cols = _accumulator_items(thread, mm)
+    for i, (r, c) in enumerate(zip(rows + int(args["row"]), cols + int(args["col"]))):
+        if 0 <= r < dst.shape[0] and 0 <= c < dst.shape[1]:
+            value = args["alpha"] * np.float64(acc[i])
+            if args["beta"] != 0:
+                value += args["beta"] * np.float64(dst[r, c])
+            dst[r, c] = _bf16_bits(value) if mm.precision == "bf16" and dst.dtype.kind in "iu" else value

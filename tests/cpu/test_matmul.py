@@ -158,3 +158,84 @@ def test_tiles_inside_the_matrix_move_in_16_byte_vectors(tmp_path):
     for vector in ("LDG.E.128", "STS.128", "LDS.128", "STG.E.128"):
         assert vector in code, vector
     assert "LDG.E.U16" in code  # the item-by-item path, for tiles that overhang the edge
+
+
+def test_a_matmul_description_checks_and_sizes_itself_with_no_compile():
+    """tiles.Matmul is plain Python: sizes for the kernel's arrays, and misuse as a TilesError naming the fix."""
+    mm = tiles.Matmul((64, 32, 16), "float16", block_dim=128)
+    assert (mm.a_items, mm.b_items, mm.accumulator_items, mm.threads) == (64 * 16, 16 * 32, 64 * 32 // 128, 128)
+    assert mm.shared_memory_bytes == (64 * 16 + 16 * 32) * 2 and mm.accumulator == "float32"
+    assert mm.c_items == 64 * (32 + 4)  # float32 rows padded by 16 bytes
+    assert mm == tiles.Matmul([64, 32, 16], cuda.types.float16, block_dim=(128,)) and len({mm, mm}) == 1
+    bf16 = tiles.Matmul((32, 32, 32), "int16", block_dim=64, precision="bf16", arrangement=("col_major", "row_major"))
+    assert bf16.accumulator == "float32" and bf16.accumulator_items == 16
+    for kwargs, message in [
+        (dict(shape=(64, 64), dtype="float16", block_dim=128), "shape must be a tuple (M, N, K)"),
+        (dict(shape=(16, 16, 16), dtype="float16", block_dim=512), "does not divide among the block's 512 threads"),
+        (dict(shape=(16, 16, 16), dtype="float16", block_dim=16), "whole warps"),
+        (dict(shape=(16, 16, 16), dtype="int8", block_dim=32), "int8 A and B with int8 C is not a supported"),
+        (dict(shape=(16, 16, 16), dtype="float32", block_dim=32, precision="bf16"), "precision='bf16' takes A and B"),
+        (dict(shape=(16, 16, 16), dtype="float32", block_dim=32, arrangement=("row",)), "arrangement must be"),
+        (dict(shape=(16, 16, 16), dtype="quaternion", block_dim=32), "not a dtype numba_tiles knows"),
+    ]:
+        with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
+            tiles.Matmul(**kwargs)
+        assert str(info.value).startswith("tiles.Matmul:") and "Fix:" in str(info.value)
+
+
+def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory(tmp_path):
+    """examples/gemm.py's pipelined kernel (fp16 -> fp32, C staged): HMMA fed by LDSM from cuBLASDx's
+    swizzled tiles, 16-byte cp.async loads (LDGSTS), C through shared memory in vectors, the
+    accumulator in registers (no LDL/STL), no calls; its shared memory is two buffers of A and B
+    and the stage."""
+    kernel = gemm.make_pipelined_gemm((64, 64, 32), "float16", "float32", 128, staged=True)
+    signature = "void(float16[:, ::1], float16[:, ::1], float32[:, ::1], float64, float64)"
+    code = sass(tiles.compile(kernel, signature, arch="sm_90"), tmp_path)
+    for instruction in ("HMMA.16816.F32", "LDSM.16", "LDGSTS.E.LTC128B.128", "LDS.128", "STG.E.128"):
+        assert instruction in code, instruction
+    opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
+    assert not opcodes & {"CALL", "LDL", "STL"}, sorted(opcodes)
+    mm = tiles.Matmul((64, 64, 32), "float16", block_dim=128)
+    assert tiles.shared_memory(kernel, signature)["total"] == 2 * mm.shared_memory_bytes + mm.c_items * 4
+
+
+MATMUL_KERNEL = """
+MM = tiles.Matmul((64, 64, 32), float16, block_dim=128)
+def kernel(a, b, c, n):
+    sa = cuda.shared.array(MM.a_items, float16, alignment=16)
+    sb = cuda.shared.array(MM.b_items, float16, alignment=16)
+    s32 = cuda.shared.array(MM.a_items, float32, alignment=16)
+    acc = cuda.local.array(MM.accumulator_items, float32)
+    acc16 = cuda.local.array(MM.accumulator_items, float16)
+    {body}
+"""
+
+
+@pytest.mark.parametrize("body,message", [
+    ("MM.load_a(a, s32, 0, 0)", r"tile holds float32; this Matmul's tiles hold float16"),
+    ("MM.load_b(c, sb, 0, 0)", r"src holds float32 but tile holds float16"),
+    ("MM.load_a(a, sa, 0.5, 0)", r"row must be an integer"),
+    ("MM.load_a(a, sa, 0, 0, asynchronous=n)", r"asynchronous must be a compile-time constant"),
+    ("MM.load_a(a[0], sa, 0, 0)", r"src must be a 2-D array"),
+    ("MM.multiply(sa, sb, acc16)", r"acc must be an array of float32"),
+    ("MM.multiply(sa, s32, acc)", r"b holds float32; this Matmul's tiles hold float16"),
+    ("MM.store(acc, cuda.local.array((2, 2), float64), 0, 0)",
+     r"dst holds float64; this Matmul stores its float32 accumulator as float32 or rounded to float16"),
+    ("MM.store(acc16, c, 0, 0)", r"acc must be an array of float32"),
+    ("MM.store(acc, c, 0, 0, 1.0, 0.0, sa)", r"stage must be a shared array of float32"),
+    ("MM.store(acc, c, 0, 0, a)", r"alpha must be a number"),
+    ("MM.wait(-1)", r"pending must be a non-negative int"),
+    ("MM.wait(n)", r"pending must be a compile-time constant"),
+])
+def test_matmul_misuse_is_a_clear_compile_time_error(body, message):
+    from numba.core.errors import TypingError
+    from numba.cuda.types import float16, float32, float64
+
+    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64}
+    exec(MATMUL_KERNEL.format(body=body), namespace)
+    with pytest.raises(TypingError) as info:
+        tiles.compile(namespace["kernel"], "void(float16[:, :], float16[:, :], float32[:, :], int64)", arch="sm_90",
+                      output="ltoir")
+    text = str(info.value)
+    assert f"tiles.Matmul.{body.split('(')[0].split('.')[1]}:" in text and "Fix:" in text, text
+    assert re.search(message, text, re.S), text

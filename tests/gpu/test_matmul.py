@@ -94,3 +94,51 @@ def test_tile_load_store_copy_every_item(dtype, order, cols, asynchronous, rng):
     np.testing.assert_array_equal(d_dst.copy_to_host(), src)
     expected = grid[0] * grid[1] * 32 * 16 - rows * cols
     assert d_fills.copy_to_host().sum() == expected
+
+
+# The register form (tiles.Matmul): examples/gemm.py's pipelined kernel. (A and B's dtype,
+# accumulator, precision name, C's dtype)
+REGISTER_PRECISIONS = [("float16", "float32", None, "float32"), ("float16", "float32", None, "float16"),
+                       ("float16", "float16", None, "float16"), ("float32", "float32", None, "float32"),
+                       ("float64", "float64", None, "float64"), ("float32", "float32", "tf32", "float32"),
+                       ("int16", "float32", "bf16", "float32"), ("int16", "float32", "bf16", "int16")]
+REGISTER_TILES = [((16, 16, 16), 32), ((32, 64, 16), 128), ((64, 64, 32), 128), ((128, 128, 32), 256)]
+ORDERS = ("row_major", "col_major")
+REGISTER_CASES = ([(p, tile, block, ("row_major", "row_major"), staged) for p in REGISTER_PRECISIONS
+                   for (tile, block), staged in zip(REGISTER_TILES, (False, True, True, False))]
+                  + [(p, (32, 32, 32), 64, (oa, ob), True) for p in REGISTER_PRECISIONS[::3]
+                     for oa in ORDERS for ob in ORDERS if (oa, ob) != ("row_major", "row_major")])
+BOUND_OF = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2, "int16": 1e-2}
+
+
+def register_fits(precision, tile, staged):
+    dtype, acc = precision[:2]
+    m, n, k = tile
+    stage = m * (n + 16 // np.dtype(acc).itemsize) * np.dtype(acc).itemsize if staged else 0
+    return 2 * (m * k + k * n) * np.dtype(dtype).itemsize + stage <= 48 * 1024
+
+
+@pytest.mark.parametrize("precision,tile,block_dim,arrangement,staged",
+                         [c for c in REGISTER_CASES if register_fits(c[0], c[1], c[4])], ids=str)
+def test_register_form_gemm_against_numpy(precision, tile, block_dim, arrangement, staged, rng):
+    dtype, acc, named, out = precision
+    m, n, k = (int(v) for v in rng.integers(1, 4, 3) * np.array(tile) + rng.integers(1, 17, 3))  # not multiples
+    # global A and B in the description's arrangement, or (one of them, at random) in the other order
+    flip = rng.integers(0, 2, 2)
+    orders = [("F" if o == "col_major" else "C") if not f else ("C" if o == "col_major" else "F")
+              for o, f in zip(arrangement, flip)]
+    a, b = (np.asarray(rng.standard_normal(shape), dtype="float32" if named == "bf16" else dtype, order=o)
+            for shape, o in (((m, k), orders[0]), ((k, n), orders[1])))
+    if named == "bf16":
+        a, b = (np.asarray(gemm.bf16_bits(x), order=o) for x, o in ((a, orders[0]), (b, orders[1])))
+    c = rng.standard_normal((m, n)).astype("float32" if out == "int16" else out)
+    c_in = gemm.bf16_bits(c) if out == "int16" else c
+    alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
+    kernel = gemm.make_pipelined_gemm(tile, dtype, acc, block_dim, named, arrangement, staged)
+    result = gemm.run(kernel, a, b, c_in, alpha, beta, tile, block_dim)
+    if out == "int16":
+        result = gemm.values(result, "bf16")
+        c = gemm.values(c_in, "bf16")
+    error = gemm.relative_error(result, a, b, c, alpha, beta, named)
+    bound = max(BOUND_OF[out], BOUND.get(named, 0), BOUND_OF[acc])
+    assert error < bound, f"{m}x{n}x{k}, A {orders[0]}, B {orders[1]}: relative error {error:.2e}"
