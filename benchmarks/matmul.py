@@ -79,43 +79,53 @@ def pipelined_kernel(size, dtype, accumulator, block_dim, per_block):
     return pipelined
 
 
-def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, precision=None, staged=False):
+def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, precision=None, staged=False, stages=2):
     """The register form (`tiles.Matmul`): ``per_block`` products a block, each over K-tiles of ``k_tile``,
-    the next K-tile's A and B loading (asynchronously) during each product; C (of the accumulator's
-    dtype or A's) stored from the registers, or (``staged``) through shared memory in 16-byte vectors."""
+    the next ``stages - 1`` K-tiles' A and B loading (asynchronously) during each product; C (of the
+    accumulator's dtype or A's) stored from the registers, or (``staged``) through shared memory in 16-byte
+    vectors. The buffers are dynamic shared memory, ``kernel.shared_bytes`` of it."""
     mm = tiles.Matmul((size, size, k_tile), dtype, accumulator=accumulator, block_dim=block_dim, precision=precision)
     ab, acc_type = getattr(types, dtype), getattr(types, accumulator)
-    A, B, C, ksteps = mm.a_items, mm.b_items, mm.c_items, size // k_tile
+    A, B, C, S, ksteps = mm.a_items, mm.b_items, mm.c_items, stages, size // k_tile
+    STAGE = S * (A + B) * np.dtype(dtype).itemsize // np.dtype(accumulator).itemsize
 
     @cuda.jit
     def batched(a, b, c):
-        sa = cuda.shared.array((2, A), ab, alignment=16)
-        sb = cuda.shared.array((2, B), ab, alignment=16)
+        shared = cuda.shared.array(0, ab, alignment=16)
         acc = cuda.local.array(mm.accumulator_items, acc_type)
         first = cuda.blockIdx.x * per_block
         steps = per_block * ksteps
-        mm.load_a(a[first], sa[0], 0, 0, asynchronous=True)
-        mm.load_b(b[first], sb[0], 0, 0, asynchronous=True)
-        for s in range(steps):
-            j, kk = s // ksteps, s % ksteps
-            if s + 1 < steps:
-                j1, k1 = (s + 1) // ksteps, (s + 1) % ksteps
-                mm.load_a(a[first + j1], sa[(s + 1) % 2], 0, k1 * k_tile, asynchronous=True)
-                mm.load_b(b[first + j1], sb[(s + 1) % 2], k1 * k_tile, 0, asynchronous=True)
-                mm.wait(2)
-            else:
-                mm.wait()
-            if kk == 0:
-                for i in range(mm.accumulator_items):
-                    acc[i] = 0
-            mm.multiply(sa[s % 2], sb[s % 2], acc)
-            if kk == ksteps - 1:
-                if staged:
-                    sc = cuda.shared.array(C, acc_type, alignment=16)
-                    mm.store(acc, c[first + j], 0, 0, 1.0, 0.0, sc)
+        for s in range(-(S - 1), steps):
+            ahead = s + S - 1
+            if ahead < steps:
+                j, kk, slot = ahead // ksteps, ahead % ksteps, ahead % S
+                mm.load_a(a[first + j], shared[slot * A:(slot + 1) * A], 0, kk * k_tile, asynchronous=True)
+                mm.load_b(b[first + j], shared[S * A + slot * B:S * A + (slot + 1) * B], kk * k_tile, 0,
+                          asynchronous=True)
+            if s >= 0:
+                later = min(steps - 1 - s, S - 1)
+                if later == 3:
+                    mm.wait(6)
+                elif later == 2:
+                    mm.wait(4)
+                elif later == 1:
+                    mm.wait(2)
                 else:
-                    mm.store(acc, c[first + j], 0, 0)
+                    mm.wait()
+                j, kk, slot = s // ksteps, s % ksteps, s % S
+                if kk == 0:
+                    for i in range(mm.accumulator_items):
+                        acc[i] = 0
+                mm.multiply(shared[slot * A:(slot + 1) * A], shared[S * A + slot * B:S * A + (slot + 1) * B], acc)
+                if kk == ksteps - 1:
+                    if staged:
+                        stage = cuda.shared.array(0, acc_type, alignment=16)
+                        mm.store(acc, c[first + j], 0, 0, 1.0, 0.0, stage[STAGE:STAGE + C])
+                    else:
+                        mm.store(acc, c[first + j], 0, 0)
 
+    batched.shared_bytes = S * (A + B) * np.dtype(dtype).itemsize + (C * np.dtype(accumulator).itemsize
+                                                                      if staged else 0)
     return batched
 
 
@@ -125,7 +135,10 @@ def _compile_one(job):
     kernel = {"register": register_kernel, "batched": batched_kernel, "pipelined": pipelined_kernel,
               "gemm": gemm.make_gemm, "pipelined_gemm": gemm.make_pipelined_gemm}[kind](*args)
     start = time.perf_counter()
-    tiles.compile(kernel, signature, arch="sm_90")
+    try:
+        tiles.compile(kernel, signature, arch="sm_90")
+    except Exception as exc:  # noqa: BLE001 (reported again when the variant runs)
+        print(f"precompiling {kind}{args}: {str(exc)[:200]}", flush=True)
     return time.perf_counter() - start
 
 
@@ -178,32 +191,35 @@ def main():
              ("bf16 128^3 x 4096, bf16 C", "int16", "bf16", "float32", "int16", 128, 4096, "bfloat16"),
              ("fp32 64^3 x 16384", "float32", None, "float32", "float32", 64, 16384, "float32")]
     # register form (block_dim, K-tile, products a block) per size; the shared-C form as it was
-    # (block_dim, K-tile, products a block, C through shared memory)
-    register = {64: [(128, 32, 1, False), (128, 32, 1, True), (128, 64, 1, True), (128, 32, 4, True), (256, 32, 1, True),
-                     (256, 64, 1, True), (64, 32, 1, True), (128, 16, 1, True), (256, 16, 1, True)],
-                128: [(256, 32, 1, False), (256, 32, 1, True), (512, 32, 1, True), (256, 16, 1, True)]}
+    # (block_dim, K-tile, products a block, C through shared memory, pipeline stages)
+    register = {64: [(128, 32, 1, False, 2), (128, 32, 4, True, 3), (128, 32, 4, True, 4), (128, 64, 4, True, 3),
+                     (128, 32, 8, True, 4), (64, 32, 4, True, 4), (64, 64, 4, True, 3), (256, 32, 4, True, 4)],
+                128: [(256, 32, 1, False, 3), (256, 32, 1, True, 3), (256, 64, 1, True, 2), (256, 32, 2, True, 4),
+                      (256, 64, 2, True, 3), (512, 32, 2, True, 3), (128, 32, 2, True, 3)]}
     jobs, plans = [], []
     for name, dtype, precision, acc, out, size, batch, torch_dtype in cases:
         signature = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1])"
         variants = []
-        for block_dim, k_tile, per_block, staged in register[size]:
-            shared = 2 * size * k_tile * 2 * np.dtype(dtype).itemsize + staged * size * (size + 4) * 4
-            if shared > 48 * 1024:
-                continue  # over the static shared memory
-            factory = ("register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged))
-            variants.append((f"register {block_dim}, K-tile {k_tile}" + (f", {per_block} a block" if per_block > 1
-                                                                          else "") + (", staged C" if staged else ""),
-                             factory))
+        for block_dim, k_tile, per_block, staged, stages in register[size]:
+            shared = stages * size * k_tile * 2 * np.dtype(dtype).itemsize + staged * size * (size + 4) * 4
+            if shared > 227 * 1024:
+                continue  # over Hopper's shared memory a block may opt in to
+            factory = ("register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages))
+            variants.append((f"register {block_dim}, K-tile {k_tile} x {stages}" + (f", {per_block} a block"
+                                                                                    if per_block > 1 else "")
+                             + (", staged C" if staged else ""), factory))
         if precision is None and out == acc:
             variants.append(("shared C, 128, aligned", ("batched", (size, dtype, acc, 128, 16))))
         jobs += [(*factory, signature) for _, factory in variants]
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
     if args.large:
-        for tile, block_dim in (((128, 128, 32), 256), ((128, 128, 32), 128), ((128, 64, 32), 128),
-                                ((64, 128, 32), 128), ((64, 64, 32), 128)):
-            large_variants.append((f"{tile} x {block_dim}", ("pipelined_gemm", (tile, "int16", "float32", block_dim,
-                                                                                 "bf16"))))
+        for tile, block_dim, stages in (((128, 128, 32), 128, 2), ((128, 128, 32), 128, 4), ((128, 128, 64), 128, 2),
+                                        ((128, 128, 64), 128, 3), ((128, 256, 32), 256, 3), ((256, 128, 32), 256, 3),
+                                        ((128, 256, 64), 256, 2), ((128, 128, 64), 256, 3)):
+            large_variants.append((f"{tile} x {block_dim}, {stages} stages",
+                                   ("pipelined_gemm", (tile, "int16", "float32", block_dim, "bf16",
+                                                       ("row_major", "row_major"), False, stages))))
         jobs += [(*f, "void(int16[:, ::1], int16[:, ::1], int16[:, ::1], float32, float32)") for _, f in large_variants]
     if args.jobs:
         precompile(jobs, args.jobs)
@@ -224,9 +240,15 @@ def main():
             kernel = {"register": register_kernel, "batched": batched_kernel}[kind](*factory_args)
             per_block = factory_args[5] if kind == "register" else 1
             da, db, dc = (to_numba(t) for t in (a, b, c))
-            launch = lambda: kernel[batch // per_block, factory_args[3]](da, db, dc)  # noqa: E731
-            launch()
-            torch.cuda.synchronize()
+            shared = getattr(kernel, "shared_bytes", 0)
+            launch = lambda: kernel[batch // per_block, factory_args[3], 0, shared](da, db, dc)  # noqa: E731
+            try:
+                tiles.allow_dynamic_shared_memory(kernel, shared, da, db, dc)
+                launch()
+                torch.cuda.synchronize()
+            except Exception as exc:  # noqa: BLE001 (a variant that does not build or launch is reported)
+                print(f"  {name}: {label}: failed: {str(exc)[:200]}", flush=True)
+                continue
             err = error(c.float(), reference)
             assert err < bound, f"{name}, {label}: relative error {err:.2e}"
             ms = median_ms(launch, args.repeats)
@@ -250,9 +272,14 @@ def main():
             kernel = gemm.make_pipelined_gemm(*factory_args)
             da, db, dc = (to_numba(t) for t in (a, b, c))
             grid = (n // tile[1], n // tile[0])
-            launch = lambda: kernel[grid, block_dim](da, db, dc, 1.0, 0.0)  # noqa: E731
-            launch()
-            torch.cuda.synchronize()
+            launch = lambda: kernel[grid, block_dim, 0, kernel.shared_bytes](da, db, dc, 1.0, 0.0)  # noqa: E731
+            try:
+                tiles.allow_dynamic_shared_memory(kernel, kernel.shared_bytes, da, db, dc, 1.0, 0.0)
+                launch()
+                torch.cuda.synchronize()
+            except Exception as exc:  # noqa: BLE001
+                print(f"  large: {label}: failed: {str(exc)[:200]}", flush=True)
+                continue
             err = error(c.float(), reference)
             assert err < 1e-2, f"large GEMM, {label}: relative error {err:.2e}"
             ms = median_ms(launch, max(args.repeats // 4, 5))

@@ -65,51 +65,65 @@ ALIGNED = None if cuda.config.ENABLE_CUDASIM else 16
 
 
 def make_pipelined_gemm(tile=(128, 128, 32), dtype="float16", accumulator="float32", block_dim=256, precision=None,
-                        arrangement=("row_major", "row_major"), staged=False):
+                        arrangement=("row_major", "row_major"), staged=False, stages=2):
     """The same GEMM in the register form (`tiles.Matmul`): the accumulator in registers, A and B
-    in cuBLASDx's shared layouts, and the next K-tile's loads in flight during each product (two
-    shared buffers each). ``arrangement``: A's and B's order in global memory; ``staged``: C
-    goes to global memory through a shared tile in 16-byte vectors (faster)."""
+    in cuBLASDx's shared layouts, and the next ``stages - 1`` K-tiles' loads (2 to 4 stages: as
+    many shared buffers of A and B) in flight during each product. ``arrangement``: A's and B's
+    order in global memory; ``staged``: C goes to global memory through a shared tile in 16-byte
+    vectors (faster). The buffers are dynamic shared memory, ``gemm.shared_bytes`` of it (over
+    48 KiB too: `run` lets the kernel take it)."""
+    assert 2 <= stages <= 4, "make_pipelined_gemm: stages must be 2, 3 or 4"
     TM, TN, TK = tile
     mm = tiles.Matmul(tile, dtype, accumulator=accumulator, block_dim=block_dim, precision=precision,
                       arrangement=arrangement)
     ab, acc_type = getattr(types, dtype), getattr(types, accumulator)
-    A, B, C = mm.a_items, mm.b_items, mm.c_items
+    A, B, C, S = mm.a_items, mm.b_items, mm.c_items, stages
+    size, acc_size = np.dtype(dtype).itemsize, np.dtype(accumulator).itemsize
+    STAGE = S * (A + B) * size // acc_size  # where the stage of C starts, in accumulator items
 
     @cuda.jit
     def gemm(a, b, c, alpha, beta):
-        sa = cuda.shared.array((2, A), ab, alignment=ALIGNED)
-        sb = cuda.shared.array((2, B), ab, alignment=ALIGNED)
+        shared = cuda.shared.array(0, ab, alignment=ALIGNED)  # S buffers of A, then S of B, then C's stage
         acc = cuda.local.array(mm.accumulator_items, acc_type)
         for i in range(mm.accumulator_items):
             acc[i] = 0
         row, col = TM * cuda.blockIdx.y, TN * cuda.blockIdx.x
         steps = (a.shape[1] + TK - 1) // TK
-        if steps > 0:
-            mm.load_a(a, sa[0], row, 0, asynchronous=True)
-            mm.load_b(b, sb[0], 0, col, asynchronous=True)
-        for s in range(steps):
-            if s + 1 < steps:   # the next K-tile loads while this one is multiplied
-                mm.load_a(a, sa[(s + 1) % 2], row, (s + 1) * TK, asynchronous=True)
-                mm.load_b(b, sb[(s + 1) % 2], (s + 1) * TK, col, asynchronous=True)
-                mm.wait(2)
-            else:
-                mm.wait()
-            mm.multiply(sa[s % 2], sb[s % 2], acc)
+        for s in range(-(S - 1), steps):
+            ahead = s + S - 1  # K-tile `ahead` starts loading S - 1 products before its own
+            if ahead < steps:
+                slot = ahead % S
+                mm.load_a(a, shared[slot * A:(slot + 1) * A], row, ahead * TK, asynchronous=True)
+                mm.load_b(b, shared[S * A + slot * B:S * A + (slot + 1) * B], ahead * TK, col, asynchronous=True)
+            if s >= 0:
+                later = min(steps - 1 - s, S - 1)  # later K-tiles whose loads (2 each) may still run
+                if later == 3:
+                    mm.wait(6)
+                elif later == 2:
+                    mm.wait(4)
+                elif later == 1:
+                    mm.wait(2)
+                else:
+                    mm.wait()
+                slot = s % S
+                mm.multiply(shared[slot * A:(slot + 1) * A], shared[S * A + slot * B:S * A + (slot + 1) * B], acc)
         if staged:
-            mm.store(acc, c, row, col, alpha, beta, cuda.shared.array(C, acc_type, alignment=ALIGNED))
+            stage = cuda.shared.array(0, acc_type, alignment=ALIGNED)
+            mm.store(acc, c, row, col, alpha, beta, stage[STAGE:STAGE + C])
         else:
             mm.store(acc, c, row, col, alpha, beta)
 
+    gemm.shared_bytes = S * (A + B) * size + (C * acc_size if staged else 0)
     return gemm
 
 
 def run(gemm, a, b, c, alpha, beta, tile=(64, 64, 32), block_dim=128):
     """Launch ``gemm`` on host arrays (any strides), one block per tile of C; returns C."""
     TM, TN, _ = tile
-    d_c = cuda.to_device(c)
+    d_a, d_b, d_c = cuda.to_device(a), cuda.to_device(b), cuda.to_device(c)
     grid = ((c.shape[1] + TN - 1) // TN, (c.shape[0] + TM - 1) // TM)
-    gemm[grid, block_dim](cuda.to_device(a), cuda.to_device(b), d_c, alpha, beta)
+    shared = tiles.allow_dynamic_shared_memory(gemm, getattr(gemm, "shared_bytes", 0), d_a, d_b, d_c, alpha, beta)
+    gemm[grid, block_dim, 0, shared](d_a, d_b, d_c, alpha, beta)
     return d_c.copy_to_host()
 
 

@@ -244,6 +244,27 @@ def typeof(value):
     return numba_typeof(value)
 
 
+def allow_dynamic_shared_memory(dispatcher, nbytes, args):
+    """Let the launches of ``dispatcher`` with ``args`` (compiled for them now if need be, for the
+    current device) take ``nbytes`` of dynamic shared memory; returns the device's opt-in limit.
+
+    CUDA lets a kernel take over 48 KiB only once its attribute says so; numba-cuda has no
+    option for it, so it is set here on the loaded kernel, as numba-cuda itself sets the carveout.
+    """
+    from cuda.bindings import driver
+
+    limit = cuda.get_current_device().MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    if nbytes > limit:
+        return limit
+    kernel = dispatcher.compile(tuple(dispatcher.typeof_pyval(a) for a in args))
+    function = kernel.library.get_cufunc()
+    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    error, = driver.cuKernelSetAttribute(attribute, int(nbytes), function.handle, function.device.id)
+    if error != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}) failed: {error}")
+    return limit
+
+
 # --- Python functions and the simulator ---------------------------------------------------
 
 def python_function(value):

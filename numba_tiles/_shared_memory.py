@@ -1,6 +1,6 @@
 """Shared memory, with no GPU: what a kernel and its intrinsics' storages take, and what a ``temp`` needs."""
 
-from . import _compile, _elf
+from . import _compile, _elf, _numba
 from ._errors import error
 
 
@@ -84,3 +84,48 @@ def temp_bytes(intrinsic, *args, arch="sm_90", **kwargs):
 def storage_need(instance, arch="sm_90"):
     """The bytes a ``temp`` buffer needs to hold ``instance``'s storage wherever it lies (see common.cuh)."""
     return _compile.constant(f"sizeof({instance.storage}) + alignof({instance.storage}) - 1", instance.header, arch)
+
+
+def allow_dynamic_shared_memory(kernel, nbytes, *args):
+    """Let ``kernel``'s launches with ``args`` take ``nbytes`` of dynamic shared memory, over the 48 KiB
+    CUDA allows by default (up to the GPU's opt-in limit: 227 KiB on Hopper, 163 on A100).
+
+    The kernel is compiled for ``args`` first if it was not (a launch with other argument types
+    compiles another kernel, which needs its own call). Launch it with ``nbytes`` as the
+    launch's fourth value, ``kernel[grid, block, stream, nbytes](*args)``; inside, the memory is
+    ``cuda.shared.array(0, dtype)``, of which each dtype's array sees the same bytes. Returns
+    ``nbytes``. On Numba's simulator there is no limit to lift: it only returns ``nbytes``.
+
+    Example::
+
+        import numpy as np
+        from numba import cuda, float32
+        import numba_tiles as tiles
+
+        @cuda.jit
+        def reverse_rows(x, out):
+            row = cuda.shared.array(0, float32)     # x.shape[1] items, dynamic
+            r, t = cuda.blockIdx.x, cuda.threadIdx.x
+            for j in range(t, x.shape[1], cuda.blockDim.x):
+                row[j] = x[r, j]
+            cuda.syncthreads()
+            for j in range(t, x.shape[1], cuda.blockDim.x):
+                out[r, j] = row[x.shape[1] - 1 - j]
+
+        if cuda.is_available():
+            x = cuda.to_device(np.random.rand(4, 20000).astype(np.float32))   # 80,000 bytes a row
+            out = cuda.device_array_like(x)
+            nbytes = tiles.allow_dynamic_shared_memory(reverse_rows, 20000 * 4, x, out)
+            reverse_rows[4, 256, 0, nbytes](x, out)
+            assert (out.copy_to_host() == x.copy_to_host()[:, ::-1]).all()
+    """
+    if not isinstance(nbytes, int) or nbytes < 0:
+        raise error("allow_dynamic_shared_memory", f"nbytes must be a non-negative int, got {nbytes!r}",
+                    "pass the bytes the launch will ask for, e.g. 96 * 1024")
+    if _numba.simulator_enabled():
+        return nbytes
+    limit = _numba.allow_dynamic_shared_memory(kernel, nbytes, args)
+    if nbytes > limit:
+        raise error("allow_dynamic_shared_memory", f"{nbytes} bytes are over this GPU's {limit} bytes of shared "
+                    "memory a block may opt in to", "use smaller tiles, fewer pipeline stages or fewer buffers")
+    return nbytes

@@ -104,23 +104,26 @@ REGISTER_PRECISIONS = [("float16", "float32", None, "float32"), ("float16", "flo
                        ("int16", "float32", "bf16", "float32"), ("int16", "float32", "bf16", "int16")]
 REGISTER_TILES = [((16, 16, 16), 32), ((32, 64, 16), 128), ((64, 64, 32), 128), ((128, 128, 32), 256)]
 ORDERS = ("row_major", "col_major")
-REGISTER_CASES = ([(p, tile, block, ("row_major", "row_major"), staged) for p in REGISTER_PRECISIONS
-                   for (tile, block), staged in zip(REGISTER_TILES, (False, True, True, False))]
-                  + [(p, (32, 32, 32), 64, (oa, ob), True) for p in REGISTER_PRECISIONS[::3]
-                     for oa in ORDERS for ob in ORDERS if (oa, ob) != ("row_major", "row_major")])
+REGISTER_CASES = ([(p, tile, block, ("row_major", "row_major"), staged, stages) for p in REGISTER_PRECISIONS
+                   for (tile, block), staged, stages in zip(REGISTER_TILES, (False, True, True, False), (2, 3, 4, 2))]
+                  + [(p, (32, 32, 32), 64, (oa, ob), True, 3) for p in REGISTER_PRECISIONS[::3]
+                     for oa in ORDERS for ob in ORDERS if (oa, ob) != ("row_major", "row_major")]
+                  # over 48 KiB of (dynamic) shared memory
+                  + [(p, (128, 128, 64), 256, ("row_major", "col_major"), True, 3) for p in REGISTER_PRECISIONS[:2]]
+                  + [(REGISTER_PRECISIONS[4], (64, 64, 32), 128, ("row_major", "row_major"), True, 4)])
 BOUND_OF = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2, "int16": 1e-2}
 
 
-def register_fits(precision, tile, staged):
+def register_fits(precision, tile, staged, stages):
     dtype, acc = precision[:2]
     m, n, k = tile
     stage = m * (n + 16 // np.dtype(acc).itemsize) * np.dtype(acc).itemsize if staged else 0
-    return 2 * (m * k + k * n) * np.dtype(dtype).itemsize + stage <= 48 * 1024
+    return stages * (m * k + k * n) * np.dtype(dtype).itemsize + stage <= 227 * 1024  # Hopper's opt-in limit
 
 
-@pytest.mark.parametrize("precision,tile,block_dim,arrangement,staged",
-                         [c for c in REGISTER_CASES if register_fits(c[0], c[1], c[4])], ids=str)
-def test_register_form_gemm_against_numpy(precision, tile, block_dim, arrangement, staged, rng):
+@pytest.mark.parametrize("precision,tile,block_dim,arrangement,staged,stages",
+                         [c for c in REGISTER_CASES if register_fits(c[0], c[1], c[4], c[5])], ids=str)
+def test_register_form_gemm_against_numpy(precision, tile, block_dim, arrangement, staged, stages, rng):
     dtype, acc, named, out = precision
     m, n, k = (int(v) for v in rng.integers(1, 4, 3) * np.array(tile) + rng.integers(1, 17, 3))  # not multiples
     # global A and B in the description's arrangement, or (one of them, at random) in the other order
@@ -134,7 +137,7 @@ def test_register_form_gemm_against_numpy(precision, tile, block_dim, arrangemen
     c = rng.standard_normal((m, n)).astype("float32" if out == "int16" else out)
     c_in = gemm.bf16_bits(c) if out == "int16" else c
     alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
-    kernel = gemm.make_pipelined_gemm(tile, dtype, acc, block_dim, named, arrangement, staged)
+    kernel = gemm.make_pipelined_gemm(tile, dtype, acc, block_dim, named, arrangement, staged, stages)
     result = gemm.run(kernel, a, b, c_in, alpha, beta, tile, block_dim)
     if out == "int16":
         result = gemm.values(result, "bf16")

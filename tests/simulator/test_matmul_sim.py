@@ -53,17 +53,17 @@ def test_asynchronous_loads_are_ready_after_tile_wait(rng):
     np.testing.assert_array_equal(out, x[:4, :4] + second)
 
 
-@pytest.mark.parametrize("dtype,accumulator,named,out,staged", [
-    ("float32", "float32", None, "float32", False), ("float64", "float64", None, "float64", True),
-    ("float16", "float32", None, "float16", True), ("int16", "float32", "bf16", "float32", False)])
-def test_the_register_form_on_the_simulator(dtype, accumulator, named, out, staged, rng):
+@pytest.mark.parametrize("dtype,accumulator,named,out,staged,stages", [
+    ("float32", "float32", None, "float32", False, 2), ("float64", "float64", None, "float64", True, 3),
+    ("float16", "float32", None, "float16", True, 4), ("int16", "float32", "bf16", "float32", False, 3)])
+def test_the_register_form_on_the_simulator(dtype, accumulator, named, out, staged, stages, rng):
     """examples/gemm.py's pipelined tiles.Matmul kernel on Numba's simulator, against NumPy."""
     m, n, k = 37, 21, 40
     a, b = (rng.standard_normal(shape).astype("float32" if named else dtype) for shape in ((m, k), (k, n)))
     if named:
         a, b = gemm.bf16_bits(a), gemm.bf16_bits(b)
     c = rng.standard_normal((m, n)).astype(out)
-    kernel = gemm.make_pipelined_gemm((16, 16, 16), dtype, accumulator, 32, named, staged=staged)
+    kernel = gemm.make_pipelined_gemm((16, 16, 16), dtype, accumulator, 32, named, staged=staged, stages=stages)
     result = gemm.run(kernel, a, b, c, 0.75, -1.25, (16, 16, 16), 32)
     bound = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2}[out]
     assert gemm.relative_error(result, a, b, c, 0.75, -1.25, named) < bound
