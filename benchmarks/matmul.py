@@ -1,15 +1,16 @@
 """Tile matmul on the GPU: batched small GEMMs and one large GEMM written with the tile API, against cuBLAS (PyTorch).
 
-Batched: one block per product, ``tile_load`` A and B into shared memory, ``tiles.matmul``,
-``tile_store`` C; or several products a block, the next pair of tiles loading asynchronously
-(``asynchronous=True``, ``tile_wait``) during each product (fp16 64^3 x 16384 with an fp16 or an fp32 C; fp32 64^3 x 16384), against
-``torch.bmm`` on the same device memory. bf16 128^3 needs 128 KiB of shared tiles (over the 48 KiB of
-static shared memory): reported as skipped. Large: examples/gemm.py's kernel (a loop over K-tiles) on 8192^3 fp16 with an
-fp32 C, against ``torch.matmul``. Each output is checked against PyTorch's (relative Frobenius
-error) before timing; then 3 warm-ups and ``--repeats`` runs timed by CUDA events, median.
-Prints a table (TFLOP/s, ratio to PyTorch) and writes JSON under benchmarks/results/.
+Batched: the register form (`tiles.Matmul`): one or several products a block, each over K-tiles loaded
+asynchronously a few steps ahead into dynamic shared memory, the accumulator in registers, C stored
+from them or staged through shared memory; and the shared-C form (`tile_load`, `tiles.matmul`,
+`tile_store`) as it was. Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096 with a
+bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large: examples/gemm.py's
+`make_pipelined_gemm` on 8192^3 bf16, against ``torch.matmul``. Each output is checked against
+PyTorch's (relative Frobenius error) before timing; then 3 warm-ups and ``--repeats`` runs timed by
+CUDA events, median. ``--jobs N`` first compiles every kernel in N processes (NVRTC takes 20-35 s a
+cuBLASDx kernel). Prints a table (TFLOP/s, ratio to PyTorch) and writes JSON under benchmarks/results/.
 
-    PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul.py [--repeats 20] [--label L] [--large 8192]
+    PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul.py [--repeats 20] [--label L] [--large 8192] [--jobs 15]
 """
 
 import argparse
