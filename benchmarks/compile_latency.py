@@ -45,11 +45,14 @@ def without(x, out):
 sys.path.insert(0, ".")
 from examples import gemm
 with_matmul = gemm.make_gemm((64, 64, 64), "float16", "float32", 128)  # one fp16 product a K-tile, fp32 C
+# the register form (tiles.Matmul): loads, product, C staged through shared memory
+with_register = gemm.make_pipelined_gemm((64, 64, 32), "float16", "float32", 128, staged=True)
 
 def without_matmul(a, b, c, alpha, beta):  # the same arguments, no product
     c[cuda.threadIdx.x, 0] = alpha * a[0, 0] * b[0, 0] + beta
 
-kernel = {"without": without, "matmul": with_matmul, "without matmul": without_matmul}.get(
+kernel = {"without": without, "matmul": with_matmul, "register matmul": with_register,
+          "without matmul": without_matmul}.get(
     sys.argv[1].split(",")[0], with_reduce)
 sig = ("void(float16[:, :], float16[:, :], float32[:, :], float64, float64)" if "matmul" in sys.argv[1]
        else "void(float32[:], float32[:])")
@@ -108,13 +111,15 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--label", default="", help="names the JSON file (compile_latency-DATE-LABEL.json)")
     parser.add_argument("--tree", default=None, help="a checkout of numba_tiles to measure instead of this one")
-    parser.add_argument("--matmul", action="store_true", help="also a first tiles.matmul kernel (~10 s a cold run)")
+    parser.add_argument("--matmul", action="store_true",
+                        help="also a first tiles.matmul and a first tiles.Matmul kernel (~15-30 s a cold run)")
     args = parser.parse_args()
     variants = ("without", "block_reduce, cold cache", "block_reduce, warm cache",
                 "block_reduce, kernel 2 of the process, cold cache",
                 "block_reduce, kernel 3 of the process (PCH made), cold cache")
     if args.matmul:
-        variants += ("without matmul", "matmul, cold cache", "matmul, warm cache")
+        variants += ("without matmul", "matmul, cold cache", "matmul, warm cache", "register matmul, cold cache",
+                     "register matmul, warm cache")
     results = {variant: measure(variant, args.runs, args.tree) for variant in variants}
     commit = subprocess.run(["git", "-C", args.tree or str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
