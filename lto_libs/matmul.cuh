@@ -99,6 +99,20 @@ using blas = decltype(cublasdx::Size<M, N, K>() + cublasdx::Precision<PA, PB, PC
                       cublasdx::Alignment<16, 16, 16>() + cublasdx::Block() + cublasdx::BlockDim<BX, BY, BZ>() +
                       cublasdx::experimental::StaticBlockDim() + cublasdx::SM<__CUDA_ARCH__>());
 
+// cuBLASDx's suggested block shape for a product (no BlockDim given), packed as x | y << 16 |
+// z << 32 for tiles.Matmul.suggested_block_dim, which reads it from a compiled constant.
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB>
+__host__ __device__ constexpr unsigned long long suggested_block_dim() {
+  using Description = decltype(cublasdx::Size<M, N, K>() + cublasdx::Precision<PA, PB, PC>() +
+                               cublasdx::Type<cublasdx::type::real>() + cublasdx::Function<cublasdx::function::MM>() +
+                               cublasdx::Arrangement<RowA ? cublasdx::row_major : cublasdx::col_major,
+                                                     RowB ? cublasdx::row_major : cublasdx::col_major,
+                                                     cublasdx::col_major>() +
+                               cublasdx::Alignment<16, 16, 16>() + cublasdx::Block() + cublasdx::SM<__CUDA_ARCH__>());
+  constexpr dim3 block = Description::suggested_block_dim;
+  return block.x | (static_cast<unsigned long long>(block.y) << 16) | (static_cast<unsigned long long>(block.z) << 32);
+}
+
 // Operand 0 is A (M x K), 1 is B (K x N): its shared layout, shape and arrangement.
 template <class BLAS, int Operand>
 __device__ __forceinline__ constexpr auto operand_layout() {

@@ -183,8 +183,9 @@ _constants = {}  # (C++ expression, header, arch) → its value
 
 
 def constant(expression, header, arch):
-    """The value of a C++ constant expression over ``header`` (a temp storage's size): NVRTC compiles it
-    into a global of a cubin and we read it from the ELF. Memoized and in the disk cache."""
+    """The value of a C++ constant expression over ``header`` (a temp storage's size, cuBLASDx's suggested
+    block): NVRTC compiles it into a global of a cubin and we read it from the ELF. Memoized and in
+    the disk cache."""
     from ._elf import symbol_bytes
 
     with _lock:

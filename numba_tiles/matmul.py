@@ -10,7 +10,7 @@ import types as pytypes
 
 from numba.cuda import types
 
-from . import _dtypes, _numba, _params, simulator
+from . import _compile, _dtypes, _numba, _params, simulator
 from ._errors import error
 from ._library import CUB, MATHDX
 from ._spec import Instance, intrinsic
@@ -333,6 +333,8 @@ class Matmul:
     - ``c_items``: items (of the accumulator's dtype) of the optional shared stage of ``store``;
     - ``threads``: the block's threads.
 
+    `Matmul.suggested_block_dim` gives cuBLASDx's own choice of block for a product.
+
     In a kernel (every thread of the block calls each; ``block_dim`` is the description's):
 
     - ``mm.load_a(src, tile, row, col, fill=0, asynchronous=False)`` / ``mm.load_b(...)``: the
@@ -380,17 +382,10 @@ class Matmul:
     def __init__(self, shape, dtype, *, block_dim, accumulator=None, arrangement=("row_major", "row_major"),
                  precision=None):
         name = "Matmul"
-        self.shape = _shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
+        self._describe(name, shape, dtype, accumulator, arrangement, precision)
         self.block_dim = _params.block_dim(name, block_dim)
         _whole_warps(name, self.block_dim)
-        self.precision = _params.choice("precision", dict.fromkeys([None, *_NAMED]))(name, precision)
-        self.arrangement = _arrangement2(name, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
-        ta = _dtypes.named(name, "dtype", dtype)
-        half = ta.name == "float16" or self.precision == "bf16"
-        tc = _dtypes.named(name, "accumulator", accumulator or ("float32" if half else ta.name))
-        self._compute = _compute_type(name, ta, tc, self.precision)
-        self._types = (ta, tc)
-        self.dtype, self.accumulator = ta.name, tc.name
+        ta, tc = self._types
         m, n, k = self.shape
         self.threads = threads = math.prod(self.block_dim)
         if m * n % threads:
@@ -406,6 +401,39 @@ class Matmul:
         self.multiply = _bind(_multiply, self)
         self.store = _bind(_store, self)
         self.wait = _bind(_wait, self)
+
+    def _describe(self, name, shape, dtype, accumulator, arrangement, precision):
+        """Check and keep what the product is, the block aside."""
+        self.shape = _shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
+        self.precision = _params.choice("precision", dict.fromkeys([None, *_NAMED]))(name, precision)
+        self.arrangement = _arrangement2(name, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
+        ta = _dtypes.named(name, "dtype", dtype)
+        half = ta.name == "float16" or self.precision == "bf16"
+        tc = _dtypes.named(name, "accumulator", accumulator or ("float32" if half else ta.name))
+        self._compute = _compute_type(name, ta, tc, self.precision)
+        self._types = (ta, tc)
+        self.dtype, self.accumulator = ta.name, tc.name
+
+    @classmethod
+    def suggested_block_dim(cls, shape, dtype, *, accumulator=None, arrangement=("row_major", "row_major"),
+                            precision=None, arch="sm_90"):
+        """cuBLASDx's suggested block shape for this product on ``arch``, as ``(x, y, z)``: no GPU needed.
+
+        NVRTC evaluates cuBLASDx's own choice (a few seconds the first time, then the disk cache
+        answers). Example::
+
+            import numba_tiles as tiles
+
+            block = tiles.Matmul.suggested_block_dim((64, 64, 32), "float16")
+            mm = tiles.Matmul((64, 64, 32), "float16", block_dim=block)
+        """
+        probe = cls.__new__(cls)
+        probe._describe("Matmul.suggested_block_dim", shape, dtype, accumulator, arrangement, precision)
+        m, n, k = probe.shape
+        row_a, row_b = (str(_ORDERS[a]).lower() for a in probe.arrangement)
+        packed = _compile.constant(f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, {probe._compute}, "
+                                   f"{probe._types[1].cxx}, {row_a}, {row_b}>()", MATMUL, arch)
+        return packed & 0xFFFF, packed >> 16 & 0xFFFF, packed >> 32 & 0xFFFF
 
     def _key(self):
         return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision)

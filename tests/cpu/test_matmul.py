@@ -183,6 +183,16 @@ def test_a_matmul_description_checks_and_sizes_itself_with_no_compile():
         assert str(info.value).startswith("tiles.Matmul:") and "Fix:" in str(info.value)
 
 
+def test_cublasdx_suggests_a_block_with_no_gpu():
+    """Matmul.suggested_block_dim: cuBLASDx's choice, evaluated by NVRTC; a Matmul takes it."""
+    block = tiles.Matmul.suggested_block_dim((64, 64, 32), cuda.types.float16)
+    assert len(block) == 3 and all(isinstance(d, int) for d in block) and block[0] * block[1] * block[2] % 32 == 0
+    assert tiles.Matmul((64, 64, 32), "float16", block_dim=block).threads == block[0] * block[1] * block[2]
+    assert tiles.Matmul.suggested_block_dim((32, 32, 32), "int16", precision="bf16", arch="sm_80")[0] >= 32
+    with pytest.raises(tiles.TilesError, match=r"tiles.Matmul.suggested_block_dim: shape must be"):
+        tiles.Matmul.suggested_block_dim((64, 64), "float16")
+
+
 def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory(tmp_path):
     """examples/gemm.py's pipelined kernel (fp16 -> fp32, C staged): HMMA fed by LDSM from cuBLASDx's
     swizzled tiles, 16-byte cp.async loads (LDGSTS), C through shared memory in vectors, the
