@@ -183,15 +183,21 @@ __device__ __forceinline__ void matmul_load(matrix_ref<T> src, long long row0, l
   const bool inside = row0 >= 0 && col0 >= 0 && row0 + rows <= src.rows && col0 + cols <= src.cols;
   const bool aligned = reinterpret_cast<unsigned long long>(src.data) % 16 == 0 && row0 >= 0 && col0 >= 0;
   P* origin = reinterpret_cast<P*>(&src(row0, col0));
-  if (inside && aligned && src.col_stride == 1 && src.row_stride % V == 0 && col0 % V == 0) {
+  // Offsets within the tile in 32 bits (half the address arithmetic of 64-bit ones), when they fit.
+  constexpr long long within = 0x7fffffffLL / (rows > cols ? rows : cols);
+  if (inside && aligned && src.col_stride == 1 && src.row_stride % V == 0 && col0 % V == 0 &&
+      src.row_stride <= within) {
     const auto global = cute::make_tensor(cute::make_gmem_ptr(origin),
                                           cute::make_layout(cute::Shape<cute::Int<rows>, cute::Int<cols>>{},
-                                                            cute::make_stride(src.row_stride, cute::_1{})));
+                                                            cute::make_stride(static_cast<int>(src.row_stride),
+                                                                              cute::_1{})));
     cublasdx::copy<BLAS, 16>(global, shared);
-  } else if (inside && aligned && src.row_stride == 1 && src.col_stride % V == 0 && row0 % V == 0) {
+  } else if (inside && aligned && src.row_stride == 1 && src.col_stride % V == 0 && row0 % V == 0 &&
+             src.col_stride <= within) {
     const auto global = cute::make_tensor(cute::make_gmem_ptr(origin),
                                           cute::make_layout(cute::Shape<cute::Int<rows>, cute::Int<cols>>{},
-                                                            cute::make_stride(cute::_1{}, src.col_stride)));
+                                                            cute::make_stride(cute::_1{},
+                                                                              static_cast<int>(src.col_stride))));
     cublasdx::copy<BLAS, 16>(global, shared);
   } else {
     constexpr int threads = BX * BY * BZ;
