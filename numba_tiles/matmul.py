@@ -44,12 +44,24 @@ def _shape(args):
     return dict(zip(("BX", "BY", "BZ"), args["block_dim"]))
 
 
+def _origin(name, args):
+    """Check the run-time tile origin ``row``, ``col``: integers."""
+    for param in ("row", "col"):
+        _dtypes.integer(name, param, args[param])
+
+
+def _scales(name, args):
+    """Check the run-time ``alpha``, ``beta`` (when given): numbers."""
+    for param in ("alpha", "beta"):
+        if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
+            raise error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
+
+
 def _move(name, args, matrix):
     """The tile's `Dtype`, after checking the tile, the global ``matrix`` (same dtype) and the origin."""
     dtype = _matrix(name, args, "tile")
     _matrix(name, args, matrix, like=("tile", dtype))
-    for param in ("row", "col"):
-        _dtypes.integer(name, param, args[param])
+    _origin(name, args)
     return dtype
 
 
@@ -225,9 +237,7 @@ def _matmul_rule(name, args):
     tb = _matrix(name, args, "b", like=("a", ta))
     tc = _matrix(name, args, "c")
     compute = _compute_type(name, ta, tc, args["precision"])
-    for param in ("alpha", "beta"):
-        if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
-            raise error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
+    _scales(name, args)
     _whole_warps(name, args["block_dim"])
     m, n, k = args["shape"]
     given = args["arrangement"] or (None, None, None)
@@ -497,8 +507,7 @@ def _load_operand_rule(name, args):
     mm, operand = args["mm"], args["operand"]
     ta = mm._shared_tile(name, args, "tile", "ab"[operand] + "_items")
     _matrix(name, args, "src", like=("tile", ta))
-    for param in ("row", "col"):
-        _dtypes.integer(name, param, args[param])
+    _origin(name, args)
     template = mm._template("numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
     return Instance(name, MATMUL, template, types.none,
                     (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
@@ -536,11 +545,8 @@ def _store_rule(name, args):
                     f"store into an array of {tc.name}" + (f" or {ta.name}" if ta != tc else ""))
     # dst of A's dtype: the result rounded to A's precision (bfloat16 for int16 bits)
     result = tc.cxx if td == tc else ("__nv_bfloat16" if mm.precision == "bf16" else ta.cxx)
-    for param in ("row", "col"):
-        _dtypes.integer(name, param, args[param])
-    for param in ("alpha", "beta"):
-        if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
-            raise error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
+    _origin(name, args)
+    _scales(name, args)
     params = (("acc", args["acc"], None), ("dst", args["dst"], None), ("row", types.int64, None),
               ("col", types.int64, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
     function = "numba_tiles::matmul_store"
