@@ -83,7 +83,7 @@ __device__ __forceinline__ void block_load(array_ref<T> src, array_ref<T> items,
   const long long valid = valid_items<HasNumValid>(src.size, num_valid);
   constexpr long long tile = static_cast<long long>(BX) * BY * BZ * IPT;
   if constexpr (Algo == cub::BLOCK_LOAD_VECTORIZE) {
-    const int tid = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
+    const int tid = thread_rank<BX, BY>();
     if (valid >= tile) {
       load_vectorized<IPT, Mod, true, false>(tid, data, dst, tile, oob_default);
     } else {

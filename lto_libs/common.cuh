@@ -125,6 +125,12 @@ __device__ __forceinline__ Storage& storage_of(array_ref<T> buffer, const char* 
   return *reinterpret_cast<Storage*>(start + (align - reinterpret_cast<unsigned long long>(start) % align) % align);
 }
 
+// The calling thread's rank in a BX x BY x BZ block (x fastest), as CUB ranks them.
+template <int BX, int BY>
+__device__ __forceinline__ int thread_rank() {
+  return threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
+}
+
 // With NUMBA_TILES_DEBUG=1 (compiled in as the macro NUMBA_TILES_DEBUG), every block-level call
 // first checks that the launch's block shape is the block_dim it was compiled for: CUB gives
 // wrong results silently otherwise.

@@ -201,7 +201,7 @@ __device__ __forceinline__ void matmul_load(matrix_ref<T> src, long long row0, l
     cublasdx::copy<BLAS, 16>(global, shared);
   } else {
     constexpr int threads = BX * BY * BZ;
-    const int t = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
+    const int t = thread_rank<BX, BY>();
     constexpr bool row_major = Operand == 0 ? RowA : RowB;
     for (int i = t; i < rows * cols; i += threads) {
       const int r = row_major ? i / cols : i % rows, c = row_major ? i % cols : i / rows;
@@ -231,6 +231,16 @@ __device__ __forceinline__ void matmul_multiply(array_ref<TA> a, array_ref<TB> b
   __syncthreads();
 }
 
+// One item of C as dst stores it: `scaled` (alpha acc) + beta old (old not read when beta == 0),
+// rounded to PD in dst's storage TD.
+template <typename PD, typename TD, typename TC>
+__device__ __forceinline__ TD blend(TC scaled, TC beta, const TD& old) {
+  if (beta != TC(0)) {
+    scaled += beta * static_cast<TC>(cuda::std::bit_cast<PD>(old));
+  }
+  return cuda::std::bit_cast<TD>(static_cast<PD>(scaled));
+}
+
 // dst's M x N tile at (row0, col0) = alpha acc + beta dst (beta == 0: dst is not read), the
 // items outside dst dropped. dst holds the accumulator's type, or PD (A's precision: the result
 // rounded to half precision) in storage TD. Each thread stores its own items: no barrier, no
@@ -251,11 +261,7 @@ __device__ __forceinline__ void matmul_store(array_ref<TC> acc, matrix_ref<TD> d
       const long long r = row0 + cute::get<0>(rc), col = col0 + cute::get<1>(rc);
       if (r >= 0 && r < dst.rows && col >= 0 && col < dst.cols) {
         TD& out = dst(r, col);
-        TC value = alpha * static_cast<TC>(c(i));
-        if (beta != TC(0)) {
-          value += beta * static_cast<TC>(cuda::std::bit_cast<PD>(out));
-        }
-        out = cuda::std::bit_cast<TD>(static_cast<PD>(value));
+        out = blend<PD>(alpha * static_cast<TC>(c(i)), beta, out);
       }
     }
   }
@@ -301,7 +307,7 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
   }
   __syncthreads();
   constexpr int threads = BX * BY * BZ;
-  const int t = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
+  const int t = thread_rank<BX, BY>();
   const bool inside = row0 >= 0 && col0 >= 0 && row0 + M <= dst.rows && col0 + N <= dst.cols;
   if (N % V == 0 && inside && dst.col_stride == 1 && dst.row_stride % V == 0 && col0 % V == 0 &&
       reinterpret_cast<unsigned long long>(dst.data) % (V * sizeof(TD)) == 0) {
@@ -315,11 +321,7 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
       vector result;
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        TC value = in.item[j];
-        if (beta != TC(0)) {
-          value += beta * static_cast<TC>(cuda::std::bit_cast<PD>(old.item[j]));
-        }
-        result.item[j] = cuda::std::bit_cast<TD>(static_cast<PD>(value));
+        result.item[j] = blend<PD>(in.item[j], beta, old.item[j]);
       }
       *out = result;
     }
@@ -329,11 +331,7 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
       const long long gr = row0 + r, gc = col0 + col;
       if (gr >= 0 && gr < dst.rows && gc >= 0 && gc < dst.cols) {
         TD& out = dst(gr, gc);
-        TC value = staged[r * LD + col];
-        if (beta != TC(0)) {
-          value += beta * static_cast<TC>(cuda::std::bit_cast<PD>(out));
-        }
-        out = cuda::std::bit_cast<TD>(static_cast<PD>(value));
+        out = blend<PD>(staged[r * LD + col], beta, out);
       }
     }
   }

@@ -16,7 +16,7 @@ namespace numba_tiles {
 template <int BX, int BY, int BZ, typename T, typename Visit>
 __device__ __forceinline__ void for_each_item(const matrix_ref<T>& tile, Visit visit) {
   constexpr int threads = BX * BY * BZ;
-  const int t = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
+  const int t = thread_rank<BX, BY>();
   const bool row_major = tile.row_stride >= tile.col_stride;
   const long long count = tile.rows * tile.cols;
   for (long long i = t; i < count; i += threads) {
@@ -55,7 +55,7 @@ __device__ __forceinline__ void copy_vectors(const matrix_ref<T>& tile, const ma
                                              long long col0) {
   constexpr int threads = BX * BY * BZ;
   constexpr long long V = 16 / sizeof(T);
-  const int t = threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
+  const int t = thread_rank<BX, BY>();
   const long long per_row = tile.cols / V, count = tile.rows * per_row;
   for (long long i = t; i < count; i += threads) {
     const long long r = i / per_row, c = i % per_row * V;
