@@ -18,7 +18,8 @@ GPU_IMAGE_HAS := attrs-* packaging-* psutil-* pygments-* python_dateutil-* typin
 GPU_PLATFORMS := --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_26_x86_64 \
                  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
 GPU_JOBS    ?= 12
-GPU_ENV     := PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR)
+# Two NVRTC workers a test process (a cuBLASDx program takes ~2 GB while it compiles).
+GPU_ENV     := PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2
 
 .PHONY: venv test demo gpu-wheels gpu-site gpu-test benchmark clean
 

@@ -149,6 +149,7 @@ def precompile(jobs, processes):
     import os
 
     os.environ["NUMBA_TILES_PREPARE"] = "0"
+    os.environ["NUMBA_TILES_COMPILE_JOBS"] = "1"  # the pool is the parallelism: one NVRTC a process (~2 GB each)
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
         seconds = pool.map(_compile_one, jobs, chunksize=1)
     print(f"precompiled {len(jobs)} kernels with {processes} processes: {sum(seconds):.0f} s of compiling")

@@ -14,7 +14,10 @@ import atexit
 import contextlib
 import json
 import os
+import pickle
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -89,10 +92,15 @@ def python_function(symbol, pyfunc, signature, cc):
 
 
 class _Program:
-    """The instances of one library that one code library calls, built into LTO-IR on first read."""
+    """The instances of one library that one code library calls, built into LTO-IR on first read.
 
-    def __init__(self, library, target):
-        self.library, self.target = library, target
+    ``siblings`` is the code library's dict of pending programs: for a library with a program per
+    entry point, the first one read builds every unbuilt sibling of such a library at once, each
+    NVRTC in a worker process (`_build_side_by_side`).
+    """
+
+    def __init__(self, library, target, siblings):
+        self.library, self.target, self.siblings = library, target, siblings
         self.instances = {}
         self.built = False
         self.code = _numba.lazy_ltoir(f"numba_tiles-{library.name}-{target.arch}.ltoir", self._build)
@@ -100,18 +108,54 @@ class _Program:
     def _build(self):
         with _lock:
             if not self.built:
-                self.built = True
-                try:
-                    self._bytes = build(sorted(self.instances.values(), key=lambda i: i.symbol), self.target)
-                except BaseException as exc:
-                    # Nothing of this failed program may serve a later kernel: its instances
-                    # compile afresh there (with their own errors, if any).
-                    for symbol in self.instances:
-                        _memo.pop((symbol, self.target), None)
-                    self._bytes = exc
+                together = [p for p in self.siblings.values() if p.library.per_entry and not p.built]
+                if self.library.per_entry and len(together) > 1 and _jobs() > 1:
+                    _build_side_by_side(together)
+                else:
+                    self._finish(_attempt(lambda: build(self._sorted(), self.target)))
             if isinstance(self._bytes, BaseException):
                 raise self._bytes
             return self._bytes
+
+    def _sorted(self):
+        return sorted(self.instances.values(), key=lambda i: i.symbol)
+
+    def _finish(self, result):
+        self.built = True
+        self._bytes = result
+        if isinstance(result, BaseException):
+            # Nothing of this failed program may serve a later kernel: its instances
+            # compile afresh there (with their own errors, if any).
+            for symbol in self.instances:
+                _memo.pop((symbol, self.target), None)
+
+
+def _attempt(work):
+    try:
+        return work()
+    except BaseException as exc:
+        return exc
+
+
+def _jobs():
+    """How many NVRTC worker processes may run at once (``NUMBA_TILES_COMPILE_JOBS``, default: the CPUs)."""
+    return int(os.environ.get("NUMBA_TILES_COMPILE_JOBS", 0)) or os.cpu_count() or 1
+
+
+def _build_side_by_side(programs):
+    """Build ``programs`` at once, each one's NVRTC in a worker process (threads wait on them)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(_jobs(), len(programs)), thread_name_prefix="numba_tiles NVRTC") as pool:
+        # Last lowered first: a kernel calls its loads before the product and the store, the
+        # heavier instantiations (cuBLASDx's product alone is most of a matmul kernel's compile).
+        futures = {p: pool.submit(_attempt, lambda p=p: build(p._sorted(), p.target, isolated=True))
+                   for p in reversed(programs)}
+        results = [futures[p].result() for p in programs]
+    for program, result in zip(programs, results):
+        if isinstance(result, NVRTCError):  # (its size check reads constants, under _lock: here, not there)
+            result = _too_big(program._sorted(), program.target) or result
+        program._finish(result)
 
 
 def for_call(instance, target, code_library):
@@ -124,26 +168,28 @@ def for_call(instance, target, code_library):
             _stats.count("memo")
             return found.code
         per_library = _open.setdefault(code_library, {})
-        group = (target, instance.header.library)
+        library = instance.header.library
+        group = (target, library, instance.symbol if library.per_entry else None)
         program = per_library.get(group)
         if program is None or program.built:
-            program = per_library[group] = _Program(instance.header.library, target)
+            program = per_library[group] = _Program(library, target, per_library)
         program.instances.setdefault(instance.symbol, instance)
         _memo[(instance.symbol, target)] = program
         return program.code
 
 
-def build(instances, target):
-    """LTO-IR bytes for one translation unit of one library: from the disk cache, else NVRTC (then stored)."""
+def build(instances, target, isolated=False):
+    """LTO-IR bytes for one translation unit of one library: from the disk cache, else NVRTC (then
+    stored); ``isolated``: NVRTC in a worker process, and an oversized storage is the caller's to find."""
     library = instances[0].header.library
     source = translation_unit(instances)
     name = instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}"
 
     def make():
         try:
-            return _nvrtc(source, library, target, name, instances)
+            return _nvrtc(source, library, target, name, instances, isolated=isolated)
         except NVRTCError as exc:
-            raise _too_big(instances, target) or exc from None
+            raise (None if isolated else _too_big(instances, target)) or exc from None
 
     return _cached(source, library, target, "ltoir", make)
 
@@ -309,22 +355,18 @@ class NVRTCError(RuntimeError):
         self.log, self.source = log, source
 
 
-def _nvrtc(source, library, target, name, instances, output="ltoir"):
-    """NVRTC's ``output`` (LTO-IR, or a cubin: a PTX target would make cuda.core ask the driver)."""
-    from cuda.core import Program, ProgramOptions
-
+def _nvrtc(source, library, target, name, instances, output="ltoir", isolated=False):
+    """NVRTC's ``output`` (LTO-IR, or a cubin: a PTX target would make cuda.core ask the driver);
+    ``isolated``: in a worker process (`_nvrtc_worker`)."""
     flags = options(library, target, output)
-    pch = _pchs.get(_tag(library, flags)) if library.base else None
+    pch = _pchs.get(_tag(library, flags)) if library.base and not isolated else None
     # NVRTC runs one compile at a time: waiting for a PCH under way costs no more than parsing.
     use = pch.options() if pch is not None else {}
-    program = Program(source, "c++", options=ProgramOptions(
-        name=name, include_path=library.include_path(), **flags, **use))
+    program_options = dict(name=name, include_path=library.include_path(), **flags, **use)
     start = time.perf_counter()
-    try:
-        code = program.compile(output).code
-    except Exception as exc:  # cuda.core raises its own error types; keep the log and source
-        log = str(exc)
-        raise NVRTCError(_failure(log, library, target, name, instances), log, source) from None
+    status, code = (_in_worker if isolated else _in_process)(source, program_options, output)
+    if status != "ok":
+        raise NVRTCError(_failure(code, library, target, name, instances), code, source)
     _stats.count("nvrtc_seconds", time.perf_counter() - start)
     _stats.count("nvrtc")
     if library.base:
@@ -332,6 +374,24 @@ def _nvrtc(source, library, target, name, instances, output="ltoir"):
         # for them behind this one (and behind the Python work before the next).
         _start_base_pch(library, flags)
     return code
+
+
+def _in_process(source, program_options, output):
+    from cuda.core import Program, ProgramOptions
+
+    try:
+        return "ok", Program(source, "c++", options=ProgramOptions(**program_options)).compile(output).code
+    except Exception as exc:  # cuda.core raises its own error types; keep the log
+        return "error", str(exc)
+
+
+def _in_worker(source, program_options, output):
+    worker = os.path.join(os.path.dirname(__file__), "_nvrtc_worker.py")
+    done = subprocess.run([sys.executable, worker], input=pickle.dumps((source, program_options, output)),
+                          capture_output=True)
+    if done.returncode != 0:
+        return "error", f"the NVRTC worker process failed ({done.returncode}): {done.stderr.decode()[-2000:]}"
+    return pickle.loads(done.stdout)
 
 
 def _failure(log, library, target, name, instances):

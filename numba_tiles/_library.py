@@ -45,6 +45,7 @@ class Library:
     options: tuple = ()  # NVRTC define_macro entries: "NAME" or ("NAME", "value")
     flags: tuple = ()  # other NVRTC options, as (cuda.core ProgramOptions field, value) pairs
     base: str = None  # the header every program includes first: what its headers share, precompiled once
+    per_entry: bool = False  # one program per entry point, built side by side in worker processes
 
     def header(self, filename):
         return Header(self, filename)
@@ -163,6 +164,7 @@ MATHDX = Library(
                       "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent)},
     blame="This is a numba_tiles bug (or a size cuBLASDx does not support); please report it with this message",
     options=("NDEBUG", ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES))),
-    flags=(("device_as_default_execution_space", True),),
+    flags=(("device_as_default_execution_space", True), ("gen_opt_lto", True)),
+    per_entry=True,
 )
 

@@ -112,9 +112,9 @@ def observed_programs(monkeypatch):
     seen = []
     real = _compile._nvrtc
 
-    def observe(source, library, target, name, instances, output="ltoir"):
+    def observe(source, library, target, name, instances, output="ltoir", **how):
         seen.append((source, _compile.options(library, target, output)))
-        return real(source, library, target, name, instances, output)
+        return real(source, library, target, name, instances, output, **how)
 
     monkeypatch.setattr(_compile, "_nvrtc", observe)
     return seen
@@ -333,3 +333,42 @@ def test_a_failing_library_header_is_blamed_on_its_library(tmp_path, monkeypatch
     assert "tiles.mine as mypkg::broken<int, 3>" in message and "(mypkg). This is a bug in mypkg" in message
     assert "N must be negative" in message and "N must be negative" in info.value.log
     assert "numba_tiles bug" not in message and instance.symbol in info.value.source
+
+
+def test_a_per_entry_library_builds_its_programs_side_by_side_in_worker_processes(tmp_path, monkeypatch):
+    """A library with a program per entry (MathDx's) builds a code library's programs at once, each
+    NVRTC in a worker process; a failing one fails alone, naming itself, and later work goes on."""
+    from numba.cuda import types
+
+    from numba_tiles._library import Library
+    from numba_tiles._spec import Instance
+
+    monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
+    monkeypatch.setenv("NUMBA_TILES_COMPILE_JOBS", "2")
+
+    in_process, real = [], _compile._in_process
+    monkeypatch.setattr(_compile, "_in_process", lambda *args: in_process.append(args) or real(*args))
+    (tmp_path / "pair.cuh").write_text(
+        "#pragma once\nnamespace mypkg {\ntemplate <int N>\n__device__ void scaled() { __nanosleep(N); }\n"
+        "template <int N>\n__device__ void broken() { static_assert(N < 0, \"mypkg: N must be negative\"); }\n}\n")
+    library = Library("mypkg", include_dirs=lambda: (tmp_path, *CUB.include_dirs()), versions=lambda: {"mypkg": "1"},
+                      blame="This is a bug in mypkg", per_entry=True)
+    header = library.header("pair.cuh")
+
+    def instance(template, n):
+        return Instance("mine", header, header.template(f"mypkg::{template}", N=n), types.none, ())
+
+    class CodeLibrary:  # what Numba lowers into (only its identity matters here)
+        pass
+
+    kernel, target = CodeLibrary(), Target("sm_90")
+    good, bad = instance("scaled", 3), instance("broken", 5)
+    objects = [_compile.for_call(i, target, kernel) for i in (good, bad)]
+    before = tiles.cache.stats()["nvrtc"]
+    assert isinstance(objects[0].data, bytes) and objects[0].data  # builds both
+    assert tiles.cache.stats()["nvrtc"] == before + 1 and not in_process  # (a failure counts no NVRTC product)
+    with pytest.raises(_compile.NVRTCError, match=r"(?s)tiles.mine as mypkg::broken<5>.*N must be negative"):
+        objects[1].data
+    later = [_compile.for_call(i, target, CodeLibrary()) for i in (instance("scaled", 7), good)]
+    assert all(isinstance(o.data, bytes) and o.data for o in later)  # a new program, and the memo's
+    assert len(in_process) == 1  # one program to build: no worker
