@@ -29,6 +29,8 @@ from .block import (block_adjacent_difference, block_discontinuity, block_exchan
 from .matmul import Matmul, matmul, tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum
 
+if not _numba.simulator_enabled():
+    _numba.link_line_info_with_nvrtc()  # (else @cuda.jit(lineinfo=True) fails to link any intrinsic)
 if not _numba.simulator_enabled() and _os.environ.get("NUMBA_TILES_PREPARE", "1") != "0":
     # The user's first kernel is about a second away: parse CUB's base headers for this GPU meanwhile.
     _compile.prepare_for_current_device(_library.CUB)

@@ -48,12 +48,13 @@ def recording():
             _recording = None
 
 
-def translation_unit(instances):
+def translation_unit(instances, lines=False):
     """One C++ source defining the entry points of ``instances`` (of one library): its prelude, the
-    headers they use in a fixed order, then their declarations and entry points."""
+    headers they use in a fixed order, then their declarations and entry points (``lines``: with
+    ``#line``s, for a build with line tables)."""
     return (_includes(instances[0].header.library, {i.header.name for i in instances})
             + "".join(dict.fromkeys("\n" + i.prelude for i in instances if i.prelude))
-            + "".join("\n" + i.entry() for i in instances))
+            + "".join("\n" + i.entry(lines) for i in instances))
 
 
 def _includes(library, headers):
@@ -182,7 +183,7 @@ def build(instances, target, isolated=False):
     """LTO-IR bytes for one translation unit of one library: from the disk cache, else NVRTC (then
     stored); ``isolated``: NVRTC in a worker process, and an oversized storage is the caller's to find."""
     library = instances[0].header.library
-    source = translation_unit(instances)
+    source = translation_unit(instances, lines=target.lineinfo or target.debug)
     name = instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}"
 
     def make():

@@ -69,15 +69,23 @@ class Header:
 
         Trailing template parameters that C++ deduces from the call (``typename Temp``) are left out.
         """
-        name = qualified.rsplit("::", 1)[-1]
+        declared = self._declared(qualified)[0]
+        given = list(arguments)
+        if given != declared[:len(given)]:
+            raise AssertionError(f"{self.library.name}: {qualified} in {self.name} takes <{', '.join(declared)}>; "
+                                 f"the rule gives <{', '.join(given)}>")
+        return f"{qualified}<{', '.join(str(_cxx(v)) for v in arguments.values())}>"
+
+    def line(self, qualified):
+        """The line of this header that declares the template ``qualified`` (an entry point's ``#line``)."""
+        return self._declared(qualified)[1]
+
+    def _declared(self, qualified):
+        name = qualified.split("<", 1)[0].rsplit("::", 1)[-1]
         declared = _declarations(self.path()).get(name)
         if declared is None:
             raise AssertionError(f"{self.library.name}: {self.name} declares no template {name}")
-        given = list(arguments)
-        if given != declared[:len(given)]:
-            raise AssertionError(f"{self.library.name}: {name} in {self.name} takes <{', '.join(declared)}>; "
-                                 f"the rule gives <{', '.join(given)}>")
-        return f"{qualified}<{', '.join(str(_cxx(v)) for v in arguments.values())}>"
+        return declared
 
 
 @functools.cache
@@ -105,12 +113,14 @@ _TEMPLATE = re.compile(
 
 @functools.cache
 def _declarations(path):
-    """{template name: its parameters' names} of a header; every overload of a name declares the same."""
-    found = {}
-    for match in _TEMPLATE.finditer(path.read_text()):
+    """{template name: (its parameters' names, the line of its first declaration)} of a header; every
+    overload of a name declares the same parameters."""
+    found, text = {}, path.read_text()
+    for match in _TEMPLATE.finditer(text):
         name = match["alias"] or match["struct"] or match["function"]
         params = [p.split()[-1] for p in match["params"].split(",") if p.strip()]
-        if found.setdefault(name, params) != params:
+        line = text.count("\n", 0, match.start()) + 1
+        if found.setdefault(name, (params, line))[0] != params:
             raise AssertionError(f"{path.name}: the overloads of {name} declare different template parameters")
     return found
 

@@ -18,6 +18,8 @@ The touchpoints, each with its contract test:
   them (its documented file-object form), so that all of a kernel's intrinsics compile together;
 - `compile_kernel_ltoir` / `compile_device_ltoir`: numba-cuda's public ``compile_all`` /
   ``compile`` to LTO-IR;
+- `link_line_info_with_nvrtc`: numba-cuda's debug-info module flags given NVRTC's merge behavior,
+  so that a kernel with line info links with our LTO-IR;
 - the simulator hooks: the simulated thread, its block's shape and a per-block scratch dict.
 """
 
@@ -263,6 +265,40 @@ def allow_dynamic_shared_memory(dispatcher, nbytes, args):
     if error != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}) failed: {error}")
     return limit
+
+
+# --- line info -----------------------------------------------------------------------------
+
+_LLVM_FLAG_ERROR = 1  # LLVM's module-flag merge behavior "Error", which NVRTC's LTO-IR uses
+
+
+def link_line_info_with_nvrtc():
+    """Give numba-cuda's "Dwarf Version" / "Debug Info Version" module flags NVRTC's merge behavior.
+
+    With ``lineinfo=True`` or ``debug=True``, numba-cuda marks these flags with LLVM's "Warning"
+    behavior (2). NVRTC's LTO-IR marks them "Error" (1), with or without ``-lineinfo``.
+    nvJitLink refuses to link two modules whose behaviors for one flag differ ("linking module
+    flags 'Debug Info Version': IDs have conflicting behaviors"), so every kernel with line info
+    that called an intrinsic failed to link. The flags' values are unchanged. This replaces
+    numba-cuda 0.30's ``DIBuilder._set_module_flags``; a numba-cuda without that method is left as
+    it is, and the contract test fails.
+    """
+    from numba.cuda import cgutils, debuginfo
+
+    builder = debuginfo.DIBuilder
+    if not all(hasattr(builder, name) for name in ("_set_module_flags", "_const_int", "DWARF_VERSION",
+                                                    "DEBUG_INFO_VERSION")):
+        return
+
+    def set_module_flags(self):
+        flags = cgutils.get_or_insert_named_metadata(self.module, "llvm.module.flags")
+        for name, version in (("Dwarf Version", self.DWARF_VERSION), ("Debug Info Version", self.DEBUG_INFO_VERSION)):
+            if version is not None:
+                flag = self.module.add_metadata([self._const_int(_LLVM_FLAG_ERROR), name, self._const_int(version)])
+                if flag not in flags.operands:
+                    flags.add(flag)
+
+    builder._set_module_flags = set_module_flags
 
 
 # --- Python functions and the simulator ---------------------------------------------------

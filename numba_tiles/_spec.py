@@ -99,8 +99,12 @@ class Instance:
         base = self.template.split("<", 1)[0].rsplit("::", 1)[-1]
         return f"numba_tiles_{base}_{digest}"
 
-    def entry(self):
-        """The C++ entry point NVRTC compiles for this instance (after ``#include`` of its header)."""
+    def entry(self, lines=False):
+        """The C++ entry point NVRTC compiles for this instance (after ``#include`` of its header).
+
+        ``lines``: its call is marked (``#line``) as the line of the header that declares the
+        template, so that a line table maps the inlined entry to a file a user can open, between
+        the header's lines and the kernel's Python call line."""
         decls, args = self._declarations()
         call = f"{self.template}({', '.join(args)})"
         results = [f"*result{i}" for i in range(len(self.outputs))]
@@ -108,7 +112,8 @@ class Instance:
             call = f"::cuda::std::tie({', '.join(results)}) = {call}"
         elif results:
             call = f"{results[0]} = {call}"
-        return f'extern "C" __device__ void {self.symbol}({", ".join(decls)}) {{\n  {call};\n}}\n'
+        line = f'#line {self.header.line(self.template)} "{self.header.path()}"\n' if lines else ""
+        return f'extern "C" __device__ void {self.symbol}({", ".join(decls)}) {{\n{line}  {call};\n}}\n'
 
     @property
     def static_storage(self):

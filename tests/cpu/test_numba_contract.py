@@ -75,6 +75,26 @@ def test_compile_kernel_and_device_ltoir():
     assert isinstance(code, bytes) and code
 
 
+@pytest.mark.parametrize("mode", ["lineinfo", "debug"])
+def test_numba_cudas_line_info_links_with_nvrtc_ltoir(mode):
+    """link_line_info_with_nvrtc (applied at import): numba-cuda's LTO-IR with line tables links with
+    any NVRTC LTO-IR (its module flags' merge behavior is NVRTC's), with no intrinsic involved."""
+    from cuda.core import Linker, LinkerOptions, ObjectCode, Program, ProgramOptions
+
+    triple = cuda.declare_device("numba_tiles_test_triple", "int32(int32)")
+
+    def kernel(x):
+        x[0] = triple(x[0])
+
+    ours = Program('extern "C" __device__ int numba_tiles_test_triple(int* r, int x) { *r = 3 * x; return 0; }',
+                   "c++", options=ProgramOptions(arch="sm_90", link_time_optimization=True,
+                                                 relocatable_device_code=True)).compile("ltoir").code
+    numbas = _numba.compile_kernel_ltoir(kernel, "void(int32[::1])", (9, 0), **{mode: True})[0]
+    cubin = Linker(ObjectCode.from_ltoir(numbas), ObjectCode.from_ltoir(ours),
+                   options=LinkerOptions(arch="sm_90", link_time_optimization=True, **{mode: True})).link("cubin")
+    assert cubin.code[:4] == b"\x7fELF"
+
+
 def test_python_function_of_a_device_function():
     @cuda.jit(device=True)
     def op(a, b):
