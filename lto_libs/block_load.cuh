@@ -66,6 +66,44 @@ __device__ __forceinline__ void load_vectorized(int tid, const T* data, T (&dst)
   }
 }
 
+// The vectorize algorithm's store, load_vectorized's twin: thread t's IPT items go to
+// data[t*IPT ...] as 16-byte words where the tile is aligned, item by item otherwise. CUB's
+// vectorized store writes words without looking at the address, so a dst that does not start on
+// a 16-byte boundary (out[1:]) faulted. A partial tile writes whole words up to its end too.
+template <int IPT, bool Full, typename T>
+__device__ __forceinline__ void store_vectorized(int tid, T* data, const T (&src)[IPT], long long valid) {
+  T* mine = data + static_cast<long long>(tid) * IPT;
+  const long long left = valid - static_cast<long long>(tid) * IPT;  // how many of mine exist
+  constexpr int V = sizeof(T) <= 16 && 16 % sizeof(T) == 0 ? 16 / sizeof(T) : 0;  // items per word
+  if constexpr (V > 0 && IPT % V == 0) {
+    if (reinterpret_cast<uintptr_t>(data) % 16 == 0) {
+      uint4* words = reinterpret_cast<uint4*>(mine);
+#pragma unroll
+      for (int w = 0; w < IPT / V; ++w) {
+        if (Full || left >= (w + 1) * V) {
+          uint4 word;
+          memcpy(&word, &src[w * V], 16);
+          words[w] = word;
+        } else {
+#pragma unroll
+          for (int j = w * V; j < (w + 1) * V; ++j) {
+            if (j < left) {
+              mine[j] = src[j];
+            }
+          }
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < IPT; ++j) {
+    if (Full || j < left) {
+      mine[j] = src[j];
+    }
+  }
+}
+
 // Load the tile that starts at src[0] into each thread's IPT items (blocked arrangement) with
 // CUB's algorithm Algo, each load with cache modifier Mod. A full tile takes CUB's unguarded
 // path; a shorter one (the array ends, or num_valid) its guarded path, which reads nothing past
@@ -122,7 +160,15 @@ __device__ __forceinline__ void block_store(array_ref<T> dst, array_ref<T> items
     src[j] = given[j];
   }
   const long long valid = valid_items<HasNumValid>(dst.size, num_valid);
-  if (valid >= static_cast<long long>(BX) * BY * BZ * IPT) {
+  constexpr long long tile = static_cast<long long>(BX) * BY * BZ * IPT;
+  if constexpr (Algo == cub::BLOCK_STORE_VECTORIZE) {
+    const int tid = thread_rank<BX, BY>();
+    if (valid >= tile) {
+      store_vectorized<IPT, true>(tid, data, src, tile);
+    } else {
+      store_vectorized<IPT, false>(tid, data, src, valid);
+    }
+  } else if (valid >= tile) {
     Store(storage).Store(data, src);
   } else {
     Store(storage).Store(data, src, static_cast<int>(valid));

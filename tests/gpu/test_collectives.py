@@ -27,6 +27,31 @@ def test_load_store_partial(algorithm, num_valid, oob_default, rng):
     c.run_load_store("int32", 128, 4, algorithm, rng, num_valid=num_valid, oob_default=oob_default)
 
 
+@pytest.mark.parametrize("offset", [0, 1, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])
+def test_vectorize_on_misaligned_arrays(dtype, offset, rng):
+    """"vectorize" from x[offset:] to out[offset:] (not on a 16-byte boundary unless offset is 0), full
+    tiles and a partial last one: 16-byte words where aligned, items otherwise (CUB's store faulted)."""
+    import numba_tiles as tiles
+
+    items, threads, DT = 16, 64, np.dtype(dtype)
+    tile = items * threads
+    n = offset + 3 * tile + tile // 3
+
+    @cuda.jit
+    def copy(x, out):
+        mine = cuda.local.array(items, DT)
+        start = offset + cuda.blockIdx.x * tile
+        tiles.block_load(x[start:], mine, block_dim=threads, items_per_thread=items, algorithm="vectorize")
+        tiles.block_store(out[start:], mine, block_dim=threads, items_per_thread=items, algorithm="vectorize")
+
+    x = c.random_array(DT, n, rng)
+    out = np.zeros_like(x)
+    copy[4, threads](x, out)
+    np.testing.assert_array_equal(out[offset:], x[offset:])
+    assert not out[:offset].any()
+
+
 @pytest.mark.parametrize("block_dim", SHAPES)
 @pytest.mark.parametrize("dtype", c.ARRAY_DTYPES)
 def test_load_store_dtypes(dtype, block_dim, rng):
