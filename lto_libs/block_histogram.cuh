@@ -25,7 +25,9 @@ __device__ __forceinline__ void block_histogram(array_ref<T> items, array_ref<Co
   Counter* bins = items_of<Bins>(histogram, "block_histogram");
 #ifdef NUMBA_TILES_DEBUG
   for (int j = 0; j < IPT; ++j) {
-    if (!(samples[j] >= T(0) && samples[j] < T(Bins))) {
+    // Compared as a wide integer: T(Bins) is 0 for uint8 items and 256 bins, which would fail every item.
+    const long long bin = static_cast<long long>(samples[j]);
+    if (!(bin >= 0 && bin < Bins)) {
       if (first_thread()) {
         printf("tiles.block_histogram: an item is not a bin index in [0, %d)\n", Bins);
       }

@@ -2,7 +2,7 @@
 
 Example::
 
-    from numba import cuda
+    from numba import cuda, float32
     import numba_tiles as tiles
 
     TPB = 256
@@ -10,7 +10,7 @@ Example::
     @cuda.jit
     def block_sums(x, out):
         i = cuda.grid(1)
-        v = x[i] if i < x.size else 0.0
+        v = x[i] if i < x.size else float32(0)  # (0.0 would make v, and the sum, float64)
         s = tiles.block_reduce(v, "+", block_dim=TPB)   # valid in thread 0, as in CUB
         if cuda.threadIdx.x == 0:
             out[cuda.blockIdx.x] = s

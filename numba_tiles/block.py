@@ -148,13 +148,13 @@ def block_sum(value, *, block_dim, items_per_thread=None, num_valid=None, algori
 
     Example::
 
-        from numba import cuda
+        from numba import cuda, float32
         import numba_tiles as tiles
 
         @cuda.jit
         def block_sums(x, out):
             i = cuda.grid(1)
-            s = tiles.block_sum(x[i] if i < x.size else 0.0, block_dim=256)
+            s = tiles.block_sum(x[i] if i < x.size else float32(0), block_dim=256)  # (0.0: a float64 sum)
             if cuda.threadIdx.x == 0:
                 out[cuda.blockIdx.x] = s
     """
@@ -483,8 +483,8 @@ def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descendi
                      begin_bit=None, end_bit=None, temp=None):
     """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by radix sort.
 
-    - ``keys``: thread-local array of integers or floats (float16/32/64; -0.0 sorts before +0.0,
-      NaNs last), in blocked arrangement.
+    - ``keys``: thread-local array of integers or floats (float16/32/64; -0.0 and +0.0 are equal
+      keys, in their input order; NaNs last), in blocked arrangement.
     - ``values``: an optional thread-local array of any dtype, moved with its key.
     - ``descending``: largest first. Equal keys keep their order (the sort is stable).
     - ``striped``: leave the result striped (thread t holds ranks t, t+T, ...: coalesced stores)

@@ -227,9 +227,10 @@ def block_histogram(instance, args):
     tiles_ = _exchange(thread, _items(instance, args["items"], args["items_per_thread"]))
     histogram, bins = args["histogram"], args["bins"]
     if thread.thread_id == 0:
-        counts = np.bincount([int(v) for tile in tiles_ for v in tile], minlength=bins)
-        if len(counts) > bins:
+        samples = [int(v) for tile in tiles_ for v in tile]
+        if any(not 0 <= v < bins for v in samples):
             raise error(instance.intrinsic, f"an item is outside [0, {bins})", "pass bin indices")
+        counts = np.bincount(samples, minlength=bins)
         histogram[:bins] = counts.astype(histogram.dtype) + (histogram[:bins] if args["accumulate"] else 0)
     thread.syncthreads()
 

@@ -51,6 +51,26 @@ def test_histogram(algorithm, accumulate, rng):
     c.run_histogram("uint8", "uint32", 16, 32, 4, algorithm, rng, accumulate=accumulate)
 
 
+@pytest.mark.parametrize("bad", [-1, 16])
+def test_histogram_item_outside_the_bins_is_an_error(bad):
+    """The twin of NUMBA_TILES_DEBUG's check: a negative item or one past the bins is a TilesError."""
+    from numba import int32
+
+    @cuda.jit
+    def kernel(x, out):
+        counts = cuda.shared.array(16, int32)
+        items = cuda.local.array(2, int32)
+        for j in range(2):
+            items[j] = x[2 * cuda.threadIdx.x + j]
+        tiles.block_histogram(items, counts, bins=16, block_dim=32, items_per_thread=2)
+        out[cuda.threadIdx.x % 16] = counts[cuda.threadIdx.x % 16]
+
+    x = np.arange(64, dtype=np.int32) % 16
+    x[37] = bad
+    with pytest.raises(tiles.TilesError, match=r"an item is outside \[0, 16\)"):
+        kernel[1, 32](x, np.zeros(16, np.int32))
+
+
 @pytest.mark.parametrize("dtype", ["int8", "uint32", "float32", "float64"])
 @pytest.mark.parametrize("descending,striped", [(False, False), (True, False), (False, True)])
 def test_radix_sort(dtype, descending, striped, rng):
