@@ -687,7 +687,7 @@ def block_discontinuity(items, *, block_dim, items_per_thread, heads=None, tails
 
     - ``items``: the thread-local array (any dtype).
     - ``heads``, ``tails``: thread-local arrays of ``items_per_thread`` integers (e.g. uint8) to
-      fill; pass one or both.
+      fill; pass one or both (both of one dtype).
     - ``compare``: ``"!="`` (default) or a ``@cuda.jit(device=True)`` function ``differ(a, b)``
       returning True when the earlier item ``a`` and the later ``b`` belong to different runs.
     {{block_dim}}
