@@ -21,7 +21,7 @@ GPU_JOBS    ?= 12
 # Two NVRTC workers a test process (a cuBLASDx program takes ~2 GB while it compiles).
 GPU_ENV     := PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2
 
-.PHONY: venv test demo gpu-wheels gpu-site gpu-test benchmark clean
+.PHONY: venv test docs demo gpu-wheels gpu-site gpu-test gpu-sanitize benchmark clean
 
 $(PY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ venv: $(PY)
 test: $(PY)
 	$(PY) -m pytest tests -q -ra
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra
+
+# The documentation site (docs/, Sphinx + MyST), warnings as errors: docs/_build/html/index.html.
+docs: $(PY)
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 demo: $(PY)
 	$(PY) examples/segmented_sum.py
@@ -73,5 +77,19 @@ gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_reduction.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/gemm.py
 
+# There: a representative subset of the GPU tests (tests/gpu/conftest.py: every intrinsic and algorithm,
+# each block shape, temp= sharing, back-to-back calls) under compute-sanitizer's memcheck, racecheck and
+# synccheck, one tool after the other; a finding fails the target. The three runs share one LTO-IR cache.
+SANITIZER      ?= compute-sanitizer
+SANITIZE_TOOLS ?= memcheck racecheck synccheck
+gpu-sanitize: gpu-site
+	status=0; for tool in $(SANITIZE_TOOLS); do \
+	  echo "== compute-sanitizer --tool $$tool"; \
+	  $(GPU_ENV) NUMBA_TILES_CACHE_DIR=$(CURDIR)/.gpu-sanitize-cache $(SANITIZER) --tool $$tool \
+	    --target-processes all --error-exitcode 99 $(GPU_PYTHON) -m pytest tests/gpu -q -p no:cacheprovider \
+	    -n $(GPU_JOBS) --sanitize-subset --ignore=tests/gpu/test_notebooks_gpu.py \
+	    --ignore=tests/gpu/test_randomized.py || status=1; \
+	done; exit $$status
+
 clean:
-	rm -rf $(VENV) .gpu-wheels .gpu-site .gpu-notebooks
+	rm -rf $(VENV) .gpu-wheels .gpu-site .gpu-notebooks .gpu-sanitize-cache docs/_build

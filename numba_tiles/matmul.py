@@ -89,6 +89,7 @@ def tile_load(src, tile, row, col, fill=0, *, block_dim, asynchronous=False):
     With ``asynchronous=True`` it returns at once, without a barrier: the vector copies run in
     the background (sm_80's ``cp.async``) while the block works on other tiles, and the tile may
     be read only after `tile_wait` (double buffering: load the next K-tile, compute on this one).
+
     {{block_dim}}
 
     Example::
@@ -157,6 +158,7 @@ def tile_store(tile, dst, row, col, *, block_dim):
 
     ``tile`` and ``dst`` are as for `tile_load` (``dst`` writable). Every thread of the block
     must call it; it ends with a barrier, so the tile may be refilled when it returns.
+
     {{block_dim}}
 
     Example::
@@ -291,6 +293,7 @@ def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, 
     barrier) and the call ends with one, so ``c`` is ready when it returns. Implemented by
     cuBLASDx's block ``execute`` (MathDx 25.6); its first compile takes about 10 s, then
     the LTO-IR comes from the disk cache.
+
     {{block_dim}}
 
     Example::
