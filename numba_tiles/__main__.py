@@ -114,8 +114,9 @@ def report():
     else:
         rows.append(("driver", "CUDA %d.%d" % driver))
         if nvjitlink.version() > driver:
-            problems.append(f"the toolkit ({jitlink}) is newer than the driver (CUDA {'%d.%d' % driver}): "
-                            f"pip install 'cuda-toolkit[nvrtc,nvjitlink,nvvm,cccl]=={'%d.%d' % driver}.*'")
+            problems.append(f"the toolkit ({jitlink}) is newer than the driver (CUDA {'%d.%d' % driver}), which "
+                            f"cannot load its code: install a driver for CUDA {jitlink} or newer (r580 or newer "
+                            f"for 13.0; numba_tiles pins the CUDA 13.0 toolkit)")
         from numba import cuda
 
         for gpu in cuda.gpus if cuda.is_available() else ():

@@ -444,6 +444,11 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
 
     if output not in ("cubin", "ptx", "ltoir"):
         raise ValueError(f"numba_tiles.compile: output must be 'cubin', 'ptx' or 'ltoir'; got {output!r}")
+    if _numba.simulator_enabled():
+        from ._errors import error
+
+        raise error("compile", "Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles "
+                    "nothing", "unset NUMBA_ENABLE_CUDASIM to compile: no GPU is needed")
     cc = parse_arch(arch)
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     modules = _numba.compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=lineinfo, debug=debug)

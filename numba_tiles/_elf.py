@@ -31,12 +31,16 @@ def symbol_bytes(elf, wanted, size):
     raise LookupError(wanted)
 
 
-def static_shared(cubin, cc):
+def static_shared(cubin):
     """Static shared memory of the kernel in a cubin, as the driver reports it (``sharedSizeBytes``).
 
-    The ELF ``.nv.shared.<kernel>`` section also holds, on sm_80 and newer, the 1 KiB per block
-    the system reserves, which the driver leaves out of the kernel's figure.
+    Where the cubin has a ``.nv.shared.reserved`` section (sm_90 and newer: the space the system
+    reserves), the kernel's ``.nv.shared.<kernel>`` section also holds that 1 KiB per block, which
+    the driver leaves out of the kernel's figure. sm_80 to sm_89 cubins have neither (the driver
+    reserves their 1 KiB on its own).
     """
-    size = sum(size for name, _, _, size, _ in sections(cubin)
+    found = sections(cubin)
+    size = sum(size for name, _, _, size, _ in found
                if name.startswith(".nv.shared.") and not name.startswith(".nv.shared.reserved"))
-    return max(size - 1024, 0) if cc >= (8, 0) else size
+    reserved = any(name.startswith(".nv.shared.reserved") for name, *_ in found)
+    return max(size - 1024, 0) if reserved else size

@@ -40,7 +40,7 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
     # placeholder, never touched, which the compiler removes.
     buffers = {f"{', '.join(names)}: {storage}": sizes[storage] for storage, names in users.items()
                if sizes[storage] > 1}
-    return {"total": _elf.static_shared(cubin, _compile.parse_arch(arch)), "buffers": buffers}
+    return {"total": _elf.static_shared(cubin), "buffers": buffers}
 
 
 def temp_bytes(intrinsic, *args, arch="sm_90", **kwargs):

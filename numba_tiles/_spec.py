@@ -137,6 +137,11 @@ def _with_temp(intrinsic, instance, temp):
     return dataclasses.replace(instance, params=instance.params + (("temp", temp, None),))
 
 
+def _left_out(ty):
+    """An argument not given, or given as None (``num_valid=None``): the entry gets its default."""
+    return isinstance(ty, (types.Omitted, types.NoneType))
+
+
 class _NotConstant(Exception):
     pass
 
@@ -226,7 +231,7 @@ class Spec:
         entry = {name: ty for name, ty, _ in instance.params if isinstance(ty, types.Type)}
         # Numba casts each run-time argument to the formal type: make it the entry point's.
         formal = [
-            arguments[n] if n in self.consts or isinstance(arguments[n], types.Omitted) or n not in entry
+            arguments[n] if n in self.consts or _left_out(arguments[n]) or n not in entry
             else entry[n]
             for n in self.pysig.parameters
         ]
@@ -262,7 +267,7 @@ class Spec:
             if isinstance(ty, str):
                 continue
             given = arguments.get(name)
-            omitted = given is None or isinstance(given, types.Omitted)
+            omitted = given is None or _left_out(given)
             passed.append((ty, _numba.constant(context, ty, default) if omitted else values[name]))
         return _numba.call_entry(context, builder, instance.symbol, passed, instance.outputs, instance.result)
 

@@ -189,7 +189,7 @@ def entries():
     Example::
 
         for e in tiles.cache.entries():
-            print(e["key"][:16], e["bytes"], e["components"]["arch"])
+            print(e["key"][:16], e["bytes"], e["components"]["target"]["arch"])
     """
     found = []
     for path, size, last_used in _files():

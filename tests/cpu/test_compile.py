@@ -372,3 +372,37 @@ def test_a_per_entry_library_builds_its_programs_side_by_side_in_worker_processe
     later = [_compile.for_call(i, target, CodeLibrary()) for i in (instance("scaled", 7), good)]
     assert all(isinstance(o.data, bytes) and o.data for o in later)  # a new program, and the memo's
     assert len(in_process) == 1  # one program to build: no worker
+
+
+def test_an_optional_argument_given_as_none_is_left_out():
+    """num_valid=None, initial_value=None, temp=None...: the same instantiations as not passing them."""
+    def given(x, out):
+        i = cuda.grid(1)
+        s = tiles.block_reduce(x[i], "+", block_dim=128, num_valid=None, temp=None)
+        t = tiles.block_scan(x[i], "+", block_dim=128, initial_value=None, prefix=None)
+        out[i] = s + t
+
+    def left_out(x, out):
+        i = cuda.grid(1)
+        s = tiles.block_reduce(x[i], "+", block_dim=128)
+        t = tiles.block_scan(x[i], "+", block_dim=128)
+        out[i] = s + t
+
+    ours = [tiles.compile(k, "void(float32[::1], float32[::1])", arch="sm_90", output="ltoir")[1:]
+            for k in (given, left_out)]
+    assert ours[0] == ours[1] and ours[0]
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"])
+def test_shared_memory_total_is_the_kernels_own_on_every_arch(arch):
+    """The driver's sharedSizeBytes: the kernel's arrays, without the 1 KiB sm_90+ cubins put in the
+    kernel's section (and mark with .nv.shared.reserved); sm_80-sm_89 cubins hold no such KiB."""
+    from numba import float32
+
+    def kernel(x, out):
+        staged = cuda.shared.array(600, float32)
+        staged[cuda.threadIdx.x] = x[cuda.threadIdx.x]
+        cuda.syncthreads()
+        out[cuda.threadIdx.x] = staged[599 - cuda.threadIdx.x]
+
+    assert tiles.shared_memory(kernel, "void(float32[::1], float32[::1])", arch=arch)["total"] == 600 * 4

@@ -31,3 +31,17 @@ def test_python_function_of_a_simulated_device_function():
         return a
 
     assert _numba.python_function(op) is op.py_func
+
+
+def test_compiling_on_the_simulator_is_a_tiles_error():
+    """tiles.compile / shared_memory have nothing to compile on the simulator: a TilesError naming the fix."""
+    import pytest
+
+    import numba_tiles as tiles
+
+    def kernel(x):
+        x[0] = 1.0
+
+    for call in (tiles.compile, tiles.shared_memory):
+        with pytest.raises(tiles.TilesError, match="unset NUMBA_ENABLE_CUDASIM to compile"):
+            call(kernel, "void(float32[::1])")
