@@ -272,13 +272,14 @@ def run_exchange(dtype, arrangement, block_dim, items, rng):
         np.testing.assert_array_equal(out[b * tile:(b + 1) * tile], x[b * tile:(b + 1) * tile][gather])
 
 
-def run_histogram(dtype, counter, bins, block_dim, items, algorithm, rng, accumulate=False):
+def run_histogram(dtype, counter, bins, block_dim, items, algorithm, rng, accumulate=False, x=None):
+    """Histograms of 3 blocks' tiles of ``x`` (by default random bin indices) against NumPy's."""
     T = threads_of(block_dim)
     BX, BY = strides_of(block_dim)
     DT, CT = np.dtype(dtype), np.dtype(counter)
     tile = T * items
     blocks = 3
-    x = rng.integers(0, bins, blocks * tile).astype(DT)
+    x = rng.integers(0, bins, blocks * tile).astype(DT) if x is None else x.astype(DT)
 
     @cuda.jit
     def kernel(x, out):

@@ -309,26 +309,10 @@ def test_debug_mode_traps_on_a_launch_shape_mismatch():
 
 
 HISTOGRAM_CHILD = r"""
-import sys
 import numpy as np
-from numba import cuda, uint8, uint32
-import numba_tiles as tiles
+from tests import collectives as c
 
-@cuda.jit
-def kernel(x, out):
-    counts = cuda.shared.array(256, uint32)
-    items = cuda.local.array(4, uint8)
-    for j in range(4):
-        items[j] = x[4 * cuda.threadIdx.x + j]
-    tiles.block_histogram(items, counts, bins=256, block_dim=128, items_per_thread=4)
-    for b in range(cuda.threadIdx.x, 256, 128):
-        out[b] = counts[b]
-
-x = np.random.default_rng().integers(0, 256, 512).astype(np.uint8)
-x[:2] = (0, 255)
-out = np.zeros(256, np.uint32)
-kernel[1, 128](x, out)
-np.testing.assert_array_equal(out, np.bincount(x, minlength=256))
+c.run_histogram("uint8", "uint32", 256, 128, 4, "sort", np.random.default_rng())
 print("counted")
 """
 
@@ -341,7 +325,9 @@ def test_debug_mode_histogram_of_uint8_items_over_256_bins():
     import sys
 
     env = {**os.environ, "NUMBA_TILES_DEBUG": "1"}
-    run = subprocess.run([sys.executable, "-c", HISTOGRAM_CHILD], env=env, capture_output=True, text=True, timeout=300)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    run = subprocess.run([sys.executable, "-c", HISTOGRAM_CHILD], env=env, capture_output=True, text=True, timeout=300,
+                         cwd=root)
     assert run.returncode == 0 and "counted" in run.stdout, run.stdout + run.stderr[-3000:]
 
 
