@@ -31,9 +31,9 @@ from .warp import warp_reduce, warp_scan, warp_sum
 
 if not _numba.simulator_enabled():
     _numba.link_line_info_with_nvrtc()  # (else @cuda.jit(lineinfo=True) fails to link any intrinsic)
-if not _numba.simulator_enabled() and _os.environ.get("NUMBA_TILES_PREPARE", "1") != "0":
-    # The user's first kernel is about a second away: parse CUB's base headers for this GPU meanwhile.
-    _compile.prepare_for_current_device(_library.CUB)
+    if _os.environ.get("NUMBA_TILES_PREPARE", "1") != "0":
+        # The user's first kernel is about a second away: parse CUB's base headers for this GPU meanwhile.
+        _compile.prepare_for_current_device(_library.CUB)
 
 __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",

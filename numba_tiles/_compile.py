@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 
-from . import _numba, _stats, _toolchain, cache
+from . import _numba, _nvrtc_worker, _stats, _toolchain, cache
 from ._library import STATIC_SHARED_BYTES
 from ._target import Target
 
@@ -365,7 +365,7 @@ def _nvrtc(source, library, target, name, instances, output="ltoir", isolated=Fa
     use = pch.options() if pch is not None else {}
     program_options = dict(name=name, include_path=library.include_path(), **flags, **use)
     start = time.perf_counter()
-    status, code = (_in_worker if isolated else _in_process)(source, program_options, output)
+    status, code = (_in_worker if isolated else _nvrtc_worker.run)(source, program_options, output)
     if status != "ok":
         raise NVRTCError(_failure(code, library, target, name, instances), code, source)
     _stats.count("nvrtc_seconds", time.perf_counter() - start)
@@ -377,19 +377,9 @@ def _nvrtc(source, library, target, name, instances, output="ltoir", isolated=Fa
     return code
 
 
-def _in_process(source, program_options, output):
-    from cuda.core import Program, ProgramOptions
-
-    try:
-        return "ok", Program(source, "c++", options=ProgramOptions(**program_options)).compile(output).code
-    except Exception as exc:  # cuda.core raises its own error types; keep the log
-        return "error", str(exc)
-
-
 def _in_worker(source, program_options, output):
-    worker = os.path.join(os.path.dirname(__file__), "_nvrtc_worker.py")
-    done = subprocess.run([sys.executable, worker], input=pickle.dumps((source, program_options, output)),
-                          capture_output=True)
+    request = pickle.dumps((source, program_options, output))
+    done = subprocess.run([sys.executable, _nvrtc_worker.__file__], input=request, capture_output=True)
     if done.returncode != 0:
         return "error", f"the NVRTC worker process failed ({done.returncode}): {done.stderr.decode()[-2000:]}"
     return pickle.loads(done.stdout)

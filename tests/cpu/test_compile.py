@@ -346,8 +346,10 @@ def test_a_per_entry_library_builds_its_programs_side_by_side_in_worker_processe
     monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
     monkeypatch.setenv("NUMBA_TILES_COMPILE_JOBS", "2")
 
-    in_process, real = [], _compile._in_process
-    monkeypatch.setattr(_compile, "_in_process", lambda *args: in_process.append(args) or real(*args))
+    from numba_tiles import _nvrtc_worker
+
+    in_process, real = [], _nvrtc_worker.run  # (a worker process runs its own, unpatched)
+    monkeypatch.setattr(_nvrtc_worker, "run", lambda *args: in_process.append(args) or real(*args))
     (tmp_path / "pair.cuh").write_text(
         "#pragma once\nnamespace mypkg {\ntemplate <int N>\n__device__ void scaled() { __nanosleep(N); }\n"
         "template <int N>\n__device__ void broken() { static_assert(N < 0, \"mypkg: N must be negative\"); }\n}\n")
