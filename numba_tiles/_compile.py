@@ -441,7 +441,9 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
                     "nothing", "unset NUMBA_ENABLE_CUDASIM to compile: no GPU is needed")
     cc = parse_arch(arch)
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
-    modules = _numba.compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=lineinfo, debug=debug)
+    # While recording (shared_memory), device functions compile again, so that their intrinsics are seen.
+    modules = _numba.compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=lineinfo, debug=debug,
+                                          fresh=_recording is not None)
     if output == "ltoir":
         return modules
     linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,

@@ -104,11 +104,11 @@ def _cxx(value):
     return value
 
 
-# A template's parameter list, then what it declares: an alias, a struct, or a function
+# A template's parameter list, then what it declares: an alias, a struct (union, class), or a function
 # (whose return type may hold <...> and whose name comes just before its parameter list).
 _TEMPLATE = re.compile(
     r"template\s*<(?P<params>[^<>]*)>\s*"
-    r"(?:using\s+(?P<alias>\w+)\s*=|struct\s+(?P<struct>\w+)\s*[{:]|[^;{}()]*?\b(?P<function>\w+)\s*\((?!&))")
+    r"(?:using\s+(?P<alias>\w+)\s*=|(?:struct|union|class)\s+(?P<struct>\w+)\s*[{:]|[^;{}()]*?\b(?P<function>\w+)\s*\((?!&))")
 
 
 @functools.cache

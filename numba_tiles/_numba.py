@@ -23,6 +23,7 @@ The touchpoints, each with its contract test:
 - the simulator hooks: the simulated thread, its block's shape and a per-block scratch dict.
 """
 
+import contextlib
 import io
 
 import numpy as np
@@ -225,12 +226,79 @@ def ltoir(name, data):
     return cuda.LTOIR(data, name=name)
 
 
-def compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=False, debug=False):
-    """A kernel's LTO-IR modules as bytes: numba-cuda's first, then every linked object's."""
-    codes, _ = cuda.compile_all(pyfunc, signature, device=False, abi="numba", output="ltoir", cc=cc,
-                                lineinfo=lineinfo, debug=debug, opt=not debug)
+def compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=False, debug=False, fresh=False):
+    """A kernel's LTO-IR modules as bytes: numba-cuda's first, then every linked object's (``fresh``: its
+    device functions compiled again, see `device_functions_for`)."""
+    with device_functions_for(cc, fresh):
+        codes, _ = cuda.compile_all(pyfunc, signature, device=False, abi="numba", output="ltoir", cc=cc,
+                                    lineinfo=lineinfo, debug=debug, opt=not debug)
     # bytes, LTOIR objects (.data), or cuda.core ObjectCode (.code: numba-cuda's own fp16 helpers)
     return [code if isinstance(code, bytes) else getattr(code, "data", None) or code.code for code in codes]
+
+
+class _Device:
+    def __init__(self, cc):
+        self.compute_capability = cc
+
+
+@contextlib.contextmanager
+def device_functions_for(cc, fresh=False):
+    """While the block runs, in this thread, the ``@cuda.jit(device=True)`` functions a kernel calls
+    compile for ``cc`` (a tuple), as the kernel does, with no GPU needed; ``fresh``: compiled again,
+    in versions dropped afterwards (so that their intrinsics are lowered again, for `shared_memory`).
+
+    numba-cuda 0.30 compiles a device function called from a kernel for the current device
+    (``CUDADispatcher.compile_device`` asks ``get_current_device()``), whatever the kernel's
+    ``cc``, and keeps one compiled version per argument types. So ``tiles.compile`` of a kernel
+    that calls a helper failed on a machine with no GPU, and on one with a GPU the helper's
+    intrinsics were built for that GPU, not for the arch asked. Here the dispatcher module's
+    ``get_current_device`` answers ``cc`` to this thread, and a device function's compiled
+    versions for another cc than the GPU's are kept apart (``overloads`` read through a
+    property), so that neither a launch nor another arch ever takes them. Numba's compiler lock
+    is held throughout. A numba-cuda without these names is left as it is (the contract test
+    fails).
+    """
+    import collections
+    import threading
+
+    from numba.cuda import dispatcher
+    from numba.cuda.core.compiler_lock import global_compiler_lock
+
+    cls = dispatcher.CUDADispatcher
+    original = getattr(dispatcher, "get_current_device", None)
+    if original is None or "overloads" in vars(cls) or not hasattr(cls, "compile_device"):
+        yield
+        return
+    try:
+        own = tuple(original().compute_capability)
+    except Exception:  # no driver or no GPU: every version is another cc's
+        own = None
+    me = threading.get_ident()
+
+    def get_current_device():
+        return _Device(cc) if threading.get_ident() == me else original()
+
+    throwaway = collections.defaultdict(collections.OrderedDict)
+
+    def table(self):
+        if self.targetoptions.get("device") and threading.get_ident() == me:
+            if fresh:
+                return throwaway[id(self)]
+            if tuple(cc) != own:
+                by_cc = self.__dict__.setdefault("_numba_tiles_overloads", {})
+                return by_cc.setdefault(tuple(cc), collections.OrderedDict())
+        return self.__dict__["overloads"]
+
+    def set_table(self, value):
+        self.__dict__["overloads"] = value
+
+    with global_compiler_lock:
+        dispatcher.get_current_device, cls.overloads = get_current_device, property(table, set_table)
+        try:
+            yield
+        finally:
+            dispatcher.get_current_device = original
+            del cls.overloads
 
 
 def compile_device_ltoir(pyfunc, signature, symbol, cc):

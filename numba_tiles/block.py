@@ -5,18 +5,17 @@ import operator
 import numpy as np
 from numba.cuda import types
 
-from . import _dtypes, _params, ops, simulator
-from ._errors import error
-from ._library import CUB, STATIC_SHARED_BYTES
-from ._spec import Instance, intrinsic
+from . import extending as ext, ops, simulator
+from ._params import ARRANGEMENTS
+from .extending import CUB, STATIC_SHARED_BYTES, Instance, intrinsic
 
 REDUCE, LOAD, SCAN = CUB.header("block_reduce.cuh"), CUB.header("block_load.cuh"), CUB.header("block_scan.cuh")
 EXCHANGE, HISTOGRAM = CUB.header("block_exchange.cuh"), CUB.header("block_histogram.cuh")
 RADIX_SORT, MERGE_SORT = CUB.header("block_radix_sort.cuh"), CUB.header("block_merge_sort.cuh")
 
-_DIM = _params.block_dim
-_ITEMS = _params.positive_int("items_per_thread", 4)
-_ITEMS_OPTIONAL = _params.positive_int("items_per_thread", 4, optional=True)
+_DIM = ext.block_dim
+_ITEMS = ext.positive_int("items_per_thread", 4)
+_ITEMS_OPTIONAL = ext.positive_int("items_per_thread", 4, optional=True)
 
 
 def _shape(args):
@@ -33,11 +32,11 @@ def _tile(name, args, param, like=None, allowed=None):
     """The `Dtype` of a thread-local (or global) array argument ``param``; ``like`` = the dtype it must share."""
     ty = args[param]
     if not isinstance(ty, types.Array):
-        raise error(name, f"{param} must be an array, got {ty}",
+        raise ext.error(name, f"{param} must be an array, got {ty}",
                     f"pass a thread-local array, cuda.local.array(items_per_thread, dtype), as {param}")
-    dtype = _dtypes.element(name, param, ty, allowed)
+    dtype = ext.element(name, param, ty, allowed)
     if like is not None and dtype != like:
-        raise error(name, f"{param} holds {dtype.name} but the other array holds {like.name}",
+        raise ext.error(name, f"{param} holds {dtype.name} but the other array holds {like.name}",
                     "use arrays of one dtype (cast the items first)")
     return dtype
 
@@ -45,14 +44,14 @@ def _tile(name, args, param, like=None, allowed=None):
 def _value(name, args):
     """(dtype, entry type, items per thread) of a ``value`` that is a scalar or a thread-local array."""
     value, items = args["value"], args["items_per_thread"]
-    dtype = _dtypes.element(name, "value", value)
+    dtype = ext.element(name, "value", value)
     if isinstance(value, types.Array):
         if items is None:
-            raise error(name, "an array input needs items_per_thread",
+            raise ext.error(name, "an array input needs items_per_thread",
                         "pass items_per_thread=N, the number of items each thread holds")
         return dtype, value, items
     if items not in (None, 1):
-        raise error(name, f"items_per_thread={items} needs an array input, got a scalar {value}",
+        raise ext.error(name, f"items_per_thread={items} needs an array input, got a scalar {value}",
                     "pass the thread-local array (cuda.local.array(items_per_thread, dtype))")
     return dtype, dtype.numba, 1
 
@@ -62,7 +61,7 @@ def _check_shared(name, args, *arrays):
     there (transposes, exchanges, sorts) need at least its bytes. (NVRTC checks CUB's exact size later.)"""
     need = _threads(args) * args["items_per_thread"] * sum(d.numpy.itemsize for d in arrays)
     if need > STATIC_SHARED_BYTES:
-        raise error(name, f"a tile of {_threads(args)} threads x {args['items_per_thread']} items needs at least "
+        raise ext.error(name, f"a tile of {_threads(args)} threads x {args['items_per_thread']} items needs at least "
                     f"{need} bytes of shared memory, over the {STATIC_SHARED_BYTES} a block can have",
                     "use fewer items_per_thread or threads, or a smaller dtype")
 
@@ -93,8 +92,8 @@ def _reduce_rule(name, args):
 
 
 _REDUCE_CONSTS = {"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL,
-                  "algorithm": _params.choice("algorithm", _REDUCE_ALGORITHMS),
-                  "broadcast": _params.flag("broadcast")}
+                  "algorithm": ext.choice("algorithm", _REDUCE_ALGORITHMS),
+                  "broadcast": ext.flag("broadcast")}
 
 
 @intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce)
@@ -170,7 +169,7 @@ def _whole_warps(name, args, what, instead):
     in a row): BlockLoad and BlockStore static_assert whole warps for it, and BlockExchange, which
     they use, reads and writes past its storage without them."""
     if _threads(args) % 32:
-        raise error(name, f"{what} needs a block of whole warps, got {_threads(args)} threads",
+        raise ext.error(name, f"{what} needs a block of whole warps, got {_threads(args)} threads",
                     f"use a multiple of 32 threads, or {instead}")
 
 
@@ -186,7 +185,7 @@ def _movement(name, args, array):
     table = _LOAD_ALGORITHMS if name == "block_load" else _STORE_ALGORITHMS
     shape = dict(T=dtype.cxx, **_shape(args), IPT=args["items_per_thread"], Algo=table[algorithm])
     template_args = dict(shape, Contiguous=args[array].layout == "C",
-                         HasNumValid=_dtypes.given_integer(name, args, "num_valid"))
+                         HasNumValid=ext.given_integer(name, args, "num_valid"))
     params = ((array, args[array], None), ("items", args["items"], None), ("num_valid", types.int64, 0))
     storage = LOAD.template(f"numba_tiles::{name}_storage", **shape)
     return dtype, template_args, params, storage
@@ -219,8 +218,8 @@ def _store_rule(name, args):
 _MOVE_CONSTS = {"block_dim": _DIM, "items_per_thread": _ITEMS}
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "algorithm": _params.choice("algorithm", _LOAD_ALGORITHMS),
-                   "cache": _params.choice("cache", _CACHE)},
+@intrinsic(consts={**_MOVE_CONSTS, "algorithm": ext.choice("algorithm", _LOAD_ALGORITHMS),
+                   "cache": ext.choice("cache", _CACHE)},
            rule=_load_rule, simulate=simulator.block_load)
 def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, oob_default=None,
                cache="default", temp=None):
@@ -261,7 +260,7 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", n
     """
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "algorithm": _params.choice("algorithm", _STORE_ALGORITHMS)},
+@intrinsic(consts={**_MOVE_CONSTS, "algorithm": ext.choice("algorithm", _STORE_ALGORITHMS)},
            rule=_store_rule, simulate=simulator.block_store)
 def block_store(dst, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, temp=None):
     """Store every thread's ``items`` to the tile that starts at ``dst[0]``, cooperatively.
@@ -303,7 +302,7 @@ def _scan_rule(name, args):
     storage = SCAN.template("numba_tiles::block_scan_storage", T=dtype.cxx, **_shape(args), Algo=algo)
     if args["prefix"] is not None:
         if args["aggregate"] or args["initial_value"] is not None:
-            raise error(name, "prefix carries the running total: it cannot be combined with aggregate or initial_value",
+            raise ext.error(name, "prefix carries the running total: it cannot be combined with aggregate or initial_value",
                         "leave out aggregate and initial_value (the prefix is the initial value; read the new "
                         "prefix for the running total)")
         _tile(name, args, "prefix", like=dtype)
@@ -322,8 +321,8 @@ def _scan_rule(name, args):
 
 
 @intrinsic(consts={"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL,
-                   "exclusive": _params.flag("exclusive"), "aggregate": _params.flag("aggregate"),
-                   "algorithm": _params.choice("algorithm", _SCAN_ALGORITHMS)},
+                   "exclusive": ext.flag("exclusive"), "aggregate": ext.flag("aggregate"),
+                   "algorithm": ext.choice("algorithm", _SCAN_ALGORITHMS)},
            rule=_scan_rule, simulate=simulator.block_scan)
 def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=False, initial_value=None,
                aggregate=False, prefix=None, algorithm="raking", temp=None):
@@ -369,7 +368,7 @@ def _exchange_rule(name, args):
                     storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape))
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "arrangement": _params.choice("arrangement", _params.ARRANGEMENTS)},
+@intrinsic(consts={**_MOVE_CONSTS, "arrangement": ext.choice("arrangement", ARRANGEMENTS)},
            rule=_exchange_rule, simulate=simulator.block_exchange)
 def block_exchange(items, arrangement, *, block_dim, items_per_thread, temp=None):
     """Rearrange the block's tile in place between arrangements, through shared memory.
@@ -404,7 +403,7 @@ def _histogram_rule(name, args):
     dtype = _tile(name, args, "items", allowed="iu")
     counter = _tile(name, args, "histogram", allowed="iu")
     if counter.name not in _COUNTERS:
-        raise error(name, f"histogram holds {counter.name}", f"use counters of {', '.join(_COUNTERS)}")
+        raise ext.error(name, f"histogram holds {counter.name}", f"use counters of {', '.join(_COUNTERS)}")
     if args["algorithm"] == "sort":  # (it radix-sorts the tile in shared memory first)
         _check_shared(name, args, dtype)
     shape = dict(**_shape(args), IPT=args["items_per_thread"], Bins=args["bins"],
@@ -416,9 +415,9 @@ def _histogram_rule(name, args):
                     storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "bins": _params.positive_int("bins", 256),
-                   "algorithm": _params.choice("algorithm", _HISTOGRAM_ALGORITHMS),
-                   "accumulate": _params.flag("accumulate")},
+@intrinsic(consts={**_MOVE_CONSTS, "bins": ext.positive_int("bins", 256),
+                   "algorithm": ext.choice("algorithm", _HISTOGRAM_ALGORITHMS),
+                   "accumulate": ext.flag("accumulate")},
            rule=_histogram_rule, simulate=simulator.block_histogram)
 def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algorithm="sort", accumulate=False,
                     temp=None):
@@ -468,7 +467,7 @@ def _keys_and_values(name, args, header):
 def _sort_rule(name, args):
     dtype, params, shape, storage = _keys_and_values(name, args, RADIX_SORT)
     for bit in ("begin_bit", "end_bit"):
-        _dtypes.given_integer(name, args, bit)
+        ext.given_integer(name, args, bit)
     return Instance(name, RADIX_SORT,
                     RADIX_SORT.template("numba_tiles::block_radix_sort", **shape, Descending=args["descending"],
                                         Striped=args["striped"]),
@@ -477,7 +476,7 @@ def _sort_rule(name, args):
                     storage=storage)
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "descending": _params.flag("descending"), "striped": _params.flag("striped")},
+@intrinsic(consts={**_MOVE_CONSTS, "descending": ext.flag("descending"), "striped": ext.flag("striped")},
            rule=_sort_rule, simulate=simulator.block_radix_sort)
 def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descending=False, striped=False,
                      begin_bit=None, end_bit=None, temp=None):
@@ -521,7 +520,7 @@ parse_compare = ops.predicate(
 def _merge_sort_rule(name, args):
     threads = _threads(args)
     if threads & (threads - 1):
-        raise error(name, f"CUB's merge sort needs a power-of-two number of threads, got {threads}",
+        raise ext.error(name, f"CUB's merge sort needs a power-of-two number of threads, got {threads}",
                     "launch 32, 64, 128, 256, 512 or 1024 threads, or use block_radix_sort (any block)")
     dtype, params, shape, storage = _keys_and_values(name, args, MERGE_SORT)
     less = args["compare"].bind(name, dtype)
@@ -582,10 +581,10 @@ def _adjacent_difference_rule(name, args):
     ops.check(name, op, dtype)
     has_neighbor = args["neighbor"] is not None
     if has_neighbor:
-        _dtypes.scalar(name, "neighbor", args["neighbor"])
-    partial = _dtypes.given_integer(name, args, "num_valid")
+        ext.scalar(name, "neighbor", args["neighbor"])
+    partial = ext.given_integer(name, args, "num_valid")
     if args["right"] and has_neighbor and partial:
-        raise error(name, "a right difference of a partial tile takes no neighbor (CUB has none)",
+        raise ext.error(name, "a right difference of a partial tile takes no neighbor (CUB has none)",
                     "leave out neighbor (the last valid item keeps its value), or num_valid")
     shape = dict(T=dtype.cxx, **_shape(args))
     return Instance(name, ADJACENT_DIFFERENCE,
@@ -598,7 +597,7 @@ def _adjacent_difference_rule(name, args):
                     **op.code)
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "op": parse_difference, "right": _params.flag("right")},
+@intrinsic(consts={**_MOVE_CONSTS, "op": parse_difference, "right": ext.flag("right")},
            rule=_adjacent_difference_rule, simulate=simulator.block_adjacent_difference)
 def block_adjacent_difference(items, op="-", *, block_dim, items_per_thread, right=False, neighbor=None,
                               num_valid=None, temp=None):
@@ -648,16 +647,16 @@ def _discontinuity_rule(name, args):
     dtype = _tile(name, args, "items")
     flags = [f for f in ("heads", "tails") if args[f] is not None]
     if not flags:
-        raise error(name, "it needs heads=, tails= or both", "pass a thread-local integer array to fill with flags")
+        raise ext.error(name, "it needs heads=, tails= or both", "pass a thread-local integer array to fill with flags")
     flag = _tile(name, args, flags[0], allowed="iu")
     if len(flags) == 2:
         _tile(name, args, "tails", like=flag)
     for edge, of in (("predecessor", "heads"), ("successor", "tails")):
         if args[edge] is not None:
             if args[of] is None:
-                raise error(name, f"{edge} only decides the {of} flag of an edge item, and no {of} are asked for",
+                raise ext.error(name, f"{edge} only decides the {of} flag of an edge item, and no {of} are asked for",
                             f"pass {of}=..., or leave out {edge}")
-            _dtypes.scalar(name, edge, args[edge])
+            ext.scalar(name, edge, args[edge])
     differ = args["compare"].bind(name, dtype)
     unused = f"::numba_tiles::array_ref<{flag.cxx}>{{}}"  # the flags not asked for: never touched
     return Instance(name, DISCONTINUITY,
@@ -721,12 +720,12 @@ def _shuffle_rule(name, args):
     kind = args["kind"]
     dtype, value_type, items = _value(name, args)
     if _SHUFFLES[kind] != isinstance(value_type, types.Array):
-        raise error(name, f"kind {kind!r} shuffles {'a thread-local array' if _SHUFFLES[kind] else 'one value'} "
+        raise ext.error(name, f"kind {kind!r} shuffles {'a thread-local array' if _SHUFFLES[kind] else 'one value'} "
                     f"per thread, got {args['value']}",
                     "use 'up' or 'down' for an array, 'offset' or 'rotate' for one value")
     if _SHUFFLES[kind] and args["distance"] is not None:
-        raise error(name, f"kind {kind!r} always moves items by one", "leave out distance")
-    _dtypes.given_integer(name, args, "distance")
+        raise ext.error(name, f"kind {kind!r} always moves items by one", "leave out distance")
+    ext.given_integer(name, args, "distance")
     return Instance(name, SHUFFLE,
                     SHUFFLE.template("numba_tiles::block_shuffle", T=dtype.cxx, **_shape(args), IPT=items,
                                      Kind=f"numba_tiles::shuffle::{kind}"),
@@ -734,7 +733,7 @@ def _shuffle_rule(name, args):
                     storage=SHUFFLE.template("numba_tiles::block_shuffle_storage", T=dtype.cxx, **_shape(args)))
 
 
-@intrinsic(consts={"kind": _params.choice("kind", _SHUFFLES), "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL},
+@intrinsic(consts={"kind": ext.choice("kind", _SHUFFLES), "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL},
            rule=_shuffle_rule, simulate=simulator.block_shuffle)
 def block_shuffle(value, kind, *, block_dim, items_per_thread=None, distance=None, temp=None):
     """Move values between the block's threads: by ``distance`` threads, or the tile by one item.

@@ -10,10 +10,8 @@ import types as pytypes
 
 from numba.cuda import types
 
-from . import _compile, _dtypes, _numba, _params, simulator
-from ._errors import error
-from ._library import CUB, MATHDX
-from ._spec import Instance, intrinsic
+from . import _compile, _numba, extending as ext, simulator
+from .extending import CUB, MATHDX, Instance, intrinsic
 
 TILE = CUB.header("tile.cuh")
 MATMUL = MATHDX.header("matmul.cuh")
@@ -31,11 +29,11 @@ def _matrix(name, args, param, like=None):
     """The `Dtype` of the 2-D array argument ``param``; ``like``: (the other argument, the dtype it must share)."""
     ty = args[param]
     if not (isinstance(ty, types.Array) and ty.ndim == 2):
-        raise error(name, f"{param} must be a 2-D array, got {ty}",
+        raise ext.error(name, f"{param} must be a 2-D array, got {ty}",
                     f"pass a 2-D array as {param} (a shared tile: cuda.shared.array((rows, cols), dtype))")
-    dtype = _dtypes.scalar(name, param, ty.dtype, verb="holds")
+    dtype = ext.scalar(name, param, ty.dtype, verb="holds")
     if like is not None and dtype != like[1]:
-        raise error(name, f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
+        raise ext.error(name, f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
                     f"use {param} and {like[0]} of one dtype")
     return dtype
 
@@ -47,14 +45,14 @@ def _shape(args):
 def _origin(name, args):
     """Check the run-time tile origin ``row``, ``col``: integers."""
     for param in ("row", "col"):
-        _dtypes.integer(name, param, args[param])
+        ext.integer(name, param, args[param])
 
 
 def _scales(name, args):
     """Check the run-time ``alpha``, ``beta`` (when given): numbers."""
     for param in ("alpha", "beta"):
         if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
-            raise error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
+            raise ext.error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
 
 
 def _move(name, args, matrix):
@@ -73,7 +71,7 @@ def _load_rule(name, args):
                      ("tile", args["tile"], None), ("fill", dtype.numba, 0)))
 
 
-@intrinsic(consts={"block_dim": _params.block_dim, "asynchronous": _params.flag("asynchronous")},
+@intrinsic(consts={"block_dim": ext.block_dim, "asynchronous": ext.flag("asynchronous")},
            rule=_load_rule, simulate=simulator.tile_load)
 def tile_load(src, tile, row, col, fill=0, *, block_dim, asynchronous=False):
     """Copy the tile of the 2-D array ``src`` whose top-left item is ``src[row, col]`` into ``tile``, by the whole block.
@@ -116,7 +114,7 @@ def _wait_rule(name, args):
                     types.none, ())
 
 
-@intrinsic(consts={"pending": _params.count("pending", 1), "block_dim": _params.block_dim}, rule=_wait_rule,
+@intrinsic(consts={"pending": ext.count("pending", 1), "block_dim": ext.block_dim}, rule=_wait_rule,
            simulate=simulator.tile_wait)
 def tile_wait(pending=0, *, block_dim):
     """Wait for this block's ``asynchronous=True`` `tile_load`\\ s: all of them, or all but the last ``pending``
@@ -152,7 +150,7 @@ def _store_rule(name, args):
                      ("col", types.int64, None)))
 
 
-@intrinsic(consts={"block_dim": _params.block_dim}, rule=_store_rule, simulate=simulator.tile_store)
+@intrinsic(consts={"block_dim": ext.block_dim}, rule=_store_rule, simulate=simulator.tile_store)
 def tile_store(tile, dst, row, col, *, block_dim):
     """Copy ``tile`` into the 2-D array ``dst`` at ``dst[row, col]``, by the whole block; items past ``dst``'s edge are dropped.
 
@@ -179,7 +177,7 @@ def tile_store(tile, dst, row, col, *, block_dim):
 
 def _shape_mnk(intrinsic, value):
     if not (isinstance(value, tuple) and len(value) == 3 and all(isinstance(v, int) and v >= 1 for v in value)):
-        raise error(intrinsic, f"shape must be a tuple (M, N, K) of positive ints, got {value!r}",
+        raise ext.error(intrinsic, f"shape must be a tuple (M, N, K) of positive ints, got {value!r}",
                     "pass shape=(M, N, K): A is M x K, B is K x N, C is M x N, e.g. shape=(64, 64, 32)")
     return value
 
@@ -187,14 +185,14 @@ def _shape_mnk(intrinsic, value):
 def _lds(intrinsic, value):
     if value is not None and not (isinstance(value, tuple) and len(value) == 3
                                   and all(isinstance(v, int) and v >= 1 for v in value)):
-        raise error(intrinsic, f"ld must be a tuple of 3 positive ints, got {value!r}",
+        raise ext.error(intrinsic, f"ld must be a tuple of 3 positive ints, got {value!r}",
                     "pass ld=(lda, ldb, ldc), the leading dimensions of padded tiles, or leave it out")
     return value
 
 
 def _arrangement(intrinsic, value):
     if value is not None and not (isinstance(value, tuple) and len(value) == 3 and set(value) <= set(_ORDERS)):
-        raise error(intrinsic, f"arrangement must be a 3-tuple of 'row_major'/'col_major', got {value!r}",
+        raise ext.error(intrinsic, f"arrangement must be a 3-tuple of 'row_major'/'col_major', got {value!r}",
                     "pass arrangement=('row_major', 'col_major', 'row_major') for A, B and C, or leave it "
                     "out for C- or F-contiguous tiles")
     return value
@@ -206,7 +204,7 @@ def _order(name, args, param, given):
         return _ORDERS[given]
     layout = args[param].layout
     if layout not in "CF":
-        raise error(name, f"{param} is a strided view ({args[param]}), whose order is known only at run time",
+        raise ext.error(name, f"{param} is a strided view ({args[param]}), whose order is known only at run time",
                     "pass arrangement=('row_major' or 'col_major', ...) for A, B and C")
     return layout == "C"
 
@@ -216,13 +214,13 @@ def _compute_type(name, ta, tc, named):
     if named is not None:
         computed, storage, accumulators = _NAMED[named]
         if ta.name not in storage or tc.name not in accumulators:
-            raise error(name, f"precision={named!r} takes A and B of {' or '.join(storage)} and C of "
+            raise ext.error(name, f"precision={named!r} takes A and B of {' or '.join(storage)} and C of "
                         f"{' or '.join(accumulators)}, got {ta.name} and {tc.name}",
                         f"store A and B as {storage[0]} and C as {accumulators[0]}, or leave precision out")
         return computed
     if ta.name not in _PRECISIONS or tc.name not in _PRECISIONS[ta.name]:
         combos = "; ".join(f"{a} A and B with {' or '.join(c)} C" for a, c in _PRECISIONS.items())
-        raise error(name, f"{ta.name} A and B with {tc.name} C is not a supported precision",
+        raise ext.error(name, f"{ta.name} A and B with {tc.name} C is not a supported precision",
                     f"use {combos}; or precision='tf32' (float32) or 'bf16' (bfloat16 bits in int16)")
     return ta.cxx
 
@@ -230,7 +228,7 @@ def _compute_type(name, ta, tc, named):
 def _whole_warps(name, block_dim):
     x, y, z = block_dim
     if x * y * z < 32:
-        raise error(name, f"cuBLASDx computes with whole warps; block_dim={block_dim} has {x * y * z} threads",
+        raise ext.error(name, f"cuBLASDx computes with whole warps; block_dim={block_dim} has {x * y * z} threads",
                     "launch blocks of 32 to 1024 threads (128 or 256 suit most tiles)")
 
 
@@ -247,13 +245,13 @@ def _matmul_rule(name, args):
     dense = [cols if rows[p] else rows_ for p, (rows_, cols) in zip("abc", ((m, k), (k, n), (m, n)))]
     lds = args["ld"] or tuple(dense)
     if any(ld < least for ld, least in zip(lds, dense)):
-        raise error(name, f"ld={lds} is less than the tiles' {tuple(dense)} (a row-major tile's leading dimension "
+        raise ext.error(name, f"ld={lds} is less than the tiles' {tuple(dense)} (a row-major tile's leading dimension "
                     f"is its row stride, at least its columns; a column-major one's its column stride)",
                     f"pass ld= the strides of the padded tiles, or leave it out for unpadded ones")
     align = args["alignment"] or 0
     for param, ld, dtype in zip("abc", lds, (ta, tb, tc)):
         if align and ld * dtype.numpy.itemsize % align:
-            raise error(name, f"alignment={align} needs each tile row (or column) to start {align}-byte aligned; "
+            raise ext.error(name, f"alignment={align} needs each tile row (or column) to start {align}-byte aligned; "
                         f"{param}'s leading dimension {ld} is {ld * dtype.numpy.itemsize} bytes",
                         f"pad the tiles to a leading dimension of a multiple of {align // dtype.numpy.itemsize} "
                         "items (ld=), or leave alignment out")
@@ -265,9 +263,9 @@ def _matmul_rule(name, args):
                      ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
 
 
-@intrinsic(consts={"shape": _shape_mnk, "block_dim": _params.block_dim, "arrangement": _arrangement, "ld": _lds,
-                   "alignment": _params.choice("alignment", {None: 0, 16: 16}),
-                   "precision": _params.choice("precision", dict.fromkeys([None, *_NAMED]))},
+@intrinsic(consts={"shape": _shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,
+                   "alignment": ext.choice("alignment", {None: 0, 16: 16}),
+                   "precision": ext.choice("precision", dict.fromkeys([None, *_NAMED]))},
            rule=_matmul_rule, simulate=simulator.matmul)
 def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None,
            alignment=None):
@@ -320,7 +318,7 @@ def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, 
 
 def _arrangement2(intrinsic, value):
     if not (isinstance(value, tuple) and len(value) == 2 and set(value) <= set(_ORDERS)):
-        raise error(intrinsic, f"arrangement must be a 2-tuple of 'row_major'/'col_major' (A's, B's), got {value!r}",
+        raise ext.error(intrinsic, f"arrangement must be a 2-tuple of 'row_major'/'col_major' (A's, B's), got {value!r}",
                     "pass arrangement=('row_major', 'col_major') for A and B as they lie in global memory, "
                     "or leave it out (both row-major)")
     return value
@@ -396,13 +394,13 @@ class Matmul:
                  precision=None):
         name = "Matmul"
         self._describe(name, shape, dtype, accumulator, arrangement, precision)
-        self.block_dim = _params.block_dim(name, block_dim)
+        self.block_dim = ext.block_dim(name, block_dim)
         _whole_warps(name, self.block_dim)
         ta, tc = self._types
         m, n, k = self.shape
         self.threads = threads = math.prod(self.block_dim)
         if m * n % threads:
-            raise error(name, f"the {m} x {n} accumulator does not divide among the block's {threads} threads",
+            raise ext.error(name, f"the {m} x {n} accumulator does not divide among the block's {threads} threads",
                         f"use a block of a divisor of M*N = {m * n} threads (a multiple of 32), or a larger tile")
         self.a_shape, self.b_shape = (m, k), (k, n)
         self.a_items, self.b_items = m * k, k * n
@@ -418,11 +416,11 @@ class Matmul:
     def _describe(self, name, shape, dtype, accumulator, arrangement, precision):
         """Check and keep what the product is, the block aside."""
         self.shape = _shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
-        self.precision = _params.choice("precision", dict.fromkeys([None, *_NAMED]))(name, precision)
+        self.precision = ext.choice("precision", dict.fromkeys([None, *_NAMED]))(name, precision)
         self.arrangement = _arrangement2(name, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
-        ta = _dtypes.named(name, "dtype", dtype)
+        ta = ext.named(name, "dtype", dtype)
         half = ta.name == "float16" or self.precision == "bf16"
-        tc = _dtypes.named(name, "accumulator", accumulator or ("float32" if half else ta.name))
+        tc = ext.named(name, "accumulator", accumulator or ("float32" if half else ta.name))
         self._compute = _compute_type(name, ta, tc, self.precision)
         self._types = (ta, tc)
         self.dtype, self.accumulator = ta.name, tc.name
@@ -472,16 +470,16 @@ class Matmul:
 
     def _shared_tile(self, name, args, param, items):
         """Check that ``param`` is a 1-D array of A's and B's dtype (the shared tile)."""
-        ta = _dtypes.element(name, param, args[param])
+        ta = ext.element(name, param, args[param])
         if ta != self._types[0]:
-            raise error(name, f"{param} holds {ta.name}; this Matmul's tiles hold {self.dtype}",
+            raise ext.error(name, f"{param} holds {ta.name}; this Matmul's tiles hold {self.dtype}",
                         f"allocate cuda.shared.array(mm.{items}, {self.dtype}, alignment=16)")
         return ta
 
     def _accumulator(self, name, args):
-        tc = _dtypes.element(name, "acc", args["acc"])
+        tc = ext.element(name, "acc", args["acc"])
         if tc != self._types[1] or not isinstance(args["acc"], types.Array):
-            raise error(name, f"acc must be an array of {self.accumulator}, got {args['acc']}",
+            raise ext.error(name, f"acc must be an array of {self.accumulator}, got {args['acc']}",
                         f"allocate cuda.local.array(mm.accumulator_items, {self.accumulator})")
         return tc
 
@@ -489,7 +487,7 @@ class Matmul:
 def _bind(declaration, mm, name=None, **fixed):
     """The intrinsic ``declaration`` with this description (and ``fixed``) bound, named ``Matmul.<name>``
     (by default the declaration's): ``mm.load_a`` etc."""
-    consts = {"mm": lambda intrinsic, value: value, "block_dim": _params.block_dim, **declaration.consts}
+    consts = {"mm": lambda intrinsic, value: value, "block_dim": ext.block_dim, **declaration.consts}
     for param in fixed:
         consts.setdefault(param, lambda intrinsic, value: value)
     function = pytypes.FunctionType(declaration.__code__, declaration.__globals__, None, declaration.__defaults__)
@@ -517,7 +515,7 @@ def _load_operand_rule(name, args):
                      ("tile", args["tile"], None), ("fill", ta.numba, 0)))
 
 
-@_declares({"asynchronous": _params.flag("asynchronous")}, _load_operand_rule, simulator.matmul_load)
+@_declares({"asynchronous": ext.flag("asynchronous")}, _load_operand_rule, simulator.matmul_load)
 def _load_operand(src, tile, row, col, fill=0, *, asynchronous=False):
     """Copy the tile of the 2-D array ``src`` at ``src[row, col]`` into the shared tile for this Matmul; see `Matmul`."""
 
@@ -543,7 +541,7 @@ def _store_rule(name, args):
     ta = mm._types[0]
     td = _matrix(name, args, "dst")
     if td not in (tc, ta):
-        raise error(name, f"dst holds {td.name}; this Matmul stores its {tc.name} accumulator as {tc.name}"
+        raise ext.error(name, f"dst holds {td.name}; this Matmul stores its {tc.name} accumulator as {tc.name}"
                     + (f" or rounded to {ta.name}" if ta.kind == "f" or mm.precision == "bf16" else ""),
                     f"store into an array of {tc.name}" + (f" or {ta.name}" if ta != tc else ""))
     # dst of A's dtype: the result rounded to A's precision (bfloat16 for int16 bits)
@@ -554,8 +552,8 @@ def _store_rule(name, args):
               ("col", types.int64, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
     function = "numba_tiles::matmul_store"
     if args["stage"] is not None:
-        if _dtypes.element(name, "stage", args["stage"]) != tc or not isinstance(args["stage"], types.Array):
-            raise error(name, f"stage must be a shared array of {tc.name}, got {args['stage']}",
+        if ext.element(name, "stage", args["stage"]) != tc or not isinstance(args["stage"], types.Array):
+            raise ext.error(name, f"stage must be a shared array of {tc.name}, got {args['stage']}",
                         f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
         function, params = "numba_tiles::matmul_store_staged", params + (("stage", args["stage"], None),)
     return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none, params)
@@ -566,7 +564,7 @@ def _store(acc, dst, row, col, alpha=1.0, beta=0.0, stage=None):
     """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators; see `Matmul`."""
 
 
-@_declares({"pending": _params.count("pending", 1)}, _wait_rule, simulator.tile_wait)
+@_declares({"pending": ext.count("pending", 1)}, _wait_rule, simulator.tile_wait)
 def _wait(pending=0):
     """Wait for this block's asynchronous loads (all but the last ``pending``), then a barrier; see `Matmul`."""
 

@@ -2,15 +2,14 @@
 
 from numba.cuda import types
 
-from . import _dtypes, _params, ops, simulator
-from ._library import CUB
-from ._spec import Instance, intrinsic
+from . import extending as ext, ops, simulator
+from .extending import CUB, Instance, intrinsic
 
 WARP = CUB.header("warp.cuh")
 
 
 def _reduce_rule(name, args):
-    dtype = _dtypes.scalar(name, "value", args["value"])
+    dtype = ext.scalar(name, "value", args["value"])
     op, partial = ops.reduction(name, args, dtype)
     return Instance(
         intrinsic=name,
@@ -24,7 +23,7 @@ def _reduce_rule(name, args):
     )
 
 
-_REDUCE_CONSTS = {"op": ops.parse, "warp_size": _params.warp_size}
+_REDUCE_CONSTS = {"op": ops.parse, "warp_size": ext.warp_size}
 
 
 @intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.warp_reduce)
@@ -71,7 +70,7 @@ def warp_sum(value, *, warp_size=32, num_valid=None):
 
 
 def _scan_rule(name, args):
-    dtype = _dtypes.scalar(name, "value", args["value"])
+    dtype = ext.scalar(name, "value", args["value"])
     op, has_initial, identity = ops.scan(name, args, dtype)
     return Instance(
         intrinsic=name,
@@ -86,8 +85,8 @@ def _scan_rule(name, args):
     )
 
 
-@intrinsic(consts={"op": ops.parse, "warp_size": _params.warp_size, "exclusive": _params.flag("exclusive"),
-                   "aggregate": _params.flag("aggregate")},
+@intrinsic(consts={"op": ops.parse, "warp_size": ext.warp_size, "exclusive": ext.flag("exclusive"),
+                   "aggregate": ext.flag("aggregate")},
            rule=_scan_rule, simulate=simulator.warp_scan)
 def warp_scan(value, op="+", *, warp_size=32, exclusive=False, initial_value=None, aggregate=False, num_valid=None):
     """Prefix-scan one value per lane across each logical warp with ``op`` (a sum by default).

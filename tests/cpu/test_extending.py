@@ -1,0 +1,140 @@
+"""numba_tiles.extending on the CPU: the downstream package (tests/downstream) compiles with no GPU, its
+SASS is clean, its storage is measured, its misuse is a TilesError, its header is in the cache key,
+and its C++ errors blame it; the built-ins are declared through the same public API."""
+
+import ast
+from pathlib import Path
+
+import pytest
+from numba import cuda
+from numba.core.errors import TypingError
+from numba.cuda import types
+
+import numba_tiles as tiles
+from numba_tiles import _compile, _target, _toolchain, extending as ext
+
+from ..downstream import kernels
+from ..downstream.tiles_extras import EXTRAS, block_argmax, block_topk
+from .test_sass import external_calls, sass
+
+F32 = types.float32[::1]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("kernel,sig", [(kernels.peaks, (F32, F32, types.int32[::1], F32)),
+                                        (kernels.top_means, (F32, F32))], ids=["peaks", "top_means"])
+def test_kernels_through_device_functions_compile_without_gpu(kernel, sig, arch, tmp_path):
+    """A kernel calls a device function that calls built-in and tiles_extras intrinsics: it links for
+    each arch (the device function's intrinsics built for that arch), with no local memory and no
+    external calls."""
+    code = sass(tiles.compile(kernel, sig, arch=arch), tmp_path)
+    assert f".target\t{arch}" in code
+    assert not external_calls(code)
+    assert "LDL" not in code and "STL" not in code, "local memory"
+    assert "BAR.SYNC" in code
+
+
+def test_device_function_versions_are_kept_per_arch():
+    """A device function compiled for sm_80 by tiles.compile is not the one an sm_90 compile links:
+    each arch's cubin links (an sm_90 object in an sm_80 link is an error)."""
+    for arch in ("sm_90", "sm_80", "sm_90"):
+        modules = tiles.compile(kernels.top_means, (F32, F32), arch=arch, output="ltoir")
+        assert len(modules) >= 3  # Numba's, and tiles_extras' and CUB's programs
+
+
+def test_storage_is_measured():
+    need = tiles.temp_bytes(block_argmax, types.float64, types.int32, block_dim=128)
+    assert need >= 4 * 16  # a (key, value) pair per warp at least
+    topk = tiles.temp_bytes(block_topk, F32, F32, k=8, block_dim=128, items_per_thread=4)
+    assert topk > 128 * 4  # the radix sort's storage is over one item per thread
+    usage = tiles.shared_memory(kernels.top_means, (F32, F32), arch="sm_90")
+    assert any("tiles.block_topk" in name for name in usage["buffers"]), usage
+    assert usage["total"] >= sum(usage["buffers"].values())
+
+
+def _compile_body(body):
+    source = f"def kernel(x, out):\n    i = cuda.grid(1)\n" + "".join(f"    {line}\n" for line in body)
+    namespace = {"cuda": cuda, "block_argmax": block_argmax, "block_topk": block_topk, "float32": types.float32,
+                 "complex64": types.complex64}
+    exec(source, namespace)
+    return tiles.compile(cuda.jit(namespace["kernel"]), (F32, F32))
+
+
+@pytest.mark.parametrize("body,message", [
+    (["v, j = block_argmax(complex64(x[i]), i, block_dim=128)"],
+     r"tiles.block_argmax: value has type complex64, which is not supported here. Fix: pass one of int8"),
+    (["v, j = block_argmax(x[i], x[i], block_dim=128)"], r"tiles.block_argmax: index must be an integer"),
+    (["v, j = block_argmax(x[i], i, block_dim=out.size)"],
+     r"tiles.block_argmax: block_dim must be a compile-time constant"),
+    (["a = cuda.local.array(2, float32)", "b = cuda.local.array(4, float32)",
+      "block_topk(a, b, k=300, block_dim=128, items_per_thread=2)"],
+     r"tiles.block_topk: k=300 is more than the block's 256 items. Fix: pass k <= "),
+    (["a = cuda.local.array(2, float32)", "block_topk(a, x[0], k=4, block_dim=128, items_per_thread=2)"],
+     r"tiles.block_topk: items and out must be thread-local arrays"),
+    (["a = cuda.local.array(2, float32)", "b = cuda.local.array(4, float32)",
+      "block_topk(a, b, k=0, block_dim=128, items_per_thread=2)"], r"tiles.block_topk: k must be a positive int"),
+], ids=["complex", "float-index", "runtime-block", "k-too-big", "out-scalar", "k-zero"])
+def test_misuse_is_a_tiles_error_naming_the_intrinsic(body, message):
+    with pytest.raises(TypingError, match=message):
+        _compile_body(body)
+
+
+def _library(tmp_path, text):
+    (tmp_path / "mine.cuh").write_text(text)
+    return ext.library("mine_test", tmp_path, blame="This is a bug in mine_test")
+
+
+GOOD = '#pragma once\n#include "common.cuh"\nnamespace mine { template <typename T> __device__ T twice(T v) { return v + v; } }\n'
+
+
+def test_the_headers_content_is_in_the_cache_key(tmp_path):
+    library = _library(tmp_path, GOOD)
+    header = library.header("mine.cuh")
+    instance = ext.Instance(intrinsic="twice", header=header, template=header.template("mine::twice", T="float"),
+                            result=types.float32, params=(("v", types.float32, None),))
+    source = _compile.translation_unit([instance])
+
+    def key():
+        return _compile.cache.key(_compile.key_parts(source, library, _target.Target("sm_90")))
+
+    before = key()
+    assert key() == before
+    (tmp_path / "mine.cuh").write_text(GOOD + "// a comment changes the header, so the key\n")
+    _toolchain.directory_digest.cache_clear()  # (a process reads a directory's digest once: a new process)
+    assert key() != before
+    assert "mine_test" in _compile.key_parts(source, library, _target.Target("sm_90"))["versions"]
+    assert _compile.build([instance], _target.Target("sm_90"))[:4] != b""  # and it compiles
+
+
+def test_a_cpp_error_in_a_downstream_header_blames_it(tmp_path):
+    library = _library(tmp_path, GOOD.replace("v + v", "v + undeclared"))
+    header = library.header("mine.cuh")
+
+    def rule(name, args):
+        return ext.Instance(intrinsic=name, header=header, template=header.template("mine::twice", T="float"),
+                            result=types.float32, params=(("v", types.float32, None),))
+
+    @ext.intrinsic(consts={}, rule=rule, simulate=None)
+    def twice(v):
+        """v + v. Example:: (none)"""
+
+    @cuda.jit
+    def kernel(x, out):
+        out[0] = twice(x[0])
+
+    with pytest.raises(_compile.NVRTCError, match=r"tiles.twice as mine::twice<float>.*This is a bug in mine_test"):
+        tiles.compile(kernel, (F32, F32))
+    tiles.compile(kernels.top_means, (F32, F32))  # and the process goes on
+
+
+FACES = ("block.py", "warp.py", "matmul.py")
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_builtins_are_declared_through_the_public_api(face):
+    """No back door: the built-in families take the spec mechanism from numba_tiles.extending only."""
+    tree = ast.parse((Path(tiles.__file__).parent / face).read_text())
+    taken = {(node.module, a.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for a in node.names}
+    assert ("extending", "intrinsic") in taken and ("extending", "Instance") in taken
+    assert not {m for m, _ in taken if m in ("_spec", "_library", "_dtypes", "_errors")}, taken
