@@ -288,7 +288,17 @@ def _document(doc):
 
 
 def intrinsic(*, consts, rule, simulate, fixed=None):
-    """Declare the decorated function (its signature and docstring) as an intrinsic; see module doc."""
+    """Declare the decorated function (its signature and docstring) as an intrinsic (see this module's doc).
+
+    ``consts``: {parameter: parser} of the compile-time parameters; ``rule(name, args)`` gives the
+    `Instance`; ``simulate(instance, args)``: the simulator's twin; ``fixed``: {parameter: value}
+    pinned for a parameter the function does not take. Public as ``numba_tiles.extending.intrinsic``
+    (its module doc has a whole example). Example::
+
+        @intrinsic(consts={"block_dim": ext.block_dim}, rule=_rule, simulate=_simulate)
+        def block_sum_of_squares(value, *, block_dim, temp=None):
+            "The sum of the block's values squared, valid in thread 0."
+    """
 
     def decorate(declaration):
         declaration.__doc__ = _document(declaration.__doc__)
