@@ -31,8 +31,10 @@ from .warp import warp_reduce, warp_scan, warp_sum
 
 if not _numba.simulator_enabled():
     _numba.link_line_info_with_nvrtc()  # (else @cuda.jit(lineinfo=True) fails to link any intrinsic)
-    if _os.environ.get("NUMBA_TILES_PREPARE", "1") != "0":
-        # The user's first kernel is about a second away: parse CUB's base headers for this GPU meanwhile.
+    _numba.cache_kernels_with_intrinsics(_compile.kernel_cache_stamp)  # @cuda.jit(cache=True)
+    if _os.environ.get("NUMBA_TILES_PREPARE", "1") != "0" and not _numba.loaded_as_extension():
+        # The user's first kernel is about a second away: parse CUB's base headers for this GPU meanwhile
+        # (not when numba-cuda's extension loader imports us, in a process that may never use us).
         _compile.prepare_for_current_device(_library.CUB)
 
 __all__ = [

@@ -12,6 +12,7 @@ digest of everything that changes its bytes (`cache.components`).
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import pickle
@@ -23,7 +24,7 @@ import threading
 import time
 import weakref
 
-from . import _numba, _nvrtc_worker, _stats, _toolchain, cache
+from . import _library, _numba, _nvrtc_worker, _stats, _toolchain, cache
 from ._library import STATIC_SHARED_BYTES
 from ._target import Target
 
@@ -199,6 +200,24 @@ def key_parts(source, library, target, output="ltoir"):
     """What the cache key of a program of ``library`` for ``target`` digests (`cache.components`)."""
     return cache.components(source, output=output, target=target.key(), options=options(library, target, output),
                             versions={**_toolchain.versions(), library.name: library.versions()})
+
+
+@functools.cache
+def _libraries_stamp(libraries):
+    versions = {}
+    for library in libraries:
+        try:
+            versions[library.name] = library.versions()
+        except Exception as exc:  # (a library that cannot be found now compiles nothing now)
+            versions[library.name] = f"unavailable: {exc}"
+    return cache.key({"toolchain": _toolchain.versions(), "libraries": versions})
+
+
+def kernel_cache_stamp():
+    """What numba-cuda's cache key for a ``cache=True`` kernel lacks: numba_tiles', the toolchain's and every
+    declared library's versions, and ``NUMBA_TILES_DEBUG`` (see `_numba.cache_kernels_with_intrinsics`)."""
+    checks = Target.for_lowering((9, 0), lineinfo=False, debug=False).checks
+    return f"{_libraries_stamp(tuple(_library.DECLARED))[:16]}{'-checks' if checks else ''}"
 
 
 def _cached(source, library, target, output, make):

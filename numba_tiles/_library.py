@@ -47,11 +47,17 @@ class Library:
     base: str = None  # the header every program includes first: what its headers share, precompiled once
     per_entry: bool = False  # one program per entry point, built side by side in worker processes
 
+    def __post_init__(self):
+        DECLARED.append(self)
+
     def header(self, filename):
         return Header(self, filename)
 
     def include_path(self):
         return [str(d) for d in self.include_dirs()]
+
+
+DECLARED = []  # every Library made in this process (a cached kernel's stamp has all their versions)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,11 +20,14 @@ The touchpoints, each with its contract test:
   ``compile`` to LTO-IR;
 - `link_line_info_with_nvrtc`: numba-cuda's debug-info module flags given NVRTC's merge behavior,
   so that a kernel with line info links with our LTO-IR;
+- `device_functions_for`: device functions compiled for the kernel's arch, with no GPU;
+- `cache_kernels_with_intrinsics`: ``@cuda.jit(cache=True)`` for kernels that link our LTO-IR;
 - the simulator hooks: the simulated thread, its block's shape and a per-block scratch dict.
 """
 
 import contextlib
 import io
+import weakref
 
 import numpy as np
 from numba import cuda
@@ -217,13 +220,20 @@ class _Deferred(io.BytesIO):
         return self._make()
 
 
+_ours = weakref.WeakSet()  # the LTO-IR objects numba_tiles linked into code libraries
+
+
 def lazy_ltoir(name, make):
     """A ``numba.cuda.LTOIR`` named ``name`` whose bytes are ``make()``, called when numba-cuda links it."""
-    return cuda.LTOIR(_Deferred(make), name=name)
+    code = cuda.LTOIR(_Deferred(make), name=name)
+    _ours.add(code)
+    return code
 
 
 def ltoir(name, data):
-    return cuda.LTOIR(data, name=name)
+    code = cuda.LTOIR(data, name=name)
+    _ours.add(code)
+    return code
 
 
 def compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=False, debug=False, fresh=False):
@@ -333,6 +343,64 @@ def allow_dynamic_shared_memory(dispatcher, nbytes, args):
     if error != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}) failed: {error}")
     return limit
+
+
+# --- numba-cuda's extension entry point -------------------------------------------------
+
+EXTENSION_LOADER = "numba.cuda.core.entrypoints"  # the module that loads ``numba_cuda_extensions`` entry points
+
+
+def loaded_as_extension():
+    """Whether numba_tiles is being imported by numba-cuda's extension loader (our ``numba_cuda_extensions``
+    entry point, at a process's first kernel compile) rather than by code that uses it."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == EXTENSION_LOADER:
+            return True
+        frame = frame.f_back
+    return False
+
+
+# --- @cuda.jit(cache=True) ----------------------------------------------------------------
+
+def cache_kernels_with_intrinsics(stamp):
+    """Let ``@cuda.jit(cache=True)`` cache kernels that call intrinsics, and invalidate them with ``stamp()``.
+
+    numba-cuda 0.30 refuses to pickle a code library that has linking files
+    (``CUDACodeLibrary._reduce_states``: "Cannot pickle CUDACodeLibrary with linking files"),
+    and every kernel that calls an intrinsic links LTO-IR of ours, so ``cache=True`` failed at the
+    first launch. numba-cuda saves a kernel after ``bind()``, when its code library holds the
+    linked cubin for the GPU's cc; the cache entry is per cc (its index key has the cc) and is
+    loaded as that cubin, never linked again. So ours are left out of what is pickled when the
+    cubin is there (other linking files still refuse, as before). ``stamp()`` (numba_tiles',
+    the toolchain's and every library's versions, and the options from the environment) joins
+    numba-cuda's index key, so that a kernel cached under another toolchain, ``lto_libs`` or
+    ``NUMBA_TILES_DEBUG`` is compiled again. A numba-cuda without these names is left as it is
+    (``cache=True`` then fails as before, and the contract test fails).
+    """
+    from numba.cuda import codegen, dispatcher
+
+    library, cache = getattr(codegen, "CUDACodeLibrary", None), getattr(dispatcher, "CUDACache", None)
+    if not (hasattr(library, "_reduce_states") and hasattr(cache, "_index_key")) or hasattr(library, "_numba_tiles"):
+        return
+    reduce_states, index_key = library._reduce_states, cache._index_key
+
+    def _reduce_states(self):
+        ours = {f for f in self._linking_files if f in _ours}
+        if not ours or not self._cubin_cache:
+            return reduce_states(self)
+        self._linking_files -= ours
+        try:
+            return reduce_states(self)
+        finally:
+            self._linking_files |= ours
+
+    def _index_key(self, sig, codegen):
+        return index_key(self, sig, codegen) + (("numba_tiles", stamp()),)
+
+    library._reduce_states, cache._index_key, library._numba_tiles = _reduce_states, _index_key, True
 
 
 # --- line info -----------------------------------------------------------------------------

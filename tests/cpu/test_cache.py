@@ -168,3 +168,23 @@ def test_every_program_after_the_first_takes_the_precompiled_base(tmp_path, mach
     result = json.loads(out.stdout.strip().splitlines()[-1])
     eager = machine == "gpu" and prepare == "1"
     assert result == {"used": [1, 2, 3, 4] if eager else [0, 1, 2, 3], "same": True}
+
+
+def test_cache_true_kernels_are_invalidated_by_toolchain_libraries_and_options(monkeypatch, tmp_path):
+    """The stamp in a cache=True kernel's numba-cuda index key moves with what its cubin depends on."""
+    from numba_tiles import _compile, _toolchain, extending
+
+    stamp = _compile.kernel_cache_stamp()
+    assert _compile.kernel_cache_stamp() == stamp
+    (tmp_path / "new.cuh").write_text("#pragma once\n")
+    extending.library("another_library", tmp_path, blame="test")  # a library declared: its headers count
+    with_library = _compile.kernel_cache_stamp()
+    assert with_library != stamp
+    monkeypatch.setattr(_toolchain, "versions", lambda: {"numba_tiles": "0.0.0", "nvrtc": "12.9"})
+    _compile._libraries_stamp.cache_clear()
+    assert _compile.kernel_cache_stamp() not in (stamp, with_library)
+    monkeypatch.undo()
+    _compile._libraries_stamp.cache_clear()
+    assert _compile.kernel_cache_stamp() == with_library
+    monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")
+    assert _compile.kernel_cache_stamp() != with_library

@@ -110,3 +110,73 @@ def test_constant_writes_half_types_as_bit_patterns():
     assert _numba._half_bits(types.float16, 1.0) == 0x3C00
     assert _numba._half_bits(types.bfloat16, 1.0) == 0x3F80
     assert _numba._half_bits(types.float16, np.inf) == 0x7C00
+
+
+def test_device_functions_compile_for_the_kernels_arch_without_a_gpu():
+    """numba-cuda's compile_device asks its module's get_current_device; while we compile, that answers the
+    kernel's cc, and the versions made are kept apart from the dispatcher's own table."""
+    from numba.cuda import dispatcher
+
+    @cuda.jit(device=True)
+    def helper(v):
+        return tiles.block_reduce(v, "max", block_dim=96)
+
+    def kernel(x, out):
+        i = cuda.grid(1)
+        out[i] = helper(x[i])
+
+    original = dispatcher.get_current_device
+    for arch in ("sm_80", "sm_90"):
+        assert tiles.compile(kernel, SIG, arch=arch)[:4] == b"\x7fELF"
+    assert dispatcher.get_current_device is original and "overloads" not in vars(dispatcher.CUDADispatcher)
+    assert (8, 0) in helper._numba_tiles_overloads  # (never a GPU's own: CPU, H100 and H200 machines)
+
+
+def test_cached_kernel_libraries_leave_our_ltoir_out_and_keep_their_cubin():
+    """CUDACodeLibrary._reduce_states (what cache=True pickles) with our LTO-IR linked and the cubin made:
+    the state keeps the cubin, not our objects; any other linking file still refuses, as numba-cuda does."""
+    from numba.cuda.codegen import JITCUDACodegen
+
+    def library(*files):
+        lib = JITCUDACodegen("test").create_library("kernel", entry_name="kernel")
+        lib.add_ir_module(__import__("llvmlite").ir.Module("kernel"))
+        for f in files:
+            lib.add_linking_file(f)
+        lib.finalize()
+        lib._cubin_cache[(9, 0)] = b"\x7fELF cubin"
+        return lib
+
+    ours = _numba.ltoir("numba_tiles-test.ltoir", b"ltoir")
+    state = library(ours)._reduce_states()
+    assert state["cubin_cache"] == {(9, 0): b"\x7fELF cubin"} and not state["nrt"]
+    with pytest.raises(RuntimeError, match="Cannot pickle CUDACodeLibrary with linking files"):
+        library(ours, cuda.LTOIR(b"someone else's", name="other.ltoir"))._reduce_states()
+
+
+def test_cached_kernels_index_key_carries_our_stamp(monkeypatch):
+    from numba.cuda.dispatcher import CUDACache
+
+    class Codegen:
+        def magic_tuple(self):
+            return ("runtime", (9, 0))
+
+    def kernel(x):
+        pass
+
+    key = CUDACache(kernel)._index_key(("float32[::1]",), Codegen())
+    assert key[-1] == ("numba_tiles", _compile.kernel_cache_stamp())
+    monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")  # checks compiled in: another cubin, another key
+    assert CUDACache(kernel)._index_key(("float32[::1]",), Codegen()) != key
+
+
+def test_numba_cudas_extension_loader_imports_us_without_nvrtc_work():
+    """Our numba_cuda_extensions entry point: numba-cuda's loader (run before a first kernel compile)
+    imports numba_tiles, and that import starts no background NVRTC work."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom numba.cuda.core import entrypoints\nentrypoints.init_all()\n"
+            "import numba_tiles._compile as c\nprint('numba_tiles' in sys.modules, len(c._background))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "0"], done.stdout + done.stderr
+    assert _numba.EXTENSION_LOADER == "numba.cuda.core.entrypoints"

@@ -1,0 +1,92 @@
+"""What a process pays before its first kernel: ``import numba_tiles``, and the first launch of a
+``@cuda.jit(cache=True)`` kernel that calls intrinsics, compiled or loaded from numba-cuda's cache.
+
+Each measurement is a new Python process (median of ``--repeat``). The import rows run anywhere;
+the first-launch rows need a GPU (``tests/downstream/cached.py``: a block sum and tiles_extras'
+block_argmax): "compiled" has numba_tiles' disk cache warm and numba-cuda's empty (what a
+kernel without cache=True pays in every new process), "from the cache" has both warm. Prints a
+table and writes JSON under benchmarks/results/ (device and date).
+
+    python benchmarks/startup.py [--repeat 7] [--tag h200]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _versions import versions
+
+ROOT = Path(__file__).resolve().parents[1]
+IMPORTS = {
+    "import numba.cuda": "import time; t = time.perf_counter(); from numba import cuda; "
+                         "print(time.perf_counter() - t)",
+    "import numba_tiles (numba.cuda imported first)": "from numba import cuda; import time; t = time.perf_counter(); "
+                                                       "import numba_tiles; print(time.perf_counter() - t)",
+    "import numba_tiles (from nothing)": "import time; t = time.perf_counter(); import numba_tiles; "
+                                         "print(time.perf_counter() - t)",
+    "numba-cuda's extension loader (imports numba_tiles)": (
+        "from numba import cuda; from numba.cuda.core import entrypoints; import time; "
+        "t = time.perf_counter(); entrypoints.init_all(); print(time.perf_counter() - t)"),
+}
+
+
+def run(args, env=None):
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def device_name():
+    try:
+        from numba import cuda
+
+        return cuda.get_current_device().name.decode() if cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--tag", default="")
+    options = parser.parse_args()
+    rows = {}
+    for name, code in IMPORTS.items():
+        rows[name] = statistics.median(float(run(["-c", code])) for _ in range(options.repeat))
+    device = device_name()
+    if device:
+        work = Path(tempfile.mkdtemp(prefix="numba_tiles_startup_"))
+        env = {**os.environ, "NUMBA_TILES_CACHE_DIR": str(work / "tiles"), "NUMBA_CACHE_DIR": str(work / "numba")}
+        launch = ["-m", "tests.downstream.cached", "1"]
+        run(launch, env)  # numba_tiles' disk cache warm from here on
+        compiled, cached = [], []
+        for _ in range(options.repeat):
+            shutil.rmtree(work / "numba", ignore_errors=True)
+            compiled.append(json.loads(run(launch, env)))
+            cached.append(json.loads(run(launch, env)))
+        assert all(r["correct"] for r in compiled + cached)
+        assert all(r["numba_compiles"] == 0 and r["nvrtc"] == 0 for r in cached), cached
+        rows["first launch, compiled (numba_tiles cache warm)"] = statistics.median(
+            r["seconds_to_first_launch"] for r in compiled)
+        rows["first launch, cache=True kernel from the cache"] = statistics.median(
+            r["seconds_to_first_launch"] for r in cached)
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{'what (new process, median of %d)' % options.repeat:<58}{'seconds':>9}")
+    for name, seconds in rows.items():
+        print(f"{name:<58}{seconds:>9.3f}")
+    today = datetime.date.today().isoformat()
+    result = {"date": today, "device": device or "none (CPU only)", "cpus": os.cpu_count(), "repeat": options.repeat,
+              "seconds": rows, "versions": versions("numba", "numba-cuda", "cuda-core")}
+    name = f"startup-{today}{'-' + options.tag if options.tag else ''}.json"
+    (ROOT / "benchmarks" / "results" / name).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote benchmarks/results/{name}")
+
+
+if __name__ == "__main__":
+    main()
