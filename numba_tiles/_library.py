@@ -30,7 +30,9 @@ from . import _toolchain
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Library:
-    """A C++ library intrinsics are instantiated from. Example::
+    """A C++ library intrinsics are instantiated from (`numba_tiles.extending.library` makes one over CUB).
+
+    Example::
 
         MINE = Library("mypkg", include_dirs=lambda: (HERE / "include",),
                        versions=lambda: {"mypkg": directory_digest(HERE / "include")},

@@ -34,6 +34,12 @@ def test_kernels_through_device_functions_compile_without_gpu(kernel, sig, arch,
     assert "BAR.SYNC" in code
 
 
+def test_precompile_a_module_of_kernels_calling_device_functions():
+    done = tiles.precompile("tests.downstream.kernels", arch=["sm_80", "sm_90"], progress=False)
+    assert sorted((name, arch) for name, _, arch in done) == [
+        ("peaks", "sm_80"), ("peaks", "sm_90"), ("top_means", "sm_80"), ("top_means", "sm_90")]
+
+
 def test_device_function_versions_are_kept_per_arch():
     """A device function compiled for sm_80 by tiles.compile is not the one an sm_90 compile links:
     each arch's cubin links (an sm_90 object in an sm_80 link is an error)."""

@@ -23,3 +23,10 @@ def top_means(x, out):
     m = helpers.top_k_mean(x, cuda.blockIdx.x * BLOCK * ITEMS)
     if cuda.threadIdx.x == 0:
         out[cuda.blockIdx.x] = m
+
+
+# What `tiles.precompile("tests.downstream.kernels")` compiles (python -m numba_tiles precompile ...).
+NUMBA_TILES_PRECOMPILE = {
+    "peaks": ["void(float32[::1], float32[::1], int32[::1], float32[::1])"],
+    "top_means": ["void(float32[::1], float32[::1])"],
+}
