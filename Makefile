@@ -1,7 +1,12 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test` (see README).
 PYTHON ?= python3
-VENV   ?= .venv
+CUDA   ?= cu13
+VENV   ?= $(if $(filter cu13,$(CUDA)),.venv,.venv-$(CUDA))
 PY     := $(VENV)/bin/python
+# The tests of the compile path (typing, C++, NVRTC, linking, SASS, the cache, downstream intrinsics), which
+# `make test-compile CUDA=cu12` runs under the other CUDA line.
+COMPILE_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test_library.py tests/cpu/test_errors.py \
+                 tests/cpu/test_extending.py tests/cpu/test_cache.py tests/cpu/test_line_info.py tests/cpu/test_matmul.py
 
 # The GPU machines have no package index and ship numpy 2.5 (which breaks numba-cuda 0.30):
 # `make gpu-wheels` (here) downloads the pinned cp312 wheels they lack into .gpu-wheels/,
@@ -21,12 +26,12 @@ GPU_JOBS    ?= 12
 # Two NVRTC workers a test process (a cuBLASDx program takes ~2 GB while it compiles).
 GPU_ENV     := PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2
 
-.PHONY: venv test docs demo gpu-wheels gpu-site gpu-test gpu-sanitize benchmark clean
+.PHONY: venv test test-compile docs demo gpu-wheels gpu-site gpu-test gpu-sanitize benchmark clean
 
 $(PY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[$(CUDA),test]"
 	touch $(PY)
 
 venv: $(PY)
@@ -35,6 +40,11 @@ venv: $(PY)
 test: $(PY)
 	$(PY) -m pytest tests -q -ra
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra
+
+# The compile path's tests under one CUDA line (CUDA=cu12: in .venv-cu12), and what doctor says of it.
+test-compile: $(PY)
+	$(PY) -m numba_tiles doctor | grep -E "^(CUDA line|NVRTC|nvJitLink|CCCL|CUDA headers) "
+	$(PY) -m pytest $(COMPILE_TESTS) -q -ra
 
 # The documentation site (docs/, Sphinx + MyST), warnings as errors: docs/_build/html/index.html.
 docs: $(PY)
@@ -92,4 +102,4 @@ gpu-sanitize: gpu-site
 	done; exit $$status
 
 clean:
-	rm -rf $(VENV) .gpu-wheels .gpu-site .gpu-notebooks .gpu-sanitize-cache docs/_build
+	rm -rf .venv .venv-cu12 .gpu-wheels .gpu-site .gpu-notebooks .gpu-sanitize-cache docs/_build

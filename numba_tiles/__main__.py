@@ -92,12 +92,15 @@ def report():
         rows.append((name, package(name)))
     nvrtc = "%d.%d" % _toolchain.nvrtc_version()
     jitlink = "%d.%d" % nvjitlink.version()
+    headers = _toolchain.cuda_headers_version()
     rows += [
+        ("CUDA line", f"{_toolchain.cuda_line()}  (numba-tiles[{_toolchain.cuda_line()}]: NVRTC, nvJitLink, NVVM "
+                      "and the CUDA headers of one line)"),
         ("NVRTC", f"{nvrtc}  {_tool('nvrtc')}"),
         ("nvJitLink", f"{jitlink}  {_tool('nvJitLink')}"),
         ("NVVM", _tool("nvvm")),
         ("CCCL", f"{_toolchain.cccl_version()}  {_toolchain.cccl_include_dir()}"),
-        ("CUDA headers", f"{_toolchain.cuda_headers_version()}  {_toolchain.cuda_include_dir()}"),
+        ("CUDA headers", f"{headers}  {_toolchain.cuda_include_dir()}"),
         (f"library {_library.CUB.name}", ", ".join(f"{k}={v}" for k, v in _library.CUB.versions().items())),
         ("MathDx", f"{package('nvidia-mathdx')}, cuBLASDx {_toolchain.cublasdx_version()}  "
                    f"{_toolchain.mathdx_include_dirs()[0]}"),
@@ -107,16 +110,19 @@ def report():
     ]
     if _toolchain.nvrtc_version() > nvjitlink.version():
         problems.append(f"NVRTC {nvrtc} is newer than nvJitLink {jitlink}, which cannot link its LTO-IR: "
-                        f"pip install 'nvidia-nvjitlink=={nvrtc}.*'")
+                        f"reinstall with one line's pins, {_toolchain.INSTALL}")
+    if nvjitlink.version()[0] != _toolchain.nvrtc_version()[0]:
+        problems.append(f"NVRTC {nvrtc} and nvJitLink {jitlink} are of two CUDA lines: {_toolchain.INSTALL}")
     driver = _driver_version()
     if driver is None:
         rows.append(("driver", "none (compiling works; launching needs a GPU)"))
     else:
         rows.append(("driver", "CUDA %d.%d" % driver))
         if nvjitlink.version() > driver:
+            older = "; or the CUDA 12 line, pip install 'numba-tiles[cu12]'" if driver >= (12, 9) else ""
             problems.append(f"the toolkit ({jitlink}) is newer than the driver (CUDA {'%d.%d' % driver}), which "
-                            f"cannot load its code: install a driver for CUDA {jitlink} or newer (r580 or newer "
-                            f"for 13.0; numba_tiles pins the CUDA 13.0 toolkit)")
+                            f"cannot load its code: install a driver for CUDA {jitlink} or newer (r580 for 13.0, "
+                            f"r575 for 12.9){older}")
         from numba import cuda
 
         for gpu in cuda.gpus if cuda.is_available() else ():

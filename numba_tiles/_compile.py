@@ -428,7 +428,7 @@ def parse_arch(arch):
 def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, debug=False):
     """Compile a kernel for ``arch`` and link it with its intrinsics, on any machine: no GPU needed.
 
-    ``arch`` is any real architecture the pinned NVRTC supports (CUDA 13.0: sm_75 to sm_121).
+    ``arch`` is any real architecture the pinned NVRTC supports (CUDA 13.0: sm_75 to sm_121; 12.9: sm_50 on).
 
     ``pyfunc`` is a Python function or a ``@cuda.jit`` kernel; ``signature`` its argument types
     (``"void(float32[:], float32[:])"`` or a tuple of Numba types). ``output="cubin"`` or

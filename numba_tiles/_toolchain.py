@@ -6,7 +6,6 @@ needed. Versions feed the compile key, so a toolkit change never reuses stale LT
 
 import functools
 import hashlib
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -25,50 +24,74 @@ def lto_libs_dir():
     raise FileNotFoundError(f"numba_tiles: lto_libs/ not found next to {_PACKAGE}; reinstall numba_tiles")
 
 
-def _wheel_header_dir(directory, marker, pathfinder_name, requirement):
-    """The include ``directory`` (under ``nvidia/cu*/``) of an nvidia-* wheel, checked by its ``marker`` file.
+INSTALL = "pip install 'numba-tiles[cu13]' (or [cu12] for a CUDA 12 driver)"
 
-    The ``nvidia`` namespace package is searched first so that a wheel installed with
-    ``pip --target`` on ``PYTHONPATH`` wins over one elsewhere; cuda.pathfinder is the fallback.
-    """
-    spec = importlib.util.find_spec("nvidia")
-    for root in spec.submodule_search_locations if spec else ():
-        for found in sorted(Path(root).glob(f"cu*/{directory}")):
-            if (found / marker).is_file():
-                return found
+
+def _nvidia_dirs():
+    """Every ``nvidia/`` folder on ``sys.path``, in its order: a wheel installed with ``pip --target`` on
+    ``PYTHONPATH`` comes before site-packages. (Not the ``nvidia`` package's own path: a CUDA 12 wheel
+    that ships ``nvidia/__init__.py`` makes it an ordinary package of one folder.)"""
+    seen = []
+    for entry in sys.path:
+        folder = Path(entry or ".").resolve() / "nvidia"
+        if folder.is_dir() and folder not in seen:
+            seen.append(folder)
+    return seen
+
+
+def _wheel_header_dir(layouts, marker, pathfinder_name, accept=lambda found: True):
+    """The first include folder of an nvidia-* wheel, ``layouts`` (globs under ``nvidia/``: the CUDA 13
+    wheels' ``cu13/...`` first, then the CUDA 12 ones'), that has the ``marker`` file and that ``accept``
+    takes; cuda.pathfinder is the fallback."""
+    for root in _nvidia_dirs():
+        for layout in layouts:
+            for found in sorted(root.glob(layout)):
+                if (found / marker).is_file() and accept(found):
+                    return found
     from cuda.pathfinder import find_nvidia_header_directory
 
     found = find_nvidia_header_directory(pathfinder_name)
-    if found is None:
-        raise FileNotFoundError(f"numba_tiles: {marker} not found; pip install '{requirement}'")
+    if found is None or not accept(Path(found)):
+        raise FileNotFoundError(f"numba_tiles: {marker} not found; {INSTALL}")
     return Path(found)
 
 
 @functools.cache
 def cccl_include_dir():
-    """CCCL (CUB, libcu++) headers, from the ``nvidia-cuda-cccl`` wheel."""
-    return _wheel_header_dir("include/cccl", "cub/cub.cuh", "cccl", "nvidia-cuda-cccl==13.0.*")
+    """CCCL (CUB, libcu++) headers: the ``nvidia-cuda-cccl`` 13.0 wheel's (CCCL 3.0) on either CUDA line, else
+    the CUDA 12 line's own (``nvidia-cuda-cccl-cu12``: CCCL 2.8)."""
+    return _wheel_header_dir(("cu1[0-9]/include/cccl", "cuda_cccl/include"), "cub/cub.cuh", "cccl")
+
+
+def _headers_version(folder):
+    return int(re.search(r"#define CUDART_VERSION\s+(\d+)", (folder / "cuda_runtime_api.h").read_text()).group(1))
 
 
 @functools.cache
 def cuda_include_dir():
-    """The CUDA headers NVRTC lacks (cuda_fp16.h, cuda_bf16.h), from the ``nvidia-cuda-runtime`` wheel.
+    """The CUDA headers NVRTC lacks (cuda_fp16.h, cuda_bf16.h), from the CUDA runtime wheel of NVRTC's line.
 
     CCCL needs them: without them CUB 3.0 takes its half-precision SIMD path for any 32-bit
     type in ThreadReduce (over 4 or more items), which returns wrong sums.
     """
-    return _wheel_header_dir("include", "cuda_fp16.h", "cudart", "nvidia-cuda-runtime==13.0.*")
+    major = nvrtc_version()[0]
+    return _wheel_header_dir(("cu1[0-9]/include", "cuda_runtime/include"), "cuda_fp16.h", "cudart",
+                             accept=lambda found: _headers_version(found) // 1000 == major)
+
+
+def cuda_line():
+    """The CUDA line in use, ``"cu13"`` or ``"cu12"``: NVRTC's major version."""
+    return f"cu{nvrtc_version()[0]}"
 
 
 @functools.cache
 def mathdx_include_dirs():
     """MathDx's headers (cuBLASDx, commondx) and the CUTLASS/CuTe they build on, from the ``nvidia-mathdx`` wheel."""
-    spec = importlib.util.find_spec("nvidia")
-    for root in spec.submodule_search_locations if spec else ():
-        found = Path(root) / "mathdx"
+    for root in _nvidia_dirs():
+        found = root / "mathdx"
         if (found / "include" / "cublasdx.hpp").is_file():
             return found / "include", found / "external" / "cutlass" / "include"
-    raise FileNotFoundError("numba_tiles: cublasdx.hpp not found; pip install 'nvidia-mathdx==25.6.*'")
+    raise FileNotFoundError(f"numba_tiles: cublasdx.hpp not found; {INSTALL}")
 
 
 @functools.cache
@@ -90,14 +113,13 @@ def nvrtc_version():
 
     err, major, minor = nvrtc.nvrtcVersion()
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise RuntimeError(f"numba_tiles: NVRTC did not load ({err}); pip install 'nvidia-cuda-nvrtc==13.0.*'")
+        raise RuntimeError(f"numba_tiles: NVRTC did not load ({err}); {INSTALL}")
     return (major, minor)
 
 
 @functools.cache
 def cuda_headers_version():
-    text = (cuda_include_dir() / "cuda_runtime_api.h").read_text()
-    return int(re.search(r"#define CUDART_VERSION\s+(\d+)", text).group(1))
+    return _headers_version(cuda_include_dir())
 
 
 @functools.cache
@@ -140,7 +162,7 @@ def _records_under(directory):
 
 @functools.cache
 def supported_archs():
-    """The real architectures this NVRTC compiles for, as ``"sm_XY"`` strings (CUDA 13: sm_75 on)."""
+    """The real architectures this NVRTC compiles for, as ``"sm_XY"`` strings (CUDA 13.0: sm_75 on; 12.9: sm_50 on)."""
     from cuda.bindings import nvrtc
 
     err, archs = nvrtc.nvrtcGetSupportedArchs()

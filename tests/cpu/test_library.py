@@ -1,7 +1,9 @@
-"""The CUB library's NVRTC options: the CCCL headers it skips are still CCCL's, and skipping them changes no code."""
+"""The CUB library's NVRTC options (the CCCL headers it skips are still CCCL's, and skipping them changes no code), and where its headers come from."""
 
 import dataclasses
 import re
+
+import pytest
 
 from numba import cuda
 
@@ -41,3 +43,22 @@ def test_skipping_unused_ptx_headers_leaves_the_ltoir_unchanged():
     assert len(skipped) == len(UNUSED_PTX_HEADERS)
     parsing_all = dataclasses.replace(CUB, options=tuple(m for m in CUB.options if m not in skipped))
     assert ltoir(CUB) == ltoir(parsing_all)
+
+
+@pytest.mark.parametrize("nvrtc,expected", [((13, 0), "cu13/include"), ((12, 9), "cuda_runtime/include")])
+def test_cuda_headers_are_those_of_nvrtcs_line(nvrtc, expected, tmp_path, monkeypatch):
+    """With both lines' runtime headers on the path (the CUDA 13 wheels' nvidia/cu13/include, the CUDA 12
+    ones' nvidia/cuda_runtime/include), the ones of NVRTC's major version are taken."""
+    for folder, version in (("cu13/include", 13000), ("cuda_runtime/include", 12090)):
+        include = tmp_path / "nvidia" / folder
+        include.mkdir(parents=True)
+        (include / "cuda_fp16.h").write_text("")
+        (include / "cuda_runtime_api.h").write_text(f"#define CUDART_VERSION {version}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_toolchain, "nvrtc_version", lambda: nvrtc)
+    _toolchain.cuda_include_dir.cache_clear()
+    try:
+        assert _toolchain.cuda_include_dir() == tmp_path / "nvidia" / expected
+        assert _toolchain.cuda_line() == f"cu{nvrtc[0]}"
+    finally:
+        _toolchain.cuda_include_dir.cache_clear()
