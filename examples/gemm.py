@@ -137,13 +137,13 @@ def values(x, precision=None):
     """What A or B holds, as float64 (bfloat16 bits widened)."""
     if precision == "bf16":
         return (np.asarray(x).view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return np.asarray(x, np.float64)
+    return np.asarray(x, np.complex128 if np.iscomplexobj(x) else np.float64)
 
 
 def relative_error(result, a, b, c, alpha, beta, precision=None):
     """‖result − (alpha·A·B + beta·C)‖_F / ‖reference‖_F, the reference in float64."""
-    expected = alpha * (values(a, precision) @ values(b, precision)) + beta * c.astype(np.float64)
-    return float(np.linalg.norm(result.astype(np.float64) - expected) / np.linalg.norm(expected))
+    expected = alpha * (values(a, precision) @ values(b, precision)) + beta * values(c)
+    return float(np.linalg.norm(values(result) - expected) / np.linalg.norm(expected))
 
 
 def main():

@@ -24,12 +24,37 @@ namespace numba_tiles {
 template <int Align, typename T>
 inline constexpr unsigned aligned_to = Align > 0 ? Align : alignof(T);
 
+// A complex type (numba's complex64/128 arrive as ::cuda::std::complex) is cuBLASDx's complex of its
+// real precision: the same two values, the same size and alignment.
+template <typename T>
+struct real_of {
+  using type = T;
+  static constexpr bool complex = false;
+};
+template <typename T>
+struct real_of<::cuda::std::complex<T>> {
+  using type = T;
+  static constexpr bool complex = true;
+};
+
+template <typename V, typename T>
+__device__ __forceinline__ V dx_value(T x) {
+  if constexpr (real_of<T>::complex) {
+    return V{x.real(), x.imag()};
+  } else {
+    return V(x);
+  }
+}
+
 template <int M, int N, int K, typename PA, typename PB, typename TC, bool RowA, bool RowB, bool RowC, int LDA,
           int LDB, int LDC, int Align, int BX, int BY, int BZ>
-using gemm = decltype(cublasdx::Size<M, N, K>() + cublasdx::Precision<PA, PB, TC>() +
+using gemm = decltype(cublasdx::Size<M, N, K>() +
+                      cublasdx::Precision<typename real_of<PA>::type, typename real_of<PB>::type,
+                                          typename real_of<TC>::type>() +
                       cublasdx::LeadingDimension<LDA, LDB, LDC>() +
                       cublasdx::Alignment<aligned_to<Align, PA>, aligned_to<Align, PB>, aligned_to<Align, TC>>() +
-                      cublasdx::Type<cublasdx::type::real>() + cublasdx::Function<cublasdx::function::MM>() +
+                      cublasdx::Type<real_of<TC>::complex ? cublasdx::type::complex : cublasdx::type::real>() +
+                      cublasdx::Function<cublasdx::function::MM>() +
                       cublasdx::Arrangement<RowA ? cublasdx::row_major : cublasdx::col_major,
                                             RowB ? cublasdx::row_major : cublasdx::col_major,
                                             RowC ? cublasdx::row_major : cublasdx::col_major>() +
@@ -72,11 +97,15 @@ __device__ __forceinline__ void matmul(matrix_ref<TA> a, matrix_ref<TB> b, matri
     // cuBLASDx 0.4 checks a row-major C's leading dimension against M (its static_assert
     // rejects ldc = N < M, a valid tile), so a row-major C is computed as the column-major
     // C^T = B^T A^T: the same memory, A and B swapped, each read in the other order.
-    gemm<N, M, K, PB, PA, TC, !RowB, !RowA, false, LDB, LDA, LDC, Align, BX, BY, BZ>().execute(
-        alpha, reinterpret_cast<PB*>(b.data), reinterpret_cast<PA*>(a.data), beta, c.data);
+    using G = gemm<N, M, K, PB, PA, TC, !RowB, !RowA, false, LDB, LDA, LDC, Align, BX, BY, BZ>;
+    using V = typename G::c_value_type;
+    G().execute(dx_value<V>(alpha), reinterpret_cast<typename G::a_value_type*>(b.data),
+                reinterpret_cast<typename G::b_value_type*>(a.data), dx_value<V>(beta), reinterpret_cast<V*>(c.data));
   } else {
-    gemm<M, N, K, PA, PB, TC, RowA, RowB, RowC, LDA, LDB, LDC, Align, BX, BY, BZ>().execute(
-        alpha, reinterpret_cast<PA*>(a.data), reinterpret_cast<PB*>(b.data), beta, c.data);
+    using G = gemm<M, N, K, PA, PB, TC, RowA, RowB, RowC, LDA, LDB, LDC, Align, BX, BY, BZ>;
+    using V = typename G::c_value_type;
+    G().execute(dx_value<V>(alpha), reinterpret_cast<typename G::a_value_type*>(a.data),
+                reinterpret_cast<typename G::b_value_type*>(b.data), dx_value<V>(beta), reinterpret_cast<V*>(c.data));
   }
   __syncthreads();
 }

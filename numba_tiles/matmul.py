@@ -18,7 +18,8 @@ MATMUL = MATHDX.header("matmul.cuh")
 
 _ORDERS = {"row_major": True, "col_major": False}
 # cuBLASDx's real precisions numba_tiles offers: (A and B's dtype) → the dtypes C may have.
-_PRECISIONS = {"float16": ("float16", "float32"), "float32": ("float32",), "float64": ("float64",)}
+_PRECISIONS = {"float16": ("float16", "float32"), "float32": ("float32",), "float64": ("float64",),
+               "complex64": ("complex64",), "complex128": ("complex128",)}
 # precision= names: the C++ type A and B are computed in, the dtypes that may store them, and C's.
 # bfloat16 travels as its bits in 16-bit integers, since numba-cuda 0.30 has no bfloat16 arrays.
 _NAMED = {"tf32": ("cublasdx::tfloat32_t", ("float32",), ("float32",)),
@@ -279,10 +280,10 @@ def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, 
     runs (a message and a stop if they differ; for ``cuda.shared.array`` tiles the check folds
     away). Precisions, by
     the tiles' dtypes: float16 A and B with float16 or float32 C (tensor cores), float32,
-    float64; or ``precision="tf32"`` (float32 tiles, tensor cores) or ``"bf16"`` (A and B
+    float64, complex64, complex128; or ``precision="tf32"`` (float32 tiles, tensor cores) or ``"bf16"`` (A and B
     holding bfloat16 bits in int16 or uint16 tiles, as ``torch_tensor.view(torch.int16)``
     gives them; float32 C). ``alpha`` and
-    ``beta`` (run-time values, cast to C's dtype) default to 1 and 0: C is overwritten.
+    ``beta`` (run-time values, cast to C's dtype, complex for complex tiles) default to 1 and 0: C is overwritten.
     ``alignment=16`` promises 16-byte-aligned tiles (``cuda.shared.array(shape, dtype,
     alignment=16)``, rows of whole 16 bytes; checked when the call runs): cuBLASDx then moves A
     and B with ``ldmatrix`` and C with ``stmatrix``, much faster than item by item. (Numba's
@@ -422,6 +423,9 @@ class Matmul:
         half = ta.name == "float16" or self.precision == "bf16"
         tc = ext.named(name, "accumulator", accumulator or ("float32" if half else ta.name))
         self._compute = _compute_type(name, ta, tc, self.precision)
+        if ta.kind == "c":
+            raise ext.error(name, f"the register form takes real types, got {ta.name}",
+                            "use tiles.matmul (shared-memory tiles) for complex64 and complex128 products")
         self._types = (ta, tc)
         self.dtype, self.accumulator = ta.name, tc.name
 

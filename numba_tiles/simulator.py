@@ -383,13 +383,13 @@ def tile_store(instance, args):
 
 
 def _operand(tile, precision):
-    """A or B as float64 values: bfloat16 bits widened to float32's, tf32 rounded to 10 mantissa bits."""
+    """A or B as float64 (complex128) values: bfloat16 bits widened to float32's, tf32 rounded to 10 mantissa bits."""
     if precision == "bf16":
         return (tile.astype(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     if precision == "tf32":
         bits = tile.astype(np.float32).view(np.uint32)
         return ((bits + 0x1000 + ((bits >> 13) & 1) - 1) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
-    return tile.astype(np.float64)
+    return tile.astype(np.complex128 if tile.dtype.kind == "c" else np.float64)
 
 
 def matmul(instance, args):
@@ -403,7 +403,7 @@ def matmul(instance, args):
     def work():
         # float64 products and sums, rounded to C's dtype once (cuBLASDx accumulates in C's precision)
         product = _operand(a, args["precision"]) @ _operand(b, args["precision"])
-        c[...] = (args["alpha"] * product + args["beta"] * c.astype(np.float64)).astype(c.dtype)
+        c[...] = (args["alpha"] * product + args["beta"] * c.astype(product.dtype)).astype(c.dtype)
     _by_first_thread(instance, args, work)
 
 

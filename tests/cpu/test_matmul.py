@@ -11,7 +11,7 @@ from examples import gemm
 from numba_tiles import _compile
 
 from .test_compile import observed_programs
-from .test_sass import instructions, sass
+from .test_sass import external_calls, instructions, sass
 
 SIG = "void(float16[:, :], float16[:, :], float32[:, :], int64)"
 
@@ -73,7 +73,7 @@ def kernel(a, b, c, n):
     ("tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)", "void(int32[:, ::1], int32[:, ::1], int32[:, ::1], "
      "int64)", r"int32 A and B with int32 C is not a supported precision"),
     ("tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)", "void(complex64[:, ::1], complex64[:, ::1], "
-     "complex64[:, ::1], int64)", r"complex64 A and B with complex64 C is not a supported precision"),
+     "complex128[:, ::1], int64)", r"complex64 A and B with complex128 C is not a supported precision"),
     ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, arrangement=('row', 'col', 'row'))", None,
      r"arrangement must be a 3-tuple of 'row_major'/'col_major'"),
     ("tiles.matmul(padded[:, :32], sb, sc, shape=(64, 64, 32), block_dim=128)", None,
@@ -115,6 +115,16 @@ def test_misuse_is_a_clear_compile_time_error(body, sig, message):
     text = str(info.value)
     assert f"tiles.{body.split('(')[0].split('.')[1]}:" in text and "Fix:" in text, text
     assert re.search(message, text, re.S), text
+
+
+@pytest.mark.parametrize("dtype,tile", [("complex64", (32, 32, 16)), ("complex128", (16, 16, 16))])
+def test_complex_products_compile_without_local_memory(dtype, tile, tmp_path):
+    """cuBLASDx's complex type over numba's complex64/128 tiles (the same two values, size and alignment)."""
+    kernel = gemm.make_gemm(tile, dtype, dtype, 128, ("C", "F"))
+    code = sass(tiles.compile(kernel, f"void({dtype}[:, :], {dtype}[:, :], {dtype}[:, :], {dtype}, {dtype})",
+                              arch="sm_90"), tmp_path)
+    assert "LDL" not in code and "STL" not in code and not external_calls(code)
+    assert ("DFMA" if dtype == "complex128" else "FFMA") in code
 
 
 def test_asynchronous_tile_loads_are_cp_async(tmp_path):
@@ -177,6 +187,7 @@ def test_a_matmul_description_checks_and_sizes_itself_with_no_compile():
         (dict(shape=(16, 16, 16), dtype="float32", block_dim=32, precision="bf16"), "precision='bf16' takes A and B"),
         (dict(shape=(16, 16, 16), dtype="float32", block_dim=32, arrangement=("row",)), "arrangement must be"),
         (dict(shape=(16, 16, 16), dtype="quaternion", block_dim=32), "not a dtype numba_tiles knows"),
+        (dict(shape=(16, 16, 16), dtype="complex64", block_dim=32), "the register form takes real types"),
     ]:
         with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
             tiles.Matmul(**kwargs)

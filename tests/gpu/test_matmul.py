@@ -15,13 +15,15 @@ from examples import gemm
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
-BOUND = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12, "tf32": 1e-3, "bf16": 1e-5}  # by C's (or the named) precision
+BOUND = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12, "tf32": 1e-3, "bf16": 1e-5,  # by C's (or the named)
+         "complex64": 1e-5, "complex128": 1e-12}
 PRECISIONS = [("float16", "float32"), ("float16", "float16"), ("float32", "float32"), ("float64", "float64"),
-              ("float32", "float32", "tf32"), ("int16", "float32", "bf16")]
+              ("float32", "float32", "tf32"), ("int16", "float32", "bf16"), ("complex64", "complex64"),
+              ("complex128", "complex128")]
 TILES = [((16, 16, 16), 32), ((32, 32, 32), 128), ((64, 64, 64), 128), ((32, 64, 16), 128), ((128, 64, 16), 256),
          ((64, 128, 32), (32, 8))]
 CASES = ([(p, tile, block, ("C", "C"), None) for p in PRECISIONS for tile, block in TILES]
-         + [(p, (32, 32, 32), 128, order, None) for p in (PRECISIONS[0], PRECISIONS[3], PRECISIONS[5])
+         + [(p, (32, 32, 32), 128, order, None) for p in (PRECISIONS[0], PRECISIONS[3], PRECISIONS[5], PRECISIONS[6])
             for order in (("F", "C"), ("C", "F"), ("F", "F"))]
          + [(p, tile, 128, order, 16) for p in PRECISIONS for tile, order in (((64, 64, 32), ("C", "C")),
                                                                               ((32, 32, 32), ("F", "C")))])
@@ -34,19 +36,27 @@ def fits(precision, tile):
     return (m * k + k * n) * ab + m * n * acc <= 48 * 1024
 
 
+def random(rng, shape, dtype):
+    """Standard normal values of ``dtype`` (complex ones in both parts)."""
+    x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if np.dtype(dtype).kind == "c" else 0)
+    return x.astype(dtype)
+
+
 @pytest.mark.parametrize("precision,tile,block_dim,order,alignment",
                          [c for c in CASES if fits(c[0], c[1])], ids=str)
 def test_gemm_against_numpy(precision, tile, block_dim, order, alignment, rng):
     dtype, acc, named = (*precision, None)[:3]
     m, n, k = (int(v) for v in rng.integers(1, 4, 3) * np.array(tile) + rng.integers(1, 17, 3))  # not multiples
     transposed = rng.integers(0, 2, 2)  # A and/or B as the transpose of a stored matrix: strided views
-    a, b = (rng.standard_normal(shape).astype("float32" if named == "bf16" else dtype)
+    a, b = (random(rng, shape, "float32" if named == "bf16" else dtype)
             for shape in ((k, m) if transposed[0] else (m, k), (n, k) if transposed[1] else (k, n)))
     if named == "bf16":  # bfloat16 values, stored as their bits
         a, b = gemm.bf16_bits(a), gemm.bf16_bits(b)
     a, b = (a.T if transposed[0] else a), (b.T if transposed[1] else b)
-    c = rng.standard_normal((m, n)).astype(acc)
+    c = random(rng, (m, n), acc)
     alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
+    if np.dtype(acc).kind == "c":
+        alpha, beta = np.dtype(acc).type(alpha - 0.5j), np.dtype(acc).type(beta + 0.75j)
     kernel = gemm.make_gemm(tile, dtype, acc, block_dim, order, named, alignment)
     result = gemm.run(kernel, a, b, c, alpha, beta, tile, block_dim)
     error = gemm.relative_error(result, a, b, c, alpha, beta, named)

@@ -23,6 +23,16 @@ def test_gemm_against_numpy(dtype, order, precision, rng):
     assert gemm.relative_error(result, a, b, c, 0.5, -1.5, precision) < (1e-3 if precision == "tf32" else 1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_gemm_against_numpy(dtype, rng):
+    m, n, k = (int(v) for v in rng.integers(9, 24, 3))
+    a, b, c = (rng.standard_normal(s) + 1j * rng.standard_normal(s) for s in ((m, k), (k, n), (m, n)))
+    a, b, c = a.astype(dtype), b.T.astype(dtype).T, c.astype(dtype)  # b: a strided view
+    alpha, beta = 0.5 - 0.25j, -1.5 + 1j
+    result = gemm.run(gemm.make_gemm((8, 8, 4), dtype, dtype, 32, ("C", "F")), a, b, c, alpha, beta, (8, 8, 4), 32)
+    assert gemm.relative_error(result, a, b, c, alpha, beta) < (1e-5 if dtype == "complex64" else 1e-12)
+
+
 def test_matmul_checks_the_tile_sizes():
     @cuda.jit
     def wrong(x):
