@@ -104,15 +104,7 @@ def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, prec
                 mm.load_b(b[first + j], shared[S * A + slot * B:S * A + (slot + 1) * B], kk * k_tile, 0,
                           asynchronous=True)
             if s >= 0:
-                later = min(steps - 1 - s, S - 1)
-                if later == 3:
-                    mm.wait(6)
-                elif later == 2:
-                    mm.wait(4)
-                elif later == 1:
-                    mm.wait(2)
-                else:
-                    mm.wait()
+                mm.wait(2 * min(steps - 1 - s, S - 1))  # later K-tiles' loads (2 each) may still run
                 j, kk, slot = s // ksteps, s % ksteps, s % S
                 if kk == 0:
                     for i in range(mm.accumulator_items):

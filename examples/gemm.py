@@ -96,15 +96,7 @@ def make_pipelined_gemm(tile=(128, 128, 32), dtype="float16", accumulator="float
                 mm.load_a(a, shared[slot * A:(slot + 1) * A], row, ahead * TK, asynchronous=True)
                 mm.load_b(b, shared[S * A + slot * B:S * A + (slot + 1) * B], ahead * TK, col, asynchronous=True)
             if s >= 0:
-                later = min(steps - 1 - s, S - 1)  # later K-tiles whose loads (2 each) may still run
-                if later == 3:
-                    mm.wait(6)
-                elif later == 2:
-                    mm.wait(4)
-                elif later == 1:
-                    mm.wait(2)
-                else:
-                    mm.wait()
+                mm.wait(2 * min(steps - 1 - s, S - 1))  # later K-tiles' loads (2 each) may still run
                 slot = s % S
                 mm.multiply(shared[slot * A:(slot + 1) * A], shared[S * A + slot * B:S * A + (slot + 1) * B], acc)
         if staged:

@@ -109,12 +109,27 @@ __device__ __forceinline__ void tile_load(matrix_ref<T> src, long long row0, lon
   }
 }
 
-// Wait until at most Pending of this thread's asynchronous tile loads are still under way (0:
-// all done), then a barrier: the tiles those loads filled are ready for the block.
-template <int Pending, int BX, int BY, int BZ>
-__device__ __forceinline__ void tile_wait() {
+// Wait until at most `pending` of this thread's asynchronous tile loads are still under way (0:
+// all done), then a barrier: the tiles those loads filled are ready for the block. cp.async.wait_group
+// takes an immediate: a constant `pending` folds to its case once nvJitLink inlines the call, a
+// run-time one branches; over MostPending, it waits as for MostPending (for more loads, never fewer).
+constexpr int MostPending = 7;
+
+template <int N>
+__device__ __forceinline__ void wait_group_at_most(int pending) {
+  if constexpr (N > 0) {
+    if (pending < N) {
+      wait_group_at_most<N - 1>(pending);
+      return;
+    }
+  }
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+template <int BX, int BY, int BZ>
+__device__ __forceinline__ void tile_wait(int pending) {
   check_launch<BX, BY, BZ>("tile_wait");
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+  wait_group_at_most<MostPending>(pending);
   __syncthreads();
 }
 

@@ -111,15 +111,23 @@ def tile_load(src, tile, row, col, fill=0, *, block_dim, asynchronous=False):
 
 
 def _wait_rule(name, args):
-    return Instance(name, TILE, TILE.template("numba_tiles::tile_wait", Pending=args["pending"], **_shape(args)),
-                    types.none, ())
+    pending = args["pending"]
+    if pending is not None:
+        ext.integer(name, "pending", pending)
+        if isinstance(pending, types.IntegerLiteral) and pending.literal_value < 0:
+            raise ext.error(name, f"pending must be a non-negative int, got {pending.literal_value}",
+                            "pass how many of the last asynchronous loads may still run, e.g. pending=2, or 0")
+    return Instance(name, TILE, TILE.template("numba_tiles::tile_wait", **_shape(args)), types.none,
+                    (("pending", types.int32, 0),))
 
 
-@intrinsic(consts={"pending": ext.count("pending", 1), "block_dim": ext.block_dim}, rule=_wait_rule,
-           simulate=simulator.tile_wait)
+@intrinsic(consts={"block_dim": ext.block_dim}, rule=_wait_rule, simulate=simulator.tile_wait)
 def tile_wait(pending=0, *, block_dim):
-    """Wait for this block's ``asynchronous=True`` `tile_load`\\ s: all of them, or all but the last ``pending``
-    (a compile-time int), then a barrier, so the tiles they filled are ready for the block.
+    """Wait for this block's ``asynchronous=True`` `tile_load`\\ s: all of them, or all but the last ``pending``,
+    then a barrier, so the tiles they filled are ready for the block.
+
+    ``pending`` is an int, a constant or a run-time value (the loads still ahead of a pipeline's
+    last steps); past 7 it waits as for 7, for more loads than asked, never fewer.
 
     {{block_dim}}
 
@@ -568,7 +576,7 @@ def _store(acc, dst, row, col, alpha=1.0, beta=0.0, stage=None):
     """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators; see `Matmul`."""
 
 
-@_declares({"pending": ext.count("pending", 1)}, _wait_rule, simulator.tile_wait)
+@_declares({}, _wait_rule, simulator.tile_wait)
 def _wait(pending=0):
     """Wait for this block's asynchronous loads (all but the last ``pending``), then a barrier; see `Matmul`."""
 

@@ -101,7 +101,7 @@ def kernel(a, b, c, n):
     ("tiles.tile_store(sc, a, 0, 0, block_dim=128)", None, r"dst holds float16 but tile holds float32"),
     ("tiles.tile_load(a, sa, 0, 0, block_dim=128, asynchronous=1)", None, r"asynchronous must be True or False"),
     ("tiles.tile_wait(-1, block_dim=128)", None, r"pending must be a non-negative int, got -1"),
-    ("tiles.tile_wait(n, block_dim=128)", None, r"pending must be a compile-time constant"),
+    ("tiles.tile_wait(1.5, block_dim=128)", None, r"pending must be an integer, got float64"),
     ("tiles.tile_store(sc, c, 0, n * 1.0, block_dim=128)", None, r"col must be an integer, got float64"),
 ])
 def test_misuse_is_a_clear_compile_time_error(body, sig, message):
@@ -139,6 +139,23 @@ def test_asynchronous_tile_loads_are_cp_async(tmp_path):
     code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
     assert "LDGSTS.E.BYPASS.128" in code and "DEPBAR" in code
     assert "LDL" not in code and "STL" not in code
+
+
+@pytest.mark.parametrize("pending,expected", [("2", {"0x2"}), ("0", {"0x0"}), ("n", {f"0x{i}" for i in range(8)})])
+def test_tile_wait_folds_a_constant_and_branches_on_a_run_time_count(pending, expected, tmp_path):
+    """cp.async.wait_group takes an immediate (SASS: DEPBAR.LE SB0, N): a constant count is one wait, a
+    run-time one a wait per value it may take, the largest for any count from 7 on."""
+    namespace = {"cuda": cuda, "tiles": tiles}
+    exec(f"""
+def kernel(x, out):
+    n = out.shape[0]
+    tile = cuda.shared.array((16, 16), float32)
+    tiles.tile_load(x, tile, 0, 0, block_dim=256, asynchronous=True)
+    tiles.tile_wait({pending}, block_dim=256)
+    out[cuda.threadIdx.x] = tile[cuda.threadIdx.x // 16, cuda.threadIdx.x % 16]
+""", {**namespace, "float32": cuda.types.float32}, namespace)
+    code = sass(tiles.compile(namespace["kernel"], "void(float32[:, ::1], float32[::1])"), tmp_path)
+    assert set(re.findall(r"DEPBAR\.LE SB0, (0x[0-9a-f]+)", code)) == expected
 
 
 def test_aligned_tiles_are_read_with_ldmatrix(tmp_path):
@@ -249,7 +266,7 @@ def kernel(a, b, c, n):
     ("MM.store(acc, c, 0, 0, 1.0, 0.0, sa)", r"stage must be a shared array of float32"),
     ("MM.store(acc, c, 0, 0, a)", r"alpha must be a number"),
     ("MM.wait(-1)", r"pending must be a non-negative int"),
-    ("MM.wait(n)", r"pending must be a compile-time constant"),
+    ("MM.wait(n * 0.5)", r"pending must be an integer"),
 ])
 def test_matmul_misuse_is_a_clear_compile_time_error(body, message):
     from numba.core.errors import TypingError
