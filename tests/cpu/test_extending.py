@@ -145,3 +145,45 @@ def test_builtins_are_declared_through_the_public_api(face):
              for a in node.names}
     assert ("extending", "intrinsic") in taken and ("extending", "Instance") in taken
     assert not {m for m, _ in taken if m in ("_spec", "_library", "_dtypes", "_errors")}, taken
+
+
+@cuda.jit(device=True)
+def _inner(v):
+    return tiles.block_reduce(v, "max", block_dim=128)
+
+
+@cuda.jit(device=True)
+def _outer(v, i):
+    m = _inner(v)
+    p, j = block_argmax(v, i, block_dim=128)
+    return m + p, j
+
+
+@cuda.jit(device=True)
+def _misused(v):
+    return tiles.block_reduce(v, "&", block_dim=128)
+
+
+def _nested(x, out):
+    i = cuda.grid(1)
+    s, j = _outer(x[i], i)
+    out[i] = s + j
+
+
+def _calls_misused(x, out):
+    out[0] = _misused(x[0])
+
+
+def test_nested_device_functions_across_archs_and_after_a_failure():
+    """A helper calling a helper and an intrinsic, for sm_80, sm_90 and sm_80 again, with line tables too; a
+    helper's misuse is its TilesError (for each arch asked), and the process goes on."""
+    sizes = {arch: len(tiles.compile(_nested, (F32, F32), arch=arch)) for arch in ("sm_80", "sm_90")}
+    assert sizes["sm_80"] != sizes["sm_90"]
+    assert len(tiles.compile(_nested, (F32, F32), arch="sm_80")) == sizes["sm_80"]
+    assert tiles.compile(_nested, (F32, F32), arch="sm_90", lineinfo=True)[:4] == b"\x7fELF"
+    for arch in ("sm_90", "sm_80"):
+        with pytest.raises(TypingError, match=r"tiles.block_reduce: op '&' needs an integer dtype"):
+            tiles.compile(_calls_misused, (F32, F32), arch=arch)
+    usage = tiles.shared_memory(_nested, (F32, F32), arch="sm_90")
+    assert {name.split(":")[0] for name in usage["buffers"]} == {"tiles.block_reduce", "tiles.block_argmax"}
+    assert len(tiles.compile(_nested, (F32, F32), arch="sm_90")) == sizes["sm_90"]
