@@ -54,3 +54,20 @@ def test_guide_page_code_runs(page):
     result = subprocess.run([sys.executable, "-c", "\n".join(python_blocks(page))], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+
+
+def test_the_extending_api_is_documented_with_examples():
+    """numba_tiles.extending: each public function of its own has an example; the module's whole example
+    (a header and an intrinsic) is docs/guide/extending.md's, which test_guide_page_code_runs compiles;
+    the API page lists every name."""
+    from numba_tiles import extending
+
+    api = (ROOT / "docs" / "api.md").read_text()
+    assert ".. automodule:: numba_tiles.extending" in api
+    for name in ("library", "intrinsic", "simulated_block", "simulated_warp"):
+        assert re.search(r"Example[^\n]*::", getattr(extending, name).__doc__), name
+        assert name in api, name
+    namespace = {}
+    exec(inspect.cleandoc(extending.library.__doc__.split("Example::", 1)[1]), namespace)
+    assert namespace["MINE"].name == "mine"
+    assert "block_sum_of_squares" in (ROOT / "docs" / "guide" / "extending.md").read_text()
