@@ -26,6 +26,7 @@ The touchpoints, each with its contract test:
 """
 
 import contextlib
+import functools
 import io
 import weakref
 
@@ -279,11 +280,15 @@ def device_functions_for(cc, fresh=False):
     if original is None or "overloads" in vars(cls) or not hasattr(cls, "compile_device"):
         yield
         return
-    try:
-        own = tuple(original().compute_capability)
-    except Exception:  # no driver or no GPU: every version is another cc's
-        own = None
     me = threading.get_ident()
+
+    @functools.cache
+    def own():
+        """The GPU's cc, asked only once a device function compiles (it makes numba-cuda's context)."""
+        try:
+            return tuple(original().compute_capability)
+        except Exception:  # no driver or no GPU: every version is another cc's
+            return None
 
     def get_current_device():
         return _Device(cc) if threading.get_ident() == me else original()
@@ -294,7 +299,7 @@ def device_functions_for(cc, fresh=False):
         if self.targetoptions.get("device") and threading.get_ident() == me:
             if fresh:
                 return throwaway[id(self)]
-            if tuple(cc) != own:
+            if tuple(cc) != own():
                 by_cc = self.__dict__.setdefault("_numba_tiles_overloads", {})
                 return by_cc.setdefault(tuple(cc), collections.OrderedDict())
         return self.__dict__["overloads"]
