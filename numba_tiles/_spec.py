@@ -307,6 +307,9 @@ def intrinsic(*, consts, rule, simulate, fixed=None):
         @functools.wraps(declaration)
         def call(*args, **kwargs):
             # Outside a compiled kernel this is the simulator's implementation.
+            if spec.simulate is None:
+                raise error(spec.name, "it has no simulator twin (its declaration gives simulate=None)",
+                            "run it compiled (unset NUMBA_ENABLE_CUDASIM), or declare it with simulate=")
             instance, arguments = spec.resolve_values(*args, **kwargs)
             if arguments.get("temp") is not None:
                 _check_temp(spec.name, instance, arguments["temp"])

@@ -131,6 +131,8 @@ def test_a_cpp_error_in_a_downstream_header_blames_it(tmp_path):
 
     with pytest.raises(_compile.NVRTCError, match=r"tiles.twice as mine::twice<float>.*This is a bug in mine_test"):
         tiles.compile(kernel, (F32, F32))
+    with pytest.raises(tiles.TilesError, match=r"tiles.twice: it has no simulator twin.*Fix: run it compiled"):
+        twice(1.0)  # (a call outside a compiled kernel is the simulator's)
     tiles.compile(kernels.top_means, (F32, F32))  # and the process goes on
 
 
