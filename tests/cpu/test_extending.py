@@ -15,7 +15,7 @@ import numba_tiles as tiles
 from numba_tiles import _compile, _target, _toolchain, extending as ext
 
 from ..downstream import kernels
-from ..downstream.tiles_extras import EXTRAS, block_argmax, block_topk
+from ..downstream.tiles_extras import EXTRAS, block_argmax, block_topk, warp_argmax
 from .test_sass import external_calls, sass
 
 F32 = types.float32[::1]
@@ -33,6 +33,20 @@ def test_kernels_through_device_functions_compile_without_gpu(kernel, sig, arch,
     assert not external_calls(code)
     assert "LDL" not in code and "STL" not in code, "local memory"
     assert "BAR.SYNC" in code
+
+
+def _warp_peaks(x, out):
+    i = cuda.grid(1)
+    v, j = warp_argmax(x[i], i, warp_size=8)
+    if i % 8 == 0:
+        out[i // 8] = v + j
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_a_warp_level_downstream_intrinsic_is_shuffles(arch, tmp_path):
+    code = sass(tiles.compile(_warp_peaks, (F32, F32), arch=arch), tmp_path)
+    assert "SHFL.DOWN" in code and "BAR.SYNC" not in code
+    assert "LDL" not in code and "STL" not in code and not external_calls(code)
 
 
 def test_precompile_a_module_of_kernels_calling_device_functions():
@@ -61,7 +75,8 @@ def test_storage_is_measured():
 
 def _compile_body(body):
     source = f"def kernel(x, out):\n    i = cuda.grid(1)\n" + "".join(f"    {line}\n" for line in body)
-    namespace = {"cuda": cuda, "block_argmax": block_argmax, "block_topk": block_topk, "float32": types.float32,
+    namespace = {"cuda": cuda, "block_argmax": block_argmax, "block_topk": block_topk, "warp_argmax": warp_argmax,
+                 "float32": types.float32,
                  "complex64": types.complex64}
     exec(source, namespace)
     return tiles.compile(cuda.jit(namespace["kernel"]), (F32, F32))
@@ -71,6 +86,7 @@ def _compile_body(body):
     (["v, j = block_argmax(complex64(x[i]), i, block_dim=128)"],
      r"tiles.block_argmax: value has type complex64, which is not supported here. Fix: pass one of int8"),
     (["v, j = block_argmax(x[i], x[i], block_dim=128)"], r"tiles.block_argmax: index must be an integer"),
+    (["v, j = warp_argmax(x[i], i, warp_size=3)"], r"tiles.warp_argmax: warp_size must be a power of two"),
     (["v, j = block_argmax(x[i], i, block_dim=out.size)"],
      r"tiles.block_argmax: block_dim must be a compile-time constant"),
     (["a = cuda.local.array(2, float32)", "b = cuda.local.array(4, float32)",
@@ -80,7 +96,7 @@ def _compile_body(body):
      r"tiles.block_topk: items and out must be thread-local arrays"),
     (["a = cuda.local.array(2, float32)", "b = cuda.local.array(4, float32)",
       "block_topk(a, b, k=0, block_dim=128, items_per_thread=2)"], r"tiles.block_topk: k must be a positive int"),
-], ids=["complex", "float-index", "runtime-block", "k-too-big", "out-scalar", "k-zero"])
+], ids=["complex", "float-index", "warp-size", "runtime-block", "k-too-big", "out-scalar", "k-zero"])
 def test_misuse_is_a_tiles_error_naming_the_intrinsic(body, message):
     with pytest.raises(TypingError, match=message):
         _compile_body(body)

@@ -4,7 +4,7 @@ import numpy as np
 from numba import cuda
 
 from . import kernels
-from .tiles_extras import block_argmax, block_topk
+from .tiles_extras import block_argmax, block_topk, warp_argmax
 
 
 def _ties(rng, n, dtype):
@@ -79,3 +79,22 @@ def topk(rng, dtype, block_dim, items_per_thread, k):
     kernel[blocks, block_dim](x, out)
     expected = -np.sort(-x.reshape(blocks, per_block).astype(np.float64), axis=1)[:, :k]
     np.testing.assert_array_equal(out.reshape(blocks, threads, k), np.repeat(expected[:, None, :], threads, axis=1))
+
+
+def warp_peaks(rng, dtype, warp_size, threads=96):
+    """warp_argmax over each logical warp of a block of ``threads``, read in each warp's lane 0, on values with ties."""
+
+    @cuda.jit
+    def kernel(x, values, indices):
+        i = cuda.threadIdx.x
+        v, j = warp_argmax(x[i], i, warp_size=warp_size)
+        if i % warp_size == 0:
+            values[i // warp_size], indices[i // warp_size] = v, j
+
+    x = _ties(rng, threads, dtype)
+    values, indices = np.zeros(threads // warp_size, x.dtype), np.zeros(threads // warp_size, np.int32)
+    kernel[1, threads](x, values, indices)
+    groups = x.reshape(-1, warp_size)
+    best = groups.argmax(axis=1) + np.arange(len(groups)) * warp_size
+    np.testing.assert_array_equal(indices, best)
+    np.testing.assert_array_equal(values, x[best])

@@ -26,3 +26,9 @@ def test_block_argmax(dtype, block_dim, rng):
 @pytest.mark.parametrize("dtype", [np.int16, np.uint32, np.float32, np.float64])
 def test_block_topk(dtype, block_dim, items_per_thread, k, rng):
     check.topk(rng, dtype, block_dim, items_per_thread, k)
+
+
+@pytest.mark.parametrize("warp_size", [1, 4, 16, 32])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.float32, np.float64])
+def test_warp_argmax(dtype, warp_size, rng):
+    check.warp_peaks(rng, dtype, warp_size)

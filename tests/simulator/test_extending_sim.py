@@ -20,3 +20,8 @@ def test_block_argmax(dtype, rng):
 @pytest.mark.parametrize("k", [1, 5])
 def test_block_topk(k, rng):
     check.topk(rng, np.float32, 16, 3, k)
+
+
+@pytest.mark.parametrize("warp_size", [4, 32])
+def test_warp_argmax(warp_size, rng):
+    check.warp_peaks(rng, np.int16, warp_size)

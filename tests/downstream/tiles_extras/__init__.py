@@ -64,6 +64,46 @@ def block_argmax(value, index, *, block_dim, temp=None):
     """
 
 
+def _warp_argmax_rule(name, args):
+    dtype = ext.scalar(name, "value", args["value"], allowed=_ORDERED)
+    ext.integer(name, "index", args["index"])
+    return ext.Instance(
+        intrinsic=name,
+        header=HEADER,
+        template=HEADER.template("tiles_extras::warp_argmax", T=dtype.cxx, Warp=args["warp_size"]),
+        result=types.Tuple((dtype.numba, types.int32)),
+        params=(("value", dtype.numba, None), ("index", types.int32, None)),
+    )
+
+
+def _simulate_warp_argmax(instance, args):
+    pairs, lane = ext.simulated_warp(instance.intrinsic, args["warp_size"], (args["value"], int(args["index"])))
+    value, index = max(pairs, key=lambda pair: (pair[0], -pair[1])) if lane == 0 else pairs[lane]
+    return np.dtype(str(instance.result[0])).type(value), np.int32(index)
+
+
+@ext.intrinsic(consts={"warp_size": ext.warp_size}, rule=_warp_argmax_rule, simulate=_simulate_warp_argmax)
+def warp_argmax(value, index, *, warp_size=32):
+    """The largest ``value`` of each logical warp and the ``index`` its lane gave with it, ``(value, index)``,
+    valid in the warp's lane 0 (as CUB's warp reductions); of equal values, the smallest index wins.
+
+    Logical warps are ``warp_size`` lanes (a power of two from 1 to 32) of the block's threads in
+    linear order; every lane of one calls it. Implemented by ``cub::WarpReduce`` (shuffles).
+
+    Example::
+
+        from numba import cuda
+        from tests.downstream.tiles_extras import warp_argmax
+
+        @cuda.jit
+        def peaks_of_8(x, out):
+            i = cuda.grid(1)
+            v, j = warp_argmax(x[i], i, warp_size=8)
+            if i % 8 == 0:
+                out[i // 8] = j
+    """
+
+
 def _topk_rule(name, args):
     items, out = args["items"], args["out"]
     if not isinstance(items, types.Array) or not isinstance(out, types.Array):

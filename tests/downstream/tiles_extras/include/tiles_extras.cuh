@@ -4,6 +4,7 @@
 
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
 
 #include "common.cuh"
 
@@ -32,6 +33,16 @@ __device__ __forceinline__ ::cuda::std::tuple<T, int> block_argmax(T value, int 
   __syncthreads();
   best = storage.best.Alias();
   __syncthreads();  // the next call that uses this storage waits for every thread's read
+  return {best.value, best.key};
+}
+
+// The largest value of each logical warp of Warp lanes and the index given with it, valid in the
+// warp's lane 0 (as CUB's warp reductions); of equal values, the smallest index.
+template <typename T, int Warp>
+__device__ __forceinline__ ::cuda::std::tuple<T, int> warp_argmax(T value, int index) {
+  using Reduce = cub::WarpReduce<cub::KeyValuePair<int, T>, Warp>;
+  typename Reduce::TempStorage temp;  // an empty placeholder for the shuffle specialization
+  const cub::KeyValuePair<int, T> best = Reduce(temp).Reduce(cub::KeyValuePair<int, T>{index, value}, cub::ArgMax{});
   return {best.value, best.key};
 }
 
