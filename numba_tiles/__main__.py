@@ -92,15 +92,14 @@ def report():
         rows.append((name, package(name)))
     nvrtc = "%d.%d" % _toolchain.nvrtc_version()
     jitlink = "%d.%d" % nvjitlink.version()
-    headers = _toolchain.cuda_headers_version()
+    line = _toolchain.cuda_line()
     rows += [
-        ("CUDA line", f"{_toolchain.cuda_line()}  (numba-tiles[{_toolchain.cuda_line()}]: NVRTC, nvJitLink, NVVM "
-                      "and the CUDA headers of one line)"),
+        ("CUDA line", f"{line}  (numba-tiles[{line}]: NVRTC, nvJitLink, NVVM and the CUDA headers of one line)"),
         ("NVRTC", f"{nvrtc}  {_tool('nvrtc')}"),
         ("nvJitLink", f"{jitlink}  {_tool('nvJitLink')}"),
         ("NVVM", _tool("nvvm")),
         ("CCCL", f"{_toolchain.cccl_version()}  {_toolchain.cccl_include_dir()}"),
-        ("CUDA headers", f"{headers}  {_toolchain.cuda_include_dir()}"),
+        ("CUDA headers", f"{_toolchain.cuda_headers_version()}  {_toolchain.cuda_include_dir()}"),
         (f"library {_library.CUB.name}", ", ".join(f"{k}={v}" for k, v in _library.CUB.versions().items())),
         ("MathDx", f"{package('nvidia-mathdx')}, cuBLASDx {_toolchain.cublasdx_version()}  "
                    f"{_toolchain.mathdx_include_dirs()[0]}"),

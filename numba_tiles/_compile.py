@@ -26,7 +26,7 @@ import weakref
 
 from . import _library, _numba, _nvrtc_worker, _stats, _toolchain, cache
 from ._library import STATIC_SHARED_BYTES
-from ._target import Target
+from ._target import Target, checks_requested
 
 # What every program is compiled with, whatever its library and target.
 _BASE_OPTIONS = {"std": "c++20", "link_time_optimization": True, "relocatable_device_code": True}
@@ -216,8 +216,7 @@ def _libraries_stamp(libraries):
 def kernel_cache_stamp():
     """What numba-cuda's cache key for a ``cache=True`` kernel lacks: numba_tiles', the toolchain's and every
     declared library's versions, and ``NUMBA_TILES_DEBUG`` (see `_numba.cache_kernels_with_intrinsics`)."""
-    checks = Target.for_lowering((9, 0), lineinfo=False, debug=False).checks
-    return f"{_libraries_stamp(tuple(_library.DECLARED))[:16]}{'-checks' if checks else ''}"
+    return f"{_libraries_stamp(tuple(_library.DECLARED))[:16]}{'-checks' if checks_requested() else ''}"
 
 
 def _cached(source, library, target, output, make):

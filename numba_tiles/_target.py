@@ -9,6 +9,11 @@ import dataclasses
 import os
 
 
+def checks_requested():
+    """Whether ``NUMBA_TILES_DEBUG`` asks for the launch and input checks to be compiled in (read when code is lowered)."""
+    return os.environ.get("NUMBA_TILES_DEBUG", "0") not in ("", "0")
+
+
 @dataclasses.dataclass(frozen=True)
 class Target:
     """``arch`` (``"sm_90"``), and the code-changing modes: ``checks`` (``NUMBA_TILES_DEBUG=1``: launch
@@ -26,8 +31,7 @@ class Target:
     @classmethod
     def for_lowering(cls, cc, lineinfo, debug):
         """The target of code lowered now for compute capability ``cc``; ``checks`` from ``NUMBA_TILES_DEBUG``."""
-        return cls("sm_%d%d" % cc, checks=os.environ.get("NUMBA_TILES_DEBUG", "0") not in ("", "0"),
-                   debug=debug, lineinfo=lineinfo)
+        return cls("sm_%d%d" % cc, checks=checks_requested(), debug=debug, lineinfo=lineinfo)
 
     @property
     def cc(self):

@@ -57,12 +57,13 @@ Example (the C++ goes in ``include/mine.cuh`` beside the module)::
         '''The sum of the block's values squared, valid in thread 0. {{block_dim}} ...'''
 """
 
-from . import _library, simulator as _simulator
+from . import _library
 from ._dtypes import SCALARS, Dtype, element, given_integer, integer, named, scalar
 from ._errors import TilesError, error
 from ._library import CUB, MATHDX, STATIC_SHARED_BYTES, Header, Library
 from ._params import block_dim, choice, count, flag, positive_int, warp_size
 from ._spec import Instance, intrinsic
+from .simulator import simulated_block, simulated_warp
 
 
 def library(name, include_dir, *, blame, over=CUB):
@@ -93,34 +94,6 @@ def library(name, include_dir, *, blame, over=CUB):
         versions=lambda: {**over.versions(), name: _toolchain.directory_digest(include_dir)},
         blame=blame, options=over.options, flags=over.flags, base=over.base, per_entry=over.per_entry,
     )
-
-
-def simulated_block(intrinsic, block_dim, value):
-    """In a simulator twin of a block intrinsic: every thread's ``value`` in linear thread order (x fastest)
-    and the calling thread's rank. Every thread of the block must call it; ``block_dim`` (parsed) is
-    checked against the launch.
-
-    Example (the twin of a block-wide sum, valid in thread 0)::
-
-        def simulate(instance, args):
-            values, rank = ext.simulated_block(instance.intrinsic, args["block_dim"], args["value"])
-            return sum(values) if rank == 0 else 0
-    """
-    thread = _simulator._block_thread(intrinsic, block_dim)
-    return _simulator._exchange(thread, value), thread.thread_id
-
-
-def simulated_warp(intrinsic, warp_size, value):
-    """In a simulator twin of a warp intrinsic: the ``value`` of every lane of the calling thread's logical
-    warp of ``warp_size`` lanes, and the calling lane.
-
-    Example::
-
-        def simulate(instance, args):
-            values, lane = ext.simulated_warp(instance.intrinsic, args["warp_size"], args["value"])
-            return max(values)
-    """
-    return _simulator._warp_exchange(_simulator._thread(intrinsic), warp_size, value)
 
 
 __all__ = [

@@ -66,6 +66,34 @@ def _warp_exchange(thread, width, value):
     return values, lane
 
 
+def simulated_block(intrinsic, block_dim, value):
+    """In a simulator twin of a block intrinsic: every thread's ``value`` in linear thread order (x fastest)
+    and the calling thread's rank. Every thread of the block must call it; ``block_dim`` (parsed) is
+    checked against the launch. Public as ``numba_tiles.extending.simulated_block``.
+
+    Example (the twin of a block-wide sum, valid in thread 0)::
+
+        def simulate(instance, args):
+            values, rank = ext.simulated_block(instance.intrinsic, args["block_dim"], args["value"])
+            return sum(values) if rank == 0 else 0
+    """
+    thread = _block_thread(intrinsic, block_dim)
+    return _exchange(thread, value), thread.thread_id
+
+
+def simulated_warp(intrinsic, warp_size, value):
+    """In a simulator twin of a warp intrinsic: the ``value`` of every lane of the calling thread's logical
+    warp of ``warp_size`` lanes, and the calling lane. Public as ``numba_tiles.extending.simulated_warp``.
+
+    Example::
+
+        def simulate(instance, args):
+            values, lane = ext.simulated_warp(instance.intrinsic, args["warp_size"], args["value"])
+            return max(values)
+    """
+    return _warp_exchange(_thread(intrinsic), warp_size, value)
+
+
 def _reduce(instance, args, tiles_, position):
     """What the thread at ``position`` gets: the aggregate of all items at 0 (everywhere with
     broadcast); elsewhere, as a stand-in for CUB's unspecified value, the reduction of its own items."""
@@ -91,15 +119,12 @@ def _items(instance, value, count):
 
 
 def block_reduce(instance, args):
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
     mine = _items(instance, args["value"], args["items_per_thread"])
-    return _reduce(instance, args, _exchange(thread, mine), thread.thread_id)
+    return _reduce(instance, args, *simulated_block(instance.intrinsic, args["block_dim"], mine))
 
 
 def warp_reduce(instance, args):
-    thread = _thread(instance.intrinsic)
-    values, lane = _warp_exchange(thread, args["warp_size"], [args["value"]])
-    return _reduce(instance, args, values, lane)
+    return _reduce(instance, args, *simulated_warp(instance.intrinsic, args["warp_size"], [args["value"]]))
 
 
 def _rank(kind, tid, j, threads, items):
@@ -189,9 +214,8 @@ def block_scan(instance, args):
 
 
 def warp_scan(instance, args):
-    thread = _thread(instance.intrinsic)
     dtype = _entry_dtype(instance)
-    values, lane = _warp_exchange(thread, args["warp_size"], args["value"])
+    values, lane = simulated_warp(instance.intrinsic, args["warp_size"], args["value"])
     op, initial = args["op"], args["initial_value"]
     if args["num_valid"] is not None:
         valid = max(int(args["num_valid"]), 0)
