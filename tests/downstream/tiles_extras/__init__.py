@@ -22,23 +22,34 @@ def _shape(args):
     return dict(zip(("BX", "BY", "BZ"), args["block_dim"]))
 
 
-def _argmax_rule(name, args):
+def _argmax(name, args, template, storage=None, **shape):
+    """The `Instance` of an argmax over (value, index) pairs: ``template`` (and its ``storage``, if it
+    takes one) of ``shape``, returning the pair."""
     dtype = ext.scalar(name, "value", args["value"], allowed=_ORDERED)
     ext.integer(name, "index", args["index"])
     return ext.Instance(
         intrinsic=name,
         header=HEADER,
-        template=HEADER.template("tiles_extras::block_argmax", T=dtype.cxx, **_shape(args)),
+        template=HEADER.template(f"tiles_extras::{template}", T=dtype.cxx, **shape),
         result=types.Tuple((dtype.numba, types.int32)),
         params=(("value", dtype.numba, None), ("index", types.int32, None)),
-        storage=HEADER.template("tiles_extras::argmax_storage", T=dtype.cxx, **_shape(args)),
+        storage=HEADER.template(f"tiles_extras::{storage}", T=dtype.cxx, **shape) if storage else "",
     )
+
+
+def _best(instance, pairs):
+    """The largest value of (value, index) ``pairs`` and its index, the smallest of ties, as the GPU returns them."""
+    value, index = max(pairs, key=lambda pair: (pair[0], -pair[1]))
+    return np.dtype(str(instance.result[0])).type(value), np.int32(index)
+
+
+def _argmax_rule(name, args):
+    return _argmax(name, args, "block_argmax", storage="argmax_storage", **_shape(args))
 
 
 def _simulate_argmax(instance, args):
     pairs, _ = ext.simulated_block(instance.intrinsic, args["block_dim"], (args["value"], int(args["index"])))
-    value, index = max(pairs, key=lambda pair: (pair[0], -pair[1]))
-    return np.dtype(str(instance.result[0])).type(value), np.int32(index)
+    return _best(instance, pairs)
 
 
 @ext.intrinsic(consts={"block_dim": ext.block_dim}, rule=_argmax_rule, simulate=_simulate_argmax)
@@ -65,21 +76,12 @@ def block_argmax(value, index, *, block_dim, temp=None):
 
 
 def _warp_argmax_rule(name, args):
-    dtype = ext.scalar(name, "value", args["value"], allowed=_ORDERED)
-    ext.integer(name, "index", args["index"])
-    return ext.Instance(
-        intrinsic=name,
-        header=HEADER,
-        template=HEADER.template("tiles_extras::warp_argmax", T=dtype.cxx, Warp=args["warp_size"]),
-        result=types.Tuple((dtype.numba, types.int32)),
-        params=(("value", dtype.numba, None), ("index", types.int32, None)),
-    )
+    return _argmax(name, args, "warp_argmax", Warp=args["warp_size"])  # (shuffles: no storage)
 
 
 def _simulate_warp_argmax(instance, args):
     pairs, lane = ext.simulated_warp(instance.intrinsic, args["warp_size"], (args["value"], int(args["index"])))
-    value, index = max(pairs, key=lambda pair: (pair[0], -pair[1])) if lane == 0 else pairs[lane]
-    return np.dtype(str(instance.result[0])).type(value), np.int32(index)
+    return _best(instance, pairs if lane == 0 else pairs[lane:lane + 1])  # (valid in lane 0 only, as on the GPU)
 
 
 @ext.intrinsic(consts={"warp_size": ext.warp_size}, rule=_warp_argmax_rule, simulate=_simulate_warp_argmax)
