@@ -270,11 +270,15 @@ def constant(expression, header, arch):
 
 _pch_dir = None
 _pchs = {}  # (library, options) → its `_PrecompiledBase` in this process
-_background = []  # the threads NVRTC may be running in: a process waits for them at exit
+_background = []  # the threads NVRTC may be running in
 
 
 def _in_background(work):
-    thread = threading.Thread(target=work, daemon=True, name="numba_tiles NVRTC")
+    # Not a daemon: Python joins such threads before any atexit handler runs. A process that exited
+    # right after `import numba_tiles` on a GPU machine died with SIGSEGV while this thread was still
+    # in cuInit/NVRTC: the atexit handlers registered after ours (by the CUDA modules the thread
+    # imports) ran first and tore down what it was using.
+    thread = threading.Thread(target=work, name="numba_tiles NVRTC")
     _background.append(thread)
     thread.start()
     return thread
@@ -282,9 +286,6 @@ def _in_background(work):
 
 @atexit.register
 def _at_exit():
-    # NVRTC must not be unloaded under a thread still compiling: wait, then drop the PCHs.
-    for thread in list(_background):
-        thread.join()
     if _pch_dir is not None:
         shutil.rmtree(_pch_dir, ignore_errors=True)
 

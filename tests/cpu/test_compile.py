@@ -408,3 +408,21 @@ def test_shared_memory_total_is_the_kernels_own_on_every_arch(arch):
         out[cuda.threadIdx.x] = staged[599 - cuda.threadIdx.x]
 
     assert tiles.shared_memory(kernel, "void(float32[::1], float32[::1])", arch=arch)["total"] == 600 * 4
+
+
+def test_background_nvrtc_work_is_done_before_any_exit_handler_runs(tmp_path):
+    """A process that exits while a header is being precompiled waits for it before the atexit handlers
+    (those registered later, as by the CUDA modules the thread loads, run first and may unload them)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit_early.py"
+    script.write_text(
+        "import atexit\n"
+        "from numba_tiles import _compile, _library\n"
+        "from numba_tiles._target import Target\n"
+        "_compile._start_base_pch(_library.CUB, _compile.options(_library.CUB, Target('sm_90')))\n"
+        "atexit.register(lambda: print('running at exit:', sum(t.is_alive() for t in _compile._background)))\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "running at exit: 0"
