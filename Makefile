@@ -89,16 +89,21 @@ gpu-test: gpu-site
 
 # There: a representative subset of the GPU tests (tests/gpu/conftest.py: every intrinsic and algorithm,
 # each block shape, temp= sharing, back-to-back calls) under compute-sanitizer's memcheck, racecheck and
-# synccheck, one tool after the other; a finding fails the target. The three runs share one LTO-IR cache.
+# synccheck, one tool after the other (SANITIZE_TOOLS=memcheck for one); a finding fails the target.
+# The subset first runs without the sanitizer, in parallel, to fill the LTO-IR cache the tools share:
+# under the sanitizer it runs in one process, since 14 xdist workers under it had not started a test
+# after 150 s on the H200.
 SANITIZER      ?= compute-sanitizer
 SANITIZE_TOOLS ?= memcheck racecheck synccheck
+SANITIZE_RUN   := -m pytest tests/gpu -q -p no:cacheprovider --sanitize-subset \
+                  --ignore=tests/gpu/test_notebooks_gpu.py --ignore=tests/gpu/test_randomized.py
+SANITIZE_ENV   := $(GPU_ENV) NUMBA_TILES_CACHE_DIR=$(CURDIR)/.gpu-sanitize-cache
 gpu-sanitize: gpu-site
+	$(SANITIZE_ENV) $(GPU_PYTHON) $(SANITIZE_RUN) -n $(GPU_JOBS)
 	status=0; for tool in $(SANITIZE_TOOLS); do \
 	  echo "== compute-sanitizer --tool $$tool"; \
-	  $(GPU_ENV) NUMBA_TILES_CACHE_DIR=$(CURDIR)/.gpu-sanitize-cache $(SANITIZER) --tool $$tool \
-	    --target-processes all --error-exitcode 99 $(GPU_PYTHON) -m pytest tests/gpu -q -p no:cacheprovider \
-	    -n $(GPU_JOBS) --sanitize-subset --ignore=tests/gpu/test_notebooks_gpu.py \
-	    --ignore=tests/gpu/test_randomized.py || status=1; \
+	  $(SANITIZE_ENV) $(SANITIZER) --tool $$tool --target-processes all --error-exitcode 99 \
+	    $(GPU_PYTHON) $(SANITIZE_RUN) -p no:xdist || status=1; \
 	done; exit $$status
 
 clean:
