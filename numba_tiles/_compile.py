@@ -184,7 +184,7 @@ def build(instances, target, isolated=False):
     """LTO-IR bytes for one translation unit of one library: from the disk cache, else NVRTC (then
     stored); ``isolated``: NVRTC in a worker process, and an oversized storage is the caller's to find."""
     library = instances[0].header.library
-    source = translation_unit(instances, lines=target.lineinfo or target.debug)
+    source = translation_unit(instances, lines=target.lineinfo)
     name = instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}"
 
     def make():
@@ -355,7 +355,7 @@ def prepare_for_current_device(library):
     def start():
         cc = _toolchain.current_device_cc()
         if cc is not None and "sm_%d%d" % cc in _toolchain.supported_archs():
-            _start_base_pch(library, options(library, Target.for_lowering(cc, lineinfo=False, debug=False)))
+            _start_base_pch(library, options(library, Target.for_lowering(cc, lineinfo=False)))
 
     _in_background(start)
 
@@ -434,7 +434,8 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
     (``"void(float32[:], float32[:])"`` or a tuple of Numba types). ``output="cubin"`` or
     ``"ptx"`` returns the bytes of the fully linked kernel; ``output="ltoir"`` returns the list of
     LTO-IR modules that the link would take (Numba's first, then the intrinsics'). ``lineinfo``
-    and ``debug`` are as for ``@cuda.jit``; they reach NVRTC too (``-lineinfo``, ``-G``).
+    is as for ``@cuda.jit`` and reaches NVRTC too (``-lineinfo``); ``debug=True`` is refused for a
+    kernel that calls an intrinsic, as for ``@cuda.jit`` (see the profiling guide).
 
     Example::
 

@@ -226,6 +226,16 @@ class Spec:
         return self._instance(typed), parsed
 
     def typing_signature(self, args, kws):
+        if _numba.target_flags()[2]:
+            # On an H200 (CUDA 13.0), a -G kernel that called block_reduce then block_scan stored
+            # blockIdx.x where it stored the sum: ptxas's debug code for the kernel read the sum
+            # from a register the later call's set-up had overwritten (the PTX was right).
+            raise error(self.name, "debug builds (debug=True) of kernels that call intrinsics are refused: "
+                        "ptxas's debug code for such a kernel loses values that live across an intrinsic's "
+                        "call (wrong results, seen with CUDA 13.0)",
+                        "build with lineinfo=True instead (the SASS maps to your Python lines and the C++: "
+                        "profilers and cuda-gdb step by line), or run the kernel on Numba's simulator "
+                        "(NUMBA_ENABLE_CUDASIM=1) to debug its Python with pdb")
         arguments = self._bind(args, kws, omitted=types.Omitted)
         instance = self.resolve_types(arguments)
         entry = {name: ty for name, ty, _ in instance.params if isinstance(ty, types.Type)}
@@ -247,8 +257,8 @@ class Spec:
         return _numba.signature(instance.result, formal, positional)
 
     def lower(self, context, builder, sig, args):
-        cc, lineinfo, debug = _numba.target_flags()
-        target = Target.for_lowering(cc, lineinfo, debug)
+        cc, lineinfo, _ = _numba.target_flags()
+        target = Target.for_lowering(cc, lineinfo)
         arguments = dict(zip(self.pysig.parameters, sig.args))
         instance = self.resolve_types({**arguments, **self.fixed})
         if "block_dim" in self.consts:

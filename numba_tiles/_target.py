@@ -17,21 +17,21 @@ def checks_requested():
 @dataclasses.dataclass(frozen=True)
 class Target:
     """``arch`` (``"sm_90"``), and the code-changing modes: ``checks`` (``NUMBA_TILES_DEBUG=1``: launch
-    and input checks compiled in), ``debug`` (device debug information, NVRTC ``-G``) and ``lineinfo``
-    (line tables, NVRTC ``-lineinfo``). Example::
+    and input checks compiled in) and ``lineinfo`` (line tables, NVRTC ``-lineinfo``). There is no
+    debug (``-G``) mode: a debug build of a kernel that calls an intrinsic is refused at typing
+    (`_spec.IntrinsicSpec.typing_signature`). Example::
 
         Target("sm_90", lineinfo=True).nvrtc_options()  # {'arch': 'sm_90', 'lineinfo': True, ...}
     """
 
     arch: str
     checks: bool = False
-    debug: bool = False
     lineinfo: bool = False
 
     @classmethod
-    def for_lowering(cls, cc, lineinfo, debug):
+    def for_lowering(cls, cc, lineinfo):
         """The target of code lowered now for compute capability ``cc``; ``checks`` from ``NUMBA_TILES_DEBUG``."""
-        return cls("sm_%d%d" % cc, checks=checks_requested(), debug=debug, lineinfo=lineinfo)
+        return cls("sm_%d%d" % cc, checks=checks_requested(), lineinfo=lineinfo)
 
     @property
     def cc(self):
@@ -41,8 +41,6 @@ class Target:
     def nvrtc_options(self):
         """The NVRTC options this target adds to a library's."""
         options = {"arch": self.arch}
-        if self.debug:
-            options["debug"] = True
         if self.lineinfo:
             options["lineinfo"] = True
         if self.checks:

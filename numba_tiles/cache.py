@@ -7,7 +7,7 @@ on Linux). ``NUMBA_TILES_CACHE=0`` turns the disk cache off (the in-process memo
 entries go first.
 
 The key (`key`) digests everything that changes an entry's bytes: the C++ text, the target
-(arch, checks, debug, lineinfo), NVRTC's options, and the versions of the toolchain and of
+(arch, checks, lineinfo), NVRTC's options, and the versions of the toolchain and of
 every library the program includes (the content of their headers). One file per key, ``<key>.ltoir``: a header (the key, the components it digests, the payload's
 length and SHA-256) and the payload. Files are written to a temporary name in the same
 directory and renamed into place, so readers see a whole entry or none, and any number of

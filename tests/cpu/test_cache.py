@@ -118,7 +118,7 @@ def test_info_and_entries_name_the_key_components(tmp_path, monkeypatch):
     assert info["key_components"] == ["source", "output", "target", "options", "versions"]
     (entry,) = tiles.cache.entries()
     parts = entry["components"]
-    assert parts["target"] == {"arch": "sm_80", "checks": False, "debug": False, "lineinfo": False}
+    assert parts["target"] == {"arch": "sm_80", "checks": False, "lineinfo": False}
     assert {"nvrtc", "numba_tiles"} <= set(parts["versions"])  # the toolchain's, and the library's:
     assert {"cccl", "cuda_headers", "lto_libs"} == set(parts["versions"]["numba_tiles.cub"])
     assert tiles.cache.clear() == 1 and not entry_files(tmp_path)

@@ -101,10 +101,10 @@ def test_key_covers_source_target_options_and_versions():
 
 
 def test_key_changes_with_every_target_mode_and_option(monkeypatch):
-    keys = {key(), key(checks=True), key(debug=True), key(lineinfo=True)}
+    keys = {key(), key(checks=True), key(lineinfo=True)}
     monkeypatch.setitem(_compile._BASE_OPTIONS, "std", "c++17")
     keys.add(key())
-    assert len(keys) == 5
+    assert len(keys) == 4
 
 
 def observed_programs(monkeypatch):
@@ -120,8 +120,8 @@ def observed_programs(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("mode,section", [("lineinfo", ".debug_line"), ("debug", ".debug_info")])
-def test_lineinfo_and_debug_reach_nvrtc(monkeypatch, mode, section):
+@pytest.mark.parametrize("mode,section", [("lineinfo", ".debug_line")])
+def test_lineinfo_reaches_nvrtc(monkeypatch, mode, section):
     """From @cuda.jit's flags (here through tiles.compile) to the target, NVRTC's options and its output."""
     from numba_tiles._elf import sections
 

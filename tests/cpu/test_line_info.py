@@ -75,7 +75,30 @@ def test_without_lineinfo_there_is_no_line_table(tmp_path):
     assert '//## File' not in line_table(tiles.compile(reduce_kernel, SIG, arch="sm_90"), tmp_path)
 
 
-def test_a_debug_build_links_with_debug_information(tmp_path):
-    """``debug=True`` (numba-cuda's -g, NVRTC's -G): the same module flags as line info, now linked."""
-    table = line_table(tiles.compile(reduce_kernel, SIG, arch="sm_90", debug=True), tmp_path)
-    assert re.search(rf'File "{re.escape(__file__)}", line {call_line(reduce_kernel, "block_reduce")}\n', table)
+def helper_that_scans(x):
+    return tiles.block_scan(x, "+", block_dim=128)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("kernel", ["reduce", "scan", "sort", "device function"])
+def test_a_debug_build_is_refused_and_lineinfo_builds_after_it(kernel, arch, tmp_path):
+    """``debug=True``: ptxas's -G code lost a value live across an intrinsic's call on the H200, so the
+    build is refused at typing, naming the intrinsic and the fix; the same kernel then builds with line info."""
+    from numba.core.errors import TypingError
+
+    def through_a_helper(debug):
+        helper = cuda.jit(device=True, debug=debug, opt=not debug)(helper_that_scans)
+
+        def kernel(x, out):
+            out[cuda.grid(1)] = helper(x[cuda.grid(1)])
+        return kernel
+
+    pyfunc, name = {"reduce": (lambda debug: reduce_kernel, "block_load"),
+                    "scan": (lambda debug: scan_kernel, "block_scan"),
+                    "sort": (lambda debug: sort_kernel, "block_radix_sort"),
+                    "device function": (through_a_helper, "block_scan")}[kernel]
+    with pytest.raises(TypingError, match=rf"tiles\.{name}: debug builds \(debug=True\) of kernels that call "
+                                          r"intrinsics are refused.*Fix: build with lineinfo=True instead"):
+        tiles.compile(cuda.jit(debug=True, opt=False)(pyfunc(True)), SIG, arch=arch, debug=True)
+    table = line_table(tiles.compile(pyfunc(False), SIG, arch=arch, lineinfo=True), tmp_path)
+    assert "lto_libs/" in table

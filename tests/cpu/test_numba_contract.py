@@ -47,7 +47,7 @@ def test_target_flags_carry_the_arch_and_line_info():
     with _compile.recording() as lowered:
         tiles.compile(reduce_kernel, SIG, arch="sm_80", output="ltoir", lineinfo=True)
     (_, target), = lowered
-    assert (target.arch, target.lineinfo, target.debug) == ("sm_80", True, False)
+    assert (target.arch, target.lineinfo) == ("sm_80", True)
 
 
 def test_lazy_ltoir_is_read_only_when_linked():

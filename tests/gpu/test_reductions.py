@@ -108,25 +108,30 @@ def test_warp_reduce_small_and_complex_types(dtype, op, warp_size, rng):
     reference.run_warp_case(dtype, op, warp_size, rng)
 
 
-@pytest.mark.parametrize("flags", [{"lineinfo": True}, {"debug": True, "opt": False}, {"debug": True, "opt": False,
-                                                                                    "lto": True}], ids=str)
-def test_profiling_and_debug_builds(flags, rng):
-    """lineinfo (what profiling turns on) and debug builds (numba-cuda's PTX with our LTO-IR, or all LTO)
-    of a load + reduce + scan kernel give the plain build's results."""
-    @cuda.jit(**flags)
-    def kernel(x, sums, prefix):
-        items = cuda.local.array(3, np.float32)
-        tiles.block_load(x[cuda.blockIdx.x * 384:], items, block_dim=128, items_per_thread=3)
-        total = tiles.block_reduce(items, "+", block_dim=128, items_per_thread=3)
-        running = tiles.block_scan(items[0], "+", block_dim=128)
-        if cuda.threadIdx.x == 0:
-            sums[cuda.blockIdx.x] = total
-        prefix[cuda.blockIdx.x * 128 + cuda.threadIdx.x] = running
+def load_reduce_scan(x, sums, prefix):
+    items = cuda.local.array(3, np.float32)
+    tiles.block_load(x[cuda.blockIdx.x * 384:], items, block_dim=128, items_per_thread=3)
+    total = tiles.block_reduce(items, "+", block_dim=128, items_per_thread=3)
+    running = tiles.block_scan(items[0], "+", block_dim=128)
+    if cuda.threadIdx.x == 0:
+        sums[cuda.blockIdx.x] = total
+    prefix[cuda.blockIdx.x * 128 + cuda.threadIdx.x] = running
+
+
+@pytest.mark.parametrize("debug", [{"debug": True, "opt": False}, {"debug": True, "opt": False, "lto": True}],
+                         ids=str)
+def test_debug_build_is_refused_then_lineinfo_build_runs(debug, rng):
+    """A debug build of a load + reduce + scan kernel (the one that stored blockIdx.x for the sum on the
+    H200) is refused at compile time; the lineinfo build (what profiling turns on) then gives the
+    plain build's results, in the same process."""
+    from numba.core.errors import TypingError
 
     blocks = 7
     x = rng.integers(-8, 8, blocks * 384).astype(np.float32)  # small integers: exact sums in any order
     sums, prefix = np.zeros(blocks, np.float32), np.zeros(blocks * 128, np.float32)
-    kernel[blocks, 128](x, sums, prefix)
+    with pytest.raises(TypingError, match=r"tiles\.block_load: debug builds \(debug=True\)"):
+        cuda.jit(**debug)(load_reduce_scan)[blocks, 128](x, sums, prefix)
+    cuda.jit(lineinfo=True)(load_reduce_scan)[blocks, 128](x, sums, prefix)
     per_thread = x.reshape(blocks, 128, 3)
     np.testing.assert_array_equal(sums, per_thread.sum(axis=(1, 2)))
     np.testing.assert_array_equal(prefix, np.cumsum(per_thread[:, :, 0], axis=1).ravel())
