@@ -90,21 +90,29 @@ gpu-test: gpu-site
 # There: a representative subset of the GPU tests (tests/gpu/conftest.py: every intrinsic and algorithm,
 # each block shape, temp= sharing, back-to-back calls) under compute-sanitizer's memcheck, racecheck and
 # synccheck, one tool after the other (SANITIZE_TOOLS=memcheck for one); a finding fails the target.
-# The subset first runs without the sanitizer, in parallel, to fill the LTO-IR cache the tools share:
-# under the sanitizer it runs in one process, since 14 xdist workers under it had not started a test
-# after 150 s on the H200.
-SANITIZER      ?= compute-sanitizer
-SANITIZE_TOOLS ?= memcheck racecheck synccheck
-SANITIZE_RUN   := -m pytest tests/gpu -q -p no:cacheprovider --sanitize-subset \
-                  --ignore=tests/gpu/test_notebooks_gpu.py --ignore=tests/gpu/test_randomized.py
-SANITIZE_ENV   := $(GPU_ENV) NUMBA_TILES_CACHE_DIR=$(CURDIR)/.gpu-sanitize-cache
+# The subset first runs without the sanitizer, in parallel, to fill the LTO-IR cache the tools share.
+# Under a tool it runs as SANITIZE_SHARDS processes at once, each a plain pytest over its share
+# (--shard), each under its own compute-sanitizer: 14 xdist workers under one compute-sanitizer
+# (--target-processes all) had not started a test after 150 s on the H200. Logs: .gpu-sanitize-logs/.
+SANITIZER       ?= compute-sanitizer
+SANITIZE_TOOLS  ?= memcheck racecheck synccheck
+SANITIZE_SHARDS ?= 8
+SANITIZE_RUN    := -m pytest tests/gpu -q -p no:cacheprovider --sanitize-subset \
+                   --ignore=tests/gpu/test_notebooks_gpu.py --ignore=tests/gpu/test_randomized.py \
+                   --ignore=tests/gpu/test_kernel_cache.py
+SANITIZE_ENV    := $(GPU_ENV) NUMBA_TILES_CACHE_DIR=$(CURDIR)/.gpu-sanitize-cache NUMBA_TILES_PREPARE=0
 gpu-sanitize: gpu-site
 	$(SANITIZE_ENV) $(GPU_PYTHON) $(SANITIZE_RUN) -n $(GPU_JOBS)
+	rm -rf .gpu-sanitize-logs && mkdir .gpu-sanitize-logs
 	status=0; for tool in $(SANITIZE_TOOLS); do \
-	  echo "== compute-sanitizer --tool $$tool"; \
-	  $(SANITIZE_ENV) $(SANITIZER) --tool $$tool --target-processes all --error-exitcode 99 \
-	    $(GPU_PYTHON) $(SANITIZE_RUN) -p no:xdist || status=1; \
+	  pids=""; for i in $$(seq 0 $$(($(SANITIZE_SHARDS) - 1))); do \
+	    $(SANITIZE_ENV) $(SANITIZER) --tool $$tool --error-exitcode 99 $(GPU_PYTHON) $(SANITIZE_RUN) -p no:xdist \
+	      --shard $$i/$(SANITIZE_SHARDS) > .gpu-sanitize-logs/$$tool-$$i.log 2>&1 & pids="$$pids $$!"; \
+	  done; \
+	  for pid in $$pids; do wait $$pid || status=1; done; \
+	  echo "== $$tool: $$(grep -h 'ERROR SUMMARY' .gpu-sanitize-logs/$$tool-*.log | sort | uniq -c | xargs)"; \
+	  grep -h -E '^[0-9]+ (passed|failed)|(passed|failed).* in [0-9.]+s' .gpu-sanitize-logs/$$tool-*.log; \
 	done; exit $$status
 
 clean:
-	rm -rf .venv .venv-cu12 .gpu-wheels .gpu-site .gpu-notebooks .gpu-sanitize-cache docs/_build
+	rm -rf .venv .venv-cu12 .gpu-wheels .gpu-site .gpu-notebooks .gpu-sanitize-cache .gpu-sanitize-logs docs/_build

@@ -8,6 +8,9 @@ kernel on purpose (a trap is what compute-sanitizer reports) are left out."""
 def pytest_addoption(parser):
     parser.addoption("--sanitize-subset", action="store_true",
                      help="a representative subset of the GPU tests, for compute-sanitizer")
+    parser.addoption("--shard", default=None, metavar="I/N",
+                     help="run only every N-th of the selected tests, from the I-th (0-based): one process "
+                          "a shard, several processes under compute-sanitizer at once")
 
 
 ON_PURPOSE = ("stops_with_a_message", "traps_on")
@@ -15,8 +18,19 @@ VALUE_ONLY = ("rng", "dtype", "op", "counter", "flag_dtype", "initial", "compare
 
 
 def pytest_collection_modifyitems(config, items):
-    if not config.getoption("--sanitize-subset"):
-        return
+    if config.getoption("--sanitize-subset"):
+        _keep(config, items, _representative(items))
+    if config.getoption("--shard"):
+        index, count = map(int, config.getoption("--shard").split("/"))
+        _keep(config, items, items[index::count])
+
+
+def _keep(config, items, kept):
+    config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+    items[:] = kept
+
+
+def _representative(items):
     kept, seen = [], set()
     for item in items:
         name = item.originalname if hasattr(item, "originalname") else item.name
@@ -28,5 +42,4 @@ def pytest_collection_modifyitems(config, items):
         if not values <= seen:
             kept.append(item)
             seen |= values
-    config.hook.pytest_deselected(items=[i for i in items if i not in kept])
-    items[:] = kept
+    return kept
