@@ -114,7 +114,7 @@ def signature(result, args, pysig):
 
 
 def target_flags():
-    """(compute capability, lineinfo, debug) of the code being lowered now."""
+    """(compute capability, lineinfo, debug) of the code being typed or lowered now."""
     from numba.cuda.core.targetconfig import ConfigStack
 
     flags = ConfigStack().top()

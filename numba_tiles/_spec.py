@@ -228,8 +228,9 @@ class Spec:
     def typing_signature(self, args, kws):
         if _numba.target_flags()[2]:
             # On an H200 (CUDA 13.0), a -G kernel that called block_reduce then block_scan stored
-            # blockIdx.x where it stored the sum: ptxas's debug code for the kernel read the sum
-            # from a register the later call's set-up had overwritten (the PTX was right).
+            # blockIdx.x where it stored the sum: after the second call, ptxas's debug code stored
+            # the register it had just reused for blockIdx.x, not the one that kept the sum (the PTX
+            # was right; our LTO-IR built without -G changed nothing).
             raise error(self.name, "debug builds (debug=True) of kernels that call intrinsics are refused: "
                         "ptxas's debug code for such a kernel loses values that live across an intrinsic's "
                         "call (wrong results, seen with CUDA 13.0)",

@@ -19,7 +19,7 @@ class Target:
     """``arch`` (``"sm_90"``), and the code-changing modes: ``checks`` (``NUMBA_TILES_DEBUG=1``: launch
     and input checks compiled in) and ``lineinfo`` (line tables, NVRTC ``-lineinfo``). There is no
     debug (``-G``) mode: a debug build of a kernel that calls an intrinsic is refused at typing
-    (`_spec.IntrinsicSpec.typing_signature`). Example::
+    (`_spec.Spec.typing_signature`). Example::
 
         Target("sm_90", lineinfo=True).nvrtc_options()  # {'arch': 'sm_90', 'lineinfo': True, ...}
     """
