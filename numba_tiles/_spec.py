@@ -226,7 +226,8 @@ class Spec:
         return self._instance(typed), parsed
 
     def typing_signature(self, args, kws):
-        if _numba.target_flags()[2]:
+        _, _, debug = _numba.target_flags()
+        if debug:
             # On an H200 (CUDA 13.0), a -G kernel that called block_reduce then block_scan stored
             # blockIdx.x where it stored the sum: after the second call, ptxas's debug code stored
             # the register it had just reused for blockIdx.x, not the one that kept the sum (the PTX

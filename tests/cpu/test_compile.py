@@ -120,23 +120,22 @@ def observed_programs(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("mode,section", [("lineinfo", ".debug_line")])
-def test_lineinfo_reaches_nvrtc(monkeypatch, mode, section):
+def test_lineinfo_reaches_nvrtc(monkeypatch):
     """From @cuda.jit's flags (here through tiles.compile) to the target, NVRTC's options and its output."""
     from numba_tiles._elf import sections
 
     monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
     seen = observed_programs(monkeypatch)
     with _compile.recording() as lowered:
-        tiles.compile(sum_kernel(160), SIG, arch="sm_90", output="ltoir", **{mode: True})
+        tiles.compile(sum_kernel(160), SIG, arch="sm_90", output="ltoir", lineinfo=True)
     (instance, target), = lowered
-    assert target == Target("sm_90", **{mode: True})
+    assert target == Target("sm_90", lineinfo=True)
     (source, flags), = seen
-    assert flags[mode] is True
-    # NVRTC honours it: the same program and options compiled to a cubin carry line / debug sections.
+    assert flags["lineinfo"] is True
+    # NVRTC honours it: the same program and options compiled to a cubin carry a line table.
     plain = _compile._nvrtc(source, CUB, Target("sm_90"), "plain", [instance], output="cubin")
     given = _compile._nvrtc(source, CUB, target, "given", [instance], output="cubin")
-    assert section not in {s[0] for s in sections(plain)} and section in {s[0] for s in sections(given)}
+    assert ".debug_line" not in {s[0] for s in sections(plain)} and ".debug_line" in {s[0] for s in sections(given)}
 
 
 def test_a_kernel_compiles_only_the_headers_its_intrinsics_use(monkeypatch):
