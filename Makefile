@@ -11,9 +11,15 @@ COMPILE_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test
 # The GPU machines have no package index and ship numpy 2.5 (which breaks numba-cuda 0.30):
 # `make gpu-wheels` (here) downloads the pinned cp312 wheels they lack into .gpu-wheels/,
 # `make gpu-test` (there) installs them with --no-index into .gpu-site/ and runs the GPU tests.
+# With CUDA=cu12 they are .gpu-wheels-cu12/ and .gpu-site-cu12/, which add the CUDA 12.9 NVRTC, nvJitLink,
+# NVVM and runtime headers (the image has CUDA 13's; its r580 driver runs either line).
 GPU_PYTHON  ?= python3
-GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-bindings==13.0.*" "cuda-pathfinder>=1.3" "nvidia-cuda-cccl==13.0.*" \
-               "pytest-xdist==3.*" "execnet>=2.1"
+GPU_WHEELS  := .gpu-wheels$(if $(filter cu13,$(CUDA)),,-$(CUDA))
+GPU_SITE    := .gpu-site$(if $(filter cu13,$(CUDA)),,-$(CUDA))
+CU12_PINS   := "cuda-bindings==12.9.*" "nvidia-cuda-nvrtc-cu12==12.9.*" "nvidia-nvjitlink-cu12==12.9.*" \
+               "nvidia-cuda-nvcc-cu12==12.9.*" "nvidia-cuda-runtime-cu12==12.9.*"
+GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-pathfinder>=1.3" "nvidia-cuda-cccl==13.0.*" \
+               "pytest-xdist==3.*" "execnet>=2.1" $(if $(filter cu13,$(CUDA)),"cuda-bindings==13.0.*",$(CU12_PINS))
 # Executing notebooks/ there (nbclient, ipykernel and their dependencies, resolved by pip), and the peers
 # the benchmarks compare with: cuda-cccl 1.1.1's cuda.coop and cuda.compute (their dependencies are the image's).
 GPU_NOTEBOOK_PINS := "nbclient==0.11.*" "nbformat==5.*" "ipykernel==7.*"
@@ -21,12 +27,18 @@ GPU_PEER_PINS := "cuda-cccl==1.1.1"
 GPU_MATHDX_PIN := "nvidia-mathdx==25.6.*"
 GPU_IMAGE_HAS := attrs-* packaging-* psutil-* pygments-* python_dateutil-* typing_extensions-* tzdata-*
 GPU_PLATFORMS := --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_26_x86_64 \
-                 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
+                 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_12_x86_64
 GPU_JOBS    ?= 12
 # Two NVRTC workers a test process (a cuBLASDx program takes ~2 GB while it compiles).
-GPU_ENV     := PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2
+# Under cu12 the CUDA 12 libraries are preloaded: cuda.pathfinder looks for CUDA 13's first in every
+# site-packages, the image's included, and takes a library that is already loaded before any it finds.
+CU12_LIBS   := cuda_nvrtc/lib/libnvrtc.so.12 cuda_nvrtc/lib/libnvrtc-builtins.so.12.9 nvjitlink/lib/libnvJitLink.so.12 \
+               cuda_nvcc/nvvm/lib64/libnvvm.so
+space       := $() $()
+GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2 \
+               $(if $(filter cu13,$(CUDA)),,LD_PRELOAD=$(subst $(space),:,$(addprefix $(CURDIR)/$(GPU_SITE)/nvidia/,$(CU12_LIBS))))
 
-.PHONY: venv test test-compile docs demo gpu-wheels gpu-site gpu-test gpu-sanitize benchmark clean
+.PHONY: venv test test-compile docs demo gpu-wheels gpu-site gpu-test gpu-sanitize gpu-sanitize-tools benchmark clean
 
 $(PY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,24 +69,24 @@ benchmark: $(PY)
 	$(PY) benchmarks/compile_latency.py
 
 gpu-wheels:
-	rm -rf .gpu-wheels
-	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps $(GPU_PLATFORMS) --dest .gpu-wheels \
+	rm -rf $(GPU_WHEELS)
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps $(GPU_PLATFORMS) --dest $(GPU_WHEELS) \
 	  $(GPU_PINS) $(GPU_PEER_PINS)
-	$(PYTHON) -m pip download --quiet --only-binary=:all: $(GPU_PLATFORMS) --dest .gpu-wheels $(GPU_NOTEBOOK_PINS)
-	cd .gpu-wheels && rm -f $(GPU_IMAGE_HAS)  # (the carry to the GPU machine is 64 MiB at most)
+	$(PYTHON) -m pip download --quiet --only-binary=:all: $(GPU_PLATFORMS) --dest $(GPU_WHEELS) $(GPU_NOTEBOOK_PINS)
+	cd $(GPU_WHEELS) && rm -f $(GPU_IMAGE_HAS)  # (the carry to the GPU machine is 64 MiB at most)
 	# MathDx's wheel is 23 MB, 94 of its 121 MB unpacked cuFFTDx: only cuBLASDx, commondx, CUTLASS and
 	# its metadata travel, as 1 MB of xz.
-	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps --dest .gpu-wheels/mathdx $(GPU_MATHDX_PIN)
-	cd .gpu-wheels/mathdx && unzip -q nvidia_mathdx-*.whl 'nvidia/mathdx/include/cublasdx*' \
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps --dest $(GPU_WHEELS)/mathdx $(GPU_MATHDX_PIN)
+	cd $(GPU_WHEELS)/mathdx && unzip -q nvidia_mathdx-*.whl 'nvidia/mathdx/include/cublasdx*' \
 	  'nvidia/mathdx/include/commondx/*' 'nvidia/mathdx/external/*' 'nvidia_mathdx-*.dist-info/*' && \
 	  tar cJf ../nvidia_mathdx-headers.tar.xz nvidia nvidia_mathdx-*.dist-info
-	rm -rf .gpu-wheels/mathdx
+	rm -rf $(GPU_WHEELS)/mathdx
 
-# There: the carried wheels into .gpu-site/ (then PYTHONPATH=$PWD/.gpu-site:$PWD runs anything).
+# There: the carried wheels into .gpu-site/ (then PYTHONPATH=$PWD/.gpu-site:$PWD runs anything under cu13).
 gpu-site:
-	rm -rf .gpu-site
-	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target .gpu-site .gpu-wheels/*.whl
-	tar xJf .gpu-wheels/nvidia_mathdx-headers.tar.xz -C .gpu-site
+	rm -rf $(GPU_SITE)
+	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $(GPU_SITE) $(GPU_WHEELS)/*.whl
+	tar xJf $(GPU_WHEELS)/nvidia_mathdx-headers.tar.xz -C $(GPU_SITE)
 
 gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) -c "import numpy, numba, numba.cuda, cuda.core; from numba_tiles import _toolchain as t; \
@@ -103,6 +115,10 @@ SANITIZE_RUN    := -m pytest tests/gpu -q -p no:cacheprovider --sanitize-subset 
 SANITIZE_ENV    := $(GPU_ENV) NUMBA_TILES_CACHE_DIR=$(CURDIR)/.gpu-sanitize-cache NUMBA_TILES_PREPARE=0
 gpu-sanitize: gpu-site
 	$(SANITIZE_ENV) $(GPU_PYTHON) $(SANITIZE_RUN) -n $(GPU_JOBS)
+	$(MAKE) gpu-sanitize-tools
+
+# The tools alone, over the cache that gpu-sanitize's first pass filled (one tool a call, where calls are short).
+gpu-sanitize-tools:
 	rm -rf .gpu-sanitize-logs && mkdir .gpu-sanitize-logs
 	status=0; for tool in $(SANITIZE_TOOLS); do \
 	  pids=""; for i in $$(seq 0 $$(($(SANITIZE_SHARDS) - 1))); do \
@@ -110,9 +126,9 @@ gpu-sanitize: gpu-site
 	      --shard $$i/$(SANITIZE_SHARDS) > .gpu-sanitize-logs/$$tool-$$i.log 2>&1 & pids="$$pids $$!"; \
 	  done; \
 	  for pid in $$pids; do wait $$pid || status=1; done; \
-	  echo "== $$tool: $$(grep -h 'ERROR SUMMARY' .gpu-sanitize-logs/$$tool-*.log | sort | uniq -c | xargs)"; \
+	  echo "== $$tool: $$(grep -h -E '(ERROR|RACECHECK) SUMMARY' .gpu-sanitize-logs/$$tool-*.log | sort | uniq -c | xargs)"; \
 	  grep -h -E '^[0-9]+ (passed|failed)|(passed|failed).* in [0-9.]+s' .gpu-sanitize-logs/$$tool-*.log; \
 	done; exit $$status
 
 clean:
-	rm -rf .venv .venv-cu12 .gpu-wheels .gpu-site .gpu-notebooks .gpu-sanitize-cache .gpu-sanitize-logs docs/_build
+	rm -rf .venv .venv-cu12 .gpu-wheels .gpu-wheels-cu12 .gpu-site .gpu-site-cu12 .gpu-notebooks .gpu-sanitize-cache .gpu-sanitize-logs docs/_build

@@ -46,7 +46,10 @@ def device_name():
     try:
         from numba import cuda
 
-        return cuda.get_current_device().name.decode() if cuda.is_available() else None
+        if not cuda.is_available():
+            return None
+        name = cuda.get_current_device().name  # bytes in some numba-cuda versions, str in others
+        return name.decode() if isinstance(name, bytes) else name
     except Exception:
         return None
 

@@ -135,3 +135,36 @@ def test_debug_build_is_refused_then_lineinfo_build_runs(debug, rng):
     per_thread = x.reshape(blocks, 128, 3)
     np.testing.assert_array_equal(sums, per_thread.sum(axis=(1, 2)))
     np.testing.assert_array_equal(prefix, np.cumsum(per_thread[:, :, 0], axis=1).ravel())
+
+
+@cuda.jit(device=True)
+def block_total(x):
+    items = cuda.local.array(3, np.float32)
+    tiles.block_load(x[cuda.blockIdx.x * 384:], items, block_dim=128, items_per_thread=3)
+    return tiles.block_reduce(items, "+", block_dim=128, items_per_thread=3)
+
+
+@cuda.jit(device=True)
+def block_running(x):
+    return tiles.block_scan(x[cuda.blockIdx.x * 384 + cuda.threadIdx.x * 3], "+", block_dim=128)
+
+
+def totals_through_helpers(x, sums, prefix):
+    total = block_total(x)
+    running = block_running(x)
+    if cuda.threadIdx.x == 0:
+        sums[cuda.blockIdx.x] = total
+    prefix[cuda.blockIdx.x * 128 + cuda.threadIdx.x] = running
+
+
+def test_debug_kernel_calling_non_debug_helpers_runs(rng):
+    """What the refusal lets through: a debug kernel whose intrinsics sit in non-debug device functions
+    (typed, and built, without debug). The sum is stored after both calls, the shape whose store
+    ptxas's debug code got wrong."""
+    blocks = 7
+    x = rng.integers(-8, 8, blocks * 384).astype(np.float32)
+    sums, prefix = np.zeros(blocks, np.float32), np.zeros(blocks * 128, np.float32)
+    cuda.jit(debug=True, opt=False)(totals_through_helpers)[blocks, 128](x, sums, prefix)
+    per_thread = x.reshape(blocks, 128, 3)
+    np.testing.assert_array_equal(sums, per_thread.sum(axis=(1, 2)))
+    np.testing.assert_array_equal(prefix, np.cumsum(per_thread[:, :, 0], axis=1).ravel())
