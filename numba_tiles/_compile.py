@@ -415,20 +415,25 @@ def _failure(log, library, target, name, instances):
 
 
 def parse_arch(arch):
-    """``"sm_90"`` → ``(9, 0)``, for the architectures this toolkit's NVRTC supports."""
+    """``"sm_90"`` → ``(9, 0)``, for the architectures this toolkit's NVRTC supports; an arch-specific
+    ``"sm_90a"`` (sm_90 on) → ``(9, 0, "a")``."""
     supported = _toolchain.supported_archs()
-    if arch not in supported:
+    specific = isinstance(arch, str) and arch.endswith("a") and arch[:-1] in supported and Target(arch[:-1]).cc >= (9, 0)
+    if arch not in supported and not specific:
         raise ValueError(
             f"numba_tiles.compile: arch must be one of {', '.join(supported)} "
-            f"(what NVRTC {'%d.%d' % _toolchain.nvrtc_version()} supports); got {arch!r}"
+            f"(what NVRTC {'%d.%d' % _toolchain.nvrtc_version()} supports), or one of those from sm_90 on "
+            f"with an 'a' (arch-specific: what numba-cuda links for on such a GPU); got {arch!r}"
         )
-    return Target(arch).cc
+    return Target(arch[:-1]).cc + ("a",) if specific else Target(arch).cc
 
 
 def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, debug=False):
     """Compile a kernel for ``arch`` and link it with its intrinsics, on any machine: no GPU needed.
 
-    ``arch`` is any real architecture the pinned NVRTC supports (CUDA 13.0: sm_75 to sm_121; 12.9: sm_50 on).
+    ``arch`` is any real architecture the pinned NVRTC supports (CUDA 13.0: sm_75 to sm_121; 12.9: sm_50 on),
+    or, from sm_90 on, its arch-specific form (``"sm_90a"``): what numba-cuda itself links a kernel for on
+    such a GPU (Numba's part compiled for ``compute_90a``; the intrinsics' LTO-IR is the same as for sm_90).
 
     ``pyfunc`` is a Python function or a ``@cuda.jit`` kernel; ``signature`` its argument types
     (``"void(float32[:], float32[:])"`` or a tuple of Numba types). ``output="cubin"`` or

@@ -120,7 +120,9 @@ def target_flags():
     flags = ConfigStack().top()
     debuginfo = bool(flags.debuginfo)
     lineinfo = debuginfo and bool(flags.dbg_directives_only)
-    return tuple(flags.compute_capability), lineinfo, debuginfo and not lineinfo
+    # (9, 0, "a") for an arch-specific build: its intrinsics are those of (9, 0), as numba-cuda's own link
+    # for an H100 (compute_90a) takes code lowered for (9, 0).
+    return tuple(flags.compute_capability)[:2], lineinfo, debuginfo and not lineinfo
 
 
 def _half_bits(ty, value):

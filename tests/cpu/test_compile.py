@@ -45,7 +45,20 @@ def test_jit_dispatcher_is_accepted():
     assert tiles.compile(kernel, SIG, arch="sm_80")[:4] == b"\x7fELF"
 
 
-@pytest.mark.parametrize("arch", ["sm_35", "compute_90", "90", None])
+def test_arch_specific_target_is_what_numba_cuda_links_on_hopper():
+    """arch="sm_90a" (numba-cuda's own link on an H100/H200): Numba's part for compute_90a, the
+    intrinsics' LTO-IR the very modules of sm_90 (one cache entry, no new NVRTC program)."""
+    kernel = sum_kernel(160)
+    plain = tiles.compile(kernel, SIG, arch="sm_90", output="ltoir")
+    before = tiles.cache.stats()["nvrtc"]
+    specific = tiles.compile(kernel, SIG, arch="sm_90a", output="ltoir")
+    assert specific[1:] == plain[1:] and specific[0] != plain[0]
+    assert tiles.cache.stats()["nvrtc"] == before
+    assert ".target sm_90a" in tiles.compile(kernel, SIG, arch="sm_90a", output="ptx").decode()
+    assert tiles.compile(kernel, SIG, arch="sm_100a")[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("arch", ["sm_35", "compute_90", "90", None, "sm_80a", "sm_90b"])
 def test_bad_arch(arch):
     oldest, nvrtc = _toolchain.supported_archs()[0], "%d\\.%d" % _toolchain.nvrtc_version()
     with pytest.raises(ValueError, match=rf"arch must be one of {oldest}, .*sm_90.*what NVRTC {nvrtc} supports"):
