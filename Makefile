@@ -1,7 +1,9 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test` (see README).
 PYTHON ?= python3
 CUDA   ?= cu13
-VENV   ?= $(if $(filter cu13,$(CUDA)),.venv,.venv-$(CUDA))
+# The other CUDA line's folders carry its name: .venv-cu12, .gpu-wheels-cu12, .gpu-site-cu12.
+SUFFIX := $(if $(filter cu13,$(CUDA)),,-$(CUDA))
+VENV   ?= .venv$(SUFFIX)
 PY     := $(VENV)/bin/python
 # The tests of the compile path (typing, C++, NVRTC, linking, SASS, the cache, downstream intrinsics), which
 # `make test-compile CUDA=cu12` runs under the other CUDA line.
@@ -14,8 +16,8 @@ COMPILE_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test
 # With CUDA=cu12 they are .gpu-wheels-cu12/ and .gpu-site-cu12/, which add the CUDA 12.9 NVRTC, nvJitLink,
 # NVVM and runtime headers (the image has CUDA 13's; its r580 driver runs either line).
 GPU_PYTHON  ?= python3
-GPU_WHEELS  := .gpu-wheels$(if $(filter cu13,$(CUDA)),,-$(CUDA))
-GPU_SITE    := .gpu-site$(if $(filter cu13,$(CUDA)),,-$(CUDA))
+GPU_WHEELS  := .gpu-wheels$(SUFFIX)
+GPU_SITE    := .gpu-site$(SUFFIX)
 CU12_PINS   := "cuda-bindings==12.9.*" "nvidia-cuda-nvrtc-cu12==12.9.*" "nvidia-nvjitlink-cu12==12.9.*" \
                "nvidia-cuda-nvcc-cu12==12.9.*" "nvidia-cuda-runtime-cu12==12.9.*"
 GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-pathfinder>=1.3" "nvidia-cuda-cccl==13.0.*" \

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _versions import versions
+from _versions import device_name, versions
 
 CHILD = r"""
 import time
@@ -188,9 +188,8 @@ else:
         cuda.synchronize()
         relaunch.append(time.perf_counter() - start)
     device = cuda.get_current_device()
-    name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
-    record.update(relaunch_s=min(relaunch), device=name, cc="%d.%d" % tuple(device.compute_capability),
-                  driver="%d.%d" % cuda.cudadrv.driver.get_version())
+    record.update(relaunch_s=min(relaunch), device=device_name(device),
+                  cc="%d.%d" % tuple(device.compute_capability), driver="%d.%d" % cuda.cudadrv.driver.get_version())
 measured = [s for s in phase_s.values() if s is not None]
 phase_s["other"] = steps["compile_launch"] - sum(measured)  # typing's rest, Python glue, arguments
 record.update(steps=steps, phases=phase_s, calls=calls, elapsed=time.perf_counter() - P0,

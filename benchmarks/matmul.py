@@ -29,7 +29,7 @@ from numba.cuda import types
 
 import numba_tiles as tiles
 
-from _versions import versions
+from _versions import device_name, versions
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -284,8 +284,7 @@ def main():
         rows.append({"case": f"bf16 {n}^3, bf16 C (tile loop)", "block_dim": best[0], "ms": best[1],
                      "tflops": flops / best[1] / 1e9, "error": best[2], "peer": "torch.matmul", "peer_ms": peer_ms,
                      "peer_tflops": flops / peer_ms / 1e9})
-    device = cuda.get_current_device()
-    name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
+    name = device_name(cuda.get_current_device())
     date = datetime.date.today().isoformat()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()

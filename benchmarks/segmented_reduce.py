@@ -42,7 +42,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda
 
-from _versions import versions
+from _versions import device_name, versions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = {  # name: (dtype, segment length; 0 = CSR segments of 1..CSR_MAX items)
@@ -311,7 +311,7 @@ def describe():
                              capture_output=True, text=True).stdout.strip() or None
     except OSError:
         smi = None
-    return {"device": dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
+    return {"device": device_name(dev),
             "compute_capability": "%d.%d" % tuple(dev.compute_capability), "driver": smi,
             "driver_cuda": "%d.%d" % cuda.cudadrv.driver.get_version(), "python": platform.python_version(),
             "versions": versions("numpy", "numba", "numba-cuda", "cuda-core", "cuda-bindings", "cupy-cuda13x",

@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _versions import versions
+from _versions import device_name as name_of, versions
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPORTS = {
@@ -48,8 +48,7 @@ def device_name():
 
         if not cuda.is_available():
             return None
-        name = cuda.get_current_device().name  # bytes in some numba-cuda versions, str in others
-        return name.decode() if isinstance(name, bytes) else name
+        return name_of(cuda.get_current_device())
     except Exception:
         return None
 

@@ -118,6 +118,16 @@ def load_reduce_scan(x, sums, prefix):
     prefix[cuda.blockIdx.x * 128 + cuda.threadIdx.x] = running
 
 
+def check_load_reduce_scan(kernel, rng, blocks=7):
+    """Launch ``kernel`` (load_reduce_scan's arguments and results) on 128-thread blocks; check against NumPy."""
+    x = rng.integers(-8, 8, blocks * 384).astype(np.float32)  # small integers: exact sums in any order
+    sums, prefix = np.zeros(blocks, np.float32), np.zeros(blocks * 128, np.float32)
+    kernel[blocks, 128](x, sums, prefix)
+    per_thread = x.reshape(blocks, 128, 3)
+    np.testing.assert_array_equal(sums, per_thread.sum(axis=(1, 2)))
+    np.testing.assert_array_equal(prefix, np.cumsum(per_thread[:, :, 0], axis=1).ravel())
+
+
 @pytest.mark.parametrize("debug", [{"debug": True, "opt": False}, {"debug": True, "opt": False, "lto": True}],
                          ids=str)
 def test_debug_build_is_refused_then_lineinfo_build_runs(debug, rng):
@@ -126,15 +136,9 @@ def test_debug_build_is_refused_then_lineinfo_build_runs(debug, rng):
     plain build's results, in the same process."""
     from numba.core.errors import TypingError
 
-    blocks = 7
-    x = rng.integers(-8, 8, blocks * 384).astype(np.float32)  # small integers: exact sums in any order
-    sums, prefix = np.zeros(blocks, np.float32), np.zeros(blocks * 128, np.float32)
     with pytest.raises(TypingError, match=r"tiles\.block_load: debug builds \(debug=True\)"):
-        cuda.jit(**debug)(load_reduce_scan)[blocks, 128](x, sums, prefix)
-    cuda.jit(lineinfo=True)(load_reduce_scan)[blocks, 128](x, sums, prefix)
-    per_thread = x.reshape(blocks, 128, 3)
-    np.testing.assert_array_equal(sums, per_thread.sum(axis=(1, 2)))
-    np.testing.assert_array_equal(prefix, np.cumsum(per_thread[:, :, 0], axis=1).ravel())
+        check_load_reduce_scan(cuda.jit(**debug)(load_reduce_scan), rng)
+    check_load_reduce_scan(cuda.jit(lineinfo=True)(load_reduce_scan), rng)
 
 
 @cuda.jit(device=True)
@@ -161,10 +165,4 @@ def test_debug_kernel_calling_non_debug_helpers_runs(rng):
     """What the refusal lets through: a debug kernel whose intrinsics sit in non-debug device functions
     (typed, and built, without debug). The sum is stored after both calls, the shape whose store
     ptxas's debug code got wrong."""
-    blocks = 7
-    x = rng.integers(-8, 8, blocks * 384).astype(np.float32)
-    sums, prefix = np.zeros(blocks, np.float32), np.zeros(blocks * 128, np.float32)
-    cuda.jit(debug=True, opt=False)(totals_through_helpers)[blocks, 128](x, sums, prefix)
-    per_thread = x.reshape(blocks, 128, 3)
-    np.testing.assert_array_equal(sums, per_thread.sum(axis=(1, 2)))
-    np.testing.assert_array_equal(prefix, np.cumsum(per_thread[:, :, 0], axis=1).ravel())
+    check_load_reduce_scan(cuda.jit(debug=True, opt=False)(totals_through_helpers), rng)
