@@ -109,6 +109,45 @@ def make_pipelined_gemm(tile=(128, 128, 32), dtype="float16", accumulator="float
     return gemm
 
 
+def make_hopper_gemm(mm, group=8):
+    """The same GEMM on Hopper with `tiles.PipelineMatmul` ``mm``: TMA loads and wgmma products, the
+    K loop inside ``mm.tile``. A persistent kernel: each block takes C tiles ``gridDim.x`` apart, in
+    groups of ``group`` rows of tiles that share B's columns (so that they meet in L2)."""
+    TM, TN = mm.m, mm.n
+
+    @cuda.jit
+    def gemm(pipe, c, alpha, beta):
+        rows, cols = (c.shape[0] + TM - 1) // TM, (c.shape[1] + TN - 1) // TN
+        t = cuda.blockIdx.x
+        while t < rows * cols:
+            first = t // (group * cols) * group  # the group's first row of tiles
+            height = min(rows - first, group)
+            within = t % (group * cols)
+            mm.tile(pipe, c, first + within % height, within // height, alpha, beta)
+            t += cuda.gridDim.x
+
+    return gemm
+
+
+def run_hopper(mm, gemm, a, b, c, alpha, beta):
+    """Launch a `make_hopper_gemm` kernel on device arrays: as many blocks as fit on the GPU at once (or tiles).
+    Returns a function that launches it again (the same A, B and C: ``prepare`` is not repeated)."""
+    pipe = mm.prepare(a, b)
+    tiles.allow_dynamic_shared_memory(gemm, mm.shared_memory_bytes, pipe, c, alpha, beta)
+    device = cuda.get_current_device()
+    registers = max(gemm.get_regs_per_thread().values())  # (compiled by allow_dynamic_shared_memory)
+    fit = min(device.MAX_REGISTERS_PER_MULTIPROCESSOR // (-(-registers // 8) * 8 * mm.threads),
+              device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR // (mm.shared_memory_bytes + 1024))
+    rows, cols = mm.grid(c)
+    grid, shared = min(rows * cols, max(fit, 1) * device.MULTIPROCESSOR_COUNT), mm.shared_memory_bytes
+
+    def launch():
+        gemm[grid, mm.threads, 0, shared](pipe, c, alpha, beta)
+
+    launch()
+    return launch
+
+
 def run(gemm, a, b, c, alpha, beta, tile=(64, 64, 32), block_dim=128):
     """Launch ``gemm`` on host arrays (any strides), one block per tile of C; returns C."""
     TM, TN, _ = tile

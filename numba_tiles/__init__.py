@@ -27,6 +27,7 @@ from .block import (block_adjacent_difference, block_discontinuity, block_exchan
                     block_merge_sort, block_radix_sort, block_reduce, block_scan, block_shuffle, block_store,
                     block_sum)
 from .matmul import Matmul, matmul, tile_load, tile_store, tile_wait
+from .pipeline import PipelineMatmul
 from .warp import warp_reduce, warp_scan, warp_sum
 
 if not _numba.simulator_enabled():
@@ -41,7 +42,7 @@ __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",
     "block_histogram", "block_radix_sort", "block_merge_sort", "block_adjacent_difference",
     "block_discontinuity", "block_shuffle", "warp_reduce", "warp_sum", "warp_scan",
-    "tile_load", "tile_store", "tile_wait", "matmul", "Matmul",
+    "tile_load", "tile_store", "tile_wait", "matmul", "Matmul", "PipelineMatmul",
     "compile", "precompile", "shared_memory", "temp_bytes", "allow_dynamic_shared_memory", "cache", "TilesError",
     "__version__",
 ]

@@ -59,6 +59,16 @@ def _tool(name):
         return f"not found ({type(exc).__name__})"
 
 
+def _libmathdx_row():
+    """libmathdx's version and file (cuBLASDx's pipelines: tiles.PipelineMatmul), or why there is none."""
+    from . import _toolchain
+
+    try:
+        return f"{_toolchain.libmathdx_version()} (cuBLASDx 0.7 pipelines: PipelineMatmul)  {_toolchain.libmathdx_path()}"
+    except Exception as exc:  # (the rest of the library works without it)
+        return f"not found: {exc}"
+
+
 def _driver_version():
     """(major, minor) of the installed driver's CUDA version, or None without a driver."""
     try:
@@ -105,6 +115,7 @@ def report():
                    f"{_toolchain.mathdx_include_dirs()[0]}"),
         (f"library {_library.MATHDX.name}", ", ".join(f"{k}={v}" for k, v in _library.MATHDX.versions().items()
                                                        if k not in _library.CUB.versions())),
+        ("libmathdx", _libmathdx_row()),
         ("targets", ", ".join(_toolchain.supported_archs())),
     ]
     if _toolchain.nvrtc_version() > nvjitlink.version():

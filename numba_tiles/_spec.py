@@ -56,6 +56,7 @@ class Instance:
     params: tuple
     prelude: str = ""  # C++ declarations the template needs (a user op's functor)
     functions: tuple = ()  # (symbol, Python function, Numba signature): compiled by Numba and linked in
+    modules: tuple = ()  # LTO-IR another producer made (``numba.cuda.LTOIR``\ s: libmathdx's), linked in
     storage: str = ""  # the C++ type of its shared temp storage ("" for none)
 
     def param_type(self, name):
@@ -272,6 +273,8 @@ class Spec:
         _numba.link(library, _compile.for_call(instance, target, library))
         for symbol, pyfunc, signature in instance.functions:
             _numba.link(library, _compile.python_function(symbol, pyfunc, signature, cc))
+        for code in instance.modules:
+            _numba.link(library, code)
 
         values = dict(zip(self.pysig.parameters, args))
         passed = []

@@ -3,7 +3,8 @@
 import collections
 import threading
 
-NAMES = ("hits", "misses", "nvrtc", "nvrtc_seconds", "pch_used", "pch_wait_seconds", "memo", "writes", "evictions", "rejected")
+NAMES = ("hits", "misses", "nvrtc", "nvrtc_seconds", "pch_used", "pch_wait_seconds", "memo", "writes", "evictions", "rejected",
+         "libmathdx", "libmathdx_seconds")
 _counts = collections.Counter()
 _lock = threading.Lock()
 

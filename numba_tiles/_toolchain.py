@@ -102,6 +102,32 @@ def cublasdx_version():
 
 
 @functools.cache
+def libmathdx_path():
+    """libmathdx (cuBLASDx's pipelines, `numba_tiles._libmathdx`), from the ``nvidia-libmathdx-cu13`` wheel."""
+    for root in _nvidia_dirs():
+        for found in sorted(root.glob("cu1[0-9]/lib/libmathdx.so.*")):
+            return found
+    raise FileNotFoundError("numba_tiles: libmathdx not found (tiles.PipelineMatmul needs it); "
+                            "pip install 'numba-tiles[cu13]'")
+
+
+@functools.cache
+def libmathdx_version():
+    """libmathdx's wheel version, e.g. ``"0.4.1.15"`` (its cuBLASDx is 0.7.1)."""
+    from importlib.metadata import version
+
+    return version(f"nvidia-libmathdx-{libmathdx_path().parent.parent.name}")
+
+
+def nvrtc_libraries():
+    """The files of the NVRTC in use (its builtins first), for a process that loads NVRTC by name (libmathdx)."""
+    from cuda.pathfinder import load_nvidia_dynamic_lib
+
+    nvrtc = Path(load_nvidia_dynamic_lib("nvrtc").abs_path)
+    return [*sorted(nvrtc.parent.glob("libnvrtc-builtins.so.*.*"))[:1], nvrtc]
+
+
+@functools.cache
 def cccl_version():
     text = (cccl_include_dir() / "cuda" / "std" / "__cccl" / "version.h").read_text()
     return int(re.search(r"#define CCCL_VERSION (\d+)", text).group(1))

@@ -61,7 +61,8 @@ def key(parts):
 def stats():
     """Counters of this process: disk ``hits`` and ``misses``, ``nvrtc`` programs compiled and
     ``nvrtc_seconds`` spent, ``pch_used`` programs that took their base header precompiled
-    (``pch_wait_seconds`` waiting for it to be made), ``memo`` reuses in memory, ``writes``, ``evictions``, ``rejected`` (bad entries removed).
+    (``pch_wait_seconds`` waiting for it to be made), ``memo`` reuses in memory, ``writes``, ``evictions``, ``rejected`` (bad entries removed),
+    ``libmathdx`` pipelines generated (`PipelineMatmul`) and ``libmathdx_seconds`` spent on them.
 
     Example::
 

@@ -497,14 +497,14 @@ class Matmul:
 
 
 def _bind(declaration, mm, name=None, **fixed):
-    """The intrinsic ``declaration`` with this description (and ``fixed``) bound, named ``Matmul.<name>``
-    (by default the declaration's): ``mm.load_a`` etc."""
+    """The intrinsic ``declaration`` with the description ``mm`` (and ``fixed``) bound, named ``Matmul.<name>``
+    (the description's class, and by default the declaration's name): ``mm.load_a`` etc."""
     consts = {"mm": lambda intrinsic, value: value, "block_dim": ext.block_dim, **declaration.consts}
     for param in fixed:
         consts.setdefault(param, lambda intrinsic, value: value)
     function = pytypes.FunctionType(declaration.__code__, declaration.__globals__, None, declaration.__defaults__)
     function.__kwdefaults__, function.__doc__ = declaration.__kwdefaults__, declaration.__doc__
-    function.__name__ = function.__qualname__ = f"Matmul.{name or declaration.__name__.lstrip('_')}"
+    function.__name__ = function.__qualname__ = f"{type(mm).__name__}.{name or declaration.__name__.lstrip('_')}"
     return intrinsic(consts=consts, rule=declaration.rule, simulate=declaration.simulate,
                      fixed={"mm": mm, "block_dim": mm.block_dim, **fixed})(function)
 

@@ -483,3 +483,38 @@ def matmul_store(instance, args):
             if args["beta"] != 0:
                 value += args["beta"] * np.float64(dst[r, c])
             dst[r, c] = _bf16_bits(value) if mm.precision == "bf16" and dst.dtype.kind in "iu" else value
+
+
+# The pipelined form (tiles.PipelineMatmul): prepare keeps A and B under a number that the pipe
+# array holds, and a tile is their float64 product over the whole K, stored as the GPU does.
+
+_pipes = {}
+
+
+def pipeline_prepare(a, b):
+    """The simulator's ``pipe``: an array holding the number under which A and B are kept."""
+    number = len(_pipes) + 1
+    _pipes[number] = (a, b)
+    return np.frombuffer(np.int64(number).tobytes(), np.uint8).copy()
+
+
+def pipeline_tile(instance, args):
+    mm, c = args["mm"], args["c"]
+
+    def work():
+        a, b = _pipes[int(np.asarray(args["pipe"][:8]).view(np.int64)[0])]
+        r0, c0 = int(args["i"]) * mm.m, int(args["j"]) * mm.n
+        rows, cols = slice(r0, min(r0 + mm.m, c.shape[0])), slice(c0, min(c0 + mm.n, c.shape[1]))
+        if rows.start >= rows.stop or cols.start >= cols.stop:
+            return
+        precision = "bf16" if mm.precision == "bf16" else None
+        product = _operand(np.asarray(a[rows, :]), precision) @ _operand(np.asarray(b[:, cols]), precision)
+        value = np.float32(args["alpha"]) * product.astype(np.float32)
+        if args["beta"] != 0:
+            old = _operand(np.asarray(c[rows, cols]), precision if c.dtype.kind in "iu" else None)
+            value = value + np.float32(args["beta"]) * old.astype(np.float32)
+        if c.dtype.kind in "iu":
+            c[rows, cols] = np.vectorize(_bf16_bits, otypes=[np.int16])(value).astype(c.dtype)
+        else:
+            c[rows, cols] = value.astype(c.dtype)
+    _by_first_thread(instance, args, work)

@@ -1,0 +1,111 @@
+// cuBLASDx's pipelined GEMM (TMA loads of A and B into a ring of shared-memory stages, wgmma products,
+// sm_90a), whose device functions libmathdx generates (numba_tiles/_libmathdx.py): the entry points
+// that call them with Numba's arrays. The functions arrive as template arguments: their symbols are
+// declared by the instance's prelude, from libmathdx's traits, as are the sizes of the objects they
+// work on.
+#pragma once
+
+#include "common.cuh"
+
+namespace numba_tiles {
+namespace lmdx {  // libmathdx's argument types: a pipeline or register tensor is its storage, a global
+                  // tensor its data with its run-time extents and leading dimension
+struct storage { void* ptr; };
+struct matrix { void* ptr; long long shape[2]; long long ld[1]; };
+struct rows { void* ptr; long long ld[1]; };
+}  // namespace lmdx
+
+__device__ __forceinline__ unsigned dynamic_shared_bytes() {
+  unsigned bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+
+// A 2-D array's leading dimension in the arrangement the pipeline was made for, or -1 if it is not so laid out.
+template <bool Row, typename T>
+__device__ __forceinline__ long long leading_dimension(const matrix_ref<T>& m) {
+  return Row ? (m.col_stride == 1 ? m.row_stride : -1) : (m.row_stride == 1 ? m.col_stride : -1);
+}
+
+// One thread: fill the device-pipeline object `pipe` (DeviceBytes, aligned to DeviceAlign) for A (M x K)
+// and B (K x N): the TMA descriptors of both, which every block of the GEMM kernel then loads from.
+template <int DeviceBytes, int DeviceAlign, bool RowA, bool RowB, auto DeviceCreate, typename T>
+__device__ __forceinline__ void pipeline_prepare(array_ref<unsigned char> pipe, matrix_ref<T> a, matrix_ref<T> b) {
+  const long long lda = leading_dimension<RowA>(a), ldb = leading_dimension<RowB>(b);
+  const bool aligned = (reinterpret_cast<unsigned long long>(pipe.data) % DeviceAlign) == 0;
+  if (pipe.size < DeviceBytes || pipe.stride != 1 || !aligned || lda < 0 || ldb < 0 || a.cols != b.rows) {
+    printf("tiles.PipelineMatmul.prepare: pipe has %lld bytes (needs %d, %d-byte aligned), A is %lld x %lld with "
+           "strides (%lld, %lld), B %lld x %lld with strides (%lld, %lld): not what this PipelineMatmul was made for\n",
+           pipe.size, DeviceBytes, DeviceAlign, a.rows, a.cols, a.row_stride, a.col_stride, b.rows, b.cols,
+           b.row_stride, b.col_stride);
+    fail();
+  }
+  DeviceCreate(lmdx::storage{pipe.data}, lmdx::matrix{a.data, {a.rows, a.cols}, {lda}},
+               lmdx::matrix{b.data, {b.rows, b.cols}, {ldb}});
+}
+
+template <typename P, typename T>
+__device__ __forceinline__ float load_float(const T& slot) {
+  return static_cast<float>(*reinterpret_cast<const P*>(&slot));
+}
+
+template <typename P, typename T>
+__device__ __forceinline__ void store_float(T& slot, float value) {
+  *reinterpret_cast<P*>(&slot) = static_cast<P>(value);
+}
+
+// The block computes C's tile (i, j), of M x N items at C[i * M, j * N]: the whole K loop of A's row of tiles
+// times B's column, then C = alpha * (A @ B) + beta * C for the items inside C. A tile inside C, whose
+// rows are 16-byte aligned, with alpha 1 and beta 0, goes from the registers straight to C; any other
+// goes through shared memory (the pipeline's buffer, free once the loop is done) and out item by item.
+// P: C's precision (float, __half or __nv_bfloat16), T: the type C's array holds it in.
+template <int M, int N, int Threads, int BufferBytes, int TileBytes, int TileAlign, int AccBytes, int AccAlign,
+          auto TileCreate, auto TileDestroy, auto AccCreate, auto AccDestroy, auto Execute, auto Finish,
+          auto CopyF32, auto CopyC, typename P, typename T>
+__device__ __forceinline__ void pipeline_tile(array_ref<unsigned char> pipe, matrix_ref<T> c, long long i, long long j,
+                                              float alpha, float beta) {
+  extern __shared__ __align__(1024) unsigned char buffer[];
+  if (blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes) {
+    if ((threadIdx.x | threadIdx.y | threadIdx.z) == 0) {
+      printf("tiles.PipelineMatmul.tile: launched with %u threads and %u bytes of dynamic shared memory; it needs "
+             "%d threads and %d bytes (kernel[grid, mm.threads, stream, mm.shared_memory_bytes])\n",
+             blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
+    }
+    fail();
+  }
+  alignas(TileAlign < 8 ? 8 : TileAlign) unsigned char tile[TileBytes];
+  alignas(AccAlign < 16 ? 16 : AccAlign) unsigned char acc[AccBytes];
+  int row = static_cast<int>(i), col = static_cast<int>(j);
+  TileCreate(lmdx::storage{pipe.data}, lmdx::storage{tile}, buffer, &row, &col);
+  AccCreate(lmdx::storage{tile}, lmdx::storage{acc});
+  Execute(lmdx::storage{tile}, lmdx::storage{acc});
+  Finish(lmdx::storage{acc});
+  const long long r0 = i * M, c0 = j * N;
+  T* origin = c.data + r0 * c.row_stride + c0 * c.col_stride;
+  const bool direct = alpha == 1.0f && beta == 0.0f && r0 + M <= c.rows && c0 + N <= c.cols && c.col_stride == 1 &&
+                      (c.row_stride * sizeof(T)) % 16 == 0 && reinterpret_cast<unsigned long long>(origin) % 16 == 0;
+  if (direct) {
+    CopyC(lmdx::storage{acc}, lmdx::rows{origin, {c.row_stride}});
+    AccDestroy(lmdx::storage{acc});
+    TileDestroy(lmdx::storage{tile});
+  } else {
+    TileDestroy(lmdx::storage{tile});
+    __syncthreads();  // every warp is done with the stages: the buffer holds C's tile now
+    float* staged = reinterpret_cast<float*>(buffer);
+    CopyF32(lmdx::storage{acc}, lmdx::rows{staged, {N}});
+    AccDestroy(lmdx::storage{acc});
+    __syncthreads();
+    const int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    for (int k = t; k < M * N; k += Threads) {
+      const long long r = r0 + k / N, q = c0 + k % N;
+      if (r < c.rows && q < c.cols) {
+        float value = alpha * staged[k];
+        if (beta != 0.0f) value += beta * load_float<P>(c(r, q));
+        store_float<P>(c(r, q), value);
+      }
+    }
+  }
+  __syncthreads();  // the buffer is free for the block's next tile
+}
+
+}  // namespace numba_tiles

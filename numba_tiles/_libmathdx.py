@@ -1,0 +1,267 @@
+"""cuBLASDx's pipelined GEMM (TMA loads + ``wgmma``, sm_90a) as LTO-IR, made by libmathdx.
+
+NVRTC programs of ours cannot reach it: cuBLASDx 0.4 (the headers we compile) has no pipelines.
+libmathdx (the ``nvidia-libmathdx-cu13`` wheel, cuBLASDx 0.7) generates the device functions of a
+pipeline described by a few operators, with the NVRTC of our CUDA line (loaded first in its
+process, so that its LTO-IR is never newer than the nvJitLink that links it). A `Pipeline` is one
+such description; for it this module gives
+
+- `traits`: the generated functions' symbols and the sizes of the objects they work on (the
+  device-pipeline object, the per-tile state, the accumulator, the shared buffer), which the
+  entry points in ``lto_libs/pipeline.cuh`` are instantiated with;
+- `code`: the LTO-IR defining those functions, linked beside the entry points.
+
+Each is made in a worker process (this file run as a script: libmathdx takes 15 to 60 s on a
+2-core machine, in NVRTC, and the two run side by side) and kept in the disk cache under a key of
+the description, this toolchain and libmathdx's version.
+"""
+
+import ctypes
+import dataclasses
+import functools
+import json
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+
+_LL = ctypes.c_longlong
+_RUNTIME = -(2 ** 63)  # LIBMATHDX_RUNTIME: an extent or stride known only when the kernel runs
+_PRECISION = {"bf16": 2, "fp16": 3, "float32": 5}  # commondxPrecision
+_VALUE = {"bf16": 4, "fp16": 7, "float32": 12}  # commondxValueType (real)
+_OPERATOR = dict(FUNCTION=0, SIZE=1, TYPE=2, PRECISION=3, SM=4, EXECUTION=5, BLOCK_DIM=6, API=9, ARRANGEMENT=10,
+                 ALIGNMENT=11, STATIC_BLOCK_DIM=12, ENABLE_INPUT_STREAMING=13, WITH_PIPELINE=14)
+_COL, _ROW, _GMEM = 0, 1, 2
+_FUNCTION = dict(EXECUTE=0, COPY=1, CREATE=11, DESTROY=12, FINISH_ACCUMULATION=15)
+_PIPELINE_TRAIT = dict(STORAGE_BYTES=0, STORAGE_ALIGNMENT_BYTES=1, BUFFER_SIZE=2, BUFFER_ALIGNMENT_BYTES=3)
+_CODE_TARGET_SM, _CODE_EXTRA_NVRTC_ARGS = 1, 4
+SM = 900  # cuBLASDx's pipelines are Hopper's: TMA and wgmma, arch-specific (sm_90a) code
+
+
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    """One pipelined GEMM: C tiles of ``m`` x ``n``, K-steps of ``k``, A and B of ``precision`` ("bf16" or
+    "fp16") accumulated in float32, C stored as float32 or (``c16``) A's precision; A and B row- or
+    column-major in global memory; ``threads`` a block; ``stages`` K-steps of A and B in flight."""
+
+    m: int
+    n: int
+    k: int
+    precision: str
+    c16: bool
+    row_a: bool
+    row_b: bool
+    threads: int
+    stages: int
+
+    def key(self):
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+# ---- in the worker process ------------------------------------------------------------------------
+
+class _Lib:
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        self.lib.commondxStatusToStr.restype = ctypes.c_char_p
+
+    def __call__(self, name, *args):
+        status = getattr(self.lib, name)(*args)
+        if status != 0:
+            size = ctypes.c_size_t()
+            text = ""
+            if self.lib.commondxGetLastErrorStrSize(ctypes.byref(size)) == 0:
+                code, buffer = ctypes.c_int(), ctypes.create_string_buffer(size.value)
+                self.lib.commondxGetLastErrorStr(ctypes.byref(code), size, buffer)
+                text = buffer.value.decode(errors="replace")
+            raise RuntimeError(f"libmathdx {name}: {self.lib.commondxStatusToStr(status).decode()} {text}")
+
+    def out(self, name, *args):
+        value = _LL()
+        self(name, *args, ctypes.byref(value))
+        return value.value
+
+
+def _int64s(values):
+    return (_LL * len(values))(*values)
+
+
+def _describe(lib, p):
+    """The libmathdx handles of ``p``: its descriptor, pipelines and tensors, and its device functions."""
+    h = lib.out("cublasdxCreateDescriptor")
+    for name, value in (("API", 2), ("FUNCTION", 0), ("EXECUTION", 1), ("TYPE", 0), ("SIZE", [p.m, p.n, p.k]),
+                        ("PRECISION", [_PRECISION[p.precision]] * 2 + [_PRECISION["float32"]]), ("SM", [SM, 1]),
+                        ("BLOCK_DIM", [p.threads, 1, 1]),
+                        ("ARRANGEMENT", [_ROW if p.row_a else _COL, _ROW if p.row_b else _COL, _ROW]),
+                        ("ALIGNMENT", [16, 16, 16]), ("WITH_PIPELINE", 1), ("STATIC_BLOCK_DIM", 1),
+                        ("ENABLE_INPUT_STREAMING", 1)):
+        if isinstance(value, int):
+            lib("cublasdxSetOperatorInt64", _LL(h), _OPERATOR[name], _LL(value))
+        else:
+            lib("cublasdxSetOperatorInt64s", _LL(h), _OPERATOR[name], ctypes.c_size_t(len(value)), _int64s(value))
+    value = _VALUE[p.precision]
+
+    def global_matrix(row):  # run-time extents and leading dimension
+        stride = [_RUNTIME, 1] if row else [1, _RUNTIME]
+        return lib.out("cublasdxCreateTensorStrided", _GMEM, value, None, _LL(2), _int64s([_RUNTIME] * 2),
+                       _int64s(stride))
+
+    a, b = global_matrix(p.row_a), global_matrix(p.row_b)
+    device = lib.out("cublasdxCreateDevicePipeline", _LL(h), 0, _LL(p.stages), 1, _LL(a), _LL(b))
+    tile = lib.out("cublasdxCreateTilePipeline", _LL(h), 0, _LL(device))
+    accumulator = lib.out("cublasdxCreateTensor", _LL(h), 10)  # SUGGESTED_ACCUMULATOR_C
+    c32 = lib.out("cublasdxCreateTensor", _LL(h), 9)  # GMEM_C: float32, run-time leading dimension
+    lib("cublasdxSetTensorOptionInt64", _LL(c32), 0, _LL(16))  # 16-byte aligned rows: vector stores
+    tensors = [accumulator, c32]
+    if p.c16:
+        c16 = lib.out("cublasdxMakeTensorLike", _LL(c32), value)
+        lib("cublasdxSetTensorOptionInt64", _LL(c16), 0, _LL(16))
+        tensors.append(c16)
+
+    def function(kind, tensors=(), pipelines=()):
+        return lib.out("cublasdxCreateDeviceFunctionWithPipelines", _LL(h), _FUNCTION[kind],
+                       ctypes.c_size_t(len(tensors)), _int64s(tensors) if tensors else None,
+                       ctypes.c_size_t(len(pipelines)), _int64s(pipelines))
+
+    functions = {
+        "device_create": function("CREATE", pipelines=[device]),
+        "tile_create": function("CREATE", pipelines=[tile]),
+        "tile_destroy": function("DESTROY", pipelines=[tile]),
+        "accumulator_create": function("CREATE", [accumulator], [tile]),
+        "accumulator_destroy": function("DESTROY", [accumulator]),
+        "execute": function("EXECUTE", [accumulator], [tile]),
+        "finish": function("FINISH_ACCUMULATION", [accumulator]),
+        "copy_f32": function("COPY", [accumulator, c32]),
+    }
+    functions["copy_c"] = function("COPY", [accumulator, tensors[-1]]) if p.c16 else functions["copy_f32"]
+    return (device, tile), tensors, functions
+
+
+def _symbol(lib, function):
+    size = ctypes.c_size_t()
+    lib("cublasdxGetDeviceFunctionTraitStrSize", _LL(function), 1, ctypes.byref(size))  # TRAIT_SYMBOL
+    buffer = ctypes.create_string_buffer(size.value)
+    lib("cublasdxGetDeviceFunctionTraitStr", _LL(function), 1, size, buffer)
+    return buffer.value.decode()
+
+
+def _ltoir(lib, functions):
+    code = lib.out("commondxCreateCode")
+    lib("commondxSetCodeOptionInt64s", _LL(code), _CODE_TARGET_SM, ctypes.c_size_t(2), _int64s([SM, 1]))
+    lib("commondxSetCodeOptionStr", _LL(code), _CODE_EXTRA_NVRTC_ARGS, b"-gen-opt-lto")
+    lib("cublasdxFinalizeDeviceFunctions", _LL(code), ctypes.c_size_t(len(functions)), _int64s(functions))
+    number = ctypes.c_size_t()
+    lib("commondxGetCodeNumLTOIRs", _LL(code), ctypes.byref(number))
+    sizes = (ctypes.c_size_t * number.value)()
+    lib("commondxGetCodeLTOIRSizes", _LL(code), number, sizes)
+    buffers = [ctypes.create_string_buffer(size) for size in sizes]
+    lib("commondxGetCodeLTOIRs", _LL(code), number, (ctypes.c_void_p * number.value)(*map(ctypes.addressof, buffers)))
+    lib("commondxDestroyCode", _LL(code))
+    return [buffer.raw for buffer in buffers]
+
+
+def generate(pipeline, part, libmathdx, nvrtc):
+    """In a worker: ``part`` "traits" (symbols and sizes) or "code" (symbols and LTO-IR) of ``pipeline``."""
+    for path in nvrtc:  # our NVRTC, so that libmathdx compiles with it and not another it might find
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    lib = _Lib(libmathdx)
+    pipelines, tensors, functions = _describe(lib, pipeline)
+    found = {"symbols": {name: _symbol(lib, f) for name, f in functions.items()}}
+    if part == "code":
+        found["ltoir"] = _ltoir(lib, list(dict.fromkeys(functions.values())))
+        return found
+    lib("cublasdxFinalizePipelines", ctypes.c_size_t(2), _int64s(pipelines))
+    lib("cublasdxFinalizeTensors", ctypes.c_size_t(len(tensors)), _int64s(tensors))
+    device, tile = pipelines
+    for name, handle in (("device", device), ("tile", tile)):
+        for trait, index in (("bytes", "STORAGE_BYTES"), ("align", "STORAGE_ALIGNMENT_BYTES")):
+            found[f"{name}_{trait}"] = lib.out("cublasdxGetPipelineTraitInt64", _LL(handle), _PIPELINE_TRAIT[index])
+    found["buffer_bytes"] = lib.out("cublasdxGetPipelineTraitInt64", _LL(device), _PIPELINE_TRAIT["BUFFER_SIZE"])
+    found["buffer_align"] = lib.out("cublasdxGetPipelineTraitInt64", _LL(device),
+                                    _PIPELINE_TRAIT["BUFFER_ALIGNMENT_BYTES"])
+    found["accumulator_bytes"] = lib.out("cublasdxGetTensorTraitInt64", _LL(tensors[0]), 0)
+    found["accumulator_align"] = lib.out("cublasdxGetTensorTraitInt64", _LL(tensors[0]), 1)
+    return found
+
+
+def main():
+    del sys.path[0]  # this file's directory: its module names are numba_tiles', not top-level ones
+    fields, part, libmathdx, nvrtc = pickle.load(sys.stdin.buffer)
+    try:
+        result = "ok", generate(Pipeline(**fields), part, libmathdx, nvrtc)
+    except Exception as exc:
+        result = "error", str(exc)
+    pickle.dump(result, sys.stdout.buffer)
+
+
+# ---- in the process that compiles -----------------------------------------------------------------
+
+_lock = threading.Lock()
+_made = {}  # (pipeline, part) → a Future of its result
+
+
+def _key_parts(pipeline, part):
+    from . import _toolchain, cache
+
+    return cache.components(pipeline.key(), output=f"libmathdx-{part}", target={"arch": f"sm_{SM // 10}a"},
+                            options={"nvrtc": ["-gen-opt-lto"]},
+                            versions={**_toolchain.versions(), "libmathdx": _toolchain.libmathdx_version()})
+
+
+def _make(pipeline, part):
+    """``part`` of ``pipeline`` from the disk cache, else from a worker process (then stored)."""
+    from . import _stats, _toolchain, cache
+
+    parts = _key_parts(pipeline, part)
+    digest = cache.key(parts)
+    payload = cache.load(digest)
+    if payload is not None:
+        return pickle.loads(payload)
+    request = pickle.dumps((dataclasses.asdict(pipeline), part, str(_toolchain.libmathdx_path()),
+                            [str(p) for p in _toolchain.nvrtc_libraries()]))
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, __file__], input=request, capture_output=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the libmathdx worker process failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    status, found = pickle.loads(done.stdout)
+    if status != "ok":
+        raise RuntimeError(found)
+    _stats.count("libmathdx")
+    _stats.count("libmathdx_seconds", time.perf_counter() - start)
+    cache.store(digest, parts, pickle.dumps(found))
+    return found
+
+
+@functools.cache
+def _pool():
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max(2, os.cpu_count() or 1), thread_name_prefix="numba_tiles libmathdx")
+
+
+def _future(pipeline, part):
+    with _lock:
+        if (pipeline, part) not in _made:
+            _made[pipeline, part] = _pool().submit(_make, pipeline, part)
+        return _made[pipeline, part]
+
+
+def traits(pipeline):
+    """The symbols and sizes of ``pipeline`` (its code starts being made beside them, for the link)."""
+    _future(pipeline, "code")
+    return _future(pipeline, "traits").result()
+
+
+def code(pipeline):
+    """The LTO-IR defining ``pipeline``'s functions (the symbols of its `traits`)."""
+    found = _future(pipeline, "code").result()
+    if found["symbols"] != traits(pipeline)["symbols"]:
+        raise RuntimeError(f"libmathdx named {pipeline}'s functions differently in two processes")
+    (ltoir,) = found["ltoir"]
+    return ltoir
+
+
+if __name__ == "__main__":
+    main()
