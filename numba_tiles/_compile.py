@@ -474,7 +474,16 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
     linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,
                                    ptx=output == "ptx")
     linker = Linker(*(ObjectCode.from_ltoir(m) for m in modules), options=linker_options)
-    return linker.link(output).code
+    try:
+        return linker.link(output).code
+    except Exception as exc:
+        from . import _libmathdx
+        from ._errors import error
+
+        if not arch.endswith("a") and any(m in _libmathdx.made for m in modules):
+            raise error("compile", f"the kernel calls PipelineMatmul.tile (TMA and wgmma: arch-specific code), "
+                        f"which links only for {arch}a, not {arch} ({exc})", f"pass arch='{arch}a'") from None
+        raise
 
 
 def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):

@@ -260,7 +260,11 @@ def code(pipeline):
     if found["symbols"] != traits(pipeline)["symbols"]:
         raise RuntimeError(f"libmathdx named {pipeline}'s functions differently in two processes")
     (ltoir,) = found["ltoir"]
+    made.add(ltoir)
     return ltoir
+
+
+made = set()  # the LTO-IR `code` gave in this process: arch-specific (sm_90a) code, which `compile` names
 
 
 if __name__ == "__main__":

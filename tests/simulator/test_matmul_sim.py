@@ -77,3 +77,23 @@ def test_the_register_form_on_the_simulator(dtype, accumulator, named, out, stag
     result = gemm.run(kernel, a, b, c, 0.75, -1.25, (16, 16, 16), 32)
     bound = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2}[out]
     assert gemm.relative_error(result, a, b, c, 0.75, -1.25, named) < bound
+
+
+@pytest.mark.parametrize("dtype,precision,c_dtype", [("float16", None, "float32"), ("int16", "bf16", "int16")])
+def test_pipeline_gemm_against_numpy(dtype, precision, c_dtype, rng):
+    """tiles.PipelineMatmul's twin: examples/gemm.py's persistent kernel, sizes not multiples of the 64 x 64 tiles."""
+    mm = tiles.PipelineMatmul((64, 64, 16), dtype, precision=precision, c_dtype=c_dtype, block_dim=128)
+    m, n, k = (int(v) for v in rng.integers(65, 100, 3))
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n), (m, n)))
+    if precision == "bf16":
+        a, b = gemm.bf16_bits(a), gemm.bf16_bits(b)
+    else:
+        a, b = a.astype(dtype), b.astype(dtype)
+    c = gemm.bf16_bits(c) if c_dtype == "int16" else c
+    expected = 0.5 * (gemm.values(a, precision) @ gemm.values(b, precision)) - 1.5 * gemm.values(c, precision if
+                                                                                                c_dtype == "int16" else None)
+    kernel = gemm.make_hopper_gemm(mm)
+    pipe = mm.prepare(a, b)
+    kernel[2, mm.threads](pipe, c, 0.5, -1.5)  # two blocks take the tiles in turn
+    result = gemm.values(c, precision if c_dtype == "int16" else None)
+    assert np.linalg.norm(result - expected) / np.linalg.norm(expected) < (1e-2 if c_dtype == "int16" else 1e-6)

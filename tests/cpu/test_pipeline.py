@@ -1,0 +1,88 @@
+"""tiles.PipelineMatmul with no GPU: the description's checks, libmathdx's code linked for sm_90a (SASS: wgmma and
+TMA, no calls but the launch check's message, no local memory read or in the K loop), and misuse as a TilesError
+naming the fix.
+
+One pipeline (bf16 128 x 128 x 64, 2 stages, 256 threads) is made here: libmathdx takes 15-25 s on
+2 cores the first time, then the disk cache answers (tests/gpu/test_pipeline.py runs the others).
+"""
+
+import re
+
+import pytest
+from numba import cuda
+
+import numba_tiles as tiles
+
+from .test_sass import external_calls, instructions, sass
+
+MM = tiles.PipelineMatmul((128, 128, 64), "int16", precision="bf16")  # (the one of its docstring's example)
+
+
+@cuda.jit
+def gemm(pipe, c, alpha, beta):
+    t = cuda.blockIdx.x
+    while t < 6:
+        MM.tile(pipe, c, t // 3, t % 3, alpha, beta)
+        t += cuda.gridDim.x
+
+
+SIGNATURE = "void(uint8[::1], float32[:, ::1], float32, float32)"
+
+
+def test_the_description_checks_and_sizes_itself_with_no_compile():
+    mm = tiles.PipelineMatmul((64, 64, 32), "float16", block_dim=128, stages=3)
+    assert (mm.m, mm.n, mm.k, mm.threads, mm.c_dtype) == (64, 64, 32, 128, "float32")
+    assert mm.grid((130, 64)) == (3, 1) and mm == tiles.PipelineMatmul((64, 64, 32), "float16", block_dim=128, stages=3)
+    for kwargs, message in (
+            (dict(shape=(100, 128, 64), dtype="float16"), "wgmma tiles are multiples of 64 rows"),
+            (dict(shape=(128, 128, 64), dtype="float32"), "pass dtype=float16, or dtype=int16 with precision='bf16'"),
+            (dict(shape=(128, 128, 64), dtype="float16", precision="bf16"), "dtype float16 with precision='bf16'"),
+            (dict(shape=(128, 128, 64), dtype="float16", c_dtype="float64"), "C is float32 or A's dtype"),
+            (dict(shape=(128, 128, 64), dtype="float16", stages=0), "stages must be an int from 1 to 16"),
+            (dict(shape=(128, 128, 64), dtype="float16", block_dim=96), "whole warpgroups of 128 threads"),
+            (dict(shape=(128, 128, 64), dtype="float16", block_dim=(128, 2)), "whole warpgroups of 128 threads"),
+            (dict(shape=(128, 128), dtype="float16"), "shape must be a tuple (M, N, K)"),
+            (dict(shape=(128, 128, 64), dtype="float16", arrangement=("row_major",)), "arrangement must be a 2-tuple")):
+        with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
+            tiles.PipelineMatmul(**kwargs)
+        assert "tiles.PipelineMatmul" in str(info.value) and "Fix:" in str(info.value)
+
+
+def test_the_kernel_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(tmp_path):
+    text = sass(tiles.compile(gemm, SIGNATURE, arch="sm_90a"), tmp_path)
+    ops = [i[1:] if i[0].startswith("@") else i for i in instructions(text) if i]
+    names = {op[0].split(".")[0] for op in ops}
+    assert {"HGMMA", "UTMALDG", "SYNCS"} <= names, sorted(names)
+    # No local memory is read, and none is written in the K loop (between the first and last wgmma). Outside it,
+    # a tile's accumulator frame is written once (after the loop; never read back: dead stores ptxas keeps, 16
+    # STL.128 a tile) and the launch check's printf arguments.
+    assert "LDL" not in names
+    products = [i for i, op in enumerate(ops) if op[0].startswith("HGMMA")]
+    assert not [op for op in ops[products[0]:products[-1]] if op[0].startswith("STL")], "local memory in the K loop"
+    calls = external_calls(text)
+    assert all("vprintf" in c or "__assertfail" in c for c in calls), calls  # the launch check's message only
+    assert any(" HGMMA.64x128x16.F32.BF16" in line for line in text.splitlines())
+
+
+@pytest.mark.parametrize("arch,message", [
+    ("sm_90", r"which links only for sm_90a, not sm_90 .*Fix: pass arch='sm_90a'"),
+    ("sm_80", r"runs on Hopper \(sm_90\) only.*Fix: use tiles.Matmul on other GPUs"),
+])
+def test_other_targets_are_refused_naming_the_fix(arch, message):
+    from numba.core.errors import TypingError
+
+    with pytest.raises((tiles.TilesError, TypingError), match=re.compile(message, re.S)):
+        tiles.compile(gemm, SIGNATURE, arch=arch)
+
+
+@pytest.mark.parametrize("signature,message", [
+    ("void(int32[::1], float32[:, ::1], float32, float32)", "pipe must be the uint8 array mm.prepare(a, b) returned"),
+    ("void(uint8[::1], int16[:, ::1], float32, float32)", "c holds int16; this PipelineMatmul's C is float32"),
+    ("void(uint8[::1], float32[::1], float32, float32)", "c must be a 2-D array"),
+])
+def test_misuse_in_a_kernel_is_a_clear_compile_time_error(signature, message):
+    from numba.core.errors import TypingError
+
+    with pytest.raises(TypingError, match=re.escape(message)) as info:
+        tiles.compile(gemm, signature, arch="sm_90a")
+    assert "tiles.PipelineMatmul.tile:" in str(info.value) and "Fix:" in str(info.value)
