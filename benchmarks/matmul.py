@@ -1,16 +1,18 @@
 """Tile matmul on the GPU: batched small GEMMs and one large GEMM written with the tile API, against cuBLAS (PyTorch).
 
-Batched: the register form (`tiles.Matmul`): one or several products a block, each over K-tiles loaded
-asynchronously a few steps ahead into dynamic shared memory, the accumulator in registers, C stored
-from them or staged through shared memory; and the shared-C form (`tile_load`, `tiles.matmul`,
-`tile_store`) as it was. Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096 with a
-bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large, 8192^3 bf16 against
-``torch.matmul``: examples/gemm.py's `make_pipelined_gemm` (the register form in a loop over K-tiles) and
-`make_hopper_gemm` (`tiles.PipelineMatmul`, TMA + wgmma; ``prepare``, a one-thread kernel a pair of A
-and B, is not timed). Each output is checked against
-PyTorch's (relative Frobenius error) before timing; then 3 warm-ups and ``--repeats`` runs timed by
-CUDA events, median. ``--jobs N`` first compiles every kernel in N processes (NVRTC takes 20-35 s a
-cuBLASDx kernel). Prints a table (TFLOP/s, ratio to PyTorch) and writes JSON under benchmarks/results/.
+Batched: `Matmul.batched` (examples/gemm.py's `make_batched_gemm`: the whole persistent loop in one
+call, K-tiles loading a few stages ahead into dynamic shared memory, the accumulator in registers, C
+through a shared stage) in several tiles, blocks and stages; last time's best kernel-written loop of
+the register form (load/multiply/store, several products a block); the shared-C form (`tile_load`,
+`tiles.matmul`, `tile_store`). Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096
+with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large, 8192^3 bf16
+against ``torch.matmul``: examples/gemm.py's `make_pipelined_gemm` (the register form in a loop over
+K-tiles) and `make_hopper_gemm` (`tiles.PipelineMatmul`, TMA + wgmma; ``prepare``, a one-thread
+kernel a pair of A and B, is not timed). Each output is checked against PyTorch's (relative
+Frobenius error) before timing; then 3 warm-ups and ``--repeats`` runs timed by CUDA events, median.
+``--jobs N`` first compiles every kernel in N processes (NVRTC takes 20-35 s a cuBLASDx kernel).
+Prints a table (TFLOP/s, ratio to PyTorch; each case's fastest variant) and writes JSON under
+benchmarks/results/.
 
     PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul.py [--repeats 20] [--label L] [--large 8192] [--jobs 15]
 """
@@ -39,8 +41,9 @@ sys.path.insert(0, str(ROOT))
 from examples import gemm  # noqa: E402
 
 
-def batched_kernel(size, dtype, accumulator, block_dim, alignment=None):
-    """One product a block; ``alignment=16``: aligned tiles, which cuBLASDx moves with ldmatrix/stmatrix."""
+def shared_kernel(size, dtype, accumulator, block_dim, alignment=None):
+    """The shared-C form: one product a block; ``alignment=16``: aligned tiles, which cuBLASDx moves with
+    ldmatrix/stmatrix."""
     ab, acc = getattr(types, dtype), getattr(types, accumulator)
 
     @cuda.jit
@@ -57,30 +60,12 @@ def batched_kernel(size, dtype, accumulator, block_dim, alignment=None):
     return batched
 
 
-def pipelined_kernel(size, dtype, accumulator, block_dim, per_block):
-    """``per_block`` products a block, the next pair of tiles loading (asynchronously) during each product."""
-    ab, acc = getattr(types, dtype), getattr(types, accumulator)
-
-    @cuda.jit
-    def pipelined(a, b, c):
-        sa = cuda.shared.array((2, size, size), ab)  # two buffers each
-        sb = cuda.shared.array((2, size, size), ab)
-        sc = cuda.shared.array((size, size), acc)
-        first = cuda.blockIdx.x * per_block
-        tiles.tile_load(a[first], sa[0], 0, 0, block_dim=block_dim, asynchronous=True)
-        tiles.tile_load(b[first], sb[0], 0, 0, block_dim=block_dim, asynchronous=True)
-        for j in range(per_block):
-            s = j % 2
-            if j + 1 < per_block:
-                tiles.tile_load(a[first + j + 1], sa[1 - s], 0, 0, block_dim=block_dim, asynchronous=True)
-                tiles.tile_load(b[first + j + 1], sb[1 - s], 0, 0, block_dim=block_dim, asynchronous=True)
-                tiles.tile_wait(2, block_dim=block_dim)  # this product's pair is in; the next may not be
-            else:
-                tiles.tile_wait(block_dim=block_dim)
-            tiles.matmul(sa[s], sb[s], sc, shape=(size, size, size), block_dim=block_dim)
-            tiles.tile_store(sc, c[first + j], 0, 0, block_dim=block_dim)
-
-    return pipelined
+def batched_kernel(tile, dtype, accumulator, block_dim, precision, stages):
+    """`Matmul.batched` (examples/gemm.py's `make_batched_gemm`): the whole persistent loop in one call."""
+    mm = tiles.Matmul(tile, dtype, accumulator=accumulator, block_dim=block_dim, precision=precision)
+    kernel = gemm.make_batched_gemm(mm, stages)
+    kernel.mm = mm
+    return kernel
 
 
 def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, precision=None, staged=False, stages=2):
@@ -128,14 +113,17 @@ def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, prec
 def _compile_one(job):
     """Compile one benchmark kernel for this GPU's arch into the disk cache (a worker process)."""
     kind, args, signature = job
-    kernel = {"register": register_kernel, "batched": batched_kernel, "pipelined": pipelined_kernel,
-              "gemm": gemm.make_gemm, "pipelined_gemm": gemm.make_pipelined_gemm}[kind](*args)
+    kernel = KERNELS[kind](*args)
     start = time.perf_counter()
     try:
         tiles.compile(kernel, signature, arch="sm_90")
     except Exception as exc:  # noqa: BLE001 (reported again when the variant runs)
         print(f"precompiling {kind}{args}: {str(exc)[:200]}", flush=True)
     return time.perf_counter() - start
+
+
+KERNELS = {"register": register_kernel, "batched": batched_kernel, "shared": shared_kernel,
+           "pipelined_gemm": gemm.make_pipelined_gemm}
 
 
 def precompile(jobs, processes):
@@ -171,6 +159,46 @@ def error(result, expected):
     return float((result - expected).norm() / expected.norm())
 
 
+def started(kernel, launch, *args):
+    """Launch ``kernel`` as ``launch`` = (grid, block) with its ``shared_bytes`` of dynamic shared memory (if any)
+    on ``args``; returns a function that launches it again."""
+    shared = getattr(kernel, "shared_bytes", 0)
+    tiles.allow_dynamic_shared_memory(kernel, shared, *args)
+
+    def again():
+        kernel[launch[0], launch[1], 0, shared](*args)
+
+    again()
+    return again
+
+
+def measure(case, label, start, output, reference, bound, flops, repeats):
+    """One variant: ``start()`` launches it and returns its relaunch; ``output`` is checked against
+    ``reference`` (relative error within ``bound``), then timed. (label, ms, error), or None when the variant
+    does not build or launch (reported)."""
+    import torch
+
+    output.fill_(float("nan"))  # the variant must write every item
+    try:
+        launch = start()
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 (a variant that does not build or launch is reported)
+        print(f"  {case}: {label}: failed: {str(exc)[:200]}", flush=True)
+        return None
+    err = error(output.float(), reference)
+    assert err < bound, f"{case}, {label}: relative error {err:.2e}"
+    ms = median_ms(launch, repeats)
+    print(f"  {case}: {label}: {flops / ms / 1e9:.1f} TFLOP/s (error {err:.1e})", flush=True)
+    return label, ms, err
+
+
+def best_row(case, results, flops, peer, peer_ms):
+    """The JSON row of a case: its fastest variant against the peer."""
+    label, ms, err = min((r for r in results if r), key=lambda r: r[1])
+    return {"case": case, "block_dim": label, "ms": ms, "tflops": flops / ms / 1e9, "error": err, "peer": peer,
+            "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9}
+
+
 def main():
     import torch
 
@@ -187,29 +215,32 @@ def main():
              ("fp16 64^3 x 16384, fp32 C", "float16", None, "float32", "float32", 64, 16384, "float16"),
              ("bf16 128^3 x 4096, bf16 C", "int16", "bf16", "float32", "int16", 128, 4096, "bfloat16"),
              ("fp32 64^3 x 16384", "float32", None, "float32", "float32", 64, 16384, "float32")]
-    # register form (block_dim, K-tile, products a block) per size; the shared-C form as it was
-    # (block_dim, K-tile, products a block, C through shared memory, pipeline stages)
-    # (the 64^3 cases are bound by memory: more products a block keep more loads in flight; at 128^3 one
-    # product a block spends most of its time filling and draining the pipeline)
-    register = {64: [(128, 32, 1, False, 2), (128, 32, 4, True, 3), (128, 64, 4, True, 3), (64, 64, 4, True, 3),
-                     (128, 32, 8, True, 4), (128, 64, 8, True, 2), (256, 32, 4, True, 3), (64, 32, 8, False, 4)],
-                128: [(256, 32, 1, False, 3), (256, 64, 1, True, 2), (256, 64, 2, True, 3), (128, 32, 2, True, 3),
-                      (256, 32, 4, False, 4), (256, 64, 4, False, 3), (128, 64, 2, False, 3), (256, 32, 2, False, 4)]}
+    # Matmul.batched (tile, block_dim, stages) per size: the 64^3 cases are bound by memory, so the
+    # stages are what keeps loads in flight; at 128^3 a K-tile of 32 leaves room for more stages.
+    batched = {64: [((64, 64, 64), 128, 3), ((64, 64, 64), 128, 4), ((64, 64, 64), 128, 6), ((64, 64, 64), 128, 8),
+                    ((64, 64, 32), 128, 4), ((64, 64, 32), 128, 8), ((64, 64, 64), 256, 6)],
+               128: [((128, 128, 32), 256, 4), ((128, 128, 32), 256, 6), ((128, 128, 64), 256, 3),
+                     ((128, 128, 64), 128, 3)]}
+    # the best of the kernel's own loop of load/multiply/store (register form) last time: (block_dim,
+    # K-tile, products a block, C through shared memory, stages)
+    register = {64: (128, 64, 8, True, 2), 128: (256, 64, 2, True, 3)}
     jobs, plans = [], []
     for name, dtype, precision, acc, out, size, batch, torch_dtype in cases:
-        signature = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1])"
+        arrays = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1]"
         variants = []
-        for block_dim, k_tile, per_block, staged, stages in register[size]:
-            shared = stages * size * k_tile * 2 * np.dtype(dtype).itemsize + staged * size * (size + 4) * 4
-            if shared > 227 * 1024:
-                continue  # over Hopper's shared memory a block may opt in to
-            factory = ("register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages))
-            variants.append((f"register {block_dim}, K-tile {k_tile} x {stages}" + (f", {per_block} a block"
-                                                                                    if per_block > 1 else "")
-                             + (", staged C" if staged else ""), factory))
+        for tile, block_dim, stages in batched[size]:
+            mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=precision)
+            if mm.batched_shared_memory_bytes(stages) <= 227 * 1024:  # Hopper's opt-in limit a block
+                variants.append((f"batched, K-tile {tile[2]} x {stages}, {block_dim}",
+                                 ("batched", (tile, dtype, acc, block_dim, precision, stages))))
+        block_dim, k_tile, per_block, staged, stages = register[size]
+        variants.append((f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
+                         + (", staged C" if staged else ""),
+                         ("register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages))))
         if precision is None and out == acc:
-            variants.append(("shared C, 128, aligned", ("batched", (size, dtype, acc, 128, 16))))
-        jobs += [(*factory, signature) for _, factory in variants]
+            variants.append(("shared C, 128, aligned", ("shared", (size, dtype, acc, 128, 16))))
+        jobs += [(*factory, arrays + (", float64, float64)" if factory[0] == "batched" else ")"))
+                 for _, factory in variants]
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
     if args.large:
@@ -232,30 +263,18 @@ def main():
         flops = 2 * batch * size ** 3
         reference = torch.bmm(a.float(), b.float())
         peer_ms = median_ms(lambda: torch.bmm(a, b), args.repeats)
-        best = None
-        bound = 1e-5 if dtype == "float32" else 1e-2
+        da, db, dc = (to_numba(t) for t in (a, b, c))
+        results = []
         for label, (kind, factory_args) in variants:
-            kernel = {"register": register_kernel, "batched": batched_kernel}[kind](*factory_args)
-            per_block = factory_args[5] if kind == "register" else 1
-            da, db, dc = (to_numba(t) for t in (a, b, c))
-            shared = getattr(kernel, "shared_bytes", 0)
-            launch = lambda: kernel[batch // per_block, factory_args[3], 0, shared](da, db, dc)  # noqa: E731
-            try:
-                tiles.allow_dynamic_shared_memory(kernel, shared, da, db, dc)
-                launch()
-                torch.cuda.synchronize()
-            except Exception as exc:  # noqa: BLE001 (a variant that does not build or launch is reported)
-                print(f"  {name}: {label}: failed: {str(exc)[:200]}", flush=True)
-                continue
-            err = error(c.float(), reference)
-            assert err < bound, f"{name}, {label}: relative error {err:.2e}"
-            ms = median_ms(launch, args.repeats)
-            print(f"  {name}: {label}: {flops / ms / 1e9:.1f} TFLOP/s (error {err:.1e})", flush=True)
-            if best is None or ms < best[1]:
-                best = (label, ms, err)
-            c.fill_(float("nan"))  # the next variant must write every item
-        rows.append({"case": name, "block_dim": best[0], "ms": best[1], "tflops": flops / best[1] / 1e9,
-                     "error": best[2], "peer": "torch.bmm", "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9})
+            kernel = KERNELS[kind](*factory_args)
+            if kind == "batched":
+                start = lambda: gemm.run_batched(kernel.mm, kernel, da, db, dc, 1.0, 0.0)  # noqa: E731
+            else:
+                per_block = factory_args[5] if kind == "register" else 1
+                start = lambda: started(kernel, (batch // per_block, factory_args[3]), da, db, dc)  # noqa: E731
+            results.append(measure(name, label, start, c, reference, 1e-5 if dtype == "float32" else 1e-2, flops,
+                                   args.repeats))
+        rows.append(best_row(name, results, flops, "torch.bmm", peer_ms))
     if args.large:
         n = args.large
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -264,51 +283,26 @@ def main():
         flops = 2 * n ** 3
         reference = torch.matmul(a.float(), b.float())
         peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
-        best = None
+        da, db, dc = (to_numba(t) for t in (a, b, c))
+        repeats = max(args.repeats // 4, 5)
+        results = []
         for label, (kind, factory_args) in large_variants:
             tile, block_dim = factory_args[0], factory_args[3]
             kernel = gemm.make_pipelined_gemm(*factory_args)
-            da, db, dc = (to_numba(t) for t in (a, b, c))
-            grid = (n // tile[1], n // tile[0])
-            launch = lambda: kernel[grid, block_dim, 0, kernel.shared_bytes](da, db, dc, 1.0, 0.0)  # noqa: E731
-            try:
-                tiles.allow_dynamic_shared_memory(kernel, kernel.shared_bytes, da, db, dc, 1.0, 0.0)
-                launch()
-                torch.cuda.synchronize()
-            except Exception as exc:  # noqa: BLE001
-                print(f"  large: {label}: failed: {str(exc)[:200]}", flush=True)
-                continue
-            err = error(c.float(), reference)
-            assert err < 1e-2, f"large GEMM, {label}: relative error {err:.2e}"
-            ms = median_ms(launch, max(args.repeats // 4, 5))
-            print(f"  large: {label}: {flops / ms / 1e9:.1f} TFLOP/s (error {err:.1e})", flush=True)
-            if best is None or ms < best[1]:
-                best = (label, ms, err)
-        rows.append({"case": f"bf16 {n}^3, bf16 C (tile loop)", "block_dim": best[0], "ms": best[1],
-                     "tflops": flops / best[1] / 1e9, "error": best[2], "peer": "torch.matmul", "peer_ms": peer_ms,
-                     "peer_tflops": flops / peer_ms / 1e9})
-        best = None
+            start = lambda: started(kernel, ((n // tile[1], n // tile[0]), block_dim), da, db, dc, 1.0, 0.0)  # noqa: E731
+            results.append(measure("large", label, start, c, reference, 1e-2, flops, repeats))
+        rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms))
         pipelines = [tiles.PipelineMatmul(shape, "int16", precision="bf16", c_dtype="int16", stages=stages)
                      for shape, stages in (((128, 128, 64), 2), ((128, 128, 64), 3), ((128, 256, 64), 3))]
         with ThreadPoolExecutor(len(pipelines)) as pool:  # libmathdx makes them side by side
             list(pool.map(lambda mm: mm.shared_memory_bytes, pipelines))
+        results = []
         for mm in pipelines:
-            label = f"pipeline {mm.shape} x {mm.threads}, {mm.stages} stages"
             kernel = gemm.make_hopper_gemm(mm)
-            dc = to_numba(c)
-            c.fill_(float("nan"))
-            da, db = to_numba(a), to_numba(b)
-            launch = gemm.run_hopper(mm, kernel, da, db, dc, 1.0, 0.0)
-            torch.cuda.synchronize()
-            err = error(c.float(), reference)
-            assert err < 1e-2, f"large GEMM, {label}: relative error {err:.2e}"
-            ms = median_ms(launch, max(args.repeats // 4, 5))
-            print(f"  large: {label}: {flops / ms / 1e9:.1f} TFLOP/s (error {err:.1e})", flush=True)
-            if best is None or ms < best[1]:
-                best = (label, ms, err)
-        rows.append({"case": f"bf16 {n}^3, bf16 C (PipelineMatmul)", "block_dim": best[0], "ms": best[1],
-                     "tflops": flops / best[1] / 1e9, "error": best[2], "peer": "torch.matmul", "peer_ms": peer_ms,
-                     "peer_tflops": flops / peer_ms / 1e9})
+            start = lambda: gemm.run_hopper(mm, kernel, da, db, dc, 1.0, 0.0)  # noqa: E731
+            results.append(measure("large", f"pipeline {mm.shape} x {mm.threads}, {mm.stages} stages", start, c,
+                                   reference, 1e-2, flops, repeats))
+        rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)", results, flops, "torch.matmul", peer_ms))
     name = device_name(cuda.get_current_device())
     date = datetime.date.today().isoformat()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,

@@ -129,20 +129,57 @@ def make_hopper_gemm(mm, group=8):
     return gemm
 
 
+def resident_blocks(kernel, threads, shared, *args):
+    """How many blocks of a persistent ``kernel`` (``threads`` a block, ``shared`` bytes of dynamic shared
+    memory, the launch's ``args``) the GPU runs at once, after letting it take that shared memory."""
+    tiles.allow_dynamic_shared_memory(kernel, shared, *args)
+    device = cuda.get_current_device()
+    registers = max(kernel.get_regs_per_thread().values())  # (compiled by allow_dynamic_shared_memory)
+    fit = min(device.MAX_REGISTERS_PER_MULTIPROCESSOR // (-(-registers // 8) * 8 * threads),
+              device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR // (shared + 1024))
+    return max(fit, 1) * device.MULTIPROCESSOR_COUNT
+
+
 def run_hopper(mm, gemm, a, b, c, alpha, beta):
     """Launch a `make_hopper_gemm` kernel on device arrays: as many blocks as fit on the GPU at once (or tiles).
     Returns a function that launches it again (the same A, B and C: ``prepare`` is not repeated)."""
     pipe = mm.prepare(a, b)
-    tiles.allow_dynamic_shared_memory(gemm, mm.shared_memory_bytes, pipe, c, alpha, beta)
-    device = cuda.get_current_device()
-    registers = max(gemm.get_regs_per_thread().values())  # (compiled by allow_dynamic_shared_memory)
-    fit = min(device.MAX_REGISTERS_PER_MULTIPROCESSOR // (-(-registers // 8) * 8 * mm.threads),
-              device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR // (mm.shared_memory_bytes + 1024))
     rows, cols = mm.grid(c)
-    grid, shared = min(rows * cols, max(fit, 1) * device.MULTIPROCESSOR_COUNT), mm.shared_memory_bytes
+    shared = mm.shared_memory_bytes
+    grid = min(rows * cols, resident_blocks(gemm, mm.threads, shared, pipe, c, alpha, beta))
 
     def launch():
         gemm[grid, mm.threads, 0, shared](pipe, c, alpha, beta)
+
+    launch()
+    return launch
+
+
+def make_batched_gemm(mm, stages=2):
+    """Batched small GEMMs with `tiles.Matmul` ``mm``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for 3-D
+    ``a``, ``b``, ``c``, each product at most ``mm``'s M x N (any K). One call: `Matmul.batched` is the
+    whole persistent loop, ``stages`` K-tiles of A and B loading ahead of the product."""
+
+    @cuda.jit
+    def batched(a, b, c, alpha, beta):
+        shared = cuda.shared.array(0, types.uint8, alignment=ALIGNED)
+        mm.batched(a, b, c, shared, alpha, beta, stages=stages)
+
+    batched.shared_bytes = mm.batched_shared_memory_bytes(stages)
+    return batched
+
+
+def run_batched(mm, batched, a, b, c, alpha, beta, blocks=None):
+    """Launch a `make_batched_gemm` kernel on device arrays with ``blocks`` blocks (by default as many as fit on
+    the GPU at once, at most one a product); returns a function that launches it again."""
+    shared = batched.shared_bytes
+    if blocks is None:
+        blocks = min(a.shape[0], resident_blocks(batched, mm.threads, shared, a, b, c, alpha, beta))
+    else:
+        tiles.allow_dynamic_shared_memory(batched, shared, a, b, c, alpha, beta)
+
+    def launch():
+        batched[blocks, mm.threads, 0, shared](a, b, c, alpha, beta)
 
     launch()
     return launch

@@ -55,6 +55,18 @@ struct matrix_ref {
   }
 };
 
+// A 3-D Numba array as an entry point passes it: a batch of `count` matrices (any strides).
+template <typename T>
+struct batch_ref {
+  T* data;
+  long long count, rows, cols;
+  long long batch_stride, row_stride, col_stride;
+
+  __device__ __forceinline__ matrix_ref<T> operator[](long long i) const {
+    return {data + i * batch_stride, rows, cols, row_stride, col_stride};
+  }
+};
+
 // The items of a thread-local array of (at least) N items. Numba arrays carry their length
 // at run time only; for cuda.local.array it is a constant, so the check folds away.
 template <int N, typename T>

@@ -192,22 +192,18 @@ __device__ __forceinline__ T* shared_tile(const array_ref<T>& tile) {
   return static_cast<T*>(__builtin_assume_aligned(tile.data, 16));
 }
 
-// Copy the Rows x Cols tile of `src` at (row0, col0) into `tile` in the operand's suggested
-// layout. Inside the matrix, with rows (or columns) of whole aligned 16-byte vectors, cuBLASDx's
-// cooperative copy moves it (cp.async on sm_80 and later); otherwise item by item, `fill`
-// outside the matrix. Async: one commit group, no barrier (tile_wait completes it).
+// Copy the Rows x Cols tile of `src` at (row0, col0) into the shared `tile` (16-byte aligned)
+// in the operand's suggested layout. Inside the matrix, with rows (or columns) of whole aligned
+// 16-byte vectors, cuBLASDx's cooperative copy moves it (cp.async on sm_80 and later, not yet
+// committed); otherwise item by item, `fill` outside the matrix.
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, int Operand, bool Async, typename T>
-__device__ __forceinline__ void matmul_load(matrix_ref<T> src, long long row0, long long col0, array_ref<T> tile,
-                                            T fill) {
+          int Operand, typename P, typename T>
+__device__ __forceinline__ void operand_copy(const matrix_ref<T>& src, long long row0, long long col0, P* tile,
+                                             T fill) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
-  using P = cuda::std::conditional_t<Operand == 0, PA, PB>;
   static_assert(sizeof(P) == sizeof(T) && alignof(P) == alignof(T), "the tile's storage must match its precision");
-  constexpr int rows = Operand == 0 ? M : K, cols = Operand == 0 ? K : N, items = Operand == 0 ? AItems : BItems;
-  constexpr auto layout = operand_layout<BLAS, Operand>();
-  static_assert(cute::cosize(layout.layout) == items, "numba_tiles' shared tile size differs from cuBLASDx's");
-  check_launch<BX, BY, BZ>("Matmul.load");
-  auto shared = cublasdx::make_tensor(reinterpret_cast<P*>(shared_tile<items>(tile)), layout);
+  constexpr int rows = Operand == 0 ? M : K, cols = Operand == 0 ? K : N;
+  auto shared = cublasdx::make_tensor(tile, operand_layout<BLAS, Operand>());
   constexpr long long V = 16 / sizeof(T);
   const bool inside = row0 >= 0 && col0 >= 0 && row0 + rows <= src.rows && col0 + cols <= src.cols;
   const bool aligned = reinterpret_cast<unsigned long long>(src.data) % 16 == 0 && row0 >= 0 && col0 >= 0;
@@ -239,6 +235,22 @@ __device__ __forceinline__ void matmul_load(matrix_ref<T> src, long long row0, l
       shared(r, c) = *reinterpret_cast<const P*>(&value);
     }
   }
+}
+
+// operand_copy into a tile of the kernel's, as one commit group. Async: no barrier (tile_wait
+// completes it).
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Operand, bool Async, typename T>
+__device__ __forceinline__ void matmul_load(matrix_ref<T> src, long long row0, long long col0, array_ref<T> tile,
+                                            T fill) {
+  using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
+  using P = cuda::std::conditional_t<Operand == 0, PA, PB>;
+  constexpr int items = Operand == 0 ? AItems : BItems;
+  static_assert(cute::cosize(operand_layout<BLAS, Operand>().layout) == items,
+                "numba_tiles' shared tile size differs from cuBLASDx's");
+  check_launch<BX, BY, BZ>("Matmul.load");
+  operand_copy<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, Operand>(
+      src, row0, col0, reinterpret_cast<P*>(shared_tile<items>(tile)), fill);
   cute::cp_async_fence();
   if constexpr (!Async) {
     cute::cp_async_wait<0>();
@@ -364,6 +376,106 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
       }
     }
   }
+  __syncthreads();
+}
+
+// A batch of products as a loop of its own: C[i] = alpha A[i] B[i] + beta C[i] for i = this
+// block, this block + the grid's blocks, ... (a persistent loop: launch about as many blocks as
+// fit at once). Each product's K-tiles stream through Stages shared buffers of A and B, the next
+// Stages - 1 copying in (cp.async) while the block multiplies the current one into its
+// registers; C goes out through a shared stage, as matmul_store_staged. In C++ rather than a
+// kernel's loop of load/multiply/store because the loop is then one piece of straight code: the
+// batch's pointers, the pipeline's slots and counters stay in registers, and the checks run once.
+// `shared` holds Stages A tiles, Stages B tiles and the stage (BatchedBytes, 16-byte aligned).
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Stages, typename T, typename TC, typename PD, typename TD,
+          typename TS>
+__device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
+                                               TC alpha, TC beta) {
+  using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
+  static_assert(Stages >= 2, "a pipeline needs two stages or more");
+  static_assert(AItems * sizeof(T) % 16 == 0 && BItems * sizeof(T) % 16 == 0, "tiles of whole 16-byte vectors");
+  constexpr int V = 16 / sizeof(TC), StageItems = M * (N + V);
+  constexpr long long bytes = Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
+                              StageItems * static_cast<long long>(sizeof(TC));
+  check_launch<BX, BY, BZ>("Matmul.batched");
+  if (a.count != b.count || a.count != c.count || a.cols != b.rows || c.rows != a.rows || c.cols != b.cols ||
+      a.rows > M || b.cols > N) {
+    if (first_thread()) {
+      printf("tiles.Matmul.batched: A is %lld x %lld x %lld, B %lld x %lld x %lld, C %lld x %lld x %lld; they must "
+             "be count x m x k, count x k x n and count x m x n with m <= %d and n <= %d (a larger product: a loop "
+             "of load_a, load_b, multiply and store over its tiles)\n",
+             a.count, a.rows, a.cols, b.count, b.rows, b.cols, c.count, c.rows, c.cols, M, N);
+    }
+    fail();
+  }
+  if (shared.stride != 1 || shared.size * static_cast<long long>(sizeof(TS)) < bytes ||
+      reinterpret_cast<unsigned long long>(shared.data) % 16 != 0) {
+    if (first_thread()) {
+      printf("tiles.Matmul.batched: shared holds %lld bytes (stride %lld); it needs %lld contiguous bytes, 16-byte "
+             "aligned: mm.batched_shared_memory_bytes(stages) of dynamic shared memory\n",
+             shared.size * static_cast<long long>(sizeof(TS)), shared.stride, bytes);
+    }
+    fail();
+  }
+  T* const tiles_a = reinterpret_cast<T*>(__builtin_assume_aligned(shared.data, 16));
+  T* const tiles_b = tiles_a + Stages * AItems;
+  TC* const stage = reinterpret_cast<TC*>(tiles_b + Stages * BItems);
+  const long long blocks = static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
+  const long long block = blockIdx.x + gridDim.x * (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
+  const int ksteps = a.cols > K ? static_cast<int>((a.cols + K - 1) / K) : 1;  // K = 0: one step of zeros
+  const long long mine = block < a.count ? (a.count - 1 - block) / blocks + 1 : 0;
+  const long long steps = mine * ksteps;
+  // The next K-tile to load: product `loading`, K-tile `k_load`, into buffer `slot_load`.
+  long long loading = block;
+  int k_load = 0, slot_load = 0;
+  const auto load = [&]() {
+    operand_copy<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, 0>(
+        a[loading], 0, static_cast<long long>(k_load) * K, reinterpret_cast<PA*>(tiles_a + slot_load * AItems), T(0));
+    operand_copy<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, 1>(
+        b[loading], static_cast<long long>(k_load) * K, 0, reinterpret_cast<PB*>(tiles_b + slot_load * BItems), T(0));
+    slot_load = slot_load + 1 == Stages ? 0 : slot_load + 1;
+    if (++k_load == ksteps) {
+      k_load = 0;
+      loading += blocks;
+    }
+  };
+  for (int s = 0; s < Stages - 1; ++s) {
+    if (s < steps) {
+      load();
+    }
+    cute::cp_async_fence();  // one group a step, empty or not, so that the wait below counts steps
+  }
+  TC items[CItems];
+  const array_ref<TC> acc{items, CItems, 1};
+  auto fragment = accumulator<BLAS>(acc, CItems);
+  long long item = block;
+  int k = 0, slot = 0;
+  for (long long s = 0; s < steps; ++s) {
+    cute::cp_async_wait<Stages - 2>();
+    __syncthreads();  // K-tile s is in; every thread is done with the buffer it used last step
+    if (s + Stages - 1 < steps) {
+      load();
+    }
+    cute::cp_async_fence();
+    if (k == 0) {
+#pragma unroll
+      for (int i = 0; i < CItems; ++i) {
+        items[i] = TC(0);
+      }
+    }
+    BLAS().execute(cublasdx::make_tensor(reinterpret_cast<PA*>(tiles_a + slot * AItems), BLAS::suggest_layout_smem_a()),
+                   cublasdx::make_tensor(reinterpret_cast<PB*>(tiles_b + slot * BItems), BLAS::suggest_layout_smem_b()),
+                   fragment);
+    slot = slot + 1 == Stages ? 0 : slot + 1;
+    if (++k == ksteps) {
+      matmul_store_staged<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, TC, PD, TD>(
+          acc, c[item], 0, 0, alpha, beta, array_ref<TC>{stage, StageItems, 1});
+      k = 0;
+      item += blocks;
+    }
+  }
+  cute::cp_async_wait<0>();  // (only empty groups remain; a kernel may reuse the buffers after the call)
   __syncthreads();
 }
 

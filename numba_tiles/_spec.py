@@ -46,7 +46,9 @@ class Instance:
     The entry point takes every scalar by pointer and writes every result through a pointer,
     so that no type (half, bfloat16, complex) depends on a C calling convention shared by
     Numba and NVRTC; a 1-D array arrives as ``numba_tiles::array_ref<T>`` (data, size, stride in
-    items), a 2-D one as ``numba_tiles::matrix_ref<T>`` (data, rows, cols, strides in items). nvJitLink inlines the entry point, after which these pointers are registers again.
+    items), a 2-D one as ``numba_tiles::matrix_ref<T>`` (data, rows, cols, strides in items), a 3-D
+    one as ``numba_tiles::batch_ref<T>`` (data, count, rows, cols, the three strides in items).
+    nvJitLink inlines the entry point, after which these pointers are registers again.
     """
 
     intrinsic: str
@@ -76,10 +78,10 @@ class Instance:
                 args.append(ty)
                 continue
             cxx = _dtypes.cxx(ty)
-            if isinstance(ty, types.Array) and ty.ndim == 2:
-                parts = [f"{name}_rows", f"{name}_cols", f"{name}_row_stride", f"{name}_col_stride"]
+            if isinstance(ty, types.Array) and ty.ndim in (2, 3):
+                parts = [f"{name}_{p}" for p in _REFS[ty.ndim][1]]
                 decls += [f"{cxx}* {name}", *(f"long long {p}" for p in parts)]
-                args.append(f"::numba_tiles::matrix_ref<{cxx}>{{{name}, {', '.join(parts)}}}")
+                args.append(f"::numba_tiles::{_REFS[ty.ndim][0]}<{cxx}>{{{name}, {', '.join(parts)}}}")
             elif isinstance(ty, types.Array):
                 decls += [f"{cxx}* {name}", f"long long {name}_size", f"long long {name}_stride"]
                 args.append(f"::numba_tiles::array_ref<{cxx}>{{{name}, {name}_size, {name}_stride}}")
@@ -121,6 +123,10 @@ class Instance:
         """The C++ type of the static shared buffer this instance declares ("" if it has none or uses ``temp``)."""
         return self.storage if (("temp", OWN_STORAGE, None) in self.params) else ""
 
+
+# The C++ view of a 2-D and a 3-D array, and its fields after the data (as `_numba._pass` passes them).
+_REFS = {2: ("matrix_ref", ("rows", "cols", "row_stride", "col_stride")),
+         3: ("batch_ref", ("count", "rows", "cols", "batch_stride", "row_stride", "col_stride"))}
 
 OWN_STORAGE = "::numba_tiles::own_storage{}"
 

@@ -17,6 +17,7 @@ TILE = CUB.header("tile.cuh")
 MATMUL = MATHDX.header("matmul.cuh")
 
 _ORDERS = {"row_major": True, "col_major": False}
+_STAGES = ext.choice("stages", dict.fromkeys(range(2, 9)))  # Matmul.batched's shared buffers of A and B
 # cuBLASDx's real precisions numba_tiles offers: (A and B's dtype) → the dtypes C may have.
 _PRECISIONS = {"float16": ("float16", "float32"), "float32": ("float32",), "float64": ("float64",),
                "complex64": ("complex64",), "complex128": ("complex128",)}
@@ -373,6 +374,16 @@ class Matmul:
 
     The accumulator starts as whatever the local array holds: zero it first.
 
+    A batch of small products is one call, the loop in C++ (persistent: launch about as many
+    blocks as fit at once):
+
+    - ``mm.batched(a, b, c, shared, alpha=1.0, beta=0.0, stages=2)``: ``c[i] = alpha * a[i] @ b[i]
+      + beta * c[i]`` for ``i`` = the block's linear index, plus the grid's blocks, and so on.
+      ``a``/``b``/``c`` are 3-D (count x m x k, count x k x n, count x m x n; m, n at most M, N,
+      any k: it steps over K-tiles of K); ``c`` holds the accumulator's dtype or A's; ``shared``
+      a dynamic shared array of ``mm.batched_shared_memory_bytes(stages)`` bytes, 16-byte
+      aligned, where ``stages`` buffers of A and B tiles load ahead of the product.
+
     Example::
 
         from numba import cuda, float32
@@ -421,6 +432,7 @@ class Matmul:
         self.multiply = _bind(_multiply, self)
         self.store = _bind(_store, self)
         self.wait = _bind(_wait, self)
+        self.batched = _bind(_batched, self)
 
     def _describe(self, name, shape, dtype, accumulator, arrangement, precision):
         """Check and keep what the product is, the block aside."""
@@ -458,6 +470,18 @@ class Matmul:
                                    f"{probe._types[1].cxx}, {row_a}, {row_b}>()", MATMUL, arch)
         return packed & 0xFFFF, packed >> 16 & 0xFFFF, packed >> 32 & 0xFFFF
 
+    def batched_shared_memory_bytes(self, stages=2):
+        """The dynamic shared memory ``mm.batched(..., stages=stages)`` takes: ``stages`` tiles of A and of B,
+        and C's stage. Example::
+
+            import numba_tiles as tiles
+
+            mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
+            assert mm.batched_shared_memory_bytes(3) == 3 * 16384 + 64 * 68 * 4
+        """
+        stages = _STAGES("Matmul.batched_shared_memory_bytes", stages)
+        return stages * self.shared_memory_bytes + self.c_items * self._types[1].numpy.itemsize
+
     def _key(self):
         return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision)
 
@@ -487,6 +511,16 @@ class Matmul:
             raise ext.error(name, f"{param} holds {ta.name}; this Matmul's tiles hold {self.dtype}",
                         f"allocate cuda.shared.array(mm.{items}, {self.dtype}, alignment=16)")
         return ta
+
+    def _result(self, name, param, td):
+        """``(td, the C++ precision C is rounded to)`` for a C of dtype ``td``: the accumulator's, or A's
+        (the result rounded to A's precision, bfloat16 for int16 bits)."""
+        ta, tc = self._types
+        if td not in (tc, ta):
+            raise ext.error(name, f"{param} holds {td.name}; this Matmul stores its {tc.name} accumulator as {tc.name}"
+                            + (f" or rounded to {ta.name}" if ta.kind == "f" or self.precision == "bf16" else ""),
+                            f"store into an array of {tc.name}" + (f" or {ta.name}" if ta != tc else ""))
+        return td, tc.cxx if td == tc else ("__nv_bfloat16" if self.precision == "bf16" else ta.cxx)
 
     def _accumulator(self, name, args):
         tc = ext.element(name, "acc", args["acc"])
@@ -550,14 +584,7 @@ def _multiply(a, b, acc):
 def _store_rule(name, args):
     mm = args["mm"]
     tc = mm._accumulator(name, args)
-    ta = mm._types[0]
-    td = _matrix(name, args, "dst")
-    if td not in (tc, ta):
-        raise ext.error(name, f"dst holds {td.name}; this Matmul stores its {tc.name} accumulator as {tc.name}"
-                    + (f" or rounded to {ta.name}" if ta.kind == "f" or mm.precision == "bf16" else ""),
-                    f"store into an array of {tc.name}" + (f" or {ta.name}" if ta != tc else ""))
-    # dst of A's dtype: the result rounded to A's precision (bfloat16 for int16 bits)
-    result = tc.cxx if td == tc else ("__nv_bfloat16" if mm.precision == "bf16" else ta.cxx)
+    td, result = mm._result(name, "dst", _matrix(name, args, "dst"))
     _origin(name, args)
     _scales(name, args)
     params = (("acc", args["acc"], None), ("dst", args["dst"], None), ("row", types.int64, None),
@@ -569,6 +596,45 @@ def _store_rule(name, args):
                         f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
         function, params = "numba_tiles::matmul_store_staged", params + (("stage", args["stage"], None),)
     return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none, params)
+
+
+def _batch(name, args, param, like=None):
+    """The `Dtype` of the 3-D array argument ``param`` (a batch of matrices); ``like`` as for `_matrix`."""
+    ty = args[param]
+    if not (isinstance(ty, types.Array) and ty.ndim == 3):
+        raise ext.error(name, f"{param} must be a 3-D array (count x rows x cols), got {ty}",
+                        f"pass the batch of matrices as one 3-D array ({param}[i] is product i's)")
+    dtype = ext.scalar(name, param, ty.dtype, verb="holds")
+    if like is not None and dtype != like[1]:
+        raise ext.error(name, f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
+                        f"use {param} and {like[0]} of one dtype")
+    return dtype
+
+
+def _batched_rule(name, args):
+    mm = args["mm"]
+    ta, tc = mm._types
+    if _batch(name, args, "a") != ta:
+        raise ext.error(name, f"a holds {args['a'].dtype}; this Matmul multiplies {mm.dtype}",
+                        f"pass A and B of {mm.dtype}")
+    _batch(name, args, "b", like=("a", ta))
+    td, result = mm._result(name, "c", _batch(name, args, "c"))
+    if not (isinstance(args["shared"], types.Array) and args["shared"].ndim == 1):
+        raise ext.error(name, f"shared must be a 1-D array, got {args['shared']}",
+                        "pass cuda.shared.array(0, uint8, alignment=16) and launch with "
+                        "mm.batched_shared_memory_bytes(stages) bytes of dynamic shared memory")
+    ts = ext.element(name, "shared", args["shared"])
+    _scales(name, args)
+    template = mm._template("numba_tiles::matmul_batched", Stages=args["stages"], T=ta.cxx, TC=tc.cxx, PD=result,
+                            TD=td.cxx, TS=ts.cxx)
+    return Instance(name, MATMUL, template, types.none,
+                    (("a", args["a"], None), ("b", args["b"], None), ("c", args["c"], None),
+                     ("shared", args["shared"], None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
+
+
+@_declares({"stages": _STAGES}, _batched_rule, simulator.matmul_batched)
+def _batched(a, b, c, shared, alpha=1.0, beta=0.0, *, stages=2):
+    """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for this block's share of the batch; see `Matmul`."""
 
 
 @_declares({}, _store_rule, simulator.matmul_store)
@@ -584,7 +650,7 @@ def _wait(pending=0):
 def _kernel_attribute(mm, name):
     """What ``mm.<name>`` is inside a kernel: a size (an int constant) or a bound intrinsic."""
     if name in ("a_items", "b_items", "c_items", "accumulator_items", "shared_memory_bytes", "threads", "load_a",
-                "load_b", "multiply", "store", "wait"):
+                "load_b", "multiply", "store", "wait", "batched"):
         return getattr(mm, name)
     return None
 

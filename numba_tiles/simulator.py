@@ -6,6 +6,7 @@ warp's own), and returns what that thread gets on the GPU. Arithmetic is NumPy's
 intrinsic's dtype, so integers wrap as on the GPU.
 """
 
+import math
 import threading
 
 import numpy as np
@@ -456,6 +457,13 @@ def _bf16_bits(value):
     return np.uint16((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 & 0xFFFF).view(np.int16)
 
 
+def _rounded(value, dtype):
+    """Values as a C of ``dtype`` holds them: 16-bit integers hold bfloat16 bits."""
+    if dtype.kind in "iu":
+        return np.vectorize(_bf16_bits, otypes=[np.int16])(value).astype(dtype)
+    return value.astype(dtype)
+
+
 def _accumulator_items(thread, mm):
     first = thread.thread_id * mm.accumulator_items
     return np.unravel_index(np.arange(first, first + mm.accumulator_items), (mm.shape[0], mm.shape[1]))
@@ -483,6 +491,27 @@ def matmul_store(instance, args):
             if args["beta"] != 0:
                 value += args["beta"] * np.float64(dst[r, c])
             dst[r, c] = _bf16_bits(value) if mm.precision == "bf16" and dst.dtype.kind in "iu" else value
+
+
+def matmul_batched(instance, args):
+    mm, a, b, c = args["mm"], args["a"], args["b"], args["c"]
+    thread = _block_thread(instance.intrinsic, mm.block_dim)
+    grid = tuple(thread._manager._grid_dim) + (1,) * (3 - len(thread._manager._grid_dim))
+    block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
+    m, n, _ = mm.shape
+    if not (len({a.shape[0], b.shape[0], c.shape[0]}) == 1 and a.shape[2] == b.shape[1]
+            and c.shape[1:] == (a.shape[1], b.shape[2]) and a.shape[1] <= m and b.shape[2] <= n):
+        raise error(instance.intrinsic, f"A is {a.shape}, B {b.shape}, C {c.shape}; they must be count x m x k, "
+                    f"count x k x n and count x m x n with m <= {m} and n <= {n}",
+                    "pass matching batches; a larger product is a loop of load_a, load_b, multiply and store")
+
+    def work():
+        for i in range(block, a.shape[0], math.prod(grid)):
+            value = args["alpha"] * (_operand(a[i], mm.precision) @ _operand(b[i], mm.precision))
+            if args["beta"] != 0:
+                value = value + args["beta"] * _operand(c[i], mm.precision if c.dtype.kind in "iu" else None)
+            c[i] = _rounded(value, c.dtype)
+    _by_first_thread(instance, args, work)
 
 
 # The pipelined form (tiles.PipelineMatmul): prepare keeps A and B under a number that the pipe
@@ -513,8 +542,5 @@ def pipeline_tile(instance, args):
         if args["beta"] != 0:
             old = _operand(np.asarray(c[rows, cols]), precision if c.dtype.kind in "iu" else None)
             value = value + np.float32(args["beta"]) * old.astype(np.float32)
-        if c.dtype.kind in "iu":
-            c[rows, cols] = np.vectorize(_bf16_bits, otypes=[np.int16])(value).astype(c.dtype)
-        else:
-            c[rows, cols] = value.astype(c.dtype)
+        c[rows, cols] = _rounded(value, c.dtype)
     _by_first_thread(instance, args, work)

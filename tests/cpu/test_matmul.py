@@ -240,6 +240,62 @@ def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory
     assert tiles.shared_memory(kernel, signature)["total"] == 0  # all of it dynamic
 
 
+def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
+    """examples/gemm.py's batched kernel (fp16 64^3, fp16 C, 3 stages): HMMA fed by LDSM, 16-byte cp.async
+    loads (LDGSTS) and the group waits of a pipeline (DEPBAR), C through shared memory in vectors; no
+    local memory but the run-time checks' message arguments (before any product); its shared memory is
+    all dynamic, three buffers of A and B and the stage."""
+    mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
+    kernel = gemm.make_batched_gemm(mm, 3)
+    signature = "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1], float64, float64)"
+    code = sass(tiles.compile(kernel, signature, arch="sm_90"), tmp_path)
+    for instruction in ("HMMA.16816.F32", "LDSM.16", "LDGSTS.E.LTC128B.128", "DEPBAR.LE SB0, 0x1", "LDS.128",
+                        "STG.E.64"):
+        assert instruction in code, instruction
+    lines = code.splitlines()
+    first_product = next(i for i, line in enumerate(lines) if "HMMA" in line)
+    assert not any("LDL" in line for line in lines)
+    assert all(i < first_product for i, line in enumerate(lines) if "STL" in line)
+    assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
+    assert kernel.shared_bytes == mm.batched_shared_memory_bytes(3) == 3 * 16384 + 64 * 68 * 4
+    assert tiles.shared_memory(kernel, signature)["total"] == 0
+
+
+BATCHED_KERNEL = """
+MM = tiles.Matmul((64, 64, 32), float16, block_dim=128)
+def kernel(a, b, c, a2, n):
+    shared = cuda.shared.array(0, uint8, alignment=16)
+    b32 = cuda.local.array((2, 2, 2), float32)
+    c64 = cuda.local.array((2, 2, 2), float64)
+    {body}
+"""
+
+
+@pytest.mark.parametrize("body,message", [
+    ("MM.batched(a2, b, c, shared)", r"a must be a 3-D array \(count x rows x cols\)"),
+    ("MM.batched(c, b, c, shared)", r"a holds float32; this Matmul multiplies float16"),
+    ("MM.batched(a, b32, c, shared)", r"b holds float32 but a holds float16"),
+    ("MM.batched(a, b, c64, shared)", r"c holds float64; this Matmul stores its float32 accumulator"),
+    ("MM.batched(a, b, c, c)", r"shared must be a 1-D array"),
+    ("MM.batched(a, b, c, shared, a2)", r"alpha must be a number"),
+    ("MM.batched(a, b, c, shared, stages=1)", r"stages=1 is not supported"),
+    ("MM.batched(a, b, c, shared, stages=n)", r"stages must be a compile-time constant"),
+])
+def test_batched_misuse_is_a_clear_compile_time_error(body, message):
+    from numba.core.errors import TypingError
+    from numba.cuda.types import float16, float32, float64, uint8
+
+    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64,
+                 "uint8": uint8}
+    exec(BATCHED_KERNEL.format(body=body), namespace)
+    with pytest.raises(TypingError) as info:
+        tiles.compile(namespace["kernel"], "void(float16[:, :, :], float16[:, :, :], float32[:, :, :], "
+                      "float16[:, :], int64)", arch="sm_90", output="ltoir")
+    text = str(info.value)
+    assert "tiles.Matmul.batched:" in text and "Fix:" in text, text
+    assert re.search(message, text, re.S), text
+
+
 MATMUL_KERNEL = """
 MM = tiles.Matmul((64, 64, 32), float16, block_dim=128)
 def kernel(a, b, c, n):

@@ -155,3 +155,46 @@ def test_register_form_gemm_against_numpy(precision, tile, block_dim, arrangemen
     error = gemm.relative_error(result, a, b, c, alpha, beta, named)
     bound = max(BOUND_OF[out], BOUND.get(named, 0), BOUND_OF[acc])
     assert error < bound, f"{m}x{n}x{k}, A {orders[0]}, B {orders[1]}: relative error {error:.2e}"
+
+
+# Matmul.batched: examples/gemm.py's persistent batched kernel. (precision, tile, block, stages)
+BATCHED_CASES = ([(p, (64, 64, 64), 128, 3) for p in REGISTER_PRECISIONS]
+                 + [(p, (32, 64, 16), 128, 2) for p in REGISTER_PRECISIONS[::2]]
+                 + [(p, (16, 16, 16), 32, 4) for p in REGISTER_PRECISIONS[1::2]]
+                 + [(REGISTER_PRECISIONS[6], (128, 128, 32), 256, 2)])
+
+
+@pytest.mark.parametrize("precision,tile,block_dim,stages", BATCHED_CASES, ids=str)
+@pytest.mark.parametrize("sizes", ["whole", "ragged"])
+def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, rng):
+    """Each product is the tile's size (the vector path), or smaller with a K that is not a multiple of the
+    K-tile (item by item at the edges); fewer blocks than products (the persistent loop), A as a strided view."""
+    import numba_tiles as tiles
+
+    dtype, acc, named, out = precision
+    m, n, k = tile
+    if sizes == "ragged":
+        m, n = (int(rng.integers(1, v + 1)) for v in (m, n))
+        k = int(rng.integers(1, 4)) * k + int(rng.integers(1, k))
+    count = int(rng.integers(40, 90))
+    mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named)
+    wide, b, c = (rng.standard_normal(shape).astype("float32") for shape in ((count, m, k + 3), (count, k, n),
+                                                                             (count, m, n)))
+    if named == "bf16":
+        wide, b = gemm.bf16_bits(wide), gemm.bf16_bits(b)
+    else:
+        wide, b = wide.astype(dtype), b.astype(dtype)
+    a = wide[:, :, 1:k + 1]  # strided rows, an offset
+    c_in = gemm.bf16_bits(c) if out == "int16" else c.astype(out)
+    alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
+    d_a, d_b, d_c = cuda.to_device(wide)[:, :, 1:k + 1], cuda.to_device(b), cuda.to_device(c_in)
+    gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages), d_a, d_b, d_c, alpha, beta,
+                     blocks=int(rng.integers(1, count // 3)))
+    result = gemm.values(d_c.copy_to_host(), "bf16" if out == "int16" else None)
+    old = gemm.values(c_in, "bf16" if out == "int16" else None)
+    expected = alpha * np.einsum("imk,ikn->imn", gemm.values(a, named), gemm.values(b, named)) + beta * old
+    bound = max(BOUND_OF[out], BOUND.get(named, 0), BOUND_OF[acc])
+    # over the whole batch (a product left out would count for about 1/count of it, far over the bound);
+    # one small product's own relative error is not bounded (its few sums may cancel)
+    error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
+    assert error < bound, f"{m}x{n}x{k} x {count}: relative error {error:.2e}"
