@@ -15,10 +15,7 @@ import contextlib
 import functools
 import json
 import os
-import pickle
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -193,7 +190,7 @@ def build(instances, target, isolated=False):
         except NVRTCError as exc:
             raise (None if isolated else _too_big(instances, target)) or exc from None
 
-    return _cached(source, library, target, "ltoir", make)
+    return cache.cached(key_parts(source, library, target, "ltoir"), make)
 
 
 def key_parts(source, library, target, output="ltoir"):
@@ -217,17 +214,6 @@ def kernel_cache_stamp():
     """What numba-cuda's cache key for a ``cache=True`` kernel lacks: numba_tiles', the toolchain's and every
     declared library's versions, and ``NUMBA_TILES_DEBUG`` (see `_numba.cache_kernels_with_intrinsics`)."""
     return f"{_libraries_stamp(tuple(_library.DECLARED))[:16]}{'-checks' if checks_requested() else ''}"
-
-
-def _cached(source, library, target, output, make):
-    """The payload stored under the key of this program, else ``make()``'s, then stored."""
-    parts = key_parts(source, library, target, output)
-    digest = cache.key(parts)
-    payload = cache.load(digest)
-    if payload is None:
-        payload = make()
-        cache.store(digest, parts, payload)
-    return payload
 
 
 def _too_big(instances, target):
@@ -263,7 +249,7 @@ def constant(expression, header, arch):
                 cubin = _nvrtc(source, header.library, target, "numba_tiles_constant", (), output="cubin")
                 return symbol_bytes(cubin, "numba_tiles_constant", 8)
 
-            value = _cached(source, header.library, target, "constant", make)
+            value = cache.cached(key_parts(source, header.library, target, "constant"), make)
             _constants[expression, header, arch] = int.from_bytes(value, "little")
         return _constants[expression, header, arch]
 
@@ -397,11 +383,7 @@ def _nvrtc(source, library, target, name, instances, output="ltoir", isolated=Fa
 
 
 def _in_worker(source, program_options, output):
-    request = pickle.dumps((source, program_options, output))
-    done = subprocess.run([sys.executable, _nvrtc_worker.__file__], input=request, capture_output=True)
-    if done.returncode != 0:
-        return "error", f"the NVRTC worker process failed ({done.returncode}): {done.stderr.decode()[-2000:]}"
-    return pickle.loads(done.stdout)
+    return _nvrtc_worker.ask(_nvrtc_worker.__file__, (source, program_options, output), "NVRTC")
 
 
 def _failure(log, library, target, name, instances):

@@ -22,7 +22,6 @@ import functools
 import json
 import os
 import pickle
-import subprocess
 import sys
 import threading
 import time
@@ -212,26 +211,20 @@ def _key_parts(pipeline, part):
 
 def _make(pipeline, part):
     """``part`` of ``pipeline`` from the disk cache, else from a worker process (then stored)."""
-    from . import _stats, _toolchain, cache
+    from . import _nvrtc_worker, _stats, _toolchain, cache
 
-    parts = _key_parts(pipeline, part)
-    digest = cache.key(parts)
-    payload = cache.load(digest)
-    if payload is not None:
-        return pickle.loads(payload)
-    request = pickle.dumps((dataclasses.asdict(pipeline), part, str(_toolchain.libmathdx_path()),
-                            [str(p) for p in _toolchain.nvrtc_libraries()]))
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, __file__], input=request, capture_output=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"the libmathdx worker process failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
-    status, found = pickle.loads(done.stdout)
-    if status != "ok":
-        raise RuntimeError(found)
-    _stats.count("libmathdx")
-    _stats.count("libmathdx_seconds", time.perf_counter() - start)
-    cache.store(digest, parts, pickle.dumps(found))
-    return found
+    def make():
+        request = (dataclasses.asdict(pipeline), part, str(_toolchain.libmathdx_path()),
+                   [str(p) for p in _toolchain.nvrtc_libraries()])
+        start = time.perf_counter()
+        status, found = _nvrtc_worker.ask(__file__, request, "libmathdx")
+        if status != "ok":
+            raise RuntimeError(found)
+        _stats.count("libmathdx")
+        _stats.count("libmathdx_seconds", time.perf_counter() - start)
+        return pickle.dumps(found)
+
+    return pickle.loads(cache.cached(_key_parts(pipeline, part), make))
 
 
 @functools.cache

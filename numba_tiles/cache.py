@@ -184,6 +184,24 @@ def store(key, components, payload):
     prune(max_bytes())
 
 
+def cached(components, make):
+    """The payload stored under ``components``' key, else ``make()``'s (bytes), then stored.
+
+    Example::
+
+        from numba_tiles import cache
+
+        parts = cache.components("one program", output="ltoir")
+        assert cache.cached(parts, lambda: b"its bytes") == b"its bytes"
+    """
+    digest = key(components)
+    payload = load(digest)
+    if payload is None:
+        payload = make()
+        store(digest, components, payload)
+    return payload
+
+
 def entries():
     """The entries on disk, most recently used first: dicts of key, size, last use, components.
 
