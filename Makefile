@@ -11,17 +11,23 @@ COMPILE_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test
                  tests/cpu/test_extending.py tests/cpu/test_cache.py tests/cpu/test_line_info.py tests/cpu/test_matmul.py
 
 # The GPU machines have no package index and ship numpy 2.5 (which breaks numba-cuda 0.30):
-# `make gpu-wheels` (here) downloads the pinned cp312 wheels they lack into .gpu-wheels/,
-# `make gpu-test` (there) installs them with --no-index into .gpu-site/ and runs the GPU tests.
+# `make gpu-wheels` (here) downloads the pinned cp312 wheels they lack into .gpu-wheels/ (what the tests
+# and benchmarks need, libmathdx included) and .gpu-wheels-extra/ (the notebooks' stack and the peers of
+# the benchmarks): each folder fits the GPU machine's 64 MiB carry, both together do not.
+# `make gpu-site` (there) installs .gpu-wheels/ with --no-index into .gpu-site/, and .gpu-wheels-extra/
+# too when it was carried; `make gpu-site-extra` adds .gpu-wheels-extra/ to a .gpu-site/ made by an
+# earlier call (the site stays on the machine between calls). `make gpu-test` runs the GPU tests.
 # With CUDA=cu12 they are .gpu-wheels-cu12/ and .gpu-site-cu12/, which add the CUDA 12.9 NVRTC, nvJitLink,
 # NVVM and runtime headers (the image has CUDA 13's; its r580 driver runs either line).
 GPU_PYTHON  ?= python3
 GPU_WHEELS  := .gpu-wheels$(SUFFIX)
+GPU_EXTRA   := .gpu-wheels-extra$(SUFFIX)
 GPU_SITE    := .gpu-site$(SUFFIX)
 CU12_PINS   := "cuda-bindings==12.9.*" "nvidia-cuda-nvrtc-cu12==12.9.*" "nvidia-nvjitlink-cu12==12.9.*" \
                "nvidia-cuda-nvcc-cu12==12.9.*" "nvidia-cuda-runtime-cu12==12.9.*"
 GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-pathfinder>=1.3" "nvidia-cuda-cccl==13.0.*" \
-               "pytest-xdist==3.*" "execnet>=2.1" $(if $(filter cu13,$(CUDA)),"cuda-bindings==13.0.*",$(CU12_PINS))
+               "pytest-xdist==3.*" "execnet>=2.1" \
+               $(if $(filter cu13,$(CUDA)),"cuda-bindings==13.0.*" "nvidia-libmathdx-cu13==0.4.1.*",$(CU12_PINS))
 # Executing notebooks/ there (nbclient, ipykernel and their dependencies, resolved by pip), and the peers
 # the benchmarks compare with: cuda-cccl 1.1.1's cuda.coop and cuda.compute (their dependencies are the image's).
 GPU_NOTEBOOK_PINS := "nbclient==0.11.*" "nbformat==5.*" "ipykernel==7.*"
@@ -40,7 +46,7 @@ space       := $() $()
 GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2 \
                $(if $(filter cu13,$(CUDA)),,LD_PRELOAD=$(subst $(space),:,$(addprefix $(CURDIR)/$(GPU_SITE)/nvidia/,$(CU12_LIBS))))
 
-.PHONY: venv test test-compile docs demo gpu-wheels gpu-site gpu-test gpu-sanitize gpu-sanitize-tools benchmark clean
+.PHONY: venv test test-compile docs demo gpu-wheels gpu-site gpu-site-extra gpu-test gpu-sanitize gpu-sanitize-tools benchmark clean
 
 $(PY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -71,11 +77,12 @@ benchmark: $(PY)
 	$(PY) benchmarks/compile_latency.py
 
 gpu-wheels:
-	rm -rf $(GPU_WHEELS)
-	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps $(GPU_PLATFORMS) --dest $(GPU_WHEELS) \
-	  $(GPU_PINS) $(GPU_PEER_PINS)
-	$(PYTHON) -m pip download --quiet --only-binary=:all: $(GPU_PLATFORMS) --dest $(GPU_WHEELS) $(GPU_NOTEBOOK_PINS)
-	cd $(GPU_WHEELS) && rm -f $(GPU_IMAGE_HAS)  # (the carry to the GPU machine is 64 MiB at most)
+	rm -rf $(GPU_WHEELS) $(GPU_EXTRA)
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps $(GPU_PLATFORMS) --dest $(GPU_WHEELS) $(GPU_PINS)
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps $(GPU_PLATFORMS) --dest $(GPU_EXTRA) \
+	  $(GPU_PEER_PINS)
+	$(PYTHON) -m pip download --quiet --only-binary=:all: $(GPU_PLATFORMS) --dest $(GPU_EXTRA) $(GPU_NOTEBOOK_PINS)
+	cd $(GPU_EXTRA) && rm -f $(GPU_IMAGE_HAS)  # (the carry to the GPU machine is 64 MiB at most)
 	# MathDx's wheel is 23 MB, 94 of its 121 MB unpacked cuFFTDx: only cuBLASDx, commondx, CUTLASS and
 	# its metadata travel, as 1 MB of xz.
 	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps --dest $(GPU_WHEELS)/mathdx $(GPU_MATHDX_PIN)
@@ -89,6 +96,10 @@ gpu-site:
 	rm -rf $(GPU_SITE)
 	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $(GPU_SITE) $(GPU_WHEELS)/*.whl
 	tar xJf $(GPU_WHEELS)/nvidia_mathdx-headers.tar.xz -C $(GPU_SITE)
+	if [ -d $(GPU_EXTRA) ]; then $(MAKE) gpu-site-extra; fi
+
+gpu-site-extra:
+	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $(GPU_SITE) $(GPU_EXTRA)/*.whl
 
 gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) -c "import numpy, numba, numba.cuda, cuda.core; from numba_tiles import _toolchain as t; \
@@ -133,4 +144,4 @@ gpu-sanitize-tools:
 	done; exit $$status
 
 clean:
-	rm -rf .venv .venv-cu12 .gpu-wheels .gpu-wheels-cu12 .gpu-site .gpu-site-cu12 .gpu-notebooks .gpu-sanitize-cache .gpu-sanitize-logs docs/_build
+	rm -rf .venv .venv-cu12 .gpu-wheels .gpu-wheels-cu12 .gpu-wheels-extra .gpu-wheels-extra-cu12 .gpu-site .gpu-site-cu12 .gpu-notebooks .gpu-sanitize-cache .gpu-sanitize-logs docs/_build
