@@ -27,12 +27,18 @@ _NAMED = {"tf32": ("cublasdx::tfloat32_t", ("float32",), ("float32",)),
           "bf16": ("__nv_bfloat16", ("int16", "uint16"), ("float32",))}
 
 
-def _matrix(name, args, param, like=None):
-    """The `Dtype` of the 2-D array argument ``param``; ``like``: (the other argument, the dtype it must share)."""
+# What a matrix argument must be, and the fix, by its dimensions: a matrix, or a batch of them.
+_ARRAYS = {2: ("a 2-D array", "pass a 2-D array as {} (a shared tile: cuda.shared.array((rows, cols), dtype))"),
+           3: ("a 3-D array (count x rows x cols)", "pass the batch of matrices as one 3-D array ({}[i] is product i's)")}
+
+
+def _matrix(name, args, param, like=None, ndim=2):
+    """The `Dtype` of the 2-D (``ndim=3``: 3-D) array argument ``param``; ``like``: (the other argument, the
+    dtype it must share)."""
     ty = args[param]
-    if not (isinstance(ty, types.Array) and ty.ndim == 2):
-        raise ext.error(name, f"{param} must be a 2-D array, got {ty}",
-                    f"pass a 2-D array as {param} (a shared tile: cuda.shared.array((rows, cols), dtype))")
+    if not (isinstance(ty, types.Array) and ty.ndim == ndim):
+        what, fix = _ARRAYS[ndim]
+        raise ext.error(name, f"{param} must be {what}, got {ty}", fix.format(param))
     dtype = ext.scalar(name, param, ty.dtype, verb="holds")
     if like is not None and dtype != like[1]:
         raise ext.error(name, f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
@@ -598,27 +604,14 @@ def _store_rule(name, args):
     return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none, params)
 
 
-def _batch(name, args, param, like=None):
-    """The `Dtype` of the 3-D array argument ``param`` (a batch of matrices); ``like`` as for `_matrix`."""
-    ty = args[param]
-    if not (isinstance(ty, types.Array) and ty.ndim == 3):
-        raise ext.error(name, f"{param} must be a 3-D array (count x rows x cols), got {ty}",
-                        f"pass the batch of matrices as one 3-D array ({param}[i] is product i's)")
-    dtype = ext.scalar(name, param, ty.dtype, verb="holds")
-    if like is not None and dtype != like[1]:
-        raise ext.error(name, f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
-                        f"use {param} and {like[0]} of one dtype")
-    return dtype
-
-
 def _batched_rule(name, args):
     mm = args["mm"]
     ta, tc = mm._types
-    if _batch(name, args, "a") != ta:
+    if _matrix(name, args, "a", ndim=3) != ta:
         raise ext.error(name, f"a holds {args['a'].dtype}; this Matmul multiplies {mm.dtype}",
                         f"pass A and B of {mm.dtype}")
-    _batch(name, args, "b", like=("a", ta))
-    td, result = mm._result(name, "c", _batch(name, args, "c"))
+    _matrix(name, args, "b", like=("a", ta), ndim=3)
+    td, result = mm._result(name, "c", _matrix(name, args, "c", ndim=3))
     if not (isinstance(args["shared"], types.Array) and args["shared"].ndim == 1):
         raise ext.error(name, f"shared must be a 1-D array, got {args['shared']}",
                         "pass cuda.shared.array(0, uint8, alignment=16) and launch with "
