@@ -479,6 +479,12 @@ def simulated_block_dim(thread):
     return dims + (1,) * (3 - len(dims))
 
 
+def simulated_grid_dim(thread):
+    """The (x, y, z) grid shape the simulated ``thread``'s kernel was launched with."""
+    dims = tuple(thread._manager._grid_dim)
+    return dims + (1,) * (3 - len(dims))
+
+
 def block_scratch(thread):
     """A dict shared by the simulated threads of ``thread``'s block (and only them)."""
     return thread._manager.__dict__.setdefault("_numba_tiles_scratch", {})

@@ -496,7 +496,7 @@ def matmul_store(instance, args):
 def matmul_batched(instance, args):
     mm, a, b, c = args["mm"], args["a"], args["b"], args["c"]
     thread = _block_thread(instance.intrinsic, mm.block_dim)
-    grid = tuple(thread._manager._grid_dim) + (1,) * (3 - len(thread._manager._grid_dim))
+    grid = _numba.simulated_grid_dim(thread)
     block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
     m, n, _ = mm.shape
     if not (len({a.shape[0], b.shape[0], c.shape[0]}) == 1 and a.shape[2] == b.shape[1]
