@@ -74,7 +74,8 @@ tiles.compile(kernel, sig, arch="sm_90")
 t2 = time.perf_counter()
 stats = {k: v - before[k] for k, v in tiles.cache.stats().items()}
 print(json.dumps({"import_s": import_s, "compile_s": t2 - t1, "nvrtc_s": stats["nvrtc_seconds"],
-                  "nvrtc_runs": stats["nvrtc"], "cache_hits": stats["hits"], "pch_used": stats["pch_used"]}))
+                  "nvrtc_runs": stats["nvrtc"], "cache_hits": stats["hits"], "pch_used": stats["pch_used"],
+                  "links": stats.get("links", 0)}))
 """
 
 

@@ -207,6 +207,7 @@ def main():
     parser.add_argument("--label", default="")
     parser.add_argument("--large", type=int, default=8192, help="M = N = K of the large GEMM (0: skip it)")
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
+    parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
     args = parser.parse_args()
     torch.manual_seed(int(time.time()))
     rows, skipped = [], {}
@@ -217,10 +218,10 @@ def main():
              ("fp32 64^3 x 16384", "float32", None, "float32", "float32", 64, 16384, "float32")]
     # Matmul.batched (tile, block_dim, stages) per size: the 64^3 cases are bound by memory, so the
     # stages are what keeps loads in flight; at 128^3 a K-tile of 32 leaves room for more stages.
-    batched = {64: [((64, 64, 64), 128, 3), ((64, 64, 64), 128, 4), ((64, 64, 64), 128, 6), ((64, 64, 64), 128, 8),
-                    ((64, 64, 32), 128, 4), ((64, 64, 32), 128, 8), ((64, 64, 64), 256, 6)],
-               128: [((128, 128, 32), 256, 4), ((128, 128, 32), 256, 6), ((128, 128, 64), 256, 3),
-                     ((128, 128, 64), 128, 3)]}
+    batched = {64: [((64, 64, 64), 128, 2), ((64, 64, 64), 128, 3), ((64, 64, 64), 128, 4), ((64, 64, 32), 128, 3),
+                    ((64, 64, 32), 128, 4), ((64, 64, 32), 128, 6), ((64, 64, 64), 256, 3)],
+               128: [((128, 128, 32), 256, 4), ((128, 128, 32), 256, 6), ((128, 128, 32), 256, 8),
+                     ((128, 128, 64), 256, 3), ((128, 128, 64), 128, 3)]}
     # the best of the kernel's own loop of load/multiply/store (register form) last time: (block_dim,
     # K-tile, products a block, C through shared memory, stages)
     register = {64: (128, 64, 8, True, 2), 128: (256, 64, 2, True, 3)}
@@ -234,16 +235,17 @@ def main():
                 variants.append((f"batched, K-tile {tile[2]} x {stages}, {block_dim}",
                                  ("batched", (tile, dtype, acc, block_dim, precision, stages))))
         block_dim, k_tile, per_block, staged, stages = register[size]
-        variants.append((f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
-                         + (", staged C" if staged else ""),
-                         ("register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages))))
-        if precision is None and out == acc:
+        if not args.batched_only:
+            variants.append((f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
+                             + (", staged C" if staged else ""),
+                             ("register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages))))
+        if precision is None and out == acc and not args.batched_only:
             variants.append(("shared C, 128, aligned", ("shared", (size, dtype, acc, 128, 16))))
         jobs += [(*factory, arrays + (", float64, float64)" if factory[0] == "batched" else ")"))
                  for _, factory in variants]
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
-    if args.large:
+    if args.large and not args.batched_only:
         for tile, block_dim, stages in (((128, 128, 32), 128, 2), ((128, 128, 64), 128, 2), ((128, 128, 64), 128, 3),
                                         ((128, 256, 64), 256, 2)):
             large_variants.append((f"{tile} x {block_dim}, {stages} stages",
@@ -275,7 +277,7 @@ def main():
             results.append(measure(name, label, start, c, reference, 1e-5 if dtype == "float32" else 1e-2, flops,
                                    args.repeats))
         rows.append(best_row(name, results, flops, "torch.bmm", peer_ms))
-    if args.large:
+    if args.large and not args.batched_only:
         n = args.large
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)

@@ -10,6 +10,7 @@
 
 #include <cublasdx.hpp>
 #include <cuda/std/bit>
+#include <cuda/std/utility>
 
 #include "common.cuh"
 
@@ -228,6 +229,7 @@ __device__ __forceinline__ void operand_copy(const matrix_ref<T>& src, long long
     constexpr int threads = BX * BY * BZ;
     const int t = thread_rank<BX, BY>();
     constexpr bool row_major = Operand == 0 ? RowA : RowB;
+#pragma unroll 1  // (the edge path: unrolled, its loads held the registers of more resident blocks)
     for (int i = t; i < rows * cols; i += threads) {
       const int r = row_major ? i / cols : i % rows, c = row_major ? i % cols : i / rows;
       const long long gr = row0 + r, gc = col0 + c;
@@ -312,9 +314,9 @@ __device__ __forceinline__ void matmul_store(array_ref<TC> acc, matrix_ref<TD> d
 // alpha acc into it (rows padded by 16 bytes, so that a warp's writes do not collide in banks),
 // then moves it to dst in 16-byte vectors of the stage (rows of dst contiguous and aligned, the
 // tile inside dst), reading dst only when beta != 0; item by item otherwise. Ends with a barrier,
-// so the stage may be refilled.
+// so the stage may be refilled (Reused = false: none; the caller's next barrier comes first).
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, typename TC, typename PD, typename TD>
+          int AItems, int BItems, int CItems, typename TC, typename PD, typename TD, bool Reused = true>
 __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_ref<TD> dst, long long row0,
                                                     long long col0, TC alpha, TC beta, array_ref<TC> stage) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
@@ -350,23 +352,36 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
   constexpr int threads = BX * BY * BZ;
   const int t = thread_rank<BX, BY>();
   const bool inside = row0 >= 0 && col0 >= 0 && row0 + M <= dst.rows && col0 + N <= dst.cols;
-  if (N % V == 0 && inside && dst.col_stride == 1 && dst.row_stride % V == 0 && col0 % V == 0 &&
-      reinterpret_cast<unsigned long long>(dst.data) % (V * sizeof(TD)) == 0) {
-    struct alignas(V * sizeof(TD)) vector { TD item[V]; };
+  // W items a store: 16 bytes of dst (two chunks of the stage for a 16-bit C of a 32-bit accumulator).
+  constexpr int W = 16 / sizeof(TD) > V ? 16 / sizeof(TD) : V;
+  if (N % W == 0 && inside && dst.col_stride == 1 && dst.row_stride % W == 0 && col0 % W == 0 &&
+      reinterpret_cast<unsigned long long>(dst.data) % (W * sizeof(TD)) == 0) {
+    struct alignas(W * sizeof(TD)) vector { TD item[W]; };
     struct alignas(16) chunk { TC item[V]; };
-    for (int i = t; i < M * N / V; i += threads) {
-      const int r = i / (N / V), col = i % (N / V) * V;
+    for (int i = t; i < M * N / W; i += threads) {
+      const int r = i / (N / W), col = i % (N / W) * W;
       vector* out = reinterpret_cast<vector*>(&dst(row0 + r, col0 + col));
       const vector old = beta != TC(0) ? *out : vector{};
-      const chunk in = *reinterpret_cast<const chunk*>(staged + r * LD + col);
+      chunk in[W / V];
+      const bool swapped = W / V == 2 && (i >> 2) & 1;
+#pragma unroll
+      for (int h = 0; h < W / V; ++h) {
+        // Of two chunks, threads 4-7 of each 8 read their second first: a quarter warp's 16-byte reads
+        // then fall in distinct banks. (Swapped back below: a run-time index would put `in` in local memory.)
+        in[h] = *reinterpret_cast<const chunk*>(staged + r * LD + col + (swapped ? 1 - h : h) * V);
+      }
+      if (swapped) {
+        cuda::std::swap(in[0], in[W / V - 1]);
+      }
       vector result;
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        result.item[j] = blend<PD>(in.item[j], beta, old.item[j]);
+      for (int j = 0; j < W; ++j) {
+        result.item[j] = blend<PD>(in[j / V].item[j % V], beta, old.item[j]);
       }
       *out = result;
     }
   } else {
+#pragma unroll 1
     for (int i = t; i < M * N; i += threads) {
       const int r = i / N, col = i % N;
       const long long gr = row0 + r, gc = col0 + col;
@@ -376,7 +391,9 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
       }
     }
   }
-  __syncthreads();
+  if constexpr (Reused) {
+    __syncthreads();
+  }
 }
 
 // A batch of products as a loop of its own: C[i] = alpha A[i] B[i] + beta C[i] for i = this
@@ -469,7 +486,8 @@ __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, b
                    fragment);
     slot = slot + 1 == Stages ? 0 : slot + 1;
     if (++k == ksteps) {
-      matmul_store_staged<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, TC, PD, TD>(
+      // (no barrier after the store: the next step's comes before the stage is written again)
+      matmul_store_staged<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, TC, PD, TD, false>(
           acc, c[item], 0, 0, alpha, beta, array_ref<TC>{stage, StageItems, 1});
       k = 0;
       item += blocks;

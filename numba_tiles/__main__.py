@@ -33,9 +33,13 @@ def _cache(args):
             c = e["components"]
             used = datetime.datetime.fromtimestamp(e["last_used"]).strftime("%Y-%m-%d %H:%M:%S")
             versions = c.get("versions", {})
-            libraries = ", ".join(name for name, v in versions.items() if isinstance(v, dict))
-            print(f"{e['key'][:16]:<18}{e['bytes']:>10}  {used:<20}{c.get('target', {}).get('arch', '?'):<8}"
-                  f"{c.get('output', '?'):<9}{versions.get('nvrtc', '?'):<7}{libraries}")
+            if "modules" in c:  # a linked kernel (numba_tiles._link)
+                arch, what = c["options"].get("arch", "?").strip("'"), f"a kernel linked from {len(c['modules'])} modules"
+            else:
+                arch = c.get("target", {}).get("arch", "?")
+                what = ", ".join(name for name, v in versions.items() if isinstance(v, dict))
+            print(f"{e['key'][:16]:<18}{e['bytes']:>10}  {used:<20}{arch:<8}"
+                  f"{c.get('output', '?'):<9}{versions.get('nvrtc', '-'):<7}{what}")
         print(f"{len(rows)} entries")
     elif args.action == "clear":
         print(f"removed {cache.clear()} entries from {cache.directory()}")

@@ -21,7 +21,7 @@ import threading
 import time
 import weakref
 
-from . import _library, _numba, _nvrtc_worker, _stats, _toolchain, cache
+from . import _library, _link, _numba, _nvrtc_worker, _stats, _toolchain, cache
 from ._library import STATIC_SHARED_BYTES
 from ._target import Target, checks_requested
 
@@ -437,7 +437,7 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
 
         cubin = tiles.compile(block_sums, "void(float32[:], float32[:])", arch="sm_80")
     """
-    from cuda.core import Linker, LinkerOptions, ObjectCode
+    from cuda.core import LinkerOptions, ObjectCode
 
     if output not in ("cubin", "ptx", "ltoir"):
         raise ValueError(f"numba_tiles.compile: output must be 'cubin', 'ptx' or 'ltoir'; got {output!r}")
@@ -455,9 +455,8 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
         return modules
     linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,
                                    ptx=output == "ptx")
-    linker = Linker(*(ObjectCode.from_ltoir(m) for m in modules), options=linker_options)
     try:
-        return linker.link(output).code
+        return _link.link([ObjectCode.from_ltoir(m) for m in modules], linker_options, output)
     except Exception as exc:
         from . import _libmathdx
         from ._errors import error

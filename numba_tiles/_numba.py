@@ -22,6 +22,7 @@ The touchpoints, each with its contract test:
   so that a kernel with line info links with our LTO-IR;
 - `device_functions_for`: device functions compiled for the kernel's arch, with no GPU;
 - `cache_kernels_with_intrinsics`: ``@cuda.jit(cache=True)`` for kernels that link our LTO-IR;
+- `link_through`: numba-cuda's link of a kernel that links our LTO-IR, through the disk cache;
 - the simulator hooks: the simulated thread, its block's shape and a per-block scratch dict.
 """
 
@@ -408,6 +409,35 @@ def cache_kernels_with_intrinsics(stamp):
         return index_key(self, sig, codegen) + (("numba_tiles", stamp()),)
 
     library._reduce_states, cache._index_key, library._numba_tiles = _reduce_states, _index_key, True
+
+
+def link_through(link):
+    """Link every kernel that links LTO-IR of ours with ``link(objects, options)`` (`_link.link`: the disk cache).
+
+    numba-cuda 0.30 links a kernel at its first launch in ``_Linker.complete`` (cuda.core's
+    ``Linker`` over the ``ObjectCode``s it gathered, with the options of
+    ``_get_linker_options``), which returns the cubin as an ``ObjectCode``. For a link whose
+    objects include one of ours (by name), ``complete`` takes the cubin from ``link`` instead;
+    its info and error logs are then empty. Other links are numba-cuda's, as before. A numba-cuda
+    without these names is left as it is (every launch links, and the contract test fails).
+    """
+    from cuda.core import ObjectCode
+    from numba.cuda.cudadrv import driver
+
+    linker = getattr(driver, "_Linker", None)
+    if not all(hasattr(linker, n) for n in ("complete", "_get_linker_options")) or hasattr(linker, "_numba_tiles"):
+        return
+    complete = linker.complete
+
+    def complete_through_link(self):
+        names = {code.name for code in list(_ours)}
+        if not any(getattr(o, "name", None) in names for o in self._object_codes):
+            return complete(self)
+        cubin = link(self._object_codes, self._get_linker_options(ptx=False))
+        self.linker, self._info_log, self._error_log, self._complete = link, "", "", True
+        return ObjectCode.from_cubin(cubin, name=f"{self.arch}.cubin")
+
+    linker.complete, linker._numba_tiles = complete_through_link, True
 
 
 # --- line info -----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The on-disk cache of what NVRTC made for the intrinsics (LTO-IR, and the sizes of their shared
-storages): paid once per machine, not per process.
+storages) and of the kernels nvJitLink linked with them: paid once per machine, not per process.
 
 Where: ``NUMBA_TILES_CACHE_DIR`` if set, else the user cache directory (``~/.cache/numba_tiles``
 on Linux). ``NUMBA_TILES_CACHE=0`` turns the disk cache off (the in-process memo stays).
@@ -8,7 +8,8 @@ entries go first.
 
 The key (`key`) digests everything that changes an entry's bytes: the C++ text, the target
 (arch, checks, lineinfo), NVRTC's options, and the versions of the toolchain and of
-every library the program includes (the content of their headers). One file per key, ``<key>.ltoir``: a header (the key, the components it digests, the payload's
+every library the program includes (the content of their headers); a linked kernel's, its
+modules' bytes, the link options and nvJitLink's version (`numba_tiles._link`). One file per key, ``<key>.ltoir``: a header (the key, the components it digests, the payload's
 length and SHA-256) and the payload. Files are written to a temporary name in the same
 directory and renamed into place, so readers see a whole entry or none, and any number of
 processes may fill the cache at once. An entry that does not check out (truncated, corrupted,
@@ -62,7 +63,8 @@ def stats():
     """Counters of this process: disk ``hits`` and ``misses``, ``nvrtc`` programs compiled and
     ``nvrtc_seconds`` spent, ``pch_used`` programs that took their base header precompiled
     (``pch_wait_seconds`` waiting for it to be made), ``memo`` reuses in memory, ``writes``, ``evictions``, ``rejected`` (bad entries removed),
-    ``libmathdx`` pipelines generated (`PipelineMatmul`) and ``libmathdx_seconds`` spent on them.
+    ``libmathdx`` pipelines generated (`PipelineMatmul`) and ``libmathdx_seconds`` spent on them, and
+    ``links`` that nvJitLink ran (a linked kernel from the cache counts as a hit instead) and ``link_seconds``.
 
     Example::
 

@@ -38,16 +38,23 @@ def run_child(cache_dir, block=96, **env):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def entry_files(cache_dir):
-    return sorted(p for p in cache_dir.glob("*.ltoir"))
+def entry_files(cache_dir, kind="program"):
+    """The entries of NVRTC programs (``kind="program"``) or of linked kernels (``"link"``)."""
+    found = []
+    for path in sorted(cache_dir.glob("*.ltoir")):
+        components = cache._decode(path.read_bytes())[0]["components"]
+        if ("modules" in components) == (kind == "link"):
+            found.append(path)
+    return found
 
 
 def test_cold_then_warm_process(tmp_path):
     cold = run_child(tmp_path)
-    assert cold["stats"]["nvrtc"] == 1 and cold["stats"]["writes"] == 1 and cold["stats"]["hits"] == 0
-    assert len(entry_files(tmp_path)) == 1
+    assert cold["stats"]["nvrtc"] == 1 and cold["stats"]["links"] == 1 and cold["stats"]["hits"] == 0
+    assert cold["stats"]["writes"] == 2  # the program's LTO-IR and the linked kernel
+    assert len(entry_files(tmp_path)) == len(entry_files(tmp_path, "link")) == 1
     warm = run_child(tmp_path)
-    assert warm["stats"]["nvrtc"] == 0 and warm["stats"]["hits"] == 1
+    assert warm["stats"]["nvrtc"] == 0 and warm["stats"]["links"] == 0 and warm["stats"]["hits"] == 2
     assert warm["cubin"] == cold["cubin"]
 
 
@@ -62,10 +69,10 @@ def test_eight_processes_on_one_cold_key(tmp_path, monkeypatch):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda _: run_child(tmp_path, block=160), range(8)))
     assert all(r["cubin"] == results[0]["cubin"] for r in results)
-    files = entry_files(tmp_path)
-    assert len(files) == 1 and not list(tmp_path.glob(".*.tmp"))
+    files = entry_files(tmp_path) + entry_files(tmp_path, "link")
+    assert len(files) == 2 and not list(tmp_path.glob(".*.tmp"))
     monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
-    assert cache.load(files[0].stem) is not None  # the one entry left is whole and checks out
+    assert all(cache.load(f.stem) is not None for f in files)  # each entry left is whole and checks out
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "other key"])
@@ -114,14 +121,17 @@ def test_info_and_entries_name_the_key_components(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
     run_child(tmp_path)
     info = tiles.cache.info()
-    assert info["directory"] == str(tmp_path) and info["entries"] == 1 and info["bytes"] > 0
+    assert info["directory"] == str(tmp_path) and info["entries"] == 2 and info["bytes"] > 0
     assert info["key_components"] == ["source", "output", "target", "options", "versions"]
-    (entry,) = tiles.cache.entries()
+    (entry,) = [e for e in tiles.cache.entries() if "source" in e["components"]]
+    (linked,) = [e["components"] for e in tiles.cache.entries() if "modules" in e["components"]]
+    assert len(linked["modules"]) == 2 and linked["output"] == "cubin"  # Numba's LTO-IR and the program's
+    assert "'sm_80'" in linked["options"]["arch"] and set(linked["versions"]) == {"nvjitlink", "numba_tiles"}
     parts = entry["components"]
     assert parts["target"] == {"arch": "sm_80", "checks": False, "lineinfo": False}
     assert {"nvrtc", "numba_tiles"} <= set(parts["versions"])  # the toolchain's, and the library's:
     assert {"cccl", "cuda_headers", "lto_libs"} == set(parts["versions"]["numba_tiles.cub"])
-    assert tiles.cache.clear() == 1 and not entry_files(tmp_path)
+    assert tiles.cache.clear() == 2 and not list(tmp_path.glob("*.ltoir"))
 
 
 PCH_CHILD = r"""

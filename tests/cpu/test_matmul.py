@@ -11,7 +11,7 @@ from examples import gemm
 from numba_tiles import _compile
 
 from .test_compile import observed_programs
-from .test_sass import external_calls, instructions, sass
+from .test_sass import external_calls, instructions, registers, sass
 
 SIG = "void(float16[:, :], float16[:, :], float32[:, :], int64)"
 
@@ -253,16 +253,19 @@ def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory
 
 def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
     """examples/gemm.py's batched kernel (fp16 64^3, fp16 C, 3 stages): HMMA fed by LDSM, 16-byte cp.async
-    loads (LDGSTS) and the group waits of a pipeline (DEPBAR), C through shared memory in vectors; no
+    loads (LDGSTS) and the group waits of a pipeline (DEPBAR), C through shared memory in 16-byte vectors; no
     local memory but the run-time checks' message arguments (before any product); its shared memory is
-    all dynamic, three buffers of A and B and the stage."""
+    all dynamic, three buffers of A and B and the stage. At most 128 registers a thread, so that four blocks
+    fit an SM (with its edge path unrolled, the kernel took 229: two blocks an SM)."""
     mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
     kernel = gemm.make_batched_gemm(mm, 3)
     signature = "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1], float64, float64)"
-    code = sass(tiles.compile(kernel, signature, arch="sm_90"), tmp_path)
+    cubin = tiles.compile(kernel, signature, arch="sm_90")
+    code = sass(cubin, tmp_path)
     for instruction in ("HMMA.16816.F32", "LDSM.16", "LDGSTS.E.LTC128B.128", "DEPBAR.LE SB0, 0x1", "LDS.128",
-                        "STG.E.64"):
+                        "STG.E.128"):
         assert instruction in code, instruction
+    assert registers(cubin) <= 128
     lines = code.splitlines()
     first_product = next(i for i, line in enumerate(lines) if "HMMA" in line)
     assert not any("LDL" in line for line in lines)

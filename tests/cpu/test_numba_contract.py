@@ -153,6 +153,34 @@ def test_cached_kernel_libraries_leave_our_ltoir_out_and_keep_their_cubin():
         library(ours, cuda.LTOIR(b"someone else's", name="other.ltoir"))._reduce_states()
 
 
+def test_numba_cudas_link_of_our_ltoir_goes_through_the_disk_cache(tmp_path, monkeypatch):
+    """link_through (applied at import): numba-cuda's _Linker, as a kernel's first launch drives it, links
+    Numba's LTO-IR with ours once; a second link of the same modules takes the cubin from the disk cache.
+    A link without our objects stays numba-cuda's."""
+    from numba.cuda.cudadrv import driver
+
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
+    numbas, *intrinsics = tiles.compile(reduce_kernel, SIG, output="ltoir")
+
+    def first_launch_link(*codes):
+        linker = driver._Linker(cc=(9, 0), lto=True)
+        linker.add_ltoir(numbas)
+        for code in codes:
+            linker.add_file_guess_ext(code)
+        before = tiles.cache.stats()
+        cubin = bytes(linker.complete().code)
+        after = tiles.cache.stats()
+        assert isinstance(linker.info_log, str)
+        return cubin, {k: after[k] - before[k] for k in ("links", "hits")}
+
+    ours = [_numba.ltoir(f"numba_tiles-contract-{i}.ltoir", m) for i, m in enumerate(intrinsics)]
+    cold, warm = first_launch_link(*ours), first_launch_link(*ours)
+    assert cold[1] == {"links": 1, "hits": 0} and warm[1] == {"links": 0, "hits": 1}
+    assert cold[0] == warm[0] and cold[0][:4] == b"\x7fELF"
+    theirs = first_launch_link(*(cuda.LTOIR(m, name=f"theirs-{i}.ltoir") for i, m in enumerate(intrinsics)))
+    assert theirs[1] == {"links": 0, "hits": 0} and theirs[0][:4] == b"\x7fELF"
+
+
 def test_cached_kernels_index_key_carries_our_stamp(monkeypatch):
     from numba.cuda.dispatcher import CUDACache
 

@@ -1,5 +1,6 @@
 """A ``@cuda.jit(cache=True)`` kernel that calls a built-in and a downstream intrinsic (tests/gpu/test_kernel_cache.py
-runs it in fresh processes: ``python -m tests.downstream.cached`` prints what the first launch took)."""
+runs it in fresh processes: ``python -m tests.downstream.cached SEED [--uncached]`` prints what the first launch
+took; ``--uncached``: a plain ``@cuda.jit``)."""
 
 import json
 import sys
@@ -17,7 +18,7 @@ from .tiles_extras import block_argmax  # noqa: E402
 BLOCK = 128
 
 
-@cuda.jit(cache=True)
+@cuda.jit(cache="--uncached" not in sys.argv)
 def sum_and_peak(x, sums, where):
     i = cuda.grid(1)
     s = tiles.block_sum(x[i], block_dim=BLOCK)
@@ -38,7 +39,8 @@ def main(seed):
     stats = sum_and_peak.stats
     print(json.dumps({"seconds_to_first_launch": first_launch, "correct": correct,
                       "numba_cache_hits": sum(stats.cache_hits.values()),
-                      "numba_compiles": sum(stats.cache_misses.values()), "nvrtc": tiles.cache.stats()["nvrtc"]}))
+                      "numba_compiles": sum(stats.cache_misses.values()), "nvrtc": tiles.cache.stats()["nvrtc"],
+                      "links": tiles.cache.stats()["links"]}))
 
 
 if __name__ == "__main__":
