@@ -453,18 +453,17 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
                                           fresh=_recording is not None)
     if output == "ltoir":
         return modules
-    linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,
-                                   ptx=output == "ptx")
-    try:
-        return _link.link([ObjectCode.from_ltoir(m) for m in modules], linker_options, output)
-    except Exception as exc:
-        from . import _libmathdx
+    from . import _libmathdx
+
+    if not arch.endswith("a") and any(m in _libmathdx.made for m in modules):
         from ._errors import error
 
-        if not arch.endswith("a") and any(m in _libmathdx.made for m in modules):
-            raise error("compile", f"the kernel calls PipelineMatmul.tile (TMA and wgmma: arch-specific code), "
-                        f"which links only for {arch}a, not {arch} ({exc})", f"pass arch='{arch}a'") from None
-        raise
+        raise error("compile", f"the kernel calls PipelineMatmul.tile (TMA and wgmma: arch-specific code), "
+                    f"which links only for {arch}a, not {arch} (nvJitLink rejects its tensormap.replace there)",
+                    f"pass arch='{arch}a'")
+    linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,
+                                   ptx=output == "ptx")
+    return _link.link([ObjectCode.from_ltoir(m) for m in modules], linker_options, output)
 
 
 def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):
