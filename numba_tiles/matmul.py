@@ -431,7 +431,7 @@ class Matmul:
         self.a_shape, self.b_shape = (m, k), (k, n)
         self.a_items, self.b_items = m * k, k * n
         self.accumulator_items = m * n // threads
-        self.c_items = m * (n + 8)  # rows padded by 8 items: see matmul_store_staged
+        self.c_items = m * (n + 32 // tc.numpy.itemsize)  # rows padded by 32 bytes: see matmul_store_staged
         self.shared_memory_bytes = (self.a_items + self.b_items) * ta.numpy.itemsize
         self.load_a = _bind(_load_operand, self, "load_a", operand=0)
         self.load_b = _bind(_load_operand, self, "load_b", operand=1)

@@ -203,7 +203,7 @@ def test_a_matmul_description_checks_and_sizes_itself_with_no_compile():
     mm = tiles.Matmul((64, 32, 16), "float16", block_dim=128)
     assert (mm.a_items, mm.b_items, mm.accumulator_items, mm.threads) == (64 * 16, 16 * 32, 64 * 32 // 128, 128)
     assert mm.shared_memory_bytes == (64 * 16 + 16 * 32) * 2 and mm.accumulator == "float32"
-    assert mm.c_items == 64 * (32 + 8)  # rows padded by 8 items
+    assert mm.c_items == 64 * (32 + 8)  # float32 rows padded by 32 bytes
     assert mm == tiles.Matmul([64, 32, 16], cuda.types.float16, block_dim=(128,)) and len({mm, mm}) == 1
     bf16 = tiles.Matmul((32, 32, 32), "int16", block_dim=64, precision="bf16", arrangement=("col_major", "row_major"))
     assert bf16.accumulator == "float32" and bf16.accumulator_items == 16

@@ -127,7 +127,7 @@ BOUND_OF = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2, "int16": 1e-2}
 def register_fits(precision, tile, staged, stages):
     dtype, acc = precision[:2]
     m, n, k = tile
-    stage = m * (n + 8) * np.dtype(acc).itemsize if staged else 0
+    stage = m * (n + 32 // np.dtype(acc).itemsize) * np.dtype(acc).itemsize if staged else 0
     return stages * (m * k + k * n) * np.dtype(dtype).itemsize + stage <= 227 * 1024  # Hopper's opt-in limit
 
 
