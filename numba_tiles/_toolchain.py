@@ -107,8 +107,12 @@ def libmathdx_path():
     for root in _nvidia_dirs():
         for found in sorted(root.glob("cu1[0-9]/lib/libmathdx.so.*")):
             return found
-    raise FileNotFoundError("numba_tiles: libmathdx not found (tiles.PipelineMatmul needs it); "
-                            "pip install 'numba-tiles[cu13]'")
+    if cuda_line() == "cu12":
+        raise FileNotFoundError("libmathdx 0.4 (cuBLASDx 0.7's pipelines, which tiles.PipelineMatmul generates) is "
+                                "published for CUDA 13 only, as nvidia-libmathdx-cu13 (the newest "
+                                "nvidia-libmathdx-cu12 on PyPI is 0.3.1)")
+    raise FileNotFoundError("libmathdx (cuBLASDx 0.7's pipelines, which tiles.PipelineMatmul generates) is not "
+                            "installed: it is the nvidia-libmathdx-cu13 wheel of numba-tiles[cu13]")
 
 
 @functools.cache

@@ -14,7 +14,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import _libmathdx, _numba, extending as ext, simulator
+from . import _libmathdx, _numba, _toolchain, extending as ext, simulator
 from .extending import CUB, Instance
 from .matmul import _ORDERS, _arrangement2, _bind, _declares, _matrix, _scales, _shape_mnk
 
@@ -124,6 +124,10 @@ class PipelineMatmul:
         """libmathdx's symbols and sizes for this pipeline (made once a machine: the disk cache keeps them)."""
         try:
             return _libmathdx.traits(self._pipeline)
+        except FileNotFoundError as exc:
+            fix = ("on the CUDA 12 line use tiles.Matmul; PipelineMatmul needs numba-tiles[cu13] and a CUDA 13 driver "
+                   "(r580 or newer)" if _toolchain.cuda_line() == "cu12" else "pip install 'numba-tiles[cu13]'")
+            raise ext.error(intrinsic, str(exc), fix) from None
         except RuntimeError as exc:
             raise ext.error(intrinsic, f"libmathdx cannot make this pipeline ({self!r}): {exc}",
                             "change shape, stages or block_dim (128 x 128 x 64 with 2 stages and 256 threads is "

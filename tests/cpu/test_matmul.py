@@ -8,7 +8,7 @@ from numba import cuda
 
 import numba_tiles as tiles
 from examples import gemm
-from numba_tiles import _compile
+from numba_tiles import _compile, _toolchain
 
 from .test_compile import observed_programs
 from .test_sass import external_calls, instructions, registers, sass
@@ -350,3 +350,12 @@ def test_matmul_misuse_is_a_clear_compile_time_error(body, message):
     text = str(info.value)
     assert f"tiles.Matmul.{body.split('(')[0].split('.')[1]}:" in text and "Fix:" in text, text
     assert re.search(message, text, re.S), text
+
+
+@pytest.mark.skipif(_toolchain.cuda_line() != "cu12", reason="the CUDA 12 line's refusal: make test-compile CUDA=cu12")
+def test_pipeline_matmul_on_the_cuda_12_line_names_the_fix():
+    """libmathdx 0.4 (the pipelines' producer) has no CUDA 12 wheel: PipelineMatmul says so, and what to use."""
+    mm = tiles.PipelineMatmul((128, 128, 64), "int16", precision="bf16", c_dtype="int16")
+    with pytest.raises(tiles.TilesError, match=r"tiles\.PipelineMatmul: libmathdx 0\.4 .* CUDA 13 only.*"
+                                                r"Fix: on the CUDA 12 line use tiles\.Matmul"):
+        mm.shared_memory_bytes

@@ -18,22 +18,6 @@ def sass(cubin, tmp_path):
     return subprocess.run([nvdisasm, "-c", str(path)], check=True, capture_output=True, text=True).stdout
 
 
-def registers(cubin):
-    """The kernel's registers a thread (the EIATTR_REGCOUNT attribute of its ``.nv.info.<kernel>`` section)."""
-    import struct
-
-    from numba_tiles._elf import sections
-
-    for name, _, offset, size, _ in sections(cubin):
-        at = offset
-        while name.startswith(".nv.info.") and at < offset + size:
-            form, attribute = cubin[at], cubin[at + 1]
-            if form == 4 and attribute == 0x2F:  # EIFMT_SVAL, EIATTR_REGCOUNT: (symbol, count)
-                return struct.unpack_from("<II", cubin, at + 4)[1]
-            at += 4 + (struct.unpack_from("<H", cubin, at + 2)[0] if form == 4 else 0)
-    raise LookupError("no register count in the cubin")
-
-
 def external_calls(text):
     """CALLs to anything but ptxas's own code: its helper routines (``$__internal_...``: shuffles
     or votes under a lane mask it cannot prove uniform, which CUB issues in some warp-level
