@@ -310,8 +310,15 @@ __device__ __forceinline__ void matmul_store(array_ref<TC> acc, matrix_ref<TD> d
   }
 }
 
+// The row pitch of C's shared stage (items of TC): rows padded by 32 bytes, so that a float
+// fragment's 64-bit writes (4 lanes a row) of the 4 rows one access serves fall in distinct banks
+// (16 bytes gave 2-way conflicts). (A double's 64 bytes would too, but its 64^3 tiles of 3 stages
+// would no longer fit a block's 227 KiB.) numba_tiles' Matmul.c_items is M times it.
+template <int N, typename TC>
+inline constexpr int stage_pitch = N + 32 / sizeof(TC);
+
 // The same through `stage`, a shared array of CItemsStaged accumulator items: the block writes
-// alpha acc into it (rows padded by 32 bytes, so that a warp's writes do not collide in banks),
+// alpha acc into it (rows of stage_pitch items, so that a warp's writes do not collide in banks),
 // then moves it to dst in 16-byte vectors of the stage (rows of dst contiguous and aligned, the
 // tile inside dst), reading dst only when beta != 0; item by item otherwise. Ends with a barrier,
 // so the stage may be refilled (Reused = false: none; the caller's next barrier comes first).
@@ -321,10 +328,7 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
                                                     long long col0, TC alpha, TC beta, array_ref<TC> stage) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   static_assert(sizeof(PD) == sizeof(TD), "the result's storage must match its precision");
-  // Rows padded by 32 bytes: a float fragment's 64-bit writes (4 lanes a row) of the 4 rows one access
-  // serves then fall in distinct banks (16 bytes gave 2-way conflicts). (A double's 64 bytes would too,
-  // but its 64^3 tiles of 3 stages would no longer fit a block's 227 KiB.)
-  constexpr int V = 16 / sizeof(TC), LD = N + 32 / sizeof(TC);
+  constexpr int V = 16 / sizeof(TC), LD = stage_pitch<N, TC>;
   check_launch<BX, BY, BZ>("Matmul.store");
   TC* const staged = shared_tile<M * LD>(stage);
   const auto partitioner = BLAS::suggest_partitioner();
@@ -415,7 +419,7 @@ __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, b
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   static_assert(Stages >= 2, "a pipeline needs two stages or more");
   static_assert(AItems * sizeof(T) % 16 == 0 && BItems * sizeof(T) % 16 == 0, "tiles of whole 16-byte vectors");
-  constexpr int StageItems = M * (N + 32 / sizeof(TC));  // (as matmul_store_staged's)
+  constexpr int StageItems = M * stage_pitch<N, TC>;
   constexpr long long bytes = Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
                               StageItems * static_cast<long long>(sizeof(TC));
   check_launch<BX, BY, BZ>("Matmul.batched");

@@ -431,7 +431,7 @@ class Matmul:
         self.a_shape, self.b_shape = (m, k), (k, n)
         self.a_items, self.b_items = m * k, k * n
         self.accumulator_items = m * n // threads
-        self.c_items = m * (n + 32 // tc.numpy.itemsize)  # rows padded by 32 bytes: see matmul_store_staged
+        self.c_items = m * (n + 32 // tc.numpy.itemsize)  # rows padded by 32 bytes: stage_pitch in matmul.cuh
         self.shared_memory_bytes = (self.a_items + self.b_items) * ta.numpy.itemsize
         self.load_a = _bind(_load_operand, self, "load_a", operand=0)
         self.load_b = _bind(_load_operand, self, "load_b", operand=1)
@@ -483,7 +483,7 @@ class Matmul:
             import numba_tiles as tiles
 
             mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
-            assert mm.batched_shared_memory_bytes(3) == 3 * 16384 + 64 * 68 * 4
+            assert mm.batched_shared_memory_bytes(3) == 3 * 16384 + 64 * 72 * 4
         """
         stages = _STAGES("Matmul.batched_shared_memory_bytes", stages)
         return stages * self.shared_memory_bytes + self.c_items * self._types[1].numpy.itemsize
