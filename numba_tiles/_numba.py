@@ -434,6 +434,7 @@ def link_through(link):
         if not any(getattr(o, "name", None) in names for o in self._object_codes):
             return complete(self)
         cubin = link(self._object_codes, self._get_linker_options(ptx=False))
+        # As after numba-cuda's own link: `info_log` (read by get_cubin) needs `linker` set and `_complete`.
         self.linker, self._info_log, self._error_log, self._complete = link, "", "", True
         return ObjectCode.from_cubin(cubin, name=f"{self.arch}.cubin")
 
