@@ -60,10 +60,11 @@ def shared_kernel(size, dtype, accumulator, block_dim, alignment=None):
     return batched
 
 
-def batched_kernel(tile, dtype, accumulator, block_dim, precision, stages):
-    """`Matmul.batched` (examples/gemm.py's `make_batched_gemm`): the whole persistent loop in one call."""
+def batched_kernel(tile, dtype, accumulator, block_dim, precision, stages, tma=False):
+    """`Matmul.batched` or `Matmul.batched_tma` (examples/gemm.py's `make_batched_gemm`): the whole
+    persistent loop in one call."""
     mm = tiles.Matmul(tile, dtype, accumulator=accumulator, block_dim=block_dim, precision=precision)
-    kernel = gemm.make_batched_gemm(mm, stages)
+    kernel = gemm.make_batched_gemm(mm, stages, tma)
     kernel.mm = mm
     return kernel
 
@@ -138,7 +139,11 @@ def precompile(jobs, processes):
     print(f"precompiled {len(jobs)} kernels with {processes} processes: {sum(seconds):.0f} s of compiling")
 
 
-def median_ms(launch, repeats):
+def median_ms(launch, repeats, inner=10):
+    """The median over ``repeats`` samples of one launch's GPU time, each sample ``inner`` launches back to
+    back behind one already running: the host's launch overhead (tens of microseconds for a Numba kernel's
+    arguments, against a kernel of about 100) is then spent while the GPU works, as in an application's
+    stream, instead of counting as kernel time."""
     import torch
 
     for _ in range(3):
@@ -146,11 +151,13 @@ def median_ms(launch, repeats):
     times = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        launch()  # (running while the timed launches queue up)
         start.record()
-        launch()
+        for _ in range(inner):
+            launch()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / inner)
     return statistics.median(times)
 
 
@@ -208,6 +215,7 @@ def main():
     parser.add_argument("--large", type=int, default=8192, help="M = N = K of the large GEMM (0: skip it)")
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
+    parser.add_argument("--only", default="", help="only the variants whose label holds this text (e.g. TMA)")
     args = parser.parse_args()
     torch.manual_seed(int(time.time()))
     rows, skipped = [], {}
@@ -231,9 +239,11 @@ def main():
         variants = []
         for tile, block_dim, stages in batched[size]:
             mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=precision)
-            if mm.batched_shared_memory_bytes(stages) <= 227 * 1024:  # Hopper's opt-in limit a block
-                variants.append((f"batched, K-tile {tile[2]} x {stages}, {block_dim}",
-                                 ("batched", (tile, dtype, acc, block_dim, precision, stages))))
+            for tma in (False, True):
+                nbytes = (mm.batched_tma_shared_memory_bytes if tma else mm.batched_shared_memory_bytes)(stages)
+                if nbytes <= 227 * 1024:  # Hopper's opt-in limit a block
+                    variants.append((f"batched{' TMA' if tma else ''}, K-tile {tile[2]} x {stages}, {block_dim}",
+                                     ("batched", (tile, dtype, acc, block_dim, precision, stages, tma))))
         block_dim, k_tile, per_block, staged, stages = register[size]
         if not args.batched_only:
             variants.append((f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
@@ -241,8 +251,10 @@ def main():
                              ("register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages))))
         if precision is None and out == acc and not args.batched_only:
             variants.append(("shared C, 128, aligned", ("shared", (size, dtype, acc, 128, 16))))
-        jobs += [(*factory, arrays + (", float64, float64)" if factory[0] == "batched" else ")"))
-                 for _, factory in variants]
+        tma_arrays = f"void(uint8[::1], {out}[:, :, ::1]"
+        variants = [v for v in variants if args.only in v[0]]
+        jobs += [(*factory, (tma_arrays if factory[1][-1] is True else arrays)
+                  + (", float64, float64)" if factory[0] == "batched" else ")")) for _, factory in variants]
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
     if args.large and not args.batched_only:

@@ -155,31 +155,42 @@ def run_hopper(mm, gemm, a, b, c, alpha, beta):
     return launch
 
 
-def make_batched_gemm(mm, stages=2):
+def make_batched_gemm(mm, stages=2, tma=False):
     """Batched small GEMMs with `tiles.Matmul` ``mm``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for 3-D
     ``a``, ``b``, ``c``, each product at most ``mm``'s M x N (any K). One call: `Matmul.batched` is the
-    whole persistent loop, ``stages`` K-tiles of A and B loading ahead of the product."""
+    whole persistent loop, ``stages`` K-tiles of A and B loading ahead of the product. ``tma=True``:
+    `Matmul.batched_tma`, A and B loaded by the copy engine from tensor maps made on the host (sm_90)."""
+    if tma:
+        @cuda.jit
+        def batched(pipe, c, alpha, beta):
+            shared = cuda.shared.array(0, types.uint8, alignment=ALIGNED)
+            mm.batched_tma(pipe, c, shared, alpha, beta, stages=stages)
 
-    @cuda.jit
-    def batched(a, b, c, alpha, beta):
-        shared = cuda.shared.array(0, types.uint8, alignment=ALIGNED)
-        mm.batched(a, b, c, shared, alpha, beta, stages=stages)
+        batched.shared_bytes = mm.batched_tma_shared_memory_bytes(stages)
+    else:
+        @cuda.jit
+        def batched(a, b, c, alpha, beta):
+            shared = cuda.shared.array(0, types.uint8, alignment=ALIGNED)
+            mm.batched(a, b, c, shared, alpha, beta, stages=stages)
 
-    batched.shared_bytes = mm.batched_shared_memory_bytes(stages)
+        batched.shared_bytes = mm.batched_shared_memory_bytes(stages)
+    batched.tma = tma
     return batched
 
 
 def run_batched(mm, batched, a, b, c, alpha, beta, blocks=None):
     """Launch a `make_batched_gemm` kernel on device arrays with ``blocks`` blocks (by default as many as fit on
-    the GPU at once, at most one a product); returns a function that launches it again."""
+    the GPU at once, at most one a product); returns a function that launches it again (a TMA kernel's tensor
+    maps made once: the same A and B)."""
     shared = batched.shared_bytes
+    args = (mm.prepare_batched(a, b), c, alpha, beta) if batched.tma else (a, b, c, alpha, beta)
     if blocks is None:
-        blocks = min(a.shape[0], resident_blocks(batched, mm.threads, shared, a, b, c, alpha, beta))
+        blocks = min(a.shape[0], resident_blocks(batched, mm.threads, shared, *args))
     else:
-        tiles.allow_dynamic_shared_memory(batched, shared, a, b, c, alpha, beta)
+        tiles.allow_dynamic_shared_memory(batched, shared, *args)
 
     def launch():
-        batched[blocks, mm.threads, 0, shared](a, b, c, alpha, beta)
+        batched[blocks, mm.threads, 0, shared](*args)
 
     launch()
     return launch

@@ -403,61 +403,128 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
   }
 }
 
-// A batch of products as a loop of its own: C[i] = alpha A[i] B[i] + beta C[i] for i = this
-// block, this block + the grid's blocks, ... (a persistent loop: launch about as many blocks as
-// fit at once). Each product's K-tiles stream through Stages shared buffers of A and B, the next
-// Stages - 1 copying in (cp.async) while the block multiplies the current one into its
-// registers; C goes out through a shared stage, as matmul_store_staged. In C++ rather than a
-// kernel's loop of load/multiply/store because the loop is then one piece of straight code: the
-// batch's pointers, the pipeline's slots and counters stay in registers, and the checks run once.
-// `shared` holds Stages A tiles, Stages B tiles and the stage (BatchedBytes, 16-byte aligned).
+// ---- TMA (sm_90's copy engine): a box of a tensor, described by a CUtensorMap the host made
+// (numba_tiles.Matmul.tensor_maps), copied into shared memory by one instruction, zeros past the
+// tensor's edges, its completion counted in bytes on an mbarrier.
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+inline constexpr bool tma_copies = true;
+#else
+inline constexpr bool tma_copies = false;
+#endif
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// The mbarrier `bar` completes a phase when one thread has arrived and the bytes it expects have landed.
+__device__ __forceinline__ void tma_barrier_init(unsigned long long* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n fence.mbarrier_init.release.cluster;" ::"r"(
+                   shared_address(bar))
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void tma_barrier_inval(unsigned long long* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(shared_address(bar)) : "memory");
+#endif
+}
+
+// The one arrival of a phase, which then waits for `bytes` more to land.
+__device__ __forceinline__ void tma_expect(unsigned long long* bar, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+#endif
+}
+
+// The box of the 3-D tensor `map` at (x, y, z) (x the contiguous dimension) into `dst`, counted on `bar`.
+__device__ __forceinline__ void tma_load(void* dst, const void* map, int x, int y, int z, unsigned long long* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];" ::"r"(shared_address(dst)),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(shared_address(bar))
+      : "memory");
+#endif
+}
+
+// Wait until `bar` has completed the phase of parity `phase`.
+__device__ __forceinline__ void tma_wait(unsigned long long* bar, unsigned phase) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "{\n .reg .pred done;\n wait:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      " @!done bra wait;\n}" ::"r"(shared_address(bar)),
+      "r"(phase)
+      : "memory");
+#endif
+}
+
+// An operand's tile in Matmul.batched: Rows x Cols items, row-major (Row) or column-major as the
+// operand is, laid out as TMA writes it: in boxes of `Box` items along the contiguous lines (a
+// line's bytes, at most 128) by all the lines, each box's lines swizzled by TMA's pattern of its
+// width (16-byte units of a line XOR the line's index mod 8, 4 or 2), which spreads ldmatrix's
+// eight 16-byte reads over the banks as cuBLASDx's suggested layouts do. `tma` is whether TMA
+// can write it: lines of 32, 64 or a multiple of 128 bytes. numba_tiles.Matmul mirrors `bytes` and
+// the box (_tma_tile).
+template <int Rows, int Cols, bool Row, typename T>
+struct tma_tile {
+  static constexpr bool row = Row;
+  static constexpr int lines = Row ? Rows : Cols, line = Row ? Cols : Rows;
+  static constexpr int line_bytes = line * static_cast<int>(sizeof(T));
+  static constexpr bool tma = (line_bytes == 32 || line_bytes == 64 || line_bytes % 128 == 0) && lines <= 256;
+  static constexpr int box_bytes = line_bytes >= 128 ? 128 : line_bytes;
+  static constexpr int box = box_bytes / static_cast<int>(sizeof(T)), boxes = line / box;
+  // The bytes TMA writes; a buffer's bytes (a whole number of KiB, so that the next stays aligned) and items.
+  static constexpr int loaded = line_bytes * lines;
+  static constexpr int bytes = (loaded + 1023) / 1024 * 1024;
+  static constexpr int items = bytes / static_cast<int>(sizeof(T));
+  // log2 of the swizzle's 16-byte units (8, 4 or 2 of them) and of the item's bytes
+  static constexpr int units = box_bytes >= 128 ? 3 : box_bytes == 64 ? 2 : 1;
+  static constexpr int item_bits = sizeof(T) == 8 ? 3 : sizeof(T) == 4 ? 2 : 1;
+  // (contiguous index, line) -> offset: boxes of `box` x `lines`, each swizzled
+  using lines_layout = decltype(cute::composition(
+      cute::Swizzle<units, 4 - item_bits, 3>{},
+      cute::make_layout(cute::Shape<cute::Shape<cute::Int<box>, cute::Int<boxes>>, cute::Int<lines>>{},
+                        cute::Stride<cute::Stride<cute::_1, cute::Int<box * lines>>, cute::Int<box>>{})));
+  // (row, col) -> offset
+  using layout_type = decltype(cute::composition(
+      lines_layout{}, cute::make_layout(cute::Shape<cute::Int<Rows>, cute::Int<Cols>>{},
+                                        cute::conditional_t<Row, cute::Stride<cute::Int<line>, cute::_1>,
+                                                            cute::Stride<cute::_1, cute::Int<line>>>{})));
+};
+
+// The loop of Matmul.batched (either form): C[i] = alpha A[i] B[i] + beta C[i] for i = this
+// block, this block + the grid's blocks, ... below `count` (a persistent loop: launch about as
+// many blocks as fit at once), each product `ksteps` K-tiles. The K-tiles stream through Stages
+// shared buffers of A and B (tiles_a + slot * ItemsA in LayoutA, and B's), the next Stages - 1
+// loading while the block multiplies the current one into its registers; C goes out through the
+// shared stage as matmul_store_staged. `pipe` moves the tiles: pipe.load(slot, item, k) starts
+// K-tile k of product `item` into buffer `slot` (then pipe.commit(), once a step, loaded or not),
+// pipe.wait(slot, phase) waits for buffer `slot`'s tiles, the `phase`-th (mod 2) time it fills.
+// In C++ rather than a kernel's loop of load/multiply/store because the loop is then one piece of
+// straight code: the batch's pointers, the pipeline's slots and counters stay in registers, and
+// the checks run once.
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, int Stages, typename T, typename TC, typename PD, typename TD,
-          typename TS>
-__device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
-                                               TC alpha, TC beta) {
+          int AItems, int BItems, int CItems, int Stages, class LayoutA, class LayoutB, int ItemsA, int ItemsB,
+          typename PD, typename T, typename TC, typename TD, class Pipe>
+__device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long long k, T* tiles_a, T* tiles_b,
+                                             TC* stage, const batch_ref<TD>& c, TC alpha, TC beta) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   static_assert(Stages >= 2, "a pipeline needs two stages or more");
-  static_assert(AItems * sizeof(T) % 16 == 0 && BItems * sizeof(T) % 16 == 0, "tiles of whole 16-byte vectors");
   constexpr int StageItems = M * stage_pitch<N, TC>;
-  constexpr long long bytes = Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
-                              StageItems * static_cast<long long>(sizeof(TC));
-  check_launch<BX, BY, BZ>("Matmul.batched");
-  if (a.count != b.count || a.count != c.count || a.cols != b.rows || c.rows != a.rows || c.cols != b.cols ||
-      a.rows > M || b.cols > N) {
-    if (first_thread()) {
-      printf("tiles.Matmul.batched: A is %lld x %lld x %lld, B %lld x %lld x %lld, C %lld x %lld x %lld; they must "
-             "be count x m x k, count x k x n and count x m x n with m <= %d and n <= %d (a larger product: a loop "
-             "of load_a, load_b, multiply and store over its tiles)\n",
-             a.count, a.rows, a.cols, b.count, b.rows, b.cols, c.count, c.rows, c.cols, M, N);
-    }
-    fail();
-  }
-  if (shared.stride != 1 || shared.size * static_cast<long long>(sizeof(TS)) < bytes ||
-      reinterpret_cast<unsigned long long>(shared.data) % 16 != 0) {
-    if (first_thread()) {
-      printf("tiles.Matmul.batched: shared holds %lld bytes (stride %lld); it needs %lld contiguous bytes, 16-byte "
-             "aligned: mm.batched_shared_memory_bytes(stages) of dynamic shared memory\n",
-             shared.size * static_cast<long long>(sizeof(TS)), shared.stride, bytes);
-    }
-    fail();
-  }
-  T* const tiles_a = reinterpret_cast<T*>(__builtin_assume_aligned(shared.data, 16));
-  T* const tiles_b = tiles_a + Stages * AItems;
-  TC* const stage = reinterpret_cast<TC*>(tiles_b + Stages * BItems);
   const long long blocks = static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
   const long long block = blockIdx.x + gridDim.x * (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
-  const int ksteps = a.cols > K ? static_cast<int>((a.cols + K - 1) / K) : 1;  // K = 0: one step of zeros
-  const long long mine = block < a.count ? (a.count - 1 - block) / blocks + 1 : 0;
+  const int ksteps = k > K ? static_cast<int>((k + K - 1) / K) : 1;  // K = 0: one step of zeros
+  const long long mine = block < count ? (count - 1 - block) / blocks + 1 : 0;
   const long long steps = mine * ksteps;
   // The next K-tile to load: product `loading`, K-tile `k_load`, into buffer `slot_load`.
   long long loading = block;
   int k_load = 0, slot_load = 0;
   const auto load = [&]() {
-    operand_copy<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, 0>(
-        a[loading], 0, static_cast<long long>(k_load) * K, reinterpret_cast<PA*>(tiles_a + slot_load * AItems), T(0));
-    operand_copy<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, 1>(
-        b[loading], static_cast<long long>(k_load) * K, 0, reinterpret_cast<PB*>(tiles_b + slot_load * BItems), T(0));
+    pipe.load(slot_load, loading, k_load);
     slot_load = slot_load + 1 == Stages ? 0 : slot_load + 1;
     if (++k_load == ksteps) {
       k_load = 0;
@@ -468,40 +535,193 @@ __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, b
     if (s < steps) {
       load();
     }
-    cute::cp_async_fence();  // one group a step, empty or not, so that the wait below counts steps
+    pipe.commit();
   }
   TC items[CItems];
   const array_ref<TC> acc{items, CItems, 1};
   auto fragment = accumulator<BLAS>(acc, CItems);
   long long item = block;
-  int k = 0, slot = 0;
+  int kstep = 0, slot = 0;
+  unsigned phase = 0;
   for (long long s = 0; s < steps; ++s) {
-    cute::cp_async_wait<Stages - 2>();
+    pipe.wait(slot, phase);
     __syncthreads();  // K-tile s is in; every thread is done with the buffer it used last step
     if (s + Stages - 1 < steps) {
       load();
     }
-    cute::cp_async_fence();
-    if (k == 0) {
+    pipe.commit();
+    if (kstep == 0) {
 #pragma unroll
       for (int i = 0; i < CItems; ++i) {
         items[i] = TC(0);
       }
     }
-    BLAS().execute(cublasdx::make_tensor(reinterpret_cast<PA*>(tiles_a + slot * AItems), BLAS::suggest_layout_smem_a()),
-                   cublasdx::make_tensor(reinterpret_cast<PB*>(tiles_b + slot * BItems), BLAS::suggest_layout_smem_b()),
+    BLAS().execute(cublasdx::make_tensor(cute::make_smem_ptr(reinterpret_cast<PA*>(tiles_a + slot * ItemsA)), LayoutA{}),
+                   cublasdx::make_tensor(cute::make_smem_ptr(reinterpret_cast<PB*>(tiles_b + slot * ItemsB)), LayoutB{}),
                    fragment);
-    slot = slot + 1 == Stages ? 0 : slot + 1;
-    if (++k == ksteps) {
+    if (++slot == Stages) {
+      slot = 0;
+      phase ^= 1;
+    }
+    if (++kstep == ksteps) {
       // (no barrier after the store: the next step's comes before the stage is written again)
       matmul_store_staged<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, TC, PD, TD, false>(
           acc, c[item], 0, 0, alpha, beta, array_ref<TC>{stage, StageItems, 1});
-      k = 0;
+      kstep = 0;
       item += blocks;
     }
   }
+}
+
+// Stop the kernel unless A (count x m x k), B (count x k x n) and C (count x m x n) agree, m <= M and n <= N.
+template <int M, int N>
+__device__ __forceinline__ void check_batch(long long count, long long m, long long k, long long b_count, long long bk,
+                                            long long bn, long long c_count, long long cm, long long cn) {
+  if (count != b_count || count != c_count || k != bk || cm != m || cn != bn || m > M || bn > N) {
+    if (first_thread()) {
+      printf("tiles.Matmul.batched: A is %lld x %lld x %lld, B %lld x %lld x %lld, C %lld x %lld x %lld; they must "
+             "be count x m x k, count x k x n and count x m x n with m <= %d and n <= %d (a larger product: a loop "
+             "of load_a, load_b, multiply and store over its tiles)\n",
+             count, m, k, b_count, bk, bn, c_count, cm, cn, M, N);
+    }
+    fail();
+  }
+}
+
+// Stop the kernel unless `shared` holds `bytes` contiguous bytes, 16-byte aligned.
+template <typename TS>
+__device__ __forceinline__ void check_batched_shared(const array_ref<TS>& shared, long long bytes) {
+  if (shared.stride != 1 || shared.size * static_cast<long long>(sizeof(TS)) < bytes ||
+      reinterpret_cast<unsigned long long>(shared.data) % 16 != 0) {
+    if (first_thread()) {
+      printf("tiles.Matmul.batched: shared holds %lld bytes (stride %lld); it needs %lld contiguous bytes, 16-byte "
+             "aligned: mm.batched_shared_memory_bytes(stages) of dynamic shared memory\n",
+             shared.size * static_cast<long long>(sizeof(TS)), shared.stride, bytes);
+    }
+    fail();
+  }
+}
+
+// Matmul.batched(a, b, c, ...): every thread copies the tiles (operand_copy: cp.async when a
+// K-tile lies inside its matrix in aligned 16-byte vectors, item by item with zeros past the
+// edges otherwise) into the suggested layouts, each step one cp.async group. `shared` holds Stages
+// A tiles, Stages B tiles and the stage (16-byte aligned).
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Stages, typename T, typename TC, typename PD, typename TD,
+          typename TS>
+__device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
+                                               TC alpha, TC beta) {
+  using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
+  static_assert(AItems * sizeof(T) % 16 == 0 && BItems * sizeof(T) % 16 == 0, "tiles of whole 16-byte vectors");
+  check_launch<BX, BY, BZ>("Matmul.batched");
+  check_batch<M, N>(a.count, a.rows, a.cols, b.count, b.rows, b.cols, c.count, c.rows, c.cols);
+  check_batched_shared(shared, Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
+                                   M * stage_pitch<N, TC> * static_cast<long long>(sizeof(TC)));
+  T* const tiles_a = reinterpret_cast<T*>(__builtin_assume_aligned(shared.data, 16));
+  T* const tiles_b = tiles_a + Stages * AItems;
+  struct {
+    const batch_ref<T>& a;
+    const batch_ref<T>& b;
+    T* tiles_a;
+    T* tiles_b;
+    __device__ __forceinline__ void load(int slot, long long item, int k) {
+      operand_copy<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, 0>(a[item], 0, static_cast<long long>(k) * K,
+                                                                   reinterpret_cast<PA*>(tiles_a + slot * AItems), T(0));
+      operand_copy<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, 1>(b[item], static_cast<long long>(k) * K, 0,
+                                                                   reinterpret_cast<PB*>(tiles_b + slot * BItems), T(0));
+    }
+    // one group a step, empty or not, so that the wait counts steps
+    __device__ __forceinline__ void commit() { cute::cp_async_fence(); }
+    __device__ __forceinline__ void wait(int, unsigned) { cute::cp_async_wait<Stages - 2>(); }
+  } pipe{a, b, tiles_a, tiles_b};
+  batched_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages,
+               decltype(BLAS::suggest_layout_smem_a().layout), decltype(BLAS::suggest_layout_smem_b().layout), AItems,
+               BItems, PD>(pipe, a.count, a.cols, tiles_a, tiles_b, reinterpret_cast<TC*>(tiles_b + Stages * BItems), c,
+                       alpha, beta);
   cute::cp_async_wait<0>();  // (only empty groups remain; a kernel may reuse the buffers after the call)
   __syncthreads();
+}
+
+// The tile at (row0, col0) of product `item` of the tensor `map`, box by box along its lines.
+template <class Tile, typename T>
+__device__ __forceinline__ void tma_tile_load(const void* map, T* tile, int row0, int col0, int item,
+                                              unsigned long long* bar) {
+#pragma unroll
+  for (int i = 0; i < Tile::boxes; ++i) {
+    tma_load(tile + i * Tile::box * Tile::lines, map, (Tile::row ? col0 : row0) + i * Tile::box, Tile::row ? row0 : col0, item,
+             bar);
+  }
+}
+
+// What Matmul.prepare_batched writes after A's and B's tensor maps: the batch's sizes.
+struct batched_maps {
+  unsigned char a[128], b[128];  // CUtensorMap of A, of B (64-byte aligned)
+  long long count, m, k, n;
+};
+
+// Matmul.batched(pipe, c, ...): the first thread loads each K-tile with TMA (pipe: the tensor
+// maps of A and B the host made, zeros past their edges), a box a line's 128 bytes wide (at most),
+// into tma_tile's layouts, counted on the buffer's mbarrier. `shared` holds up to 1 KiB of
+// alignment (TMA's swizzle needs 1024-byte aligned boxes), Stages A tiles and Stages B tiles (each
+// a multiple of 1 KiB), the stage and the Stages mbarriers.
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Stages, typename TC, typename PD, typename TD, typename TS>
+__device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps, batch_ref<TD> c,
+                                                   array_ref<TS> shared, TC alpha, TC beta) {
+  using T = PA;
+  using TileA = tma_tile<M, K, RowA, T>;
+  using TileB = tma_tile<K, N, RowB, T>;
+  static_assert(TileA::tma && TileB::tma, "numba_tiles refuses these tiles for TMA at typing");
+  constexpr long long StageBytes = M * stage_pitch<N, TC> * static_cast<long long>(sizeof(TC));
+  check_launch<BX, BY, BZ>("Matmul.batched");
+  const batched_maps* const pipe = reinterpret_cast<const batched_maps*>(maps.data);
+  if (maps.size < static_cast<long long>(sizeof(batched_maps)) || maps.stride != 1 ||
+      reinterpret_cast<unsigned long long>(maps.data) % 64 != 0) {
+    if (first_thread()) {
+      printf("tiles.Matmul.batched: pipe is not what mm.prepare_batched(a, b) returns\n");
+    }
+    fail();
+  }
+  check_batch<M, N>(pipe->count, pipe->m, pipe->k, pipe->count, pipe->k, pipe->n, c.count, c.rows, c.cols);
+  check_batched_shared(shared, 1008 + Stages * (TileA::bytes + TileB::bytes) + StageBytes + Stages * 8);
+  const unsigned base = shared_address(shared.data);
+  T* const tiles_a = reinterpret_cast<T*>(reinterpret_cast<char*>(shared.data) + ((base + 1023) / 1024 * 1024 - base));
+  T* const tiles_b = tiles_a + Stages * TileA::items;
+  TC* const stage = reinterpret_cast<TC*>(tiles_b + Stages * TileB::items);
+  unsigned long long* const barriers = reinterpret_cast<unsigned long long*>(stage + M * stage_pitch<N, TC>);
+  const bool leader = thread_rank<BX, BY>() == 0;
+  if (leader) {
+    for (int s = 0; s < Stages; ++s) {
+      tma_barrier_init(barriers + s);
+    }
+  }
+  __syncthreads();  // (the barriers initialized before any copy counts on them)
+  struct {
+    const batched_maps* pipe;
+    T* tiles_a;
+    T* tiles_b;
+    unsigned long long* barriers;
+    bool leader;
+    __device__ __forceinline__ void load(int slot, long long item, int k) {
+      if (leader) {
+        unsigned long long* const bar = barriers + slot;
+        tma_expect(bar, TileA::loaded + TileB::loaded);
+        tma_tile_load<TileA>(pipe->a, tiles_a + slot * TileA::items, 0, k * K, static_cast<int>(item), bar);
+        tma_tile_load<TileB>(pipe->b, tiles_b + slot * TileB::items, k * K, 0, static_cast<int>(item), bar);
+      }
+    }
+    __device__ __forceinline__ void commit() {}
+    __device__ __forceinline__ void wait(int slot, unsigned phase) { tma_wait(barriers + slot, phase); }
+  } loader{pipe, tiles_a, tiles_b, barriers, leader};
+  batched_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages,
+               typename TileA::layout_type, typename TileB::layout_type, TileA::items, TileB::items, PD>(
+      loader, pipe->count, pipe->k, tiles_a, tiles_b, stage, c, alpha, beta);
+  __syncthreads();  // (every barrier's last phase waited for)
+  if (leader) {
+    for (int s = 0; s < Stages; ++s) {
+      tma_barrier_inval(barriers + s);  // (before the kernel may use their bytes otherwise)
+    }
+  }
 }
 
 }  // namespace numba_tiles

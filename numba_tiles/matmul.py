@@ -10,7 +10,7 @@ import types as pytypes
 
 from numba.cuda import types
 
-from . import _compile, _numba, extending as ext, simulator
+from . import _compile, _numba, _tensor_maps, extending as ext, simulator
 from .extending import CUB, MATHDX, Instance, intrinsic
 
 TILE = CUB.header("tile.cuh")
@@ -389,6 +389,9 @@ class Matmul:
       any k: it steps over K-tiles of K); ``c`` holds the accumulator's dtype or A's; ``shared``
       a dynamic shared array of ``mm.batched_shared_memory_bytes(stages)`` bytes, 16-byte
       aligned, where ``stages`` buffers of A and B tiles load ahead of the product.
+    - ``mm.batched_tma(pipe, c, shared, alpha=1.0, beta=0.0, stages=2)``: the same, A and B loaded by
+      TMA (sm_90 or later) from ``pipe = mm.prepare_batched(a, b)``, made on the host; ``shared`` of
+      ``mm.batched_tma_shared_memory_bytes(stages)`` bytes. Faster where the loads bound the loop.
 
     Example::
 
@@ -439,6 +442,7 @@ class Matmul:
         self.store = _bind(_store, self)
         self.wait = _bind(_wait, self)
         self.batched = _bind(_batched, self)
+        self.batched_tma = _bind(_batched_tma, self)
 
     def _describe(self, name, shape, dtype, accumulator, arrangement, precision):
         """Check and keep what the product is, the block aside."""
@@ -487,6 +491,51 @@ class Matmul:
         """
         stages = _STAGES("Matmul.batched_shared_memory_bytes", stages)
         return stages * self.shared_memory_bytes + self.c_items * self._types[1].numpy.itemsize
+
+    def batched_tma_shared_memory_bytes(self, stages=2):
+        """The dynamic shared memory ``mm.batched_tma(..., stages=stages)`` takes: ``stages`` tiles of A and
+        of B (each a whole number of KiB, as TMA's swizzle wants them aligned), up to 1 KiB to align them,
+        C's stage and the buffers' barriers. Example::
+
+            import numba_tiles as tiles
+
+            mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
+            assert mm.batched_tma_shared_memory_bytes(3) == 1008 + 3 * 2 * 8192 + 64 * 72 * 4 + 3 * 8
+        """
+        stages = _STAGES("Matmul.batched_tma_shared_memory_bytes", stages)
+        tiles = sum(box[2] for box in self._tma_tiles("Matmul.batched_tma_shared_memory_bytes"))
+        return 1008 + stages * tiles + self.c_items * self._types[1].numpy.itemsize + stages * 8
+
+    def _tma_tiles(self, name):
+        """A's and B's tiles as TMA loads them: ``(box items, lines, bytes a buffer)`` each (tma_tile in
+        matmul.cuh), or a TilesError saying why TMA cannot."""
+        m, n, k = self.shape
+        itemsize = self._types[0].numpy.itemsize
+        if itemsize == 8:
+            raise ext.error(name, "TMA loads take 2- and 4-byte operands; float64 products with edges (m, n or k "
+                            "not the tile's) came out wrong on an H200", "use mm.batched for float64")
+        tiles = []
+        for operand, (rows, cols), order in (("A", (m, k), self.arrangement[0]), ("B", (k, n), self.arrangement[1])):
+            lines, line = (rows, cols) if order == "row_major" else (cols, rows)
+            if line * itemsize not in (32, 64) and line * itemsize % 128 or lines > 256:
+                raise ext.error(name, f"{operand}'s {rows} x {cols} {order} tile has lines of {line * itemsize} "
+                                f"bytes; TMA's swizzled boxes take lines of 32, 64 or a multiple of 128 bytes",
+                                "use mm.batched (cp.async copies), or a tile whose contiguous side is 32, 64 or "
+                                "a multiple of 128 bytes")
+            box = min(line * itemsize, 128) // itemsize
+            tiles.append((box, lines, -(-line * lines * itemsize // 1024) * 1024))
+        return tiles
+
+    def prepare_batched(self, a, b, stream=0):
+        """The device array ``pipe`` describing the 3-D device arrays ``a`` (count x m x k) and ``b``
+        (count x k x n) to the GPU's copy engine (TMA tensor maps), for ``mm.batched_tma``: made on the
+        host, needs a GPU of sm_90 or later. A's and B's strides: the arrangement's contiguous side
+        contiguous, the others multiples of 16 bytes, the data 16-byte aligned. Example::
+
+            pipe = MM.prepare_batched(a, b)       # a, b: device arrays
+            batched_kernel[blocks, MM.threads, 0, nbytes](pipe, c, 1.0, 0.0)
+        """
+        return _tensor_maps.prepare(self, a, b, stream)
 
     def _key(self):
         return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision)
@@ -625,6 +674,43 @@ def _batched_rule(name, args):
                      ("shared", args["shared"], None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
 
 
+def _batched_tma_rule(name, args):
+    mm = args["mm"]
+    ta, tc = mm._types
+    _hopper_or_later(name)
+    mm._tma_tiles(name)
+    pipe = args["pipe"]
+    if not (isinstance(pipe, types.Array) and pipe.ndim == 1 and pipe.dtype == types.uint8):
+        raise ext.error(name, f"pipe must be the uint8 array mm.prepare_batched(a, b) returned, got {pipe}",
+                        "pass pipe = mm.prepare_batched(a, b), made on the host, to the kernel")
+    td, result = mm._result(name, "c", _matrix(name, args, "c", ndim=3))
+    if not (isinstance(args["shared"], types.Array) and args["shared"].ndim == 1):
+        raise ext.error(name, f"shared must be a 1-D array, got {args['shared']}",
+                        "pass cuda.shared.array(0, uint8, alignment=16) and launch with "
+                        "mm.batched_tma_shared_memory_bytes(stages) bytes of dynamic shared memory")
+    ts = ext.element(name, "shared", args["shared"])
+    _scales(name, args)
+    template = mm._template("numba_tiles::matmul_batched_tma", Stages=args["stages"], TC=tc.cxx, PD=result,
+                            TD=td.cxx, TS=ts.cxx)
+    return Instance(name, MATMUL, template, types.none,
+                    (("pipe", pipe, None), ("c", args["c"], None), ("shared", args["shared"], None),
+                     ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
+
+
+def _hopper_or_later(name):
+    if _numba.simulator_enabled():
+        return
+    cc = _numba.target_flags()[0]
+    if cc < (9, 0):
+        raise ext.error(name, f"TMA copies need sm_90 or later; this kernel compiles for sm_{cc[0]}{cc[1]}",
+                        "use mm.batched (cp.async copies) on this GPU")
+
+
+@_declares({"stages": _STAGES}, _batched_tma_rule, simulator.matmul_batched_tma)
+def _batched_tma(pipe, c, shared, alpha=1.0, beta=0.0, *, stages=2):
+    """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for this block's share of the batch, A and B by TMA; see `Matmul`."""
+
+
 @_declares({"stages": _STAGES}, _batched_rule, simulator.matmul_batched)
 def _batched(a, b, c, shared, alpha=1.0, beta=0.0, *, stages=2):
     """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for this block's share of the batch; see `Matmul`."""
@@ -643,7 +729,7 @@ def _wait(pending=0):
 def _kernel_attribute(mm, name):
     """What ``mm.<name>`` is inside a kernel: a size (an int constant) or a bound intrinsic."""
     if name in ("a_items", "b_items", "c_items", "accumulator_items", "shared_memory_bytes", "threads", "load_a",
-                "load_b", "multiply", "store", "wait", "batched"):
+                "load_b", "multiply", "store", "wait", "batched", "batched_tma"):
         return getattr(mm, name)
     return None
 

@@ -514,6 +514,12 @@ def matmul_batched(instance, args):
     _by_first_thread(instance, args, work)
 
 
+def matmul_batched_tma(instance, args):
+    """Matmul.batched_tma: Matmul.batched over the A and B that prepare_batched kept (pipeline_prepare)."""
+    a, b = _pipes[int(np.asarray(args["pipe"][:8]).view(np.int64)[0])]
+    matmul_batched(instance, {**args, "a": a, "b": b})
+
+
 # The pipelined form (tiles.PipelineMatmul): prepare keeps A and B under a number that the pipe
 # array holds, and a tile is their float64 product over the whole K, stored as the GPU does.
 

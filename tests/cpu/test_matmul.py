@@ -275,9 +275,27 @@ def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
     assert tiles.shared_memory(kernel, signature)["total"] == 0
 
 
+def test_batched_tma_products_load_with_tma(tmp_path):
+    """examples/gemm.py's TMA batched kernel (fp16 64^3, fp16 C, 3 stages): the tiles come by TMA (UTMALDG)
+    counted on mbarriers (SYNCS), no cp.async; HMMA fed by LDSM from the swizzled boxes; C out in 16-byte
+    vectors; no local-memory loads; all its shared memory dynamic."""
+    mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
+    kernel = gemm.make_batched_gemm(mm, 3, tma=True)
+    signature = "void(uint8[::1], float16[:, :, ::1], float64, float64)"
+    code = sass(tiles.compile(kernel, signature, arch="sm_90"), tmp_path)
+    for instruction in ("UTMALDG.3D", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "HMMA.16816.F32",
+                        "LDSM.16", "STG.E.128"):
+        assert instruction in code, instruction
+    assert "LDGSTS" not in code and "LDL" not in code
+    assert kernel.shared_bytes == mm.batched_tma_shared_memory_bytes(3) == 1008 + 3 * 2 * 8192 + 64 * 72 * 4 + 24
+    assert tiles.shared_memory(kernel, signature)["total"] == 0
+
+
 BATCHED_KERNEL = """
 MM = tiles.Matmul((64, 64, 32), float16, block_dim=128)
-def kernel(a, b, c, a2, n):
+MM64 = tiles.Matmul((32, 32, 32), float64, block_dim=128)
+MM24 = tiles.Matmul((64, 64, 24), float16, block_dim=128)
+def kernel(a, b, c, a2, n, p):
     shared = cuda.shared.array(0, uint8, alignment=16)
     b32 = cuda.local.array((2, 2, 2), float32)
     c64 = cuda.local.array((2, 2, 2), float64)
@@ -294,6 +312,13 @@ def kernel(a, b, c, a2, n):
     ("MM.batched(a, b, c, shared, a2)", r"alpha must be a number"),
     ("MM.batched(a, b, c, shared, stages=1)", r"stages=1 is not supported"),
     ("MM.batched(a, b, c, shared, stages=n)", r"stages must be a compile-time constant"),
+    ("MM.batched_tma(a, c, shared)", r"pipe must be the uint8 array mm.prepare_batched\(a, b\) returned"),
+    ("MM.batched_tma(p, a2, shared)", r"c must be a 3-D array"),
+    ("MM.batched_tma(p, c64, shared)", r"c holds float64; this Matmul stores its float32 accumulator"),
+    ("MM.batched_tma(p, c, shared, stages=9)", r"stages=9 is not supported"),
+    ("MM64.batched_tma(p, c64, shared)", r"TMA loads take 2- and 4-byte operands.*Fix: use mm.batched"),
+    ("MM24.batched_tma(p, c, shared)", r"A's 64 x 24 row_major tile has lines of 48 bytes.*Fix: use mm.batched"),
+    ("MM.batched_tma(p, c, shared)@sm_80", r"TMA copies need sm_90 or later.*Fix: use mm.batched"),
 ])
 def test_batched_misuse_is_a_clear_compile_time_error(body, message):
     from numba.core.errors import TypingError
@@ -301,12 +326,13 @@ def test_batched_misuse_is_a_clear_compile_time_error(body, message):
 
     namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64,
                  "uint8": uint8}
+    body, _, arch = body.partition("@")
     exec(BATCHED_KERNEL.format(body=body), namespace)
     with pytest.raises(TypingError) as info:
         tiles.compile(namespace["kernel"], "void(float16[:, :, :], float16[:, :, :], float32[:, :, :], "
-                      "float16[:, :], int64)", arch="sm_90", output="ltoir")
+                      "float16[:, :], int64, uint8[::1])", arch=arch or "sm_90", output="ltoir")
     text = str(info.value)
-    assert "tiles.Matmul.batched:" in text and "Fix:" in text, text
+    assert re.search(r"tiles\.Matmul\.batched(_tma)?:", text) and "Fix:" in text, text
     assert re.search(message, text, re.S), text
 
 

@@ -10,6 +10,7 @@ precision's bound.
 import numpy as np
 import pytest
 from numba import cuda
+from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
 from examples import gemm
 
@@ -198,3 +199,54 @@ def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, r
     # one small product's own relative error is not bounded (its few sums may cancel)
     error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
     assert error < bound, f"{m}x{n}x{k} x {count}: relative error {error:.2e}"
+
+
+# Matmul.batched_tma: the same loop, A and B by TMA from tensor maps made on the host. (precision, tile,
+# block, stages, arrangement)
+TMA_PRECISIONS = [p for p in REGISTER_PRECISIONS if p[0] != "float64"]
+TMA_CASES = ([(p, (64, 64, 64), 128, 3, ("row_major", "row_major")) for p in TMA_PRECISIONS]
+             + [(p, (32, 64, 16), 128, 2, ("col_major", "row_major")) for p in TMA_PRECISIONS[::2]]
+             + [(p, (64, 32, 32), 64, 4, ("row_major", "col_major")) for p in TMA_PRECISIONS[1::2]]
+             + [(REGISTER_PRECISIONS[6], (128, 128, 64), 256, 3, ("col_major", "col_major"))])
+
+
+@pytest.mark.parametrize("precision,tile,block_dim,stages,arrangement", TMA_CASES, ids=str)
+@pytest.mark.parametrize("sizes", ["whole", "ragged"])
+def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arrangement, sizes, rng):
+    """Products of the tile's size, or smaller with a K that is not a multiple of the K-tile (TMA fills the
+    edges with zeros); A's and B's lines padded (a view of wider arrays), either arrangement; fewer blocks
+    than products."""
+    import numba_tiles as tiles
+
+    dtype, acc, named, out = precision
+    m, n, k = tile
+    if sizes == "ragged":
+        m, n = (int(rng.integers(1, v + 1)) for v in (m, n))
+        k = int(rng.integers(1, 4)) * k + int(rng.integers(1, k))
+    count = int(rng.integers(40, 90))
+    mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named, arrangement=arrangement)
+    a, b, c = (rng.standard_normal(shape).astype("float32") for shape in ((count, m, k), (count, k, n), (count, m, n)))
+    a, b = (gemm.bf16_bits(x) if named == "bf16" else x.astype(dtype) for x in (a, b))
+    c_in = gemm.bf16_bits(c) if out == "int16" else c.astype(out)
+
+    def lined(x, order):
+        """x on the device in ``order``, its lines padded to a multiple of 16 bytes plus 16 (a view)."""
+        lines = x if order == "row_major" else x.transpose(0, 2, 1)
+        step = 16 // x.itemsize
+        wide = np.zeros(lines.shape[:2] + (-(-lines.shape[2] // step) * step + step,), x.dtype)
+        wide[:, :, :lines.shape[2]] = lines
+        device = cuda.to_device(wide)
+        per_line, per_batch = wide.strides[1], wide.strides[0]
+        strides = (per_batch, per_line, x.itemsize) if order == "row_major" else (per_batch, x.itemsize, per_line)
+        return DeviceNDArray(x.shape, strides, x.dtype, gpu_data=device.gpu_data)
+
+    alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
+    d_a, d_b, d_c = lined(a, arrangement[0]), lined(b, arrangement[1]), cuda.to_device(c_in)
+    gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, tma=True), d_a, d_b, d_c, alpha, beta,
+                     blocks=int(rng.integers(1, count // 3)))
+    result = gemm.values(d_c.copy_to_host(), "bf16" if out == "int16" else None)
+    old = gemm.values(c_in, "bf16" if out == "int16" else None)
+    expected = alpha * np.einsum("imk,ikn->imn", gemm.values(a, named), gemm.values(b, named)) + beta * old
+    bound = max(BOUND_OF[out], BOUND.get(named, 0), BOUND_OF[acc])
+    error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
+    assert error < bound, f"{m}x{n}x{k} x {count}, {arrangement}: relative error {error:.2e}"

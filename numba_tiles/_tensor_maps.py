@@ -1,0 +1,74 @@
+"""TMA tensor maps of a batch's A and B for ``Matmul.batched_tma``, made on the host by the CUDA driver.
+
+The ``pipe`` array holds A's and B's ``CUtensorMap`` (128 bytes each, 64-byte aligned), then the batch's
+count, m, k and n (int64): ``batched_maps`` in ``lto_libs/matmul.cuh``. A map describes its array as 3-D
+(the arrangement's contiguous side, the other side, the batch) with boxes of one tile's lines, at most
+128 bytes of each, swizzled as ``tma_tile`` lays them out.
+"""
+
+import numpy as np
+
+from . import _numba, extending as ext, simulator
+
+_SWIZZLE = {32: "CU_TENSOR_MAP_SWIZZLE_32B", 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
+_DATA_TYPE = {2: "CU_TENSOR_MAP_DATA_TYPE_UINT16", 4: "CU_TENSOR_MAP_DATA_TYPE_UINT32",
+              8: "CU_TENSOR_MAP_DATA_TYPE_FLOAT64"}
+
+
+def prepare(mm, a, b, stream=0):
+    """``pipe`` for ``mm.batched_tma`` over the 3-D device arrays ``a`` and ``b``; see `Matmul.prepare_batched`."""
+    name = "Matmul.prepare_batched"
+    tiles = mm._tma_tiles(name)
+    for param, array in (("a", a), ("b", b)):
+        if getattr(array, "ndim", None) != 3 or str(array.dtype) != mm.dtype:
+            raise ext.error(name, f"{param} must be a 3-D array of {mm.dtype}, got {getattr(array, 'dtype', '')} "
+                            f"{getattr(array, 'shape', array)!r}", f"pass a 3-D device array of {mm.dtype}")
+    (count, m, k), (b_count, b_k, n) = a.shape, b.shape
+    if (count, k) != (b_count, b_k):
+        raise ext.error(name, f"A is {a.shape} and B {b.shape}; they must be count x m x k and count x k x n",
+                        "pass A and B of one batch, A's columns B's rows")
+    if 0 in a.shape or 0 in b.shape:
+        raise ext.error(name, f"A is {a.shape} and B {b.shape}: TMA cannot describe an empty array",
+                        "skip the launch, or use mm.batched, which takes empty ones")
+    if _numba.simulator_enabled():
+        return simulator.pipeline_prepare(a, b)
+    maps = [_tensor_map(name, param, array, order, tile)
+            for param, array, order, tile in zip("ab", (a, b), mm.arrangement, tiles)]
+    host = np.zeros(256 + 32, np.uint8)
+    host[:128], host[128:256] = maps
+    host[256:].view(np.int64)[:] = (count, m, k, n)
+    from numba import cuda
+
+    return cuda.to_device(host, stream=stream)
+
+
+def _tensor_map(name, param, array, order, tile):
+    """The 128 bytes of ``array``'s CUtensorMap with boxes of ``tile`` = (box items, lines, _)."""
+    from cuda.bindings import driver
+
+    itemsize = array.dtype.itemsize
+    strides = [s // itemsize for s in array.strides]
+    inner, outer = (2, 1) if order == "row_major" else (1, 2)
+    data = array.__cuda_array_interface__["data"][0]
+    lined = array.strides[outer] > 0 and array.strides[outer] % 16 == 0 and (
+        array.shape[0] == 1 or array.strides[0] > 0 and array.strides[0] % 16 == 0)
+    if strides[inner] != 1 or data % 16 or not lined:
+        raise ext.error(name, f"{param} ({array.shape}, strides {array.strides} bytes) is not {order} with its other "
+                        "strides multiples of 16 bytes and 16-byte aligned data, as TMA needs",
+                        f"pass a {order} array whose lines start every multiple of {16 // itemsize} items (pad it, "
+                        "then take a view of the part you use), or use mm.batched")
+    box, lines, _ = tile
+    dims = [array.shape[inner], array.shape[outer], array.shape[0]]
+    byte_strides = [array.strides[outer], array.strides[0] if array.shape[0] > 1 else array.strides[outer] * dims[1]]
+    u64, u32 = ([kind(x) for x in values] for kind, values in ((driver.cuuint64_t, dims + byte_strides),
+                                                              (driver.cuuint32_t, [box, lines, 1, 1, 1, 1])))
+    err, tensor_map = driver.cuTensorMapEncodeTiled(
+        getattr(driver.CUtensorMapDataType, _DATA_TYPE[itemsize]), 3, data, u64[:3], u64[3:], u32[:3], u32[3:],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(driver.CUtensorMapSwizzle, _SWIZZLE[box * itemsize]),
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise ext.error(name, f"the CUDA driver could not describe {param} ({array.shape}, strides {array.strides} "
+                        f"bytes) to TMA: {err.name}", "use mm.batched (cp.async copies) for this array")
+    return np.array(tensor_map.opaque, np.uint64).view(np.uint8)
