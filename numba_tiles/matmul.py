@@ -653,6 +653,18 @@ def _store_rule(name, args):
     return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none, params)
 
 
+def _batched_c_and_shared(name, args, nbytes):
+    """Check ``c``, ``shared`` (whose size ``mm.<nbytes>(stages)`` gives), ``alpha`` and ``beta`` of a batched
+    call; their template arguments."""
+    td, result = args["mm"]._result(name, "c", _matrix(name, args, "c", ndim=3))
+    if not (isinstance(args["shared"], types.Array) and args["shared"].ndim == 1):
+        raise ext.error(name, f"shared must be a 1-D array, got {args['shared']}",
+                        "pass cuda.shared.array(0, uint8, alignment=16) and launch with "
+                        f"mm.{nbytes}(stages) bytes of dynamic shared memory")
+    _scales(name, args)
+    return {"PD": result, "TD": td.cxx, "TS": ext.element(name, "shared", args["shared"]).cxx}
+
+
 def _batched_rule(name, args):
     mm = args["mm"]
     ta, tc = mm._types
@@ -660,15 +672,8 @@ def _batched_rule(name, args):
         raise ext.error(name, f"a holds {args['a'].dtype}; this Matmul multiplies {mm.dtype}",
                         f"pass A and B of {mm.dtype}")
     _matrix(name, args, "b", like=("a", ta), ndim=3)
-    td, result = mm._result(name, "c", _matrix(name, args, "c", ndim=3))
-    if not (isinstance(args["shared"], types.Array) and args["shared"].ndim == 1):
-        raise ext.error(name, f"shared must be a 1-D array, got {args['shared']}",
-                        "pass cuda.shared.array(0, uint8, alignment=16) and launch with "
-                        "mm.batched_shared_memory_bytes(stages) bytes of dynamic shared memory")
-    ts = ext.element(name, "shared", args["shared"])
-    _scales(name, args)
-    template = mm._template("numba_tiles::matmul_batched", Stages=args["stages"], T=ta.cxx, TC=tc.cxx, PD=result,
-                            TD=td.cxx, TS=ts.cxx)
+    template = mm._template("numba_tiles::matmul_batched", Stages=args["stages"], T=ta.cxx, TC=tc.cxx,
+                            **_batched_c_and_shared(name, args, "batched_shared_memory_bytes"))
     return Instance(name, MATMUL, template, types.none,
                     (("a", args["a"], None), ("b", args["b"], None), ("c", args["c"], None),
                      ("shared", args["shared"], None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
@@ -683,15 +688,8 @@ def _batched_tma_rule(name, args):
     if not (isinstance(pipe, types.Array) and pipe.ndim == 1 and pipe.dtype == types.uint8):
         raise ext.error(name, f"pipe must be the uint8 array mm.prepare_batched(a, b) returned, got {pipe}",
                         "pass pipe = mm.prepare_batched(a, b), made on the host, to the kernel")
-    td, result = mm._result(name, "c", _matrix(name, args, "c", ndim=3))
-    if not (isinstance(args["shared"], types.Array) and args["shared"].ndim == 1):
-        raise ext.error(name, f"shared must be a 1-D array, got {args['shared']}",
-                        "pass cuda.shared.array(0, uint8, alignment=16) and launch with "
-                        "mm.batched_tma_shared_memory_bytes(stages) bytes of dynamic shared memory")
-    ts = ext.element(name, "shared", args["shared"])
-    _scales(name, args)
-    template = mm._template("numba_tiles::matmul_batched_tma", Stages=args["stages"], TC=tc.cxx, PD=result,
-                            TD=td.cxx, TS=ts.cxx)
+    template = mm._template("numba_tiles::matmul_batched_tma", Stages=args["stages"], TC=tc.cxx,
+                            **_batched_c_and_shared(name, args, "batched_tma_shared_memory_bytes"))
     return Instance(name, MATMUL, template, types.none,
                     (("pipe", pipe, None), ("c", args["c"], None), ("shared", args["shared"], None),
                      ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))

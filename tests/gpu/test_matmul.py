@@ -191,14 +191,20 @@ def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, r
     d_a, d_b, d_c = cuda.to_device(wide)[:, :, 1:k + 1], cuda.to_device(b), cuda.to_device(c_in)
     gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages), d_a, d_b, d_c, alpha, beta,
                      blocks=int(rng.integers(1, count // 3)))
+    check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}")
+
+
+def check_batched(d_c, c_in, a, b, alpha, beta, precision, case):
+    """The batched kernel's C against float64 NumPy, over the whole batch (a product left out would count for
+    about 1/count of it, far over the bound; one small product's own relative error is not bounded: its few
+    sums may cancel)."""
+    _, acc, named, out = precision
     result = gemm.values(d_c.copy_to_host(), "bf16" if out == "int16" else None)
     old = gemm.values(c_in, "bf16" if out == "int16" else None)
     expected = alpha * np.einsum("imk,ikn->imn", gemm.values(a, named), gemm.values(b, named)) + beta * old
     bound = max(BOUND_OF[out], BOUND.get(named, 0), BOUND_OF[acc])
-    # over the whole batch (a product left out would count for about 1/count of it, far over the bound);
-    # one small product's own relative error is not bounded (its few sums may cancel)
     error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
-    assert error < bound, f"{m}x{n}x{k} x {count}: relative error {error:.2e}"
+    assert error < bound, f"{case}: relative error {error:.2e}"
 
 
 # Matmul.batched_tma: the same loop, A and B by TMA from tensor maps made on the host. (precision, tile,
@@ -244,9 +250,4 @@ def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arra
     d_a, d_b, d_c = lined(a, arrangement[0]), lined(b, arrangement[1]), cuda.to_device(c_in)
     gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, tma=True), d_a, d_b, d_c, alpha, beta,
                      blocks=int(rng.integers(1, count // 3)))
-    result = gemm.values(d_c.copy_to_host(), "bf16" if out == "int16" else None)
-    old = gemm.values(c_in, "bf16" if out == "int16" else None)
-    expected = alpha * np.einsum("imk,ikn->imn", gemm.values(a, named), gemm.values(b, named)) + beta * old
-    bound = max(BOUND_OF[out], BOUND.get(named, 0), BOUND_OF[acc])
-    error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
-    assert error < bound, f"{m}x{n}x{k} x {count}, {arrangement}: relative error {error:.2e}"
+    check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}, {arrangement}")
