@@ -407,12 +407,6 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
 // (numba_tiles.Matmul.tensor_maps), copied into shared memory by one instruction, zeros past the
 // tensor's edges, its completion counted in bytes on an mbarrier.
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-inline constexpr bool tma_copies = true;
-#else
-inline constexpr bool tma_copies = false;
-#endif
-
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
