@@ -60,11 +60,11 @@ def shared_kernel(size, dtype, accumulator, block_dim, alignment=None):
     return batched
 
 
-def batched_kernel(tile, dtype, accumulator, block_dim, precision, stages, tma=False):
-    """`Matmul.batched` or `Matmul.batched_tma` (examples/gemm.py's `make_batched_gemm`): the whole
-    persistent loop in one call."""
+def batched_kernel(tile, dtype, accumulator, block_dim, precision, stages, tma=False, out=None):
+    """`Matmul.batched` or `Matmul.batched_tma` (examples/gemm.py's `make_batched_gemm`) for a C of ``out``: the
+    whole persistent loop in one call."""
     mm = tiles.Matmul(tile, dtype, accumulator=accumulator, block_dim=block_dim, precision=precision)
-    kernel = gemm.make_batched_gemm(mm, stages, tma)
+    kernel = gemm.make_batched_gemm(mm, stages, tma, out)
     kernel.mm = mm
     return kernel
 
@@ -227,9 +227,11 @@ def main():
     # Matmul.batched (tile, block_dim, stages) per size: the 64^3 cases are bound by memory, so the
     # stages are what keeps loads in flight; at 128^3 a K-tile of 32 leaves room for more stages.
     batched = {64: [((64, 64, 64), 128, 2), ((64, 64, 64), 128, 3), ((64, 64, 64), 128, 4), ((64, 64, 32), 128, 3),
-                    ((64, 64, 32), 128, 4), ((64, 64, 32), 128, 6), ((64, 64, 64), 256, 3)],
+                    ((64, 64, 64), 128, 6), ((64, 64, 32), 128, 4), ((64, 64, 32), 128, 6), ((64, 64, 32), 128, 10),
+                    ((64, 64, 32), 128, 12), ((64, 64, 64), 256, 3)],
                128: [((128, 128, 32), 256, 4), ((128, 128, 32), 256, 6), ((128, 128, 32), 256, 8),
-                     ((128, 128, 64), 256, 3), ((128, 128, 64), 128, 3)]}
+                     ((128, 128, 32), 256, 10), ((128, 128, 64), 256, 5),
+                     ((128, 128, 64), 256, 2), ((128, 128, 64), 256, 3), ((128, 128, 64), 128, 3)]}
     # the best of the kernel's own loop of load/multiply/store (register form) last time: (block_dim,
     # K-tile, products a block, C through shared memory, stages)
     register = {64: (128, 64, 8, True, 2), 128: (256, 64, 2, True, 3)}
@@ -240,10 +242,10 @@ def main():
         for tile, block_dim, stages in batched[size]:
             mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=precision)
             for tma in (False, True):
-                nbytes = (mm.batched_tma_shared_memory_bytes if tma else mm.batched_shared_memory_bytes)(stages)
+                nbytes = (mm.batched_tma_shared_memory_bytes if tma else mm.batched_shared_memory_bytes)(stages, out)
                 if nbytes <= 227 * 1024:  # Hopper's opt-in limit a block
                     variants.append((f"batched{' TMA' if tma else ''}, K-tile {tile[2]} x {stages}, {block_dim}",
-                                     ("batched", (tile, dtype, acc, block_dim, precision, stages, tma))))
+                                     ("batched", (tile, dtype, acc, block_dim, precision, stages, tma, out))))
         block_dim, k_tile, per_block, staged, stages = register[size]
         if not args.batched_only:
             variants.append((f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
@@ -253,7 +255,7 @@ def main():
             variants.append(("shared C, 128, aligned", ("shared", (size, dtype, acc, 128, 16))))
         tma_arrays = f"void(uint8[::1], {out}[:, :, ::1]"
         variants = [v for v in variants if args.only in v[0]]
-        jobs += [(*factory, (tma_arrays if factory[1][-1] is True else arrays)
+        jobs += [(*factory, (tma_arrays if factory[0] == "batched" and factory[1][6] else arrays)
                   + (", float64, float64)" if factory[0] == "batched" else ")")) for _, factory in variants]
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []

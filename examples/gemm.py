@@ -155,37 +155,40 @@ def run_hopper(mm, gemm, a, b, c, alpha, beta):
     return launch
 
 
-def make_batched_gemm(mm, stages=2, tma=False):
+def make_batched_gemm(mm, stages=2, tma=False, c=None):
     """Batched small GEMMs with `tiles.Matmul` ``mm``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for 3-D
     ``a``, ``b``, ``c``, each product at most ``mm``'s M x N (any K). One call: `Matmul.batched` is the
     whole persistent loop, ``stages`` K-tiles of A and B loading ahead of the product. ``tma=True``:
-    `Matmul.batched_tma`, A and B loaded by the copy engine from tensor maps made on the host (sm_90)."""
+    `Matmul.batched_tma`, A and B loaded by the copy engine from tensor maps made on the host (sm_90).
+    ``c``: C's dtype, when known (a 16-bit C of a float32 accumulator takes less shared memory)."""
     if tma:
         @cuda.jit
         def batched(pipe, c, alpha, beta):
             shared = cuda.shared.array(0, types.uint8, alignment=ALIGNED)
             mm.batched_tma(pipe, c, shared, alpha, beta, stages=stages)
 
-        batched.shared_bytes = mm.batched_tma_shared_memory_bytes(stages)
+        batched.shared_bytes = mm.batched_tma_shared_memory_bytes(stages, c)
     else:
         @cuda.jit
         def batched(a, b, c, alpha, beta):
             shared = cuda.shared.array(0, types.uint8, alignment=ALIGNED)
             mm.batched(a, b, c, shared, alpha, beta, stages=stages)
 
-        batched.shared_bytes = mm.batched_shared_memory_bytes(stages)
+        batched.shared_bytes = mm.batched_shared_memory_bytes(stages, c)
     batched.tma = tma
     return batched
 
 
 def run_batched(mm, batched, a, b, c, alpha, beta, blocks=None):
-    """Launch a `make_batched_gemm` kernel on device arrays with ``blocks`` blocks (by default as many as fit on
-    the GPU at once, at most one a product); returns a function that launches it again (a TMA kernel's tensor
-    maps made once: the same A and B)."""
+    """Launch a `make_batched_gemm` kernel on device arrays with ``blocks`` blocks; returns a function that
+    launches it again (a TMA kernel's tensor maps made once: the same A and B). By default as many as fit on
+    the GPU at once, then as few as give each block the same number of products: with 4096 products and
+    132 blocks, 4 blocks would do a 32nd product while the GPU idles; 128 blocks do 32 each."""
     shared = batched.shared_bytes
     args = (mm.prepare_batched(a, b), c, alpha, beta) if batched.tma else (a, b, c, alpha, beta)
     if blocks is None:
-        blocks = min(a.shape[0], resident_blocks(batched, mm.threads, shared, *args))
+        per_block = -(-a.shape[0] // resident_blocks(batched, mm.threads, shared, *args))
+        blocks = -(-a.shape[0] // per_block)
     else:
         tiles.allow_dynamic_shared_memory(batched, shared, *args)
 

@@ -317,32 +317,95 @@ __device__ __forceinline__ void matmul_store(array_ref<TC> acc, matrix_ref<TD> d
 template <int N, typename TC>
 inline constexpr int stage_pitch = N + 32 / sizeof(TC);
 
-// The same through `stage`, a shared array of CItemsStaged accumulator items: the block writes
-// alpha acc into it (rows of stage_pitch items, so that a warp's writes do not collide in banks),
-// then moves it to dst in 16-byte vectors of the stage (rows of dst contiguous and aligned, the
-// tile inside dst), reading dst only when beta != 0; item by item otherwise. Ends with a barrier,
+// Matmul.batched's stage holds C's own items (TD) when they are narrower than the accumulator's:
+// the block rounds its results before staging them, and the stage takes half the bytes (a fifth
+// block an SM for fp16 64^3 tiles). Its rows are then padded by 16 bytes (32-bit writes of 8 rows
+// an access in distinct banks). numba_tiles.Matmul._batched_stage_bytes mirrors both.
+template <typename TC, typename TD>
+using batched_stage = cuda::std::conditional_t<(sizeof(TD) < sizeof(TC)), TD, TC>;
+template <int N, typename TC, typename TS>
+inline constexpr int staged_pitch = sizeof(TS) < sizeof(TC) ? N + 16 / static_cast<int>(sizeof(TS)) : stage_pitch<N, TC>;
+
+// The M x N tile of dst at (row0, col0) into the shared `staged` (rows of LD items, 16-byte
+// aligned) by the block's threads, zeros outside dst: in 16-byte vectors where the tile
+// lies inside dst in aligned rows, item by item otherwise.
+template <int M, int N, int BX, int BY, int BZ, int LD, typename TD>
+__device__ __forceinline__ void staged_tile_in(const matrix_ref<TD>& dst, long long row0, long long col0, TD* staged) {
+  constexpr int W = 16 / sizeof(TD), Threads = BX * BY * BZ;
+  const int t = thread_rank<BX, BY>();
+  if (N % W == 0 && LD % W == 0 && row0 >= 0 && col0 >= 0 && row0 + M <= dst.rows && col0 + N <= dst.cols &&
+      dst.col_stride == 1 && dst.row_stride % W == 0 && col0 % W == 0 &&
+      reinterpret_cast<unsigned long long>(dst.data) % 16 == 0) {
+    struct alignas(16) vector { TD item[W]; };
+    const TD* const corner = &dst(row0, col0);
+#pragma unroll 1  // (the accumulator is live here: one vector in flight at a time keeps registers for it)
+    for (int i = t; i < M * N / W; i += Threads) {
+      const int r = i / (N / W), col = i % (N / W) * W;
+      *reinterpret_cast<vector*>(staged + r * LD + col) =
+          *reinterpret_cast<const vector*>(corner + r * dst.row_stride + col);
+    }
+  } else {
+#pragma unroll 1
+    for (int i = t; i < M * N; i += Threads) {
+      const long long r = row0 + i / N, col = col0 + i % N;
+      staged[i / N * LD + i % N] = r >= 0 && r < dst.rows && col >= 0 && col < dst.cols ? dst(r, col) : TD{};
+    }
+  }
+}
+
+// The same through `stage`, a shared array of the stage's items TS: the block writes alpha acc
+// into it (rows of staged_pitch items, so that a warp's writes do not collide in banks), then moves
+// it to dst in 16-byte vectors of the stage (rows of dst contiguous and aligned, the tile inside
+// dst), reading dst only when beta != 0; item by item otherwise. TS is the accumulator's type TC,
+// or dst's TD when narrower (Matmul.batched): each thread then finishes its own items (alpha acc +
+// beta dst, rounded once to PD) before staging them, and the move is a copy. Ends with a barrier,
 // so the stage may be refilled (Reused = false: none; the caller's next barrier comes first).
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, typename TC, typename PD, typename TD, bool Reused = true>
+          int AItems, int BItems, int CItems, typename TC, typename PD, typename TD, bool Reused = true,
+          typename TS = TC>
 __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_ref<TD> dst, long long row0,
-                                                    long long col0, TC alpha, TC beta, array_ref<TC> stage) {
+                                                    long long col0, TC alpha, TC beta, array_ref<TS> stage) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   static_assert(sizeof(PD) == sizeof(TD), "the result's storage must match its precision");
-  constexpr int V = 16 / sizeof(TC), LD = stage_pitch<N, TC>;
+  constexpr bool rounded = !cuda::std::is_same_v<TS, TC>;
+  static_assert(!rounded || cuda::std::is_same_v<TS, TD>, "a stage holds the accumulator's items or dst's");
+  constexpr int V = 16 / sizeof(TS), LD = staged_pitch<N, TC, TS>;
   check_launch<BX, BY, BZ>("Matmul.store");
-  TC* const staged = shared_tile<M * LD>(stage);
+  TS* const staged = shared_tile<M * LD>(stage);
   const auto partitioner = BLAS::suggest_partitioner();
   auto c = accumulator<BLAS>(acc, CItems);
-  if constexpr (sizeof(TC) >= 4) {
+  // A static layout, so that cuBLASDx's copy knows which items are adjacent (vector stores).
+  const auto stage_layout = cute::make_layout(cute::Shape<cute::Int<M>, cute::Int<N>>{},
+                                              cute::Stride<cute::Int<LD>, cute::_1>{});
+  if constexpr (rounded) {
+    auto stage_tensor = cublasdx::make_tensor(cute::make_smem_ptr(reinterpret_cast<PD*>(staged)), stage_layout);
+    auto result = cute::make_fragment_like<PD>(c);
+    if (beta != TC(0)) {
+      // dst's old tile into the stage (coalesced), each thread's items of it into registers, to
+      // be blended there: the result is rounded once, and a loop of per-item global reads would
+      // hold each item's address in registers.
+      staged_tile_in<M, N, BX, BY, BZ, LD>(dst, row0, col0, staged);
+      __syncthreads();
+      cublasdx::copy_fragment<16>(stage_tensor, result, partitioner);
+    }
+#pragma unroll
+    for (int i = 0; i < CItems; ++i) {
+      TC value = alpha * static_cast<TC>(c(i));
+      if (beta != TC(0)) {
+        value += beta * static_cast<TC>(result(i));
+      }
+      result(i) = static_cast<PD>(value);
+    }
+    // (each thread writes the stage's items it read: no barrier between)
+    cublasdx::copy_fragment<16>(result, stage_tensor, partitioner);
+  } else if constexpr (sizeof(TC) >= 4) {
     auto scaled = cute::make_fragment_like(c);
 #pragma unroll
     for (int i = 0; i < CItems; ++i) {
       scaled(i) = alpha * c(i);
     }
-    // A static layout, so that cuBLASDx's copy knows which items are adjacent (vector stores).
     auto stage_tensor = cublasdx::make_tensor(
-        cute::make_smem_ptr(reinterpret_cast<typename BLAS::c_value_type*>(staged)),
-        cute::make_layout(cute::Shape<cute::Int<M>, cute::Int<N>>{}, cute::Stride<cute::Int<LD>, cute::_1>{}));
+        cute::make_smem_ptr(reinterpret_cast<typename BLAS::c_value_type*>(staged)), stage_layout);
     cublasdx::copy_fragment<16>(scaled, stage_tensor, partitioner);
   } else {
     // A half-precision accumulator item by item: with cuBLASDx 0.4's fragment copy here, the
@@ -361,42 +424,66 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
   const bool inside = row0 >= 0 && col0 >= 0 && row0 + M <= dst.rows && col0 + N <= dst.cols;
   // W items a store: 16 bytes of dst (two chunks of the stage for a 16-bit C of a 32-bit accumulator).
   constexpr int W = 16 / sizeof(TD) > V ? 16 / sizeof(TD) : V;
-  if (N % W == 0 && inside && dst.col_stride == 1 && dst.row_stride % W == 0 && col0 % W == 0 &&
-      reinterpret_cast<unsigned long long>(dst.data) % (W * sizeof(TD)) == 0) {
-    struct alignas(W * sizeof(TD)) vector { TD item[W]; };
-    struct alignas(16) chunk { TC item[V]; };
-    for (int i = t; i < M * N / W; i += threads) {
-      const int r = i / (N / W), col = i % (N / W) * W;
-      vector* out = reinterpret_cast<vector*>(&dst(row0 + r, col0 + col));
-      const vector old = beta != TC(0) ? *out : vector{};
-      chunk in[W / V];
-      const bool swapped = W / V == 2 && (i >> 2) & 1;
-#pragma unroll
-      for (int h = 0; h < W / V; ++h) {
-        // Of two chunks, threads 4-7 of each 8 read their second first: a quarter warp's 16-byte reads
-        // then fall in distinct banks. (Swapped back below: a run-time index would put `in` in local memory.)
-        in[h] = *reinterpret_cast<const chunk*>(staged + r * LD + col + (swapped ? 1 - h : h) * V);
-      }
-      if (swapped) {
-        cuda::std::swap(in[0], in[W / V - 1]);
-      }
-      vector result;
-#pragma unroll
-      for (int j = 0; j < W; ++j) {
-        result.item[j] = blend<PD>(in[j / V].item[j % V], beta, old.item[j]);
-      }
-      *out = result;
+  // The stage's item as dst stores it; `old` read only when Blend (beta != 0 with an unrounded stage).
+  const auto finish = [&](auto with_old, TS item, const TD& old) {
+    if constexpr (rounded) {
+      return item;
+    } else if constexpr (decltype(with_old)::value) {
+      return blend<PD>(item, beta, old);
+    } else {
+      return cuda::std::bit_cast<TD>(static_cast<PD>(item));
     }
-  } else {
+  };
+  // (Each loop twice, with and without dst's old items: a loop for beta == 0 carries no predicated
+  // reads and conversions of them.)
+  const auto move = [&](auto with_old) {
+    constexpr bool Blend = decltype(with_old)::value;
+    if (N % W == 0 && inside && dst.col_stride == 1 && dst.row_stride % W == 0 && col0 % W == 0 &&
+        reinterpret_cast<unsigned long long>(dst.data) % (W * sizeof(TD)) == 0) {
+      struct alignas(W * sizeof(TD)) vector { TD item[W]; };
+      struct alignas(16) chunk { TS item[V]; };
+      TD* const corner = &dst(row0, col0);
+      for (int i = t; i < M * N / W; i += threads) {
+        const int r = i / (N / W), col = i % (N / W) * W;
+        vector* out = reinterpret_cast<vector*>(corner + r * dst.row_stride + col);
+        vector old{};
+        if constexpr (Blend) {
+          old = *out;
+        }
+        chunk in[W / V];
+        const bool swapped = W / V == 2 && (i >> 2) & 1;
+#pragma unroll
+        for (int h = 0; h < W / V; ++h) {
+          // Of two chunks, threads 4-7 of each 8 read their second first: a quarter warp's 16-byte reads
+          // then fall in distinct banks. (Swapped back below: a run-time index would put `in` in local memory.)
+          in[h] = *reinterpret_cast<const chunk*>(staged + r * LD + col + (swapped ? 1 - h : h) * V);
+        }
+        if (swapped) {
+          cuda::std::swap(in[0], in[W / V - 1]);
+        }
+        vector result;
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          result.item[j] = finish(with_old, in[j / V].item[j % V], old.item[j]);
+        }
+        *out = result;
+      }
+    } else {
 #pragma unroll 1
-    for (int i = t; i < M * N; i += threads) {
-      const int r = i / N, col = i % N;
-      const long long gr = row0 + r, gc = col0 + col;
-      if (gr >= 0 && gr < dst.rows && gc >= 0 && gc < dst.cols) {
-        TD& out = dst(gr, gc);
-        out = blend<PD>(staged[r * LD + col], beta, out);
+      for (int i = t; i < M * N; i += threads) {
+        const int r = i / N, col = i % N;
+        const long long gr = row0 + r, gc = col0 + col;
+        if (gr >= 0 && gr < dst.rows && gc >= 0 && gc < dst.cols) {
+          TD& out = dst(gr, gc);
+          out = finish(with_old, staged[r * LD + col], Blend ? out : TD{});
+        }
       }
     }
+  };
+  if (!rounded && beta != TC(0)) {
+    move(cuda::std::true_type{});
+  } else {
+    move(cuda::std::false_type{});
   }
   if constexpr (Reused) {
     __syncthreads();
@@ -505,10 +592,12 @@ template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA,
           int AItems, int BItems, int CItems, int Stages, class LayoutA, class LayoutB, int ItemsA, int ItemsB,
           typename PD, typename T, typename TC, typename TD, class Pipe>
 __device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long long k, T* tiles_a, T* tiles_b,
-                                             TC* stage, const batch_ref<TD>& c, TC alpha, TC beta) {
+                                             batched_stage<TC, TD>* stage, const batch_ref<TD>& c, TC alpha,
+                                             TC beta) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
+  using Staged = batched_stage<TC, TD>;
   static_assert(Stages >= 2, "a pipeline needs two stages or more");
-  constexpr int StageItems = M * stage_pitch<N, TC>;
+  constexpr int StageItems = M * staged_pitch<N, TC, Staged>;
   const long long blocks = static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
   const long long block = blockIdx.x + gridDim.x * (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
   const int ksteps = k > K ? static_cast<int>((k + K - 1) / K) : 1;  // K = 0: one step of zeros
@@ -559,8 +648,8 @@ __device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long l
     }
     if (++kstep == ksteps) {
       // (no barrier after the store: the next step's comes before the stage is written again)
-      matmul_store_staged<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, TC, PD, TD, false>(
-          acc, c[item], 0, 0, alpha, beta, array_ref<TC>{stage, StageItems, 1});
+      matmul_store_staged<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, TC, PD, TD, false, Staged>(
+          acc, c[item], 0, 0, alpha, beta, array_ref<Staged>{stage, StageItems, 1});
       kstep = 0;
       item += blocks;
     }
@@ -609,8 +698,9 @@ __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, b
   static_assert(AItems * sizeof(T) % 16 == 0 && BItems * sizeof(T) % 16 == 0, "tiles of whole 16-byte vectors");
   check_launch<BX, BY, BZ>("Matmul.batched");
   check_batch<M, N>(a.count, a.rows, a.cols, b.count, b.rows, b.cols, c.count, c.rows, c.cols);
+  using Staged = batched_stage<TC, TD>;
   check_batched_shared(shared, Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
-                                   M * stage_pitch<N, TC> * static_cast<long long>(sizeof(TC)));
+                                   M * staged_pitch<N, TC, Staged> * static_cast<long long>(sizeof(Staged)));
   T* const tiles_a = reinterpret_cast<T*>(__builtin_assume_aligned(shared.data, 16));
   T* const tiles_b = tiles_a + Stages * AItems;
   struct {
@@ -630,7 +720,7 @@ __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, b
   } pipe{a, b, tiles_a, tiles_b};
   batched_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages,
                decltype(BLAS::suggest_layout_smem_a().layout), decltype(BLAS::suggest_layout_smem_b().layout), AItems,
-               BItems, PD>(pipe, a.count, a.cols, tiles_a, tiles_b, reinterpret_cast<TC*>(tiles_b + Stages * BItems), c,
+               BItems, PD>(pipe, a.count, a.cols, tiles_a, tiles_b, reinterpret_cast<Staged*>(tiles_b + Stages * BItems), c,
                        alpha, beta);
   cute::cp_async_wait<0>();  // (only empty groups remain; a kernel may reuse the buffers after the call)
   __syncthreads();
@@ -666,7 +756,8 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
   using TileA = tma_tile<M, K, RowA, T>;
   using TileB = tma_tile<K, N, RowB, T>;
   static_assert(TileA::tma && TileB::tma, "numba_tiles refuses these tiles for TMA at typing");
-  constexpr long long StageBytes = M * stage_pitch<N, TC> * static_cast<long long>(sizeof(TC));
+  using Staged = batched_stage<TC, TD>;
+  constexpr long long StageItems = M * staged_pitch<N, TC, Staged>;
   check_launch<BX, BY, BZ>("Matmul.batched");
   const batched_maps* const pipe = reinterpret_cast<const batched_maps*>(maps.data);
   if (maps.size < static_cast<long long>(sizeof(batched_maps)) || maps.stride != 1 ||
@@ -677,12 +768,12 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
     fail();
   }
   check_batch<M, N>(pipe->count, pipe->m, pipe->k, pipe->count, pipe->k, pipe->n, c.count, c.rows, c.cols);
-  check_batched_shared(shared, 1008 + Stages * (TileA::bytes + TileB::bytes) + StageBytes + Stages * 8);
+  check_batched_shared(shared, 1008 + Stages * (TileA::bytes + TileB::bytes) + StageItems * sizeof(Staged) + Stages * 8);
   const unsigned base = shared_address(shared.data);
   T* const tiles_a = reinterpret_cast<T*>(reinterpret_cast<char*>(shared.data) + ((base + 1023) / 1024 * 1024 - base));
   T* const tiles_b = tiles_a + Stages * TileA::items;
-  TC* const stage = reinterpret_cast<TC*>(tiles_b + Stages * TileB::items);
-  unsigned long long* const barriers = reinterpret_cast<unsigned long long*>(stage + M * stage_pitch<N, TC>);
+  Staged* const stage = reinterpret_cast<Staged*>(tiles_b + Stages * TileB::items);
+  unsigned long long* const barriers = reinterpret_cast<unsigned long long*>(stage + StageItems);
   const bool leader = thread_rank<BX, BY>() == 0;
   if (leader) {
     for (int s = 0; s < Stages; ++s) {

@@ -112,11 +112,13 @@ def _cxx(value):
     return value
 
 
-# A template's parameter list, then what it declares: an alias, a struct (union, class), or a function
-# (whose return type may hold <...> and whose name comes just before its parameter list).
+# A template's parameter list, then what it declares: an alias, a struct (union, class), a variable, or a
+# function (whose return type may hold <...> and whose name comes just before its parameter list).
 _TEMPLATE = re.compile(
     r"template\s*<(?P<params>[^<>]*)>\s*"
-    r"(?:using\s+(?P<alias>\w+)\s*=|(?:struct|union|class)\s+(?P<struct>\w+)\s*[{:]|[^;{}()]*?\b(?P<function>\w+)\s*\((?!&))")
+    r"(?:using\s+(?P<alias>\w+)\s*=|(?:struct|union|class)\s+(?P<struct>\w+)\s*[{:]"
+    r"|(?:inline\s+)?constexpr\s+\w+\s+(?P<variable>\w+)\s*="
+    r"|[^;{}()]*?\b(?P<function>\w+)\s*\((?!&))")
 
 
 @functools.cache
@@ -125,7 +127,7 @@ def _declarations(path):
     overload of a name declares the same parameters."""
     found, text = {}, path.read_text()
     for match in _TEMPLATE.finditer(text):
-        name = match["alias"] or match["struct"] or match["function"]
+        name = match["alias"] or match["struct"] or match["variable"] or match["function"]
         params = [p.split()[-1] for p in match["params"].split(",") if p.strip()]
         line = text.count("\n", 0, match.start()) + 1
         if found.setdefault(name, (params, line))[0] != params:

@@ -17,7 +17,7 @@ TILE = CUB.header("tile.cuh")
 MATMUL = MATHDX.header("matmul.cuh")
 
 _ORDERS = {"row_major": True, "col_major": False}
-_STAGES = ext.choice("stages", dict.fromkeys(range(2, 9)))  # Matmul.batched's shared buffers of A and B
+_STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # Matmul.batched's shared buffers of A and B
 # cuBLASDx's real precisions numba_tiles offers: (A and B's dtype) → the dtypes C may have.
 _PRECISIONS = {"float16": ("float16", "float32"), "float32": ("float32",), "float64": ("float64",),
                "complex64": ("complex64",), "complex128": ("complex128",)}
@@ -387,11 +387,11 @@ class Matmul:
       + beta * c[i]`` for ``i`` = the block's linear index, plus the grid's blocks, and so on.
       ``a``/``b``/``c`` are 3-D (count x m x k, count x k x n, count x m x n; m, n at most M, N,
       any k: it steps over K-tiles of K); ``c`` holds the accumulator's dtype or A's; ``shared``
-      a dynamic shared array of ``mm.batched_shared_memory_bytes(stages)`` bytes, 16-byte
-      aligned, where ``stages`` buffers of A and B tiles load ahead of the product.
+      a dynamic shared array of ``mm.batched_shared_memory_bytes(stages, c.dtype)`` bytes, 16-byte
+      aligned, where ``stages`` (2 to 16) buffers of A and B tiles load ahead of the product.
     - ``mm.batched_tma(pipe, c, shared, alpha=1.0, beta=0.0, stages=2)``: the same, A and B loaded by
       TMA (sm_90 or later) from ``pipe = mm.prepare_batched(a, b)``, made on the host; ``shared`` of
-      ``mm.batched_tma_shared_memory_bytes(stages)`` bytes. Faster where the loads bound the loop.
+      ``mm.batched_tma_shared_memory_bytes(stages, c.dtype)`` bytes. Faster where the loads bound the loop.
 
     Example::
 
@@ -480,31 +480,45 @@ class Matmul:
                                    f"{probe._types[1].cxx}, {row_a}, {row_b}>()", MATMUL, arch)
         return packed & 0xFFFF, packed >> 16 & 0xFFFF, packed >> 32 & 0xFFFF
 
-    def batched_shared_memory_bytes(self, stages=2):
+    def batched_shared_memory_bytes(self, stages=2, c=None):
         """The dynamic shared memory ``mm.batched(..., stages=stages)`` takes: ``stages`` tiles of A and of B,
-        and C's stage. Example::
+        and C's stage. ``c``: C's dtype; a C narrower than the accumulator (fp16 or bf16 of a float32
+        accumulator) is staged in its own items, half the bytes (by default the accumulator's are counted,
+        enough for any C). Example::
 
             import numba_tiles as tiles
 
             mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
             assert mm.batched_shared_memory_bytes(3) == 3 * 16384 + 64 * 72 * 4
+            assert mm.batched_shared_memory_bytes(3, c="float16") == 3 * 16384 + 64 * 72 * 2
         """
-        stages = _STAGES("Matmul.batched_shared_memory_bytes", stages)
-        return stages * self.shared_memory_bytes + self.c_items * self._types[1].numpy.itemsize
+        name = "Matmul.batched_shared_memory_bytes"
+        return _STAGES(name, stages) * self.shared_memory_bytes + self._batched_stage_bytes(name, c)
 
-    def batched_tma_shared_memory_bytes(self, stages=2):
+    def batched_tma_shared_memory_bytes(self, stages=2, c=None):
         """The dynamic shared memory ``mm.batched_tma(..., stages=stages)`` takes: ``stages`` tiles of A and
         of B (each a whole number of KiB, as TMA's swizzle wants them aligned), up to 1 KiB to align them,
-        C's stage and the buffers' barriers. Example::
+        C's stage (``c``: C's dtype, as in `batched_shared_memory_bytes`) and the buffers' barriers. Example::
 
             import numba_tiles as tiles
 
             mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
             assert mm.batched_tma_shared_memory_bytes(3) == 1008 + 3 * 2 * 8192 + 64 * 72 * 4 + 3 * 8
         """
-        stages = _STAGES("Matmul.batched_tma_shared_memory_bytes", stages)
-        tiles = sum(box[2] for box in self._tma_tiles("Matmul.batched_tma_shared_memory_bytes"))
-        return 1008 + stages * tiles + self.c_items * self._types[1].numpy.itemsize + stages * 8
+        name = "Matmul.batched_tma_shared_memory_bytes"
+        stages = _STAGES(name, stages)
+        tiles = sum(box[2] for box in self._tma_tiles(name))
+        return 1008 + stages * tiles + self._batched_stage_bytes(name, c) + stages * 8
+
+    def _batched_stage_bytes(self, name, c):
+        """The bytes of a batched call's stage of C (batched_stage and staged_pitch in matmul.cuh): C's own
+        items, rows padded by 16 bytes, when ``c`` is narrower than the accumulator; else ``c_items``."""
+        tc = self._types[1].numpy.itemsize
+        td = tc if c is None else ext.named(name, "c", c).numpy.itemsize
+        if td < tc:
+            m, n, _ = self.shape
+            return m * (n + 16 // td) * td
+        return self.c_items * tc
 
     def _tma_tiles(self, name):
         """A's and B's tiles as TMA loads them: ``(box items, lines, bytes a buffer)`` each (tma_tile in

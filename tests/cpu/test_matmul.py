@@ -277,17 +277,19 @@ def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
 
 def test_batched_tma_products_load_with_tma(tmp_path):
     """examples/gemm.py's TMA batched kernel (fp16 64^3, fp16 C, 3 stages): the tiles come by TMA (UTMALDG)
-    counted on mbarriers (SYNCS), no cp.async; HMMA fed by LDSM from the swizzled boxes; C out in 16-byte
-    vectors; no local-memory loads; all its shared memory dynamic."""
+    counted on mbarriers (SYNCS), no cp.async; HMMA fed by LDSM from the swizzled boxes; C rounded to fp16 in
+    registers, staged as such (half the float32 stage's bytes) and out in 16-byte vectors; no local-memory
+    loads; all its shared memory dynamic."""
     mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
-    kernel = gemm.make_batched_gemm(mm, 3, tma=True)
+    kernel = gemm.make_batched_gemm(mm, 3, tma=True, c="float16")
     signature = "void(uint8[::1], float16[:, :, ::1], float64, float64)"
     code = sass(tiles.compile(kernel, signature, arch="sm_90"), tmp_path)
     for instruction in ("UTMALDG.3D", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "HMMA.16816.F32",
-                        "LDSM.16", "STG.E.128"):
+                        "LDSM.16", "F2FP.F16.F32.PACK_AB", "LDS.128", "STG.E.128"):
         assert instruction in code, instruction
     assert "LDGSTS" not in code and "LDL" not in code
-    assert kernel.shared_bytes == mm.batched_tma_shared_memory_bytes(3) == 1008 + 3 * 2 * 8192 + 64 * 72 * 4 + 24
+    assert kernel.shared_bytes == mm.batched_tma_shared_memory_bytes(3, "float16") == 1008 + 3 * 2 * 8192 + 64 * 72 * 2 + 24
+    assert mm.batched_tma_shared_memory_bytes(3) == 1008 + 3 * 2 * 8192 + 64 * 72 * 4 + 24
     assert tiles.shared_memory(kernel, signature)["total"] == 0
 
 
@@ -315,7 +317,7 @@ def kernel(a, b, c, a2, n, p):
     ("MM.batched_tma(a, c, shared)", r"pipe must be the uint8 array mm.prepare_batched\(a, b\) returned"),
     ("MM.batched_tma(p, a2, shared)", r"c must be a 3-D array"),
     ("MM.batched_tma(p, c64, shared)", r"c holds float64; this Matmul stores its float32 accumulator"),
-    ("MM.batched_tma(p, c, shared, stages=9)", r"stages=9 is not supported"),
+    ("MM.batched_tma(p, c, shared, stages=17)", r"stages=17 is not supported"),
     ("MM64.batched_tma(p, c64, shared)", r"TMA loads take 2- and 4-byte operands.*Fix: use mm.batched"),
     ("MM24.batched_tma(p, c, shared)", r"A's 64 x 24 row_major tile has lines of 48 bytes.*Fix: use mm.batched"),
     ("MM.batched_tma(p, c, shared)@sm_80", r"TMA copies need sm_90 or later.*Fix: use mm.batched"),

@@ -189,7 +189,7 @@ def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, r
     c_in = gemm.bf16_bits(c) if out == "int16" else c.astype(out)
     alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
     d_a, d_b, d_c = cuda.to_device(wide)[:, :, 1:k + 1], cuda.to_device(b), cuda.to_device(c_in)
-    gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages), d_a, d_b, d_c, alpha, beta,
+    gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, c=out), d_a, d_b, d_c, alpha, beta,
                      blocks=int(rng.integers(1, count // 3)))
     check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}")
 
@@ -248,6 +248,6 @@ def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arra
 
     alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
     d_a, d_b, d_c = lined(a, arrangement[0]), lined(b, arrangement[1]), cuda.to_device(c_in)
-    gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, tma=True), d_a, d_b, d_c, alpha, beta,
+    gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, tma=True, c=out), d_a, d_b, d_c, alpha, beta,
                      blocks=int(rng.integers(1, count // 3)))
     check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}, {arrangement}")
