@@ -698,15 +698,21 @@ def _batched_tma_rule(name, args):
     ta, tc = mm._types
     _hopper_or_later(name)
     mm._tma_tiles(name)
-    pipe = args["pipe"]
-    if not (isinstance(pipe, types.Array) and pipe.ndim == 1 and pipe.dtype == types.uint8):
-        raise ext.error(name, f"pipe must be the uint8 array mm.prepare_batched(a, b) returned, got {pipe}",
-                        "pass pipe = mm.prepare_batched(a, b), made on the host, to the kernel")
+    pipe = _pipe(name, args, "prepare_batched")
     template = mm._template("numba_tiles::matmul_batched_tma", Stages=args["stages"], TC=tc.cxx,
                             **_batched_c_and_shared(name, args, "batched_tma_shared_memory_bytes"))
     return Instance(name, MATMUL, template, types.none,
                     (("pipe", pipe, None), ("c", args["c"], None), ("shared", args["shared"], None),
                      ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
+
+
+def _pipe(name, args, prepare):
+    """``args["pipe"]``, which must be the 1-D uint8 array ``mm.<prepare>(a, b)`` made on the host."""
+    pipe = args["pipe"]
+    if not (isinstance(pipe, types.Array) and pipe.ndim == 1 and pipe.dtype == types.uint8):
+        raise ext.error(name, f"pipe must be the uint8 array mm.{prepare}(a, b) returned, got {pipe}",
+                        f"pass pipe = mm.{prepare}(a, b), made on the host, to the kernel")
+    return pipe
 
 
 def _hopper_or_later(name):

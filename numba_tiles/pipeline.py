@@ -16,7 +16,7 @@ from numba.cuda import types
 
 from . import _libmathdx, _numba, _toolchain, extending as ext, simulator
 from .extending import CUB, Instance
-from .matmul import _ORDERS, _arrangement2, _bind, _declares, _matrix, _scales, _shape_mnk
+from .matmul import _ORDERS, _arrangement2, _bind, _declares, _matrix, _pipe, _scales, _shape_mnk
 
 PIPELINE = CUB.header("pipeline.cuh")
 NAME = "PipelineMatmul"
@@ -190,13 +190,6 @@ def _hopper(name):
                         "use tiles.Matmul on other GPUs (the portable register form), or compile for arch='sm_90a'")
 
 
-def _pipe(name, args):
-    pipe = args["pipe"]
-    if not (isinstance(pipe, types.Array) and pipe.ndim == 1 and pipe.dtype == types.uint8):
-        raise ext.error(name, f"pipe must be the uint8 array mm.prepare(a, b) returned, got {pipe}",
-                        "pass pipe = mm.prepare(a, b) (made on the host) to the kernel")
-
-
 def _prelude(symbols):
     """The extern declarations of libmathdx's functions, in the ABI of ``lto_libs/pipeline.cuh``'s ``lmdx`` types."""
     parameters = {"device_create": "storage, ::numba_tiles::lmdx::matrix, ::numba_tiles::lmdx::matrix",
@@ -226,7 +219,7 @@ def _instance(name, mm, template, params):
 def _tile_rule(name, args):
     mm = args["mm"]
     _hopper(name)
-    _pipe(name, args)
+    _pipe(name, args, "prepare")
     tc = _matrix(name, args, "c")
     if tc != mm._types[1]:
         raise ext.error(name, f"c holds {tc.name}; this PipelineMatmul's C is {mm.c_dtype}",
@@ -258,7 +251,7 @@ def _tile(pipe, c, i, j, alpha=1.0, beta=0.0):
 def _prepare_rule(name, args):
     mm = args["mm"]
     _hopper(name)
-    _pipe(name, args)
+    _pipe(name, args, "prepare")
     ta = _matrix(name, args, "a")
     _matrix(name, args, "b", like=("a", ta))
     traits = mm._traits(name)

@@ -173,11 +173,7 @@ def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, r
     import numba_tiles as tiles
 
     dtype, acc, named, out = precision
-    m, n, k = tile
-    if sizes == "ragged":
-        m, n = (int(rng.integers(1, v + 1)) for v in (m, n))
-        k = int(rng.integers(1, 4)) * k + int(rng.integers(1, k))
-    count = int(rng.integers(40, 90))
+    m, n, k, count = batch_sizes(tile, sizes, rng)
     mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named)
     wide, b, c = (rng.standard_normal(shape).astype("float32") for shape in ((count, m, k + 3), (count, k, n),
                                                                              (count, m, n)))
@@ -192,6 +188,16 @@ def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, r
     gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, c=out), d_a, d_b, d_c, alpha, beta,
                      blocks=int(rng.integers(1, count // 3)))
     check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}")
+
+
+def batch_sizes(tile, sizes, rng):
+    """(m, n, k, count) of a batched test: the tile's m, n, k ("whole"), or m, n under it and a k that is
+    not a multiple of the K-tile ("ragged"); 40 to 89 products."""
+    m, n, k = tile
+    if sizes == "ragged":
+        m, n = (int(rng.integers(1, v + 1)) for v in (m, n))
+        k = int(rng.integers(1, 4)) * k + int(rng.integers(1, k))
+    return m, n, k, int(rng.integers(40, 90))
 
 
 def check_batched(d_c, c_in, a, b, alpha, beta, precision, case):
@@ -225,11 +231,7 @@ def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arra
     import numba_tiles as tiles
 
     dtype, acc, named, out = precision
-    m, n, k = tile
-    if sizes == "ragged":
-        m, n = (int(rng.integers(1, v + 1)) for v in (m, n))
-        k = int(rng.integers(1, 4)) * k + int(rng.integers(1, k))
-    count = int(rng.integers(40, 90))
+    m, n, k, count = batch_sizes(tile, sizes, rng)
     mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named, arrangement=arrangement)
     a, b, c = (rng.standard_normal(shape).astype("float32") for shape in ((count, m, k), (count, k, n), (count, m, n)))
     a, b = (gemm.bf16_bits(x) if named == "bf16" else x.astype(dtype) for x in (a, b))
