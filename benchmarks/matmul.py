@@ -216,6 +216,7 @@ def main():
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
     parser.add_argument("--only", default="", help="only the variants whose label holds this text (e.g. TMA)")
+    parser.add_argument("--case", default="", help="only the batched cases whose name holds this text (e.g. fp32)")
     args = parser.parse_args()
     torch.manual_seed(int(time.time()))
     rows, skipped = [], {}
@@ -236,7 +237,7 @@ def main():
     # K-tile, products a block, C through shared memory, stages)
     register = {64: (128, 64, 8, True, 2), 128: (256, 64, 2, True, 3)}
     jobs, plans = [], []
-    for name, dtype, precision, acc, out, size, batch, torch_dtype in cases:
+    for name, dtype, precision, acc, out, size, batch, torch_dtype in (c for c in cases if args.case in c[0]):
         arrays = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1]"
         variants = []
         for tile, block_dim, stages in batched[size]:
