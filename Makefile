@@ -56,15 +56,16 @@ $(PY): pyproject.toml
 
 venv: $(PY)
 
-# Compiled-path tests (GPU ones skip without a GPU), then the simulator's.
+# Compiled-path tests (GPU ones skip without a GPU), then the simulator's; a worker process a CPU (NVRTC
+# compiles one program at a time in a process, so a lone test's compile leaves the other cores idle).
 test: $(PY)
-	$(PY) -m pytest tests -q -ra
-	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra
+	$(PY) -m pytest tests -q -ra -n auto
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra -n auto
 
 # The compile path's tests under one CUDA line (CUDA=cu12: in .venv-cu12), and what doctor says of it.
 test-compile: $(PY)
 	$(PY) -m numba_tiles doctor | grep -E "^(CUDA line|NVRTC|nvJitLink|CCCL|CUDA headers) "
-	$(PY) -m pytest $(COMPILE_TESTS) -q -ra
+	$(PY) -m pytest $(COMPILE_TESTS) -q -ra -n auto
 
 # The documentation site (docs/, Sphinx + MyST), warnings as errors: docs/_build/html/index.html.
 docs: $(PY)
