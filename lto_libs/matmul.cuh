@@ -325,10 +325,14 @@ template <typename TC, typename TD>
 using batched_stage = cuda::std::conditional_t<(sizeof(TD) < sizeof(TC)), TD, TC>;
 template <int N, typename TC, typename TS>
 inline constexpr int staged_pitch = sizeof(TS) < sizeof(TC) ? N + 16 / static_cast<int>(sizeof(TS)) : stage_pitch<N, TC>;
+template <int M, int N, typename TC, typename TD>
+inline constexpr int batched_stage_items = M * staged_pitch<N, TC, batched_stage<TC, TD>>;
 
 // The M x N tile of dst at (row0, col0) into the shared `staged` (rows of LD items, 16-byte
 // aligned) by the block's threads, zeros outside dst: in 16-byte vectors where the tile
-// lies inside dst in aligned rows, item by item otherwise.
+// lies inside dst in aligned rows, item by item otherwise. (tile.cuh's tile_load does the same,
+// but its vector loop unrolls: with the accumulator live, the batched fp16 kernel took 227
+// registers a thread instead of 124.)
 template <int M, int N, int BX, int BY, int BZ, int LD, typename TD>
 __device__ __forceinline__ void staged_tile_in(const matrix_ref<TD>& dst, long long row0, long long col0, TD* staged) {
   constexpr int W = 16 / sizeof(TD), Threads = BX * BY * BZ;
@@ -597,7 +601,7 @@ __device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long l
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   using Staged = batched_stage<TC, TD>;
   static_assert(Stages >= 2, "a pipeline needs two stages or more");
-  constexpr int StageItems = M * staged_pitch<N, TC, Staged>;
+  constexpr int StageItems = batched_stage_items<M, N, TC, TD>;
   const long long blocks = static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
   const long long block = blockIdx.x + gridDim.x * (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
   const int ksteps = k > K ? static_cast<int>((k + K - 1) / K) : 1;  // K = 0: one step of zeros
@@ -700,7 +704,7 @@ __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, b
   check_batch<M, N>(a.count, a.rows, a.cols, b.count, b.rows, b.cols, c.count, c.rows, c.cols);
   using Staged = batched_stage<TC, TD>;
   check_batched_shared(shared, Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
-                                   M * staged_pitch<N, TC, Staged> * static_cast<long long>(sizeof(Staged)));
+                                   batched_stage_items<M, N, TC, TD> * static_cast<long long>(sizeof(Staged)));
   T* const tiles_a = reinterpret_cast<T*>(__builtin_assume_aligned(shared.data, 16));
   T* const tiles_b = tiles_a + Stages * AItems;
   struct {
@@ -757,7 +761,7 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
   using TileB = tma_tile<K, N, RowB, T>;
   static_assert(TileA::tma && TileB::tma, "numba_tiles refuses these tiles for TMA at typing");
   using Staged = batched_stage<TC, TD>;
-  constexpr long long StageItems = M * staged_pitch<N, TC, Staged>;
+  constexpr long long StageItems = batched_stage_items<M, N, TC, TD>;
   check_launch<BX, BY, BZ>("Matmul.batched");
   const batched_maps* const pipe = reinterpret_cast<const batched_maps*>(maps.data);
   if (maps.size < static_cast<long long>(sizeof(batched_maps)) || maps.stride != 1 ||

@@ -516,7 +516,7 @@ def matmul_batched(instance, args):
 
 def matmul_batched_tma(instance, args):
     """Matmul.batched_tma: Matmul.batched over the A and B that prepare_batched kept (pipeline_prepare)."""
-    a, b = _pipes[int(np.asarray(args["pipe"][:8]).view(np.int64)[0])]
+    a, b = pipeline_kept(args["pipe"])
     matmul_batched(instance, {**args, "a": a, "b": b})
 
 
@@ -533,11 +533,16 @@ def pipeline_prepare(a, b):
     return np.frombuffer(np.int64(number).tobytes(), np.uint8).copy()
 
 
+def pipeline_kept(pipe):
+    """The A and B that `pipeline_prepare` kept under the number ``pipe`` holds."""
+    return _pipes[int(np.asarray(pipe[:8]).view(np.int64)[0])]
+
+
 def pipeline_tile(instance, args):
     mm, c = args["mm"], args["c"]
 
     def work():
-        a, b = _pipes[int(np.asarray(args["pipe"][:8]).view(np.int64)[0])]
+        a, b = pipeline_kept(args["pipe"])
         r0, c0 = int(args["i"]) * mm.m, int(args["j"]) * mm.n
         rows, cols = slice(r0, min(r0 + mm.m, c.shape[0])), slice(c0, min(c0 + mm.n, c.shape[1]))
         if rows.start >= rows.stop or cols.start >= cols.stop:
