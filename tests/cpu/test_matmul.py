@@ -293,6 +293,19 @@ def test_batched_tma_products_load_with_tma(tmp_path):
     assert tiles.shared_memory(kernel, signature)["total"] == 0
 
 
+def test_batched_float_c_goes_out_by_one_bulk_copy(tmp_path):
+    """A float C's stage goes out by the copy engine on sm_90 (one bulk copy a whole product, UBLKCP, after the
+    threads' shared writes are fenced for it), the threads' 16-byte copy kept for the rest (a blend, a ragged
+    product); on sm_80 only the threads' copy."""
+    mm = tiles.Matmul((16, 16, 16), "float32", block_dim=32)
+    kernel = gemm.make_batched_gemm(mm, 2)
+    signature = "void(float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float64, float64)"
+    hopper, ampere = (sass(tiles.compile(kernel, signature, arch=arch), tmp_path) for arch in ("sm_90", "sm_80"))
+    for instruction in ("UBLKCP.G.S", "FENCE.VIEW.ASYNC.S", "STG.E.128"):
+        assert instruction in hopper, instruction
+    assert "UBLKCP" not in ampere and "STG.E.128" in ampere
+
+
 BATCHED_KERNEL = """
 MM = tiles.Matmul((64, 64, 32), float16, block_dim=128)
 MM64 = tiles.Matmul((32, 32, 32), float64, block_dim=128)

@@ -158,6 +158,16 @@ def test_register_form_gemm_against_numpy(precision, tile, block_dim, arrangemen
     assert error < bound, f"{m}x{n}x{k}, A {orders[0]}, B {orders[1]}: relative error {error:.2e}"
 
 
+# A batched test's products: the tile's size, the same with beta 0 (C = alpha A B: what a float C's bulk copy
+# takes), or ragged.
+BATCH_SIZES = ["whole", "whole, beta 0", "ragged"]
+
+
+def batch_scales(sizes, rng):
+    """alpha and beta of a batched test: neither 0 nor 1, but beta 0 where ``sizes`` says so."""
+    return float(rng.uniform(0.5, 2)), 0.0 if "beta 0" in sizes else float(rng.uniform(-2, -0.5))
+
+
 # Matmul.batched: examples/gemm.py's persistent batched kernel. (precision, tile, block, stages)
 BATCHED_CASES = ([(p, (64, 64, 64), 128, 3) for p in REGISTER_PRECISIONS]
                  + [(p, (32, 64, 16), 128, 2) for p in REGISTER_PRECISIONS[::2]]
@@ -166,10 +176,11 @@ BATCHED_CASES = ([(p, (64, 64, 64), 128, 3) for p in REGISTER_PRECISIONS]
 
 
 @pytest.mark.parametrize("precision,tile,block_dim,stages", BATCHED_CASES, ids=str)
-@pytest.mark.parametrize("sizes", ["whole", "ragged"])
+@pytest.mark.parametrize("sizes", BATCH_SIZES)
 def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, rng):
-    """Each product is the tile's size (the vector path), or smaller with a K that is not a multiple of the
-    K-tile (item by item at the edges); fewer blocks than products (the persistent loop), A as a strided view."""
+    """Each product is the tile's size (the vector path; with beta 0, a float C's one bulk copy on sm_90), or
+    smaller with a K that is not a multiple of the K-tile (item by item at the edges); fewer blocks than
+    products (the persistent loop), A as a strided view."""
     import numba_tiles as tiles
 
     dtype, acc, named, out = precision
@@ -183,7 +194,7 @@ def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, r
         wide, b = wide.astype(dtype), b.astype(dtype)
     a = wide[:, :, 1:k + 1]  # strided rows, an offset
     c_in = gemm.bf16_bits(c) if out == "int16" else c.astype(out)
-    alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
+    alpha, beta = batch_scales(sizes, rng)
     d_a, d_b, d_c = cuda.to_device(wide)[:, :, 1:k + 1], cuda.to_device(b), cuda.to_device(c_in)
     gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, c=out), d_a, d_b, d_c, alpha, beta,
                      blocks=int(rng.integers(1, count // 3)))
@@ -223,7 +234,7 @@ TMA_CASES = ([(p, (64, 64, 64), 128, 3, ("row_major", "row_major")) for p in TMA
 
 
 @pytest.mark.parametrize("precision,tile,block_dim,stages,arrangement", TMA_CASES, ids=str)
-@pytest.mark.parametrize("sizes", ["whole", "ragged"])
+@pytest.mark.parametrize("sizes", BATCH_SIZES)
 def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arrangement, sizes, rng):
     """Products of the tile's size, or smaller with a K that is not a multiple of the K-tile (TMA fills the
     edges with zeros); A's and B's lines padded (a view of wider arrays), either arrangement; fewer blocks
@@ -248,7 +259,7 @@ def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arra
         strides = (per_batch, per_line, x.itemsize) if order == "row_major" else (per_batch, x.itemsize, per_line)
         return DeviceNDArray(x.shape, strides, x.dtype, gpu_data=device.gpu_data)
 
-    alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
+    alpha, beta = batch_scales(sizes, rng)
     d_a, d_b, d_c = lined(a, arrangement[0]), lined(b, arrangement[1]), cuda.to_device(c_in)
     gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, tma=True, c=out), d_a, d_b, d_c, alpha, beta,
                      blocks=int(rng.integers(1, count // 3)))
