@@ -315,6 +315,11 @@ __device__ __forceinline__ void matmul_store(array_ref<TC> acc, matrix_ref<TD> d
 // H200, fp32 64^3 products took 3% less time so; a 16-bit C did not gain (its stage, unpadded,
 // takes bank conflicts: bf16 128^3 was a third slower), so it keeps the threads' copy.
 
+// A shared pointer as the 32-bit shared-window address that the copy engine's instructions take.
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
 // Whether Matmul.batched's stage of TS items goes out by bulk copy to a C of TD items.
 template <typename TS, typename TD>
 inline constexpr bool bulk_out =
@@ -336,7 +341,7 @@ __device__ __forceinline__ void bulk_fence() {
 __device__ __forceinline__ void bulk_store(void* dst, const void* src, unsigned bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n cp.async.bulk.commit_group;" ::"l"(dst),
-               "r"(static_cast<unsigned>(__cvta_generic_to_shared(src))), "r"(bytes)
+               "r"(shared_address(src)), "r"(bytes)
                : "memory");
 #endif
 }
@@ -558,10 +563,6 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
 // ---- TMA (sm_90's copy engine): a box of a tensor, described by a CUtensorMap the host made
 // (numba_tiles.Matmul.tensor_maps), copied into shared memory by one instruction, zeros past the
 // tensor's edges, its completion counted in bytes on an mbarrier.
-
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 
 // The mbarrier `bar` completes a phase when one thread has arrived and the bytes it expects have landed.
 __device__ __forceinline__ void tma_barrier_init(unsigned long long* bar) {
