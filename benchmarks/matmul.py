@@ -2,7 +2,8 @@
 
 Batched: `Matmul.batched` (examples/gemm.py's `make_batched_gemm`: the whole persistent loop in one
 call, K-tiles loading a few stages ahead into dynamic shared memory, the accumulator in registers, C
-through a shared stage) in several tiles, blocks and stages; last time's best kernel-written loop of
+through a shared stage) in several tiles, blocks and stages, each launched as many blocks as fit at once
+and as blocks of 1, 2, 3 or 4 products (``--per-block``); last time's best kernel-written loop of
 the register form (load/multiply/store, several products a block); the shared-C form (`tile_load`,
 `tiles.matmul`, `tile_store`). Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096
 with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large, 8192^3 bf16
@@ -216,7 +217,10 @@ def main():
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
     parser.add_argument("--only", default="", help="only the variants whose label holds this text (e.g. TMA)")
-    parser.add_argument("--case", default="", help="only the batched cases whose name holds this text (e.g. fp32)")
+    parser.add_argument("--per-block", default="1,2,3,4", type=lambda v: [int(x) for x in v.split(",") if x],
+                        help="batched launches of this many products a block, besides as many blocks as fit")
+    parser.add_argument("--case", default="",
+                        help="only the batched cases whose name holds this text, or one of these comma-separated")
     args = parser.parse_args()
     torch.manual_seed(int(time.time()))
     rows, skipped = [], {}
@@ -237,7 +241,8 @@ def main():
     # K-tile, products a block, C through shared memory, stages)
     register = {64: (128, 64, 8, True, 2), 128: (256, 64, 2, True, 3)}
     jobs, plans = [], []
-    for name, dtype, precision, acc, out, size, batch, torch_dtype in (c for c in cases if args.case in c[0]):
+    chosen = [c for c in cases if any(part in c[0] for part in args.case.split(","))]
+    for name, dtype, precision, acc, out, size, batch, torch_dtype in chosen:
         arrays = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1]"
         variants = []
         for tile, block_dim, stages in batched[size]:
@@ -282,15 +287,19 @@ def main():
         peer_ms = median_ms(lambda: torch.bmm(a, b), args.repeats)
         da, db, dc = (to_numba(t) for t in (a, b, c))
         results = []
+        bound = 1e-5 if dtype == "float32" else 1e-2
         for label, (kind, factory_args) in variants:
             kernel = KERNELS[kind](*factory_args)
             if kind == "batched":
-                start = lambda: gemm.run_batched(kernel.mm, kernel, da, db, dc, 1.0, 0.0)  # noqa: E731
-            else:
-                per_block = factory_args[5] if kind == "register" else 1
-                start = lambda: started(kernel, (batch // per_block, factory_args[3]), da, db, dc)  # noqa: E731
-            results.append(measure(name, label, start, c, reference, 1e-5 if dtype == "float32" else 1e-2, flops,
-                                   args.repeats))
+                for per_block in (None, *args.per_block):
+                    start = lambda: gemm.run_batched(kernel.mm, kernel, da, db, dc, 1.0, 0.0,  # noqa: E731
+                                                     per_block=per_block)
+                    results.append(measure(name, label + (f", {per_block} a block" if per_block else ""), start, c,
+                                           reference, bound, flops, args.repeats))
+                continue
+            per_block = factory_args[5] if kind == "register" else 1
+            start = lambda: started(kernel, (batch // per_block, factory_args[3]), da, db, dc)  # noqa: E731
+            results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
         rows.append(best_row(name, results, flops, "torch.bmm", peer_ms))
     if args.large and not args.batched_only:
         n = args.large

@@ -179,18 +179,20 @@ def make_batched_gemm(mm, stages=2, tma=False, c=None):
     return batched
 
 
-def run_batched(mm, batched, a, b, c, alpha, beta, blocks=None):
+def run_batched(mm, batched, a, b, c, alpha, beta, blocks=None, per_block=None):
     """Launch a `make_batched_gemm` kernel on device arrays with ``blocks`` blocks; returns a function that
-    launches it again (a TMA kernel's tensor maps made once: the same A and B). By default as many as fit on
-    the GPU at once, then as few as give each block the same number of products: with 4096 products and
-    132 blocks, 4 blocks would do a 32nd product while the GPU idles; 128 blocks do 32 each."""
+    launches it again (a TMA kernel's tensor maps made once: the same A and B). ``per_block``: as many blocks
+    as give each ``per_block`` products (more blocks than fit at once: the GPU starts each on the first SM
+    free, which evens out SMs that run slower). By default as many blocks as fit on the GPU at once, then as
+    few as give each block the same number of products: with 4096 products and 132 blocks, 4 blocks would do
+    a 32nd product while the GPU idles; 128 blocks do 32 each."""
     shared = batched.shared_bytes
     args = (mm.prepare_batched(a, b), c, alpha, beta) if batched.tma else (a, b, c, alpha, beta)
-    if blocks is None:
+    if blocks is None and per_block is None:
         per_block = -(-a.shape[0] // resident_blocks(batched, mm.threads, shared, *args))
+    if blocks is None:
         blocks = -(-a.shape[0] // per_block)
-    else:
-        tiles.allow_dynamic_shared_memory(batched, shared, *args)
+    tiles.allow_dynamic_shared_memory(batched, shared, *args)
 
     def launch():
         batched[blocks, mm.threads, 0, shared](*args)

@@ -105,13 +105,13 @@ def test_pipeline_gemm_against_numpy(dtype, precision, c_dtype, rng):
 @pytest.mark.parametrize("tma", [False, True])
 def test_batched_gemm_against_numpy(dtype, accumulator, named, out, tma, rng):
     """Matmul.batched's and batched_tma's twins: examples/gemm.py's persistent batched kernel, two blocks taking
-    5 products in turn."""
+    5 products in turn (run_batched's 3 products a block)."""
     mm = tiles.Matmul((16, 16, 16), dtype, accumulator=accumulator, block_dim=32, precision=named)
     a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((5, 12, 20), (5, 20, 9), (5, 12, 9)))
     a, b = (gemm.bf16_bits(a), gemm.bf16_bits(b)) if named else (a.astype(dtype), b.astype(dtype))
     c = gemm.bf16_bits(c) if out == "int16" else c.astype(out)
     c_kind = "bf16" if out == "int16" else None
     expected = 0.5 * np.einsum("imk,ikn->imn", gemm.values(a, named), gemm.values(b, named)) - 1.5 * gemm.values(c, c_kind)
-    gemm.run_batched(mm, gemm.make_batched_gemm(mm, 3, tma), a, b, c, 0.5, -1.5, blocks=2)
+    gemm.run_batched(mm, gemm.make_batched_gemm(mm, 3, tma), a, b, c, 0.5, -1.5, per_block=3)
     result = gemm.values(c, c_kind)
     assert np.linalg.norm(result - expected) / np.linalg.norm(expected) < (1e-2 if out != "float32" else 1e-6)
