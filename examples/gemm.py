@@ -188,11 +188,12 @@ def run_batched(mm, batched, a, b, c, alpha, beta, blocks=None, per_block=None):
     a 32nd product while the GPU idles; 128 blocks do 32 each."""
     shared = batched.shared_bytes
     args = (mm.prepare_batched(a, b), c, alpha, beta) if batched.tma else (a, b, c, alpha, beta)
-    if blocks is None and per_block is None:
+    if blocks is None and per_block is None:  # (resident_blocks lets the kernel take its shared memory)
         per_block = -(-a.shape[0] // resident_blocks(batched, mm.threads, shared, *args))
+    else:
+        tiles.allow_dynamic_shared_memory(batched, shared, *args)
     if blocks is None:
         blocks = -(-a.shape[0] // per_block)
-    tiles.allow_dynamic_shared_memory(batched, shared, *args)
 
     def launch():
         batched[blocks, mm.threads, 0, shared](*args)
