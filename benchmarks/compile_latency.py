@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _versions import commit as git_commit
+
 CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
@@ -122,8 +124,7 @@ def main():
         variants += ("without matmul", "matmul, cold cache", "matmul, warm cache", "register matmul, cold cache",
                      "register matmul, warm cache")
     results = {variant: measure(variant, args.runs, args.tree) for variant in variants}
-    commit = subprocess.run(["git", "-C", args.tree or str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = git_commit(args.tree)
     device = f"CPU only: {cpu_name()}, {os.cpu_count()} cores"
     date = datetime.date.today().isoformat()
     print(f"compile latency to a linked sm_90 cubin, fresh process, median of {args.runs} ({device}, {date}, "

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _versions import device_name, versions
+from _versions import commit as git_commit, device_name, versions
 
 CHILD = r"""
 import time
@@ -280,8 +280,7 @@ def main():
         raise SystemExit("first_result: every mode was skipped; nothing measured")
     medians = {m: {k: median([flat(r)[k] for r in runs[m]]) for k in flat(runs[m][0])} for m in modes}
     first, date = runs[modes[0]][0], datetime.date.today().isoformat()
-    commit = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = git_commit()
     print(f"time to first result, fresh process, median of {args.runs} ({first['device']}, sm_{first['cc'].replace('.', '')}, "
           f"driver CUDA {first['driver']}; {os.cpu_count()} CPUs; Python {platform.python_version()}; {date}, "
           f"commit {commit})")

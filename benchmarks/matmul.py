@@ -11,6 +11,8 @@ against ``torch.matmul``: examples/gemm.py's `make_pipelined_gemm` (the register
 K-tiles) and `make_hopper_gemm` (`tiles.PipelineMatmul`, TMA + wgmma; ``prepare``, a one-thread
 kernel a pair of A and B, is not timed). Each output is checked against PyTorch's (relative
 Frobenius error) before timing; then 3 warm-ups and ``--repeats`` runs timed by CUDA events, median.
+For each case's fastest variant and its peer, the profiler (CUPTI) also gives the kernels' own durations
+and the gaps between them over 20 back-to-back launches: the events' time per launch is about their sum.
 ``--jobs N`` first compiles every kernel in N processes (NVRTC takes 20-35 s a cuBLASDx kernel).
 Prints a table (TFLOP/s, ratio to PyTorch; each case's fastest variant) and writes JSON under
 benchmarks/results/.
@@ -23,7 +25,6 @@ import datetime
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,7 @@ from numba.cuda import types
 
 import numba_tiles as tiles
 
-from _versions import device_name, versions
+from _versions import commit as git_commit, device_name, versions
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -162,6 +163,24 @@ def median_ms(launch, repeats, inner=10):
     return statistics.median(times)
 
 
+def kernel_ms(launch, launches=20):
+    """The median duration of ``launch``'s kernels and the median gap between one kernel's end and the next
+    one's start, in ms, over ``launches`` back-to-back launches, from the profiler (CUPTI)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    launch()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(launches):
+            launch()
+        torch.cuda.synchronize()
+    kernels = sorted((e.time_range for e in prof.events() if e.device_type.name == "CUDA"
+                      and not any(word in e.name for word in ("emcpy", "emset"))), key=lambda r: r.start)[-launches:]
+    gaps = [b.start - a.end for a, b in zip(kernels, kernels[1:])]
+    return statistics.median(r.end - r.start for r in kernels) / 1e3, statistics.median(gaps) / 1e3
+
+
 def error(result, expected):
     result, expected = result.double(), expected.double()
     return float((result - expected).norm() / expected.norm())
@@ -182,8 +201,8 @@ def started(kernel, launch, *args):
 
 def measure(case, label, start, output, reference, bound, flops, repeats):
     """One variant: ``start()`` launches it and returns its relaunch; ``output`` is checked against
-    ``reference`` (relative error within ``bound``), then timed. (label, ms, error), or None when the variant
-    does not build or launch (reported)."""
+    ``reference`` (relative error within ``bound``), then timed. (label, ms, error, relaunch), or None when
+    the variant does not build or launch (reported)."""
     import torch
 
     output.fill_(float("nan"))  # the variant must write every item
@@ -197,14 +216,17 @@ def measure(case, label, start, output, reference, bound, flops, repeats):
     assert err < bound, f"{case}, {label}: relative error {err:.2e}"
     ms = median_ms(launch, repeats)
     print(f"  {case}: {label}: {flops / ms / 1e9:.1f} TFLOP/s (error {err:.1e})", flush=True)
-    return label, ms, err
+    return label, ms, err, launch
 
 
-def best_row(case, results, flops, peer, peer_ms):
-    """The JSON row of a case: its fastest variant against the peer."""
-    label, ms, err = min((r for r in results if r), key=lambda r: r[1])
+def best_row(case, results, flops, peer, peer_ms, peer_launch):
+    """The JSON row of a case: its fastest variant against the peer (``peer_launch`` launches it), with both
+    kernels' own durations and the gaps between back-to-back launches."""
+    label, ms, err, launch = min((r for r in results if r), key=lambda r: r[1])
+    (kernel, gap), (peer_kernel, peer_gap) = kernel_ms(launch), kernel_ms(peer_launch)
     return {"case": case, "block_dim": label, "ms": ms, "tflops": flops / ms / 1e9, "error": err, "peer": peer,
-            "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9}
+            "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9, "kernel_ms": kernel, "gap_ms": gap,
+            "peer_kernel_ms": peer_kernel, "peer_gap_ms": peer_gap}
 
 
 def main():
@@ -300,7 +322,7 @@ def main():
             per_block = factory_args[5] if kind == "register" else 1
             start = lambda: started(kernel, (batch // per_block, factory_args[3]), da, db, dc)  # noqa: E731
             results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
-        rows.append(best_row(name, results, flops, "torch.bmm", peer_ms))
+        rows.append(best_row(name, results, flops, "torch.bmm", peer_ms, lambda: torch.bmm(a, b)))
     if args.large and not args.batched_only:
         n = args.large
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -317,7 +339,8 @@ def main():
             kernel = gemm.make_pipelined_gemm(*factory_args)
             start = lambda: started(kernel, ((n // tile[1], n // tile[0]), block_dim), da, db, dc, 1.0, 0.0)  # noqa: E731
             results.append(measure("large", label, start, c, reference, 1e-2, flops, repeats))
-        rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms))
+        rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms,
+                             lambda: torch.matmul(a, b)))
         pipelines = [tiles.PipelineMatmul(shape, "int16", precision="bf16", c_dtype="int16", stages=stages)
                      for shape, stages in (((128, 128, 64), 2), ((128, 128, 64), 3), ((128, 256, 64), 3))]
         with ThreadPoolExecutor(len(pipelines)) as pool:  # libmathdx makes them side by side
@@ -328,17 +351,19 @@ def main():
             start = lambda: gemm.run_hopper(mm, kernel, da, db, dc, 1.0, 0.0)  # noqa: E731
             results.append(measure("large", f"pipeline {mm.shape} x {mm.threads}, {mm.stages} stages", start, c,
                                    reference, 1e-2, flops, repeats))
-        rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)", results, flops, "torch.matmul", peer_ms))
+        rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)", results, flops, "torch.matmul", peer_ms,
+                             lambda: torch.matmul(a, b)))
     name = device_name(cuda.get_current_device())
     date = datetime.date.today().isoformat()
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = git_commit()
     print(f"tile matmul vs cuBLAS (PyTorch), median of {args.repeats} ({name}, {date}, commit {commit})")
-    print(f"{'case':<36}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}")
+    print(f"{'case':<36}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}"
+          f"{'kernel/gap us':>16}{'peer kernel/gap':>18}")
     for r in rows:
         r["ratio"] = r["tflops"] / r["peer_tflops"]
         print(f"{r['case']:<36}{str(r['block_dim']):>34}{r['ms']:>9.3f}{r['tflops']:>9.1f}{r['peer']:>14}"
-              f"{r['peer_tflops']:>14.1f}{r['ratio']:>7.2f}")
+              f"{r['peer_tflops']:>14.1f}{r['ratio']:>7.2f}{r['kernel_ms'] * 1e3:>10.1f}/{r['gap_ms'] * 1e3:<5.1f}"
+              f"{r['peer_kernel_ms'] * 1e3:>12.1f}/{r['peer_gap_ms'] * 1e3:<5.1f}")
     for case, why in skipped.items():
         print(f"{case}: skipped ({why})")
     record = {"benchmark": "matmul", "date": date, "device": name, "commit": commit, "label": args.label,

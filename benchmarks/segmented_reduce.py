@@ -42,7 +42,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda
 
-from _versions import device_name, versions
+from _versions import commit as git_commit, device_name, versions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = {  # name: (dtype, segment length; 0 = CSR segments of 1..CSR_MAX items)
@@ -382,8 +382,7 @@ def main():
         return print(f"launched {args.ncu} 4 times, untimed (the first compiled it)")
     args.sleep_us = time_runs(lambda: _sleep[1, 1, cuda.legacy_default_stream()](SLEEP_ITERS), 1)[0][0]
     info, date = describe(), datetime.date.today().isoformat()
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = git_commit()
     print(f"segmented sums, {args.scale:g} GiB per shape, median of {args.repeats} after {WARMUP} warm-ups "
           f"({info['device']}, sm_{info['compute_capability'].replace('.', '')}, driver {info['driver']}, CUDA "
           f"{info['driver_cuda']}; {date}, commit {commit}; sleep kernel {args.sleep_us:.0f} µs)")
