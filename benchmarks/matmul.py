@@ -9,7 +9,8 @@ the register form (load/multiply/store, several products a block); the shared-C 
 with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large, 8192^3 bf16
 against ``torch.matmul``: examples/gemm.py's `make_pipelined_gemm` (the register form in a loop over
 K-tiles) and `make_hopper_gemm` (`tiles.PipelineMatmul`, TMA + wgmma; ``prepare``, a one-thread
-kernel a pair of A and B, is not timed). Each output is checked against PyTorch's (relative
+kernel a pair of A and B, is not timed); and 8192^3 float32 multiplied as tf32 by `PipelineMatmul` (B
+column-major) against ``torch.matmul`` with TF32 allowed (``--large-cases`` picks among the three). Each output is checked against PyTorch's (relative
 Frobenius error) before timing; then 3 warm-ups and ``--repeats`` runs timed by CUDA events, median.
 For each case's fastest variant and its peer, the profiler (CUPTI) also gives the kernels' own durations
 and the gaps between them over 20 back-to-back launches: the events' time per launch is about their sum.
@@ -219,6 +220,20 @@ def measure(case, label, start, output, reference, bound, flops, repeats):
     return label, ms, err, launch
 
 
+def measure_pipelines(pipelines, da, db, dc, c, reference, bound, flops, repeats):
+    """`measure` each `tiles.PipelineMatmul` of ``pipelines`` as examples/gemm.py's persistent ``make_hopper_gemm``
+    on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch tensor of ``dc``)."""
+    with ThreadPoolExecutor(len(pipelines)) as pool:  # libmathdx makes them side by side
+        list(pool.map(lambda mm: mm.shared_memory_bytes, pipelines))
+    results = []
+    for mm in pipelines:
+        kernel = gemm.make_hopper_gemm(mm)
+        start = lambda: gemm.run_hopper(mm, kernel, da, db, dc, 1.0, 0.0)  # noqa: E731
+        results.append(measure("large", f"pipeline {mm.shape} x {mm.threads}, {mm.stages} stages", start, c,
+                               reference, bound, flops, repeats))
+    return results
+
+
 def best_row(case, results, flops, peer, peer_ms, peer_launch):
     """The JSON row of a case: its fastest variant against the peer (``peer_launch`` launches it), with both
     kernels' own durations and the gaps between back-to-back launches."""
@@ -236,6 +251,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--label", default="")
     parser.add_argument("--large", type=int, default=8192, help="M = N = K of the large GEMM (0: skip it)")
+    parser.add_argument("--large-cases", default="tile loop,PipelineMatmul,tf32",
+                        help="which large GEMMs: bf16 by the tile loop, bf16 by PipelineMatmul, tf32 by PipelineMatmul")
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
     parser.add_argument("--only", default="", help="only the variants whose label holds this text (e.g. TMA)")
@@ -287,7 +304,8 @@ def main():
                   + (", float64, float64)" if factory[0] == "batched" else ")")) for _, factory in variants]
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
-    if args.large and not args.batched_only:
+    large = set(args.large_cases.split(",")) if args.large and not args.batched_only else set()
+    if "tile loop" in large:
         for tile, block_dim, stages in (((128, 128, 32), 128, 2), ((128, 128, 64), 128, 2), ((128, 128, 64), 128, 3),
                                         ((128, 256, 64), 256, 2)):
             large_variants.append((f"{tile} x {block_dim}, {stages} stages",
@@ -323,8 +341,8 @@ def main():
             start = lambda: started(kernel, (batch // per_block, factory_args[3]), da, db, dc)  # noqa: E731
             results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
         rows.append(best_row(name, results, flops, "torch.bmm", peer_ms, lambda: torch.bmm(a, b)))
-    if args.large and not args.batched_only:
-        n = args.large
+    n = args.large
+    if large & {"tile loop", "PipelineMatmul"}:
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         c = torch.zeros(n, n, device="cuda", dtype=torch.bfloat16)
@@ -334,25 +352,37 @@ def main():
         da, db, dc = (to_numba(t) for t in (a, b, c))
         repeats = max(args.repeats // 4, 5)
         results = []
-        for label, (kind, factory_args) in large_variants:
+        for label, (kind, factory_args) in large_variants:  # (none unless "tile loop")
             tile, block_dim = factory_args[0], factory_args[3]
             kernel = gemm.make_pipelined_gemm(*factory_args)
             start = lambda: started(kernel, ((n // tile[1], n // tile[0]), block_dim), da, db, dc, 1.0, 0.0)  # noqa: E731
             results.append(measure("large", label, start, c, reference, 1e-2, flops, repeats))
-        rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms,
-                             lambda: torch.matmul(a, b)))
-        pipelines = [tiles.PipelineMatmul(shape, "int16", precision="bf16", c_dtype="int16", stages=stages)
-                     for shape, stages in (((128, 128, 64), 2), ((128, 128, 64), 3), ((128, 256, 64), 3))]
-        with ThreadPoolExecutor(len(pipelines)) as pool:  # libmathdx makes them side by side
-            list(pool.map(lambda mm: mm.shared_memory_bytes, pipelines))
-        results = []
-        for mm in pipelines:
-            kernel = gemm.make_hopper_gemm(mm)
-            start = lambda: gemm.run_hopper(mm, kernel, da, db, dc, 1.0, 0.0)  # noqa: E731
-            results.append(measure("large", f"pipeline {mm.shape} x {mm.threads}, {mm.stages} stages", start, c,
-                                   reference, 1e-2, flops, repeats))
-        rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)", results, flops, "torch.matmul", peer_ms,
-                             lambda: torch.matmul(a, b)))
+        if results:
+            rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms,
+                                 lambda: torch.matmul(a, b)))
+        if "PipelineMatmul" in large:
+            pipelines = [tiles.PipelineMatmul(shape, "int16", precision="bf16", c_dtype="int16", stages=stages)
+                         for shape, stages in (((128, 128, 64), 2), ((128, 128, 64), 3), ((128, 256, 64), 3))]
+            rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)",
+                                 measure_pipelines(pipelines, da, db, dc, c, reference, 1e-2, flops, repeats), flops,
+                                 "torch.matmul", peer_ms, lambda: torch.matmul(a, b)))
+    if "tf32" in large:
+        # float32 A and B multiplied as tf32, B column-major (tf32's wgmma reads B along K), against cuBLAS's tf32
+        a, b, c = (torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda").t(),
+                   torch.zeros(n, n, device="cuda"))
+        reference = torch.matmul(a.double(), b.double()).float()
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
+            pipelines = [tiles.PipelineMatmul(shape, "float32", precision="tf32", arrangement=("row_major", "col_major"),
+                                              stages=stages)
+                         for shape, stages in (((128, 128, 32), 2), ((128, 128, 32), 4), ((128, 256, 32), 3))]
+            results = measure_pipelines(pipelines, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3,
+                                        2 * n ** 3, max(args.repeats // 4, 5))
+            rows.append(best_row(f"tf32 {n}^3, fp32 C (PipelineMatmul)", results, 2 * n ** 3, "torch.matmul (tf32)",
+                                 peer_ms, lambda: torch.matmul(a, b)))
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
     name = device_name(cuda.get_current_device())
     date = datetime.date.today().isoformat()
     commit = git_commit()

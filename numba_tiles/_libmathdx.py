@@ -28,8 +28,8 @@ import time
 
 _LL = ctypes.c_longlong
 _RUNTIME = -(2 ** 63)  # LIBMATHDX_RUNTIME: an extent or stride known only when the kernel runs
-_PRECISION = {"bf16": 2, "fp16": 3, "float32": 5}  # commondxPrecision
-_VALUE = {"bf16": 4, "fp16": 7, "float32": 12}  # commondxValueType (real)
+_PRECISION = {"bf16": 2, "fp16": 3, "tf32": 4, "float32": 5}  # commondxPrecision
+_VALUE = {"bf16": 4, "fp16": 7, "tf32": 10, "float32": 12}  # commondxValueType (real; tf32: 32-bit items)
 _OPERATOR = dict(FUNCTION=0, SIZE=1, TYPE=2, PRECISION=3, SM=4, EXECUTION=5, BLOCK_DIM=6, API=9, ARRANGEMENT=10,
                  ALIGNMENT=11, STATIC_BLOCK_DIM=12, ENABLE_INPUT_STREAMING=13, WITH_PIPELINE=14)
 _COL, _ROW, _GMEM = 0, 1, 2
@@ -41,8 +41,8 @@ SM = 900  # cuBLASDx's pipelines are Hopper's: TMA and wgmma, arch-specific (sm_
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-    """One pipelined GEMM: C tiles of ``m`` x ``n``, K-steps of ``k``, A and B of ``precision`` ("bf16" or
-    "fp16") accumulated in float32, C stored as float32 or (``c16``) A's precision; A and B row- or
+    """One pipelined GEMM: C tiles of ``m`` x ``n``, K-steps of ``k``, A and B of ``precision`` ("bf16", "fp16"
+    or "tf32": float32 items) accumulated in float32, C stored as float32 or (``c16``) A's 16-bit precision; A and B row- or
     column-major in global memory; ``threads`` a block; ``stages`` K-steps of A and B in flight."""
 
     m: int

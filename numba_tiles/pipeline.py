@@ -21,7 +21,7 @@ from .matmul import _ORDERS, _arrangement2, _bind, _declares, _matrix, _pipe, _s
 PIPELINE = CUB.header("pipeline.cuh")
 NAME = "PipelineMatmul"
 # A and B's dtypes by precision, and the C++ type each computes in
-_OPERANDS = {"fp16": ("float16",), "bf16": ("int16", "uint16")}
+_OPERANDS = {"fp16": ("float16",), "bf16": ("int16", "uint16"), "tf32": ("float32",)}
 _CXX = {"fp16": "__half", "bf16": "__nv_bfloat16", "float32": "float"}
 
 
@@ -30,9 +30,10 @@ class PipelineMatmul:
 
     ``shape=(M, N, K)``: each C tile is M x N, and A and B move K columns (rows) a step. ``dtype``:
     A's and B's, float16, or int16 holding bfloat16 bits with ``precision="bf16"`` (as
-    ``torch_tensor.view(torch.int16)`` gives them); they are multiplied on tensor cores (``wgmma``)
-    in float32. ``c_dtype``: C's, float32 (the default) or ``dtype``. ``arrangement``: A's and B's
-    order in global memory. ``stages``: how many K-steps of A and B are in flight at once (TMA
+    ``torch_tensor.view(torch.int16)`` gives them), or float32 with ``precision="tf32"`` (multiplied
+    with 10-bit mantissas); they are multiplied on tensor cores (``wgmma``) in float32. ``c_dtype``:
+    C's, float32 (the default) or a 16-bit ``dtype``. ``arrangement``: A's and B's
+    order in global memory (tf32: A row-major, B column-major, the only tiles its wgmma reads). ``stages``: how many K-steps of A and B are in flight at once (TMA
     copies into a ring of shared-memory buffers). ``block_dim``: threads a block, whole warpgroups
     (128 or 256).
 
@@ -77,12 +78,19 @@ class PipelineMatmul:
                  stages=2, block_dim=256):
         self.shape = m, n, k = _shape_mnk(NAME, tuple(shape) if isinstance(shape, list) else shape)
         self.arrangement = _arrangement2(NAME, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
-        self.precision = ext.choice("precision", dict.fromkeys([None, "bf16"]))(NAME, precision) or "fp16"
+        self.precision = ext.choice("precision", dict.fromkeys([None, "bf16", "tf32"]))(NAME, precision) or "fp16"
         ta = ext.named(NAME, "dtype", dtype)
         if ta.name not in _OPERANDS[self.precision]:
-            raise ext.error(NAME, f"dtype {ta.name} with precision={precision!r}: the pipelines multiply float16, or "
-                            "bfloat16 held in int16", "pass dtype=float16, or dtype=int16 with precision='bf16' "
-                            "(tiles.Matmul takes float32, tf32 and float64)")
+            raise ext.error(NAME, f"dtype {ta.name} with precision={precision!r}: the pipelines multiply float16, "
+                            "bfloat16 held in int16, or float32 as tf32", "pass dtype=float16, dtype=int16 with "
+                            "precision='bf16', or dtype=float32 with precision='tf32' (tiles.Matmul multiplies "
+                            "float32 and float64 exactly)")
+        if self.precision == "tf32" and self.arrangement != ("row_major", "col_major"):
+            # (libmathdx makes the others, but without wgmma: its tf32 products read only K-contiguous tiles)
+            raise ext.error(NAME, f"arrangement={self.arrangement} with precision='tf32': wgmma multiplies tf32 "
+                            "tiles read along K only, A row-major and B column-major",
+                            "pass arrangement=('row_major', 'col_major') with B column-major (the transpose of a "
+                            "row-major N x K array), or use tiles.Matmul (any arrangement)")
         tc = ext.named(NAME, "c_dtype", c_dtype)
         if tc.name not in ("float32", ta.name):
             raise ext.error(NAME, f"c_dtype {tc.name}: C is float32 or A's dtype ({ta.name})",

@@ -2,8 +2,8 @@
 TMA, no calls but the launch check's message, no local memory read or in the K loop), and misuse as a TilesError
 naming the fix.
 
-One pipeline (bf16 128 x 128 x 64, 2 stages, 256 threads) is made here: libmathdx takes 15-25 s on
-2 cores the first time, then the disk cache answers (tests/gpu/test_pipeline.py runs the others).
+Two pipelines are made here (bf16 128 x 128 x 64, 2 stages, 256 threads; tf32 128 x 128 x 32): libmathdx takes
+15-35 s each on 2 cores the first time, then the disk cache answers (tests/gpu/test_pipeline.py runs the others).
 """
 
 import re
@@ -35,7 +35,11 @@ def test_the_description_checks_and_sizes_itself_with_no_compile():
     assert mm.grid((130, 64)) == (3, 1) and mm == tiles.PipelineMatmul((64, 64, 32), "float16", block_dim=128, stages=3)
     for kwargs, message in (
             (dict(shape=(100, 128, 64), dtype="float16"), "wgmma tiles are multiples of 64 rows"),
-            (dict(shape=(128, 128, 64), dtype="float32"), "pass dtype=float16, or dtype=int16 with precision='bf16'"),
+            (dict(shape=(128, 128, 64), dtype="float32"), "or dtype=float32 with precision='tf32'"),
+            (dict(shape=(128, 128, 32), dtype="float16", precision="tf32"), "dtype float16 with precision='tf32'"),
+            (dict(shape=(128, 128, 32), dtype="float32", precision="tf32"), "A row-major and B column-major"),
+            (dict(shape=(128, 128, 32), dtype="float32", precision="tf32", arrangement=("row_major", "col_major"),
+                  c_dtype="float16"), "C is float32 or A's dtype"),
             (dict(shape=(128, 128, 64), dtype="float16", precision="bf16"), "dtype float16 with precision='bf16'"),
             (dict(shape=(128, 128, 64), dtype="float16", c_dtype="float64"), "C is float32 or A's dtype"),
             (dict(shape=(128, 128, 64), dtype="float16", stages=0), "stages must be an int from 1 to 16"),
@@ -62,6 +66,21 @@ def test_the_kernel_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(tmp_p
     calls = external_calls(text)
     assert all("vprintf" in c or "__assertfail" in c for c in calls), calls  # the launch check's message only
     assert any(" HGMMA.64x128x16.F32.BF16" in line for line in text.splitlines())
+
+
+TF32 = tiles.PipelineMatmul((128, 128, 32), "float32", precision="tf32", arrangement=("row_major", "col_major"))
+
+
+@cuda.jit
+def gemm_tf32(pipe, c, alpha, beta):
+    TF32.tile(pipe, c, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
+
+
+def test_tf32_links_to_wgmma_of_tf32_from_tma_tiles(tmp_path):
+    text = sass(tiles.compile(gemm_tf32, SIGNATURE, arch="sm_90a"), tmp_path)
+    names = {(i[1:] if i[0].startswith("@") else i)[0].split(".")[0] for i in instructions(text) if i}
+    assert {"HGMMA", "UTMALDG"} <= names and "LDL" not in names, sorted(names)
+    assert any(" HGMMA.64x128x8.F32.TF32" in line for line in text.splitlines())
 
 
 @pytest.mark.parametrize("arch,message", [
