@@ -10,8 +10,9 @@ with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memor
 against ``torch.matmul``: examples/gemm.py's `make_pipelined_gemm` (the register form in a loop over
 K-tiles) and `make_hopper_gemm` (`tiles.PipelineMatmul`, TMA + wgmma; ``prepare``, a one-thread
 kernel a pair of A and B, is not timed); and 8192^3 float32 multiplied as tf32 by `PipelineMatmul` (B
-column-major) against ``torch.matmul`` with TF32 allowed (``--large-cases`` picks among the three). Each output is checked against PyTorch's (relative
-Frobenius error) before timing; then 3 warm-ups and ``--repeats`` runs timed by CUDA events, median.
+column-major) against ``torch.matmul`` with TF32 allowed (``--large-cases`` picks among the three).
+Each output is checked against PyTorch's (relative Frobenius error) before timing; then 3 warm-ups and
+``--repeats`` runs timed by CUDA events, median.
 For each case's fastest variant and its peer, the profiler (CUPTI) also gives the kernels' own durations
 and the gaps between them over 20 back-to-back launches: the events' time per launch is about their sum.
 ``--jobs N`` first compiles every kernel in N processes (NVRTC takes 20-35 s a cuBLASDx kernel).
@@ -374,8 +375,8 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = True
         try:
             peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
-            pipelines = [tiles.PipelineMatmul(shape, "float32", precision="tf32", arrangement=("row_major", "col_major"),
-                                              stages=stages)
+            pipelines = [tiles.PipelineMatmul(shape, "float32", precision="tf32", stages=stages,
+                                              arrangement=("row_major", "col_major"))
                          for shape, stages in (((128, 128, 32), 2), ((128, 128, 32), 4), ((128, 256, 32), 3))]
             results = measure_pipelines(pipelines, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3,
                                         2 * n ** 3, max(args.repeats // 4, 5))
@@ -387,11 +388,11 @@ def main():
     date = datetime.date.today().isoformat()
     commit = git_commit()
     print(f"tile matmul vs cuBLAS (PyTorch), median of {args.repeats} ({name}, {date}, commit {commit})")
-    print(f"{'case':<36}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}"
+    print(f"{'case':<40}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}"
           f"{'kernel/gap us':>16}{'peer kernel/gap':>18}")
     for r in rows:
         r["ratio"] = r["tflops"] / r["peer_tflops"]
-        print(f"{r['case']:<36}{str(r['block_dim']):>34}{r['ms']:>9.3f}{r['tflops']:>9.1f}{r['peer']:>14}"
+        print(f"{r['case']:<40}{str(r['block_dim']):>34}{r['ms']:>9.3f}{r['tflops']:>9.1f}{r['peer']:>14}"
               f"{r['peer_tflops']:>14.1f}{r['ratio']:>7.2f}{r['kernel_ms'] * 1e3:>10.1f}/{r['gap_ms'] * 1e3:<5.1f}"
               f"{r['peer_kernel_ms'] * 1e3:>12.1f}/{r['peer_gap_ms'] * 1e3:<5.1f}")
     for case, why in skipped.items():

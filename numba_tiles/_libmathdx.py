@@ -42,8 +42,9 @@ SM = 900  # cuBLASDx's pipelines are Hopper's: TMA and wgmma, arch-specific (sm_
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
     """One pipelined GEMM: C tiles of ``m`` x ``n``, K-steps of ``k``, A and B of ``precision`` ("bf16", "fp16"
-    or "tf32": float32 items) accumulated in float32, C stored as float32 or (``c16``) A's 16-bit precision; A and B row- or
-    column-major in global memory; ``threads`` a block; ``stages`` K-steps of A and B in flight."""
+    or "tf32": float32 items) accumulated in float32, C stored as float32 or (``c16``) A's 16-bit
+    precision; A and B row- or column-major in global memory; ``threads`` a block; ``stages`` K-steps of
+    A and B in flight."""
 
     m: int
     n: int

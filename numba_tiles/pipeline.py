@@ -32,10 +32,10 @@ class PipelineMatmul:
     A's and B's, float16, or int16 holding bfloat16 bits with ``precision="bf16"`` (as
     ``torch_tensor.view(torch.int16)`` gives them), or float32 with ``precision="tf32"`` (multiplied
     with 10-bit mantissas); they are multiplied on tensor cores (``wgmma``) in float32. ``c_dtype``:
-    C's, float32 (the default) or a 16-bit ``dtype``. ``arrangement``: A's and B's
-    order in global memory (tf32: A row-major, B column-major, the only tiles its wgmma reads). ``stages``: how many K-steps of A and B are in flight at once (TMA
-    copies into a ring of shared-memory buffers). ``block_dim``: threads a block, whole warpgroups
-    (128 or 256).
+    C's, float32 (the default) or a 16-bit ``dtype``. ``arrangement``: A's and B's order in global
+    memory (tf32: A row-major, B column-major, the only tiles its wgmma reads). ``stages``: how many
+    K-steps of A and B are in flight at once (TMA copies into a ring of shared-memory buffers).
+    ``block_dim``: threads a block, whole warpgroups (128 or 256).
 
     This is the form that reaches cuBLAS's speed on large matrices (see the README's matmul
     table); `Matmul` is the portable one (any GPU, batched small products). Creating one compiles

@@ -1,9 +1,10 @@
 """tiles.PipelineMatmul on a Hopper GPU: examples/gemm.py's persistent kernel against a float64 NumPy reference.
 
 Every precision (fp16, bf16; tf32 with its one arrangement) × C's dtype (float32, A's) × arrangement of A and B
-in global memory, tiles of 128 x 128 x 64 (256 threads), 64 x 64 x 32 / 128 x 256 x 64 and tf32's 128 x 128 x 32, on matrices whose sizes are not
-multiples of the tile (K too, through padded arrays), with alpha and beta not 0 or 1 (C staged through
-shared memory) and with 1 and 0 (C stored from the registers, inside the matrix); C of any strides.
+in global memory, tiles of 128 x 128 x 64 (256 threads), 64 x 64 x 32 / 128 x 256 x 64 and tf32's 128 x 128 x 32,
+on matrices whose sizes are not multiples of the tile (K too, through padded arrays), with alpha and beta
+not 0 or 1 (C staged through shared memory) and with 1 and 0 (C stored from the registers, inside the
+matrix); C of any strides.
 """
 
 import numpy as np
