@@ -343,15 +343,14 @@ def main():
             results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
         rows.append(best_row(name, results, flops, "torch.bmm", peer_ms, lambda: torch.bmm(a, b)))
     n = args.large
+    flops, repeats = 2 * n ** 3, max(args.repeats // 4, 5)  # (fewer samples: each is 10 launches of milliseconds)
     if large & {"tile loop", "PipelineMatmul"}:
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         c = torch.zeros(n, n, device="cuda", dtype=torch.bfloat16)
-        flops = 2 * n ** 3
         reference = torch.matmul(a.float(), b.float())
         peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
         da, db, dc = (to_numba(t) for t in (a, b, c))
-        repeats = max(args.repeats // 4, 5)
         results = []
         for label, (kind, factory_args) in large_variants:  # (none unless "tile loop")
             tile, block_dim = factory_args[0], factory_args[3]
@@ -379,8 +378,8 @@ def main():
                                               arrangement=("row_major", "col_major"))
                          for shape, stages in (((128, 128, 32), 2), ((128, 128, 32), 4), ((128, 256, 32), 3))]
             results = measure_pipelines(pipelines, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3,
-                                        2 * n ** 3, max(args.repeats // 4, 5))
-            rows.append(best_row(f"tf32 {n}^3, fp32 C (PipelineMatmul)", results, 2 * n ** 3, "torch.matmul (tf32)",
+                                        flops, repeats)
+            rows.append(best_row(f"tf32 {n}^3, fp32 C (PipelineMatmul)", results, flops, "torch.matmul (tf32)",
                                  peer_ms, lambda: torch.matmul(a, b)))
         finally:
             torch.backends.cuda.matmul.allow_tf32 = False

@@ -547,7 +547,7 @@ def pipeline_tile(instance, args):
         rows, cols = slice(r0, min(r0 + mm.m, c.shape[0])), slice(c0, min(c0 + mm.n, c.shape[1]))
         if rows.start >= rows.stop or cols.start >= cols.stop:
             return
-        precision = mm.precision if mm.precision in ("bf16", "tf32") else None
+        precision = mm.precision  # ("fp16" items widen as they are; bf16 bits and tf32 as _operand reads them)
         product = _operand(np.asarray(a[rows, :]), precision) @ _operand(np.asarray(b[:, cols]), precision)
         value = np.float32(args["alpha"]) * product.astype(np.float32)
         if args["beta"] != 0:
