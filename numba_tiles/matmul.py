@@ -498,17 +498,28 @@ class Matmul:
     def batched_tma_shared_memory_bytes(self, stages=2, c=None):
         """The dynamic shared memory ``mm.batched_tma(..., stages=stages)`` takes: ``stages`` tiles of A and
         of B (each a whole number of KiB, as TMA's swizzle wants them aligned), up to 1 KiB to align them,
-        C's stage (``c``: C's dtype, as in `batched_shared_memory_bytes`) and the buffers' barriers. Example::
+        C's stage (``c``: C's dtype, as in `batched_shared_memory_bytes`) and the buffers' barriers. A stage
+        that fits in one buffer's A and B tiles and goes out by the threads' copy (a C other than float32)
+        takes no bytes of its own: it is written over the buffer the block has just multiplied (a sixth
+        block an SM for fp16 64^3 tiles of 2 stages). Without ``c`` the stage is counted, enough for any
+        C. Example::
 
             import numba_tiles as tiles
 
             mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
             assert mm.batched_tma_shared_memory_bytes(3) == 1008 + 3 * 2 * 8192 + 64 * 72 * 4 + 3 * 8
+            assert mm.batched_tma_shared_memory_bytes(3, c="float16") == 1008 + 3 * 2 * 8192 + 3 * 8
         """
         name = "Matmul.batched_tma_shared_memory_bytes"
         stages = _STAGES(name, stages)
         tiles = sum(box[2] for box in self._tma_tiles(name))
-        return 1008 + stages * tiles + self._batched_stage_bytes(name, c) + stages * 8
+        stage = self._batched_stage_bytes(name, c)
+        if c is not None:
+            tc, td = self._types[1].numpy.itemsize, ext.named(name, "c", c).numpy.itemsize
+            bulk = td == 4 and td <= tc  # (batched_tma_aliased in matmul.cuh: a bulk copy reads the stage late)
+            if not bulk and stage <= tiles:
+                stage = 0
+        return 1008 + stages * tiles + stage + stages * 8
 
     def _batched_stage_bytes(self, name, c):
         """The bytes of a batched call's stage of C (batched_stage and staged_pitch in matmul.cuh): C's own

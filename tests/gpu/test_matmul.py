@@ -264,3 +264,26 @@ def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arra
     gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, tma=True, c=out), d_a, d_b, d_c, alpha, beta,
                      blocks=int(rng.integers(1, count // 3)))
     check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}, {arrangement}")
+
+
+@pytest.mark.parametrize("precision", REGISTER_PRECISIONS[:2], ids=str)
+def test_batched_tma_with_more_blocks_than_products(precision, rng):
+    """Each block starts its first K-tile before it reads the batch's sizes: blocks left without a product
+    wait for that load before they end. More blocks than products, then the same kernel with fewer (a
+    float32 C's stage of its own, an fp16 C's written over the buffer just multiplied); ragged m, K over
+    several K-tiles or under one."""
+    import numba_tiles as tiles
+
+    dtype, acc, named, out = precision
+    mm = tiles.Matmul((64, 64, 64), dtype, accumulator=acc, block_dim=128)
+    kernel = gemm.make_batched_gemm(mm, 2, tma=True, c=out)
+    for blocks in ("more", "fewer"):
+        # (m under the tile; n and k whole 16-byte lines, as TMA takes A and B)
+        m, n, k, count = int(rng.integers(1, 65)), 8 * int(rng.integers(1, 9)), 8 * int(rng.integers(1, 30)), 60
+        a, b, c = (rng.standard_normal(s).astype("float32") for s in ((count, m, k), (count, k, n), (count, m, n)))
+        a, b, c_in = a.astype(dtype), b.astype(dtype), c.astype(out)
+        d_a, d_b, d_c = cuda.to_device(a), cuda.to_device(b), cuda.to_device(c_in)
+        alpha, beta = batch_scales("ragged", rng)
+        grid = count + int(rng.integers(1, 300)) if blocks == "more" else int(rng.integers(1, count // 3))
+        gemm.run_batched(mm, kernel, d_a, d_b, d_c, alpha, beta, blocks=grid)
+        check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}, {grid} blocks")
