@@ -868,6 +868,9 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
     }
     fail();
   }
+  // (before the first load writes into it)
+  check_batched_shared(shared, 1008 + Stages * (TileA::bytes + TileB::bytes) +
+                                   (Aliased ? 0 : StageItems * static_cast<long long>(sizeof(Staged))) + Stages * 8);
   const unsigned base = shared_address(shared.data);
   T* const tiles_a = reinterpret_cast<T*>(reinterpret_cast<char*>(shared.data) + ((base + 1023) / 1024 * 1024 - base));
   T* const tiles_b = tiles_a + TileA::items;
@@ -891,8 +894,6 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
     load(0, static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)), 0);
   }
   check_batch<M, N>(pipe->count, pipe->m, pipe->k, pipe->count, pipe->k, pipe->n, c.count, c.rows, c.cols);
-  check_batched_shared(shared, 1008 + Stages * (TileA::bytes + TileB::bytes) +
-                                   (Aliased ? 0 : StageItems * static_cast<long long>(sizeof(Staged))) + Stages * 8);
   __syncthreads();  // (the barriers initialized before any thread waits on them)
   struct {
     decltype(load)& start;

@@ -287,3 +287,40 @@ def test_batched_tma_with_more_blocks_than_products(precision, rng):
         grid = count + int(rng.integers(1, 300)) if blocks == "more" else int(rng.integers(1, count // 3))
         gemm.run_batched(mm, kernel, d_a, d_b, d_c, alpha, beta, blocks=grid)
         check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}, {grid} blocks")
+
+
+TOO_LITTLE_SHARED_CHILD = r"""
+import numpy as np
+from numba import cuda
+import numba_tiles as tiles
+from examples import gemm
+
+mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
+kernel = gemm.make_batched_gemm(mm, 2, tma=True, c="float16")
+a, b = (cuda.to_device(np.ones((8, 64, 64), np.float16)) for _ in range(2))
+c = cuda.to_device(np.zeros((8, 64, 64), np.float16))
+pipe = mm.prepare_batched(a, b)
+need = kernel.shared_bytes
+print("NEED", need, flush=True)
+kernel[4, 128, 0, need](pipe, c, 1.0, 0.0)   # the bytes batched_tma_shared_memory_bytes gives: fine
+assert (c.copy_to_host() == 64).all()
+kernel[4, 128, 0, need - 16](pipe, c, 1.0, 0.0)   # 16 bytes less: stops with a message, before any load
+cuda.synchronize()
+"""
+
+
+def test_batched_tma_with_too_little_shared_memory_stops_with_a_message():
+    """The size check comes before the block's early first load: too little dynamic shared memory is the
+    message naming batched_tma_shared_memory_bytes, not a fault from a copy into bytes the block lacks."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", TOO_LITTLE_SHARED_CHILD], capture_output=True, text=True, timeout=300,
+                         env=env)
+    assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
+    need = int(run.stdout.split("NEED ")[1].split()[0])
+    assert f"tiles.Matmul.batched: shared holds {need - 16} bytes (stride 1); it needs {need} contiguous" in run.stdout, \
+        run.stdout
