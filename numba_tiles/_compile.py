@@ -422,7 +422,11 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
     ``"ptx"`` returns the bytes of the fully linked kernel; ``output="ltoir"`` returns the list of
     LTO-IR modules that the link would take (Numba's first, then the intrinsics'). ``lineinfo``
     is as for ``@cuda.jit`` and reaches NVRTC too (``-lineinfo``); ``debug=True`` is refused for a
-    kernel that calls an intrinsic, as for ``@cuda.jit`` (see the profiling guide).
+    kernel that calls an intrinsic, as for ``@cuda.jit`` (see the profiling guide). A ``@cuda.jit``
+    kernel's own ``fastmath``, ``launch_bounds`` and ``max_registers`` apply, as at its launches. (An
+    intrinsic bounds its kernel's block to its ``block_dim``, and ptxas then keeps to that bound rather
+    than to ``max_registers``: cap such a kernel's registers with ``launch_bounds=(threads,
+    blocks_per_sm)``.)
 
     Example::
 
@@ -447,10 +451,13 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
         raise error("compile", "Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles "
                     "nothing", "unset NUMBA_ENABLE_CUDASIM to compile: no GPU is needed")
     cc = parse_arch(arch)
+    # A @cuda.jit kernel's own options that shape its code, as its launches compile it
+    options = getattr(pyfunc, "targetoptions", {})
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     # While recording (shared_memory), device functions compile again, so that their intrinsics are seen.
     modules = _numba.compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=lineinfo, debug=debug,
-                                          fresh=_recording is not None)
+                                          fresh=_recording is not None, fastmath=options.get("fastmath", False),
+                                          launch_bounds=options.get("launch_bounds"))
     if output == "ltoir":
         return modules
     from . import _libmathdx
@@ -462,7 +469,7 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
                     f"which links only for {arch}a, not {arch} (nvJitLink rejects its tensormap.replace there)",
                     f"pass arch='{arch}a'")
     linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,
-                                   ptx=output == "ptx")
+                                   ptx=output == "ptx", max_register_count=options.get("max_registers"))
     return _link.link([ObjectCode.from_ltoir(m) for m in modules], linker_options, output)
 
 

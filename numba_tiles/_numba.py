@@ -240,12 +240,14 @@ def ltoir(name, data):
     return code
 
 
-def compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=False, debug=False, fresh=False):
+def compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=False, debug=False, fresh=False, fastmath=False,
+                         launch_bounds=None):
     """A kernel's LTO-IR modules as bytes: numba-cuda's first, then every linked object's (``fresh``: its
     device functions compiled again, see `device_functions_for`)."""
     with device_functions_for(cc, fresh):
         codes, _ = cuda.compile_all(pyfunc, signature, device=False, abi="numba", output="ltoir", cc=cc,
-                                    lineinfo=lineinfo, debug=debug, opt=not debug)
+                                    lineinfo=lineinfo, debug=debug, opt=not debug, fastmath=fastmath,
+                                    launch_bounds=launch_bounds)
     # bytes, LTOIR objects (.data), or cuda.core ObjectCode (.code: numba-cuda's own fp16 helpers)
     return [code if isinstance(code, bytes) else getattr(code, "data", None) or code.code for code in codes]
 

@@ -11,6 +11,8 @@ from numba_tiles import _compile, _toolchain, cache
 from numba_tiles._library import CUB
 from numba_tiles._target import Target
 
+from .test_sass import registers
+
 SIG = "void(float32[:], float32[:])"
 
 
@@ -43,6 +45,38 @@ def test_jit_dispatcher_is_accepted():
         out[0] = tiles.block_sum(x[cuda.threadIdx.x + 8 * cuda.threadIdx.y], block_dim=(8, 8))
 
     assert tiles.compile(kernel, SIG, arch="sm_80")[:4] == b"\x7fELF"
+
+
+def test_the_kernels_own_options_shape_what_compile_builds():
+    """tiles.compile builds what a launch builds: a @cuda.jit kernel's fastmath, launch_bounds and
+    max_registers (they were dropped with the dispatcher: an exact division, no minimum of blocks an SM,
+    no register cap)."""
+    def divide(x, out):
+        i = cuda.grid(1)
+        out[i] = tiles.block_sum(x[i], block_dim=64) / x[i]
+
+    def ptx(**options):
+        return tiles.compile(cuda.jit(**options)(divide), SIG, arch="sm_90", output="ptx").decode()
+
+    plain, fast, bounded = ptx(), ptx(fastmath=True), ptx(launch_bounds=(64, 6))
+    assert "div.rn.f32" in plain and "div.rn.f32" not in fast and "div.approx.ftz.f32" in fast
+    assert ".minnctapersm 6" in bounded and ".minnctapersm" not in plain
+
+    def chain(x, out):  # 16 values live through a loop: 32 registers uncapped
+        i = cuda.grid(1)
+        a0, a1, a2, a3, a4, a5, a6, a7 = x[i], x[i + 1], x[i + 2], x[i + 3], x[i + 4], x[i + 5], x[i + 6], x[i + 7]
+        a8, a9, a10, a11 = x[i + 8], x[i + 9], x[i + 10], x[i + 11]
+        a12, a13, a14, a15 = x[i + 12], x[i + 13], x[i + 14], x[i + 15]
+        for _ in range(100):
+            a0, a1, a2, a3 = a0 * a1 + a2, a1 * a2 + a3, a2 * a3 + a4, a3 * a4 + a5
+            a4, a5, a6, a7 = a4 * a5 + a6, a5 * a6 + a7, a6 * a7 + a8, a7 * a8 + a9
+            a8, a9, a10, a11 = a8 * a9 + a10, a9 * a10 + a11, a10 * a11 + a12, a11 * a12 + a13
+            a12, a13, a14, a15 = a12 * a13 + a14, a13 * a14 + a15, a14 * a15 + a0, a15 * a0 + a1
+        out[i] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15
+
+    uncapped = registers(tiles.compile(cuda.jit(chain), SIG, arch="sm_90"))
+    capped = registers(tiles.compile(cuda.jit(max_registers=24)(chain), SIG, arch="sm_90"))
+    assert capped <= 24 < uncapped, (capped, uncapped)
 
 
 def test_arch_specific_target_is_what_numba_cuda_links_on_hopper():
