@@ -859,6 +859,7 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
   constexpr long long StageItems = batched_stage_items<M, N, TC, TD>;
   constexpr int Buffer = TileA::items + TileB::items;  // (items of T)
   constexpr bool Aliased = batched_tma_aliased<Staged, TD>(StageItems * sizeof(Staged), TileA::bytes + TileB::bytes);
+  constexpr long long StageBytes = Aliased ? 0 : StageItems * sizeof(Staged);  // (the stage's own bytes)
   check_launch<BX, BY, BZ>("Matmul.batched");
   const batched_maps* const pipe = reinterpret_cast<const batched_maps*>(maps.data);
   if (maps.size < static_cast<long long>(sizeof(batched_maps)) || maps.stride != 1 ||
@@ -869,15 +870,13 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
     fail();
   }
   // (before the first load writes into it)
-  check_batched_shared(shared, 1008 + Stages * (TileA::bytes + TileB::bytes) +
-                                   (Aliased ? 0 : StageItems * static_cast<long long>(sizeof(Staged))) + Stages * 8);
+  check_batched_shared(shared, 1008 + Stages * (TileA::bytes + TileB::bytes) + StageBytes + Stages * 8);
   const unsigned base = shared_address(shared.data);
   T* const tiles_a = reinterpret_cast<T*>(reinterpret_cast<char*>(shared.data) + ((base + 1023) / 1024 * 1024 - base));
   T* const tiles_b = tiles_a + TileA::items;
   Staged* const stage = Aliased ? nullptr : reinterpret_cast<Staged*>(tiles_a + Stages * Buffer);
   unsigned long long* const barriers =
-      reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(tiles_a + Stages * Buffer) +
-                                            (Aliased ? 0 : StageItems * sizeof(Staged)));
+      reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(tiles_a + Stages * Buffer) + StageBytes);
   const bool leader = thread_rank<BX, BY>() == 0;
   const auto load = [&](int slot, long long item, int k) {
     unsigned long long* const bar = barriers + slot;
