@@ -721,6 +721,11 @@ __device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long l
 #pragma unroll
       for (int i = 0; i < CItems; ++i) {
         items[i] = TC(0);
+        if constexpr (cute::is_same_v<TC, double>) {
+          // (a zero ptxas cannot see: it folds a known one into the first DMMA's zero-accumulator form, which
+          // on an H200 left rows 8-15 of every 16 of C wrong whenever a product took more than one K-tile)
+          asm volatile("" : "+d"(items[i]));
+        }
       }
     }
     BLAS().execute(cublasdx::make_tensor(cute::make_smem_ptr(reinterpret_cast<PA*>(tiles_a + slot * ItemsA)), LayoutA{}),

@@ -536,10 +536,6 @@ class Matmul:
         matmul.cuh), or a TilesError saying why TMA cannot."""
         m, n, k = self.shape
         itemsize = self._types[0].numpy.itemsize
-        if itemsize == 8:
-            raise ext.error(name, "TMA loads take 2- and 4-byte operands; float64 products over more than one "
-                            "K-tile came out wrong on an H200 (the tiles TMA wrote were right; the float64 "
-                            "product misread them)", "use mm.batched for float64")
         tiles = []
         for operand, (rows, cols), order in (("A", (m, k), self.arrangement[0]), ("B", (k, n), self.arrangement[1])):
             lines, line = (rows, cols) if order == "row_major" else (cols, rows)

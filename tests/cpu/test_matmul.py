@@ -295,6 +295,22 @@ def test_batched_tma_products_load_with_tma(tmp_path):
     assert tiles.shared_memory(kernel, signature)["total"] == 0
 
 
+def test_batched_tma_float64_accumulates_on_plain_dmma(tmp_path):
+    """float64 by TMA (32 x 32 x 16 tiles, 128 threads, products over several K-tiles): ptxas would fold the
+    accumulator's zero at a product's first K-tile into the first DMMAs' zero-accumulator form (a uniform
+    predicate operand), which left rows 8-15 of every 16 of C wrong on an H200; the zero it cannot see
+    keeps every DMMA a plain accumulate. Tiles by TMA; no local memory among the products."""
+    mm = tiles.Matmul((32, 32, 16), "float64", block_dim=128)
+    kernel = gemm.make_batched_gemm(mm, 2, tma=True, c="float64")
+    code = sass(tiles.compile(kernel, "void(uint8[::1], float64[:, :, ::1], float64, float64)", arch="sm_90"),
+                tmp_path)
+    lines = code.splitlines()
+    dmma = [i for i, line in enumerate(lines) if "DMMA" in line]
+    assert dmma and "UTMALDG.3D" in code
+    assert not [lines[i] for i in dmma if re.search(r"DMMA[^;]*,\s*!?UP\d", lines[i])]
+    assert not [line for line in lines[dmma[0]:dmma[-1]] if "LDL" in line or "STL" in line]
+
+
 def test_batched_float_c_goes_out_by_one_bulk_copy(tmp_path):
     """A float C's stage goes out by the copy engine on sm_90 (one bulk copy a whole product, UBLKCP, after the
     threads' shared writes are fenced for it), the threads' 16-byte copy kept for the rest (a blend, a ragged
@@ -333,7 +349,7 @@ def kernel(a, b, c, a2, n, p):
     ("MM.batched_tma(p, a2, shared)", r"c must be a 3-D array"),
     ("MM.batched_tma(p, c64, shared)", r"c holds float64; this Matmul stores its float32 accumulator"),
     ("MM.batched_tma(p, c, shared, stages=17)", r"stages=17 is not supported"),
-    ("MM64.batched_tma(p, c64, shared)", r"TMA loads take 2- and 4-byte operands.*Fix: use mm.batched"),
+    ("MM64.batched_tma(p, c, shared)", r"c holds float32; this Matmul stores its float64 accumulator"),
     ("MM24.batched_tma(p, c, shared)", r"A's 64 x 24 row_major tile has lines of 48 bytes.*Fix: use mm.batched"),
     ("MM.batched_tma(p, c, shared)@sm_80", r"TMA copies need sm_90 or later.*Fix: use mm.batched"),
 ])
