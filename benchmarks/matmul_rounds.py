@@ -6,8 +6,9 @@ that each block does ``count / blocks`` products ("rounds"): 32 rounds on 128 bl
 launch), 31 on 128, 124 or 132 blocks (do more SMs help?), 1 round (a launch's start and end alone).
 Each row: the median time a launch (CUDA events, back to back), the kernel's own duration and the gap
 (profiler), products a microsecond, and the DRAM bytes a second that the products need (A and B read, C
-written once); ``torch.bmm`` and ``torch.add`` (the same bytes, no arithmetic) over the whole batch for
-comparison. Prints a table and writes JSON under benchmarks/results/.
+written once); for comparison, ``torch.bmm`` over each row's count of products (cuBLAS's start and
+steady rate) and ``torch.add`` over the whole batch (the same bytes, no arithmetic). Prints a table and
+writes JSON under benchmarks/results/.
 
     PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul_rounds.py [--label L]
 """
@@ -63,7 +64,8 @@ def main():
         err = error(c[:count].float(), torch.bmm(a[:count].float(), b[:count].float()))
         assert err < 1e-2, f"{count} products on {blocks} blocks: relative error {err:.2e}"
         row("batched_tma", count, blocks, launch, err)
-    row("torch.bmm", BATCH, None, lambda: torch.bmm(a, b, out=c), 0.0)
+    for count in sorted({count for count, _ in GRIDS}, reverse=True):
+        row("torch.bmm", count, None, lambda count=count: torch.bmm(a[:count], b[:count], out=c[:count]), 0.0)
     row("torch.add", BATCH, None, lambda: torch.add(a, b, out=c), None)
     name, date = device_name(cuda.get_current_device()), datetime.date.today().isoformat()
     print(f"bf16 {SIZE}^3 batched by rounds ({name}, {date}, commit {commit()})")
