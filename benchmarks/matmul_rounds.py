@@ -31,6 +31,7 @@ from matmul import error, kernel_ms, median_ms
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from examples import gemm  # noqa: E402
+
 BATCH, SIZE = 4096, 128
 # (products, blocks): the benchmark's launch, then 31 rounds on fewer and more blocks, then single rounds
 GRIDS = ((4096, 128), (4096, 132), (3968, 128), (3844, 124), (4092, 132), (128, 128), (132, 132), (16, 16))
@@ -51,10 +52,10 @@ def main():
 
     def row(name, count, blocks, launch, err):
         ms = median_ms(launch, args.repeats)
-        kernel, gap = kernel_ms(launch)
-        rows.append({"launch": name, "products": count, "blocks": blocks, "error": err, "ms": ms, "kernel_ms": kernel,
-                     "gap_ms": gap, "products_per_us": count / kernel / 1e3,
-                     "dram_tb_s": count * product_bytes / kernel / 1e9})
+        duration, gap = kernel_ms(launch)
+        rows.append({"launch": name, "products": count, "blocks": blocks, "error": err, "ms": ms,
+                     "kernel_ms": duration, "gap_ms": gap, "products_per_us": count / duration / 1e3,
+                     "dram_tb_s": count * product_bytes / duration / 1e9})
 
     for count, blocks in GRIDS:
         c.fill_(float("nan"))
@@ -72,7 +73,7 @@ def main():
     print(f"{'launch':<12}{'products':>9}{'blocks':>7}{'rounds':>7}{'ms':>9}{'kernel us':>10}{'gap us':>7}"
           f"{'products/us':>12}{'TB/s':>6}")
     for r in rows:
-        rounds = f"{r['products'] / r['blocks']:.0f}" if r["blocks"] else ""
+        rounds = -(-r["products"] // r["blocks"]) if r["blocks"] else ""  # (the most any block does)
         print(f"{r['launch']:<12}{r['products']:>9}{r['blocks'] or '':>7}{rounds:>7}{r['ms']:>9.4f}"
               f"{r['kernel_ms'] * 1e3:>10.1f}{r['gap_ms'] * 1e3:>7.1f}{r['products_per_us']:>12.2f}{r['dram_tb_s']:>6.2f}")
     record = {"benchmark": "matmul_rounds", "date": date, "device": name, "commit": commit(), "label": args.label,
