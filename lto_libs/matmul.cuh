@@ -378,11 +378,11 @@ inline constexpr int batched_stage_items = M * staged_pitch<N, TC, batched_stage
 
 // Whether Matmul.batched_tma's stage of TS items (`stage` bytes) lives in the bytes of a buffer of A
 // and B tiles (`buffer` bytes) that the block has multiplied: when it fits, and goes out by the
-// threads' copy (a bulk copy would still read it while the buffer refills).
+// threads' copy, not bulk_out's (a bulk copy would still read it while the buffer refills).
 // numba_tiles.Matmul.batched_tma_shared_memory_bytes mirrors it.
 template <typename TS, typename TD>
-__host__ __device__ constexpr bool batched_tma_aliased(long long stage, long long buffer) {
-  return !(cuda::std::is_same_v<TS, TD> && sizeof(TD) == 4) && stage <= buffer;
+__device__ constexpr bool batched_tma_aliased(long long stage, long long buffer) {
+  return !bulk_out<TS, TD> && stage <= buffer;
 }
 
 // The M x N tile of dst at (row0, col0) into the shared `staged` (rows of LD items, 16-byte
