@@ -66,12 +66,18 @@ __device__ __forceinline__ void pipeline_tile(array_ref<unsigned char> pipe, mat
                                               float alpha, float beta) {
   extern __shared__ __align__(1024) unsigned char buffer[];
   if (blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes) {
+#ifdef NUMBA_TILES_DEBUG
     if ((threadIdx.x | threadIdx.y | threadIdx.z) == 0) {
       printf("tiles.PipelineMatmul.tile: launched with %u threads and %u bytes of dynamic shared memory; it needs "
              "%d threads and %d bytes (kernel[grid, mm.threads, stream, mm.shared_memory_bytes])\n",
              blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
     }
     fail();
+#else
+    // (No message outside NUMBA_TILES_DEBUG: with any call in a kernel, printf's included, ptxas serializes
+    // every wgmma of it, each waiting for the one before.)
+    __trap();
+#endif
   }
   alignas(TileAlign < 8 ? 8 : TileAlign) unsigned char tile[TileBytes];
   alignas(AccAlign < 16 ? 16 : AccAlign) unsigned char acc[AccBytes];

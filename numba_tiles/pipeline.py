@@ -55,7 +55,9 @@ class PipelineMatmul:
     shared memory (which then belongs to it): ``mm.tile(pipe, c, i, j, alpha=1.0, beta=0.0)``
     computes C's tile (i, j), ``c[i*M:(i+1)*M, j*N:(j+1)*N]``, items past C's edges left out, by
     the whole block, and ends with a barrier: a block may compute any number of tiles in a loop
-    (a persistent kernel). ``c`` is a 2-D array of ``c_dtype`` of any strides.
+    (a persistent kernel). ``c`` is a 2-D array of ``c_dtype`` of any strides. Another launch
+    shape traps (with a message under ``NUMBA_TILES_DEBUG=1``). Keep ``print`` out of such kernels:
+    ptxas serializes the ``wgmma`` of a kernel that makes any call.
 
     Example::
 

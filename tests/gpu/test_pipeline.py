@@ -81,3 +81,43 @@ def test_pipe_serves_many_launches_and_another_pair_after(rng):
             c = cuda.to_device(np.full((m, n), np.nan, np.float32))
             gemm.run_hopper(mm, kernel, a, b, c, 1.0, 0.0)
             assert np.linalg.norm(c.copy_to_host() - expected) / np.linalg.norm(expected) < 1e-5
+
+
+WRONG_LAUNCH_CHILD = r"""
+import sys
+import numpy as np
+from numba import cuda
+sys.path.insert(0, {root!r})
+import numba_tiles as tiles
+from examples import gemm
+
+mm = tiles.PipelineMatmul((128, 128, 64), "int16", precision="bf16")
+kernel = gemm.make_hopper_gemm(mm)
+a, b = cuda.to_device(np.zeros((128, 64), np.int16)), cuda.to_device(np.zeros((64, 128), np.int16))
+c = cuda.to_device(np.full((128, 128), np.nan, np.float32))
+gemm.run_hopper(mm, kernel, a, b, c, 1.0, 0.0)  # the launch it was made for: fine
+assert (c.copy_to_host() == 0).all()
+pipe = mm.prepare(a, b)
+kernel[1, mm.threads // 2, 0, mm.shared_memory_bytes](pipe, c, 1.0, 0.0)  # half the threads: stops
+cuda.synchronize()
+"""
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["release", "NUMBA_TILES_DEBUG"])
+def test_a_wrong_launch_stops_the_kernel(debug):
+    """A launch with other threads than mm.threads stops the kernel (in a subprocess: it ends the CUDA context).
+    By default by a trap alone: a message is a call, and a kernel with any call gets its wgmma serialized by
+    ptxas. With NUMBA_TILES_DEBUG=1 it says what the launch needs."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "NUMBA_TILES_DEBUG": "1" if debug else "0"}
+    child = WRONG_LAUNCH_CHILD.format(root=str(Path(__file__).resolve().parents[2]))
+    run = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=600)
+    error = "CUDA_ERROR_ASSERT" if debug else "CUDA_ERROR_LAUNCH_FAILED"  # (the message's assert; the trap)
+    assert run.returncode != 0 and error in run.stderr, run.stdout + run.stderr[-3000:]
+    message = ("tiles.PipelineMatmul.tile: launched with 128 threads and 65568 bytes of dynamic shared memory; it "
+               "needs 256 threads and 65568 bytes")
+    assert (message in run.stdout) == debug, run.stdout
