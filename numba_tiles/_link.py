@@ -11,7 +11,9 @@ go through `link`: `tiles.compile`'s, and numba-cuda's own at a kernel's first l
 
 import dataclasses
 import hashlib
+import re
 import time
+import warnings
 
 from . import cache
 from ._stats import count
@@ -39,9 +41,40 @@ def link(objects, options, output="cubin"):
 
     def make():
         start = time.perf_counter()
-        code = bytes(Linker(*objects, options=options).link(output).code)
+        linker = Linker(*objects, options=options)
+        code = bytes(linker.link(output).code)
         count("links")
         count("link_seconds", time.perf_counter() - start)
+        warn_if_serialized(linker.get_info_log())
         return code
 
     return cache.cached(components(objects, options, output), make)
+
+
+# ptxas's C7509/C7510 in nvJitLink's log: "wgmma.mma_async instructions are serialized due to <why> in the function '<symbol>'"
+_SERIALIZED = re.compile(r"wgmma\.mma_async instructions are serialized due to (.+?) in the function '(\w+)'")
+
+
+def warn_if_serialized(log):
+    """A ``NumbaPerformanceWarning`` for each kernel whose ``wgmma`` ptxas serialized (each then waits for the
+    one before; tiles.PipelineMatmul's 8192^3 GEMMs ran 14% slower on an H200 so), as nvJitLink's info
+    ``log`` reports it. A call in the kernel does it (``print``, or NUMBA_TILES_DEBUG's messages). Shown when
+    the kernel is linked, not when the link comes from the disk cache."""
+    from numba.core.errors import NumbaPerformanceWarning
+
+    for why, symbol in _SERIALIZED.findall(log or ""):
+        warnings.warn(f"numba_tiles: ptxas serialized the wgmma (tensor-core products) of kernel {_python_name(symbol)}, "
+                      f"due to {why}: each waits for the one before. A call in the kernel does this: print(), or the "
+                      "messages NUMBA_TILES_DEBUG=1 compiles in; keep calls out of kernels that call "
+                      "PipelineMatmul.tile", NumbaPerformanceWarning, stacklevel=2)
+
+
+def _python_name(symbol):
+    """A Numba kernel's symbol as the dotted path it mangles (``_ZN8examples4gemm...`` → ``examples.gemm...``)."""
+    parts, i = [], 3 if symbol.startswith("_ZN") else len(symbol)
+    while i < len(symbol) and symbol[i].isdigit():
+        digits = re.match(r"\d+", symbol[i:]).group()
+        start = i + len(digits)
+        parts.append(symbol[start:start + int(digits)])
+        i = start + int(digits)
+    return ".".join(parts) or symbol

@@ -77,6 +77,7 @@ def assert_wgmma_not_serialized(text):
     assert products >= 2 and waits < products, f"{products} HGMMA, {waits} WARPGROUP.DEPBAR: serialized"
 
 
+@pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPerformanceWarning")  # (serialized, as it says)
 def test_debug_builds_keep_the_launch_check_message(tmp_path, monkeypatch):
     """NUMBA_TILES_DEBUG=1 compiles the launch check's message in (wgmma then serialized, as any call makes them);
     without it a wrong launch traps with no call in the kernel (tests/gpu/test_pipeline.py launches both)."""
@@ -84,6 +85,28 @@ def test_debug_builds_keep_the_launch_check_message(tmp_path, monkeypatch):
     text = sass(tiles.compile(gemm, SIGNATURE, arch="sm_90a"), tmp_path)
     calls = " ".join(external_calls(text))
     assert "vprintf" in calls and "__assertfail" in calls, calls
+
+
+
+def test_a_kernel_whose_wgmma_ptxas_serializes_warns_at_its_link(tmp_path):
+    """A print() in a PipelineMatmul kernel is a call, so ptxas serializes its wgmma: the link warns, naming the
+    kernel and the fix. (A fresh string in the kernel each run, so that its link is not in the disk cache.)"""
+    import uuid
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    source = f"""
+@cuda.jit
+def noisy(pipe, c, alpha, beta):
+    if cuda.threadIdx.x == 0 and cuda.blockIdx.x == 0:
+        print("{uuid.uuid4().hex}")
+    MM.tile(pipe, c, 0, 0, alpha, beta)
+"""
+    scope = {"cuda": cuda, "MM": MM}
+    exec(compile(source, str(tmp_path / "noisy.py"), "exec"), scope)
+    with pytest.warns(NumbaPerformanceWarning, match=r"ptxas serialized the wgmma .* of kernel .*noisy, due to the "
+                                                     r"presence of Extern calls.* keep calls out of kernels"):
+        tiles.compile(scope["noisy"], SIGNATURE, arch="sm_90a")
 
 
 TF32 = tiles.PipelineMatmul((128, 128, 32), "float32", precision="tf32", arrangement=("row_major", "col_major"))
