@@ -51,19 +51,21 @@ def link(objects, options, output="cubin"):
     return cache.cached(components(objects, options, output), make)
 
 
-# ptxas's C7509/C7510 in nvJitLink's log: "wgmma.mma_async instructions are serialized due to <why> in the function '<symbol>'"
+# ptxas's C7509/C7510 in nvJitLink's log:
+# "wgmma.mma_async instructions are serialized due to <why> in the function '<symbol>'"
 _SERIALIZED = re.compile(r"wgmma\.mma_async instructions are serialized due to (.+?) in the function '(\w+)'")
 
 
 def warn_if_serialized(log):
     """A ``NumbaPerformanceWarning`` for each kernel whose ``wgmma`` ptxas serialized (each then waits for the
-    one before; tiles.PipelineMatmul's 8192^3 GEMMs ran 14% slower on an H200 so), as nvJitLink's info
+    one before; tiles.PipelineMatmul's 8192^3 GEMMs took 14% longer on an H200 so), as nvJitLink's info
     ``log`` reports it. A call in the kernel does it (``print``, or NUMBA_TILES_DEBUG's messages). Shown when
     the kernel is linked, not when the link comes from the disk cache."""
     from numba.core.errors import NumbaPerformanceWarning
 
     for why, symbol in _SERIALIZED.findall(log or ""):
-        warnings.warn(f"numba_tiles: ptxas serialized the wgmma (tensor-core products) of kernel {_python_name(symbol)}, "
+        kernel = _python_name(symbol)
+        warnings.warn(f"numba_tiles: ptxas serialized the wgmma (tensor-core products) of kernel {kernel}, "
                       f"due to {why}: each waits for the one before. A call in the kernel does this: print(), or the "
                       "messages NUMBA_TILES_DEBUG=1 compiles in; keep calls out of kernels that call "
                       "PipelineMatmul.tile", NumbaPerformanceWarning, stacklevel=2)
