@@ -61,7 +61,7 @@ def warn_if_serialized(log):
     one before; tiles.PipelineMatmul's 8192^3 GEMMs took 14% longer on an H200 so), as nvJitLink's info
     ``log`` reports it. A call in the kernel does it (``print``, or NUMBA_TILES_DEBUG's messages). Shown when
     the kernel is linked, not when the link comes from the disk cache."""
-    from numba.core.errors import NumbaPerformanceWarning
+    from ._numba import NumbaPerformanceWarning  # (numba-cuda's, as its own launch warnings)
 
     for why, symbol in _SERIALIZED.findall(log or ""):
         kernel = _python_name(symbol)

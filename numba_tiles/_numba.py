@@ -7,6 +7,8 @@ here, in one place, and ``tests/cpu/test_numba_contract.py`` says which touchpoi
 The touchpoints, each with its contract test:
 - the base of `TilesError`: numba-cuda's own ``TypingError``, which its typing catches and
   reports with the call's source line;
+- ``NumbaPerformanceWarning``: numba-cuda's own, the class its launches warn with (`_link` warns
+  with it when ptxas serializes a kernel's wgmma);
 - `register`: a typing template and a lowering for a Python function (numba-cuda's public
   extension API: ``infer_global``, ``AbstractTemplate``, ``lower_builtin``);
 - `target_flags`: the compute capability, line info and debug flags of the code being lowered,
@@ -34,9 +36,9 @@ import weakref
 import numpy as np
 from numba import cuda
 from numba.cuda import types
-from numba.cuda.core.errors import TypingError  # numba-cuda's own (numba.core's is another class)
+from numba.cuda.core.errors import NumbaPerformanceWarning, TypingError  # numba-cuda's own (numba.core's are others)
 
-__all__ = ["TypingError"]
+__all__ = ["NumbaPerformanceWarning", "TypingError"]
 
 
 # --- typing and lowering -------------------------------------------------------------------

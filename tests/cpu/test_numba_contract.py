@@ -29,6 +29,16 @@ def test_tiles_error_is_numba_cudas_typing_error_and_reported_by_its_typing():
         tiles.compile(bad, SIG)
 
 
+def test_our_performance_warning_is_the_one_numba_cudas_launches_warn_with():
+    import inspect
+
+    from numba.cuda import dispatcher
+    from numba.cuda.core import errors
+
+    assert _numba.NumbaPerformanceWarning is errors.NumbaPerformanceWarning
+    assert "errors.NumbaPerformanceWarning(" in inspect.getsource(dispatcher)  # (its grid-size warning)
+
+
 def test_register_types_and_lowers_a_call_to_the_entry_point():
     """Numba's module calls the entry point (it does not link alone), which our object defines."""
     from cuda.core import Linker, LinkerOptions, ObjectCode

@@ -77,7 +77,7 @@ def assert_wgmma_not_serialized(text):
     assert products >= 2 and waits < products, f"{products} HGMMA, {waits} WARPGROUP.DEPBAR: serialized"
 
 
-@pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPerformanceWarning")  # (serialized, as it says)
+@pytest.mark.filterwarnings("ignore::numba.cuda.core.errors.NumbaPerformanceWarning")  # (serialized, as it says)
 def test_debug_builds_keep_the_launch_check_message(tmp_path, monkeypatch):
     """NUMBA_TILES_DEBUG=1 compiles the launch check's message in (wgmma then serialized, as any call makes them);
     without it a wrong launch traps with no call in the kernel (tests/gpu/test_pipeline.py launches both)."""
@@ -93,7 +93,7 @@ def test_a_kernel_whose_wgmma_ptxas_serializes_warns_at_its_link(tmp_path):
     kernel and the fix. (A fresh string in the kernel each run, so that its link is not in the disk cache.)"""
     import uuid
 
-    from numba.core.errors import NumbaPerformanceWarning
+    from numba.cuda.core.errors import NumbaPerformanceWarning
 
     source = f"""
 @cuda.jit
