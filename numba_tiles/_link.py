@@ -73,10 +73,9 @@ def warn_if_serialized(log):
 
 def _python_name(symbol):
     """A Numba kernel's symbol as the dotted path it mangles (``_ZN8examples4gemm...`` → ``examples.gemm...``)."""
-    parts, i = [], 3 if symbol.startswith("_ZN") else len(symbol)
-    while i < len(symbol) and symbol[i].isdigit():
-        digits = re.match(r"\d+", symbol[i:]).group()
-        start = i + len(digits)
-        parts.append(symbol[start:start + int(digits)])
-        i = start + int(digits)
+    parts, rest = [], symbol[3:] if symbol.startswith("_ZN") else ""
+    while length := re.match(r"\d+", rest):  # (each name: its length, then itself)
+        end = length.end() + int(length.group())
+        parts.append(rest[length.end():end])
+        rest = rest[end:]
     return ".".join(parts) or symbol

@@ -87,7 +87,6 @@ def test_debug_builds_keep_the_launch_check_message(tmp_path, monkeypatch):
     assert "vprintf" in calls and "__assertfail" in calls, calls
 
 
-
 def test_a_kernel_whose_wgmma_ptxas_serializes_warns_at_its_link(tmp_path):
     """A print() in a PipelineMatmul kernel is a call, so ptxas serializes its wgmma: the link warns, naming the
     kernel and the fix. (A fresh string in the kernel each run, so that its link is not in the disk cache.)"""
