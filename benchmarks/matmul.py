@@ -237,12 +237,14 @@ def measure_pipelines(pipelines, da, db, dc, c, reference, bound, flops, repeats
 
 def best_row(case, results, flops, peer, peer_ms, peer_launch):
     """The JSON row of a case: its fastest variant against the peer (``peer_launch`` launches it), with both
-    kernels' own durations and the gaps between back-to-back launches."""
-    label, ms, err, launch = min((r for r in results if r), key=lambda r: r[1])
+    kernels' own durations and the gaps between back-to-back launches, and every variant's TFLOP/s."""
+    measured = [r for r in results if r]
+    label, ms, err, launch = min(measured, key=lambda r: r[1])
     (kernel, gap), (peer_kernel, peer_gap) = kernel_ms(launch), kernel_ms(peer_launch)
     return {"case": case, "block_dim": label, "ms": ms, "tflops": flops / ms / 1e9, "error": err, "peer": peer,
             "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9, "kernel_ms": kernel, "gap_ms": gap,
-            "peer_kernel_ms": peer_kernel, "peer_gap_ms": peer_gap}
+            "peer_kernel_ms": peer_kernel, "peer_gap_ms": peer_gap,
+            "variants": {r[0]: flops / r[1] / 1e9 for r in measured}}
 
 
 def main():
@@ -274,9 +276,12 @@ def main():
     batched = {64: [((64, 64, 64), 128, 2), ((64, 64, 64), 128, 3), ((64, 64, 64), 128, 4), ((64, 64, 32), 128, 3),
                     ((64, 64, 64), 128, 6), ((64, 64, 32), 128, 4), ((64, 64, 32), 128, 6), ((64, 64, 32), 128, 10),
                     ((64, 64, 32), 128, 12), ((64, 64, 64), 256, 3)],
-               128: [((128, 128, 32), 256, 4), ((128, 128, 32), 256, 6), ((128, 128, 32), 256, 8),
+               128: [((128, 128, 32), 256, 4), ((128, 128, 32), 256, 5), ((128, 128, 32), 256, 6),
+                     ((128, 128, 32), 256, 7), ((128, 128, 32), 256, 8),
                      ((128, 128, 32), 256, 10), ((128, 128, 64), 256, 5),
-                     ((128, 128, 64), 256, 2), ((128, 128, 64), 256, 3), ((128, 128, 64), 128, 3)]}
+                     ((128, 128, 64), 256, 2), ((128, 128, 64), 256, 3), ((128, 128, 64), 128, 3),
+                     # 128 threads, two blocks an SM (a 64 x 64 warp tile: a third fewer ldmatrix a product)
+                     ((128, 128, 32), 128, 3), ((128, 128, 32), 128, 4), ((128, 128, 64), 128, 2)]}
     # the best of the kernel's own loop of load/multiply/store (register form) last time: (block_dim,
     # K-tile, products a block, C through shared memory, stages)
     register = {64: (128, 64, 8, True, 2), 128: (256, 64, 2, True, 3)}
