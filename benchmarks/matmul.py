@@ -17,7 +17,7 @@ For each case's fastest variant and its peer, the profiler (CUPTI) also gives th
 and the gaps between them over 20 back-to-back launches: the events' time per launch is about their sum.
 ``--jobs N`` first compiles every kernel in N processes (NVRTC takes 20-35 s a cuBLASDx kernel).
 Prints a table (TFLOP/s, ratio to PyTorch; each case's fastest variant) and writes JSON under
-benchmarks/results/.
+benchmarks/results/ (each case's row also lists every variant's TFLOP/s).
 
     PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul.py [--repeats 20] [--label L] [--large 8192] [--jobs 15]
 """
