@@ -62,6 +62,8 @@ def _tensor_map(name, param, array, order, tile):
     byte_strides = [array.strides[outer], array.strides[0] if array.shape[0] > 1 else array.strides[outer] * dims[1]]
     u64, u32 = ([kind(x) for x in values] for kind, values in ((driver.cuuint64_t, dims + byte_strides),
                                                               (driver.cuuint32_t, [box, lines, 1, 1, 1, 1])))
+    # 256-byte L2 promotion: a K-tile's narrow lines (64 bytes of a 256-byte row of A) bring the whole
+    # row into L2 for the next K-tiles; none, 64 or 128 bytes made the bf16 kernel slower on an H200.
     err, tensor_map = driver.cuTensorMapEncodeTiled(
         getattr(driver.CUtensorMapDataType, _DATA_TYPE[itemsize]), 3, data, u64[:3], u64[3:], u32[:3], u32[3:],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
