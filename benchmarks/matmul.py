@@ -15,6 +15,9 @@ Each output is checked against PyTorch's (relative Frobenius error) before timin
 ``--repeats`` runs timed by CUDA events, median.
 For each case's fastest variant and its peer, the profiler (CUPTI) also gives the kernels' own durations
 and the gaps between them over 20 back-to-back launches: the events' time per launch is about their sum.
+Both are also timed sustained (``--sustained`` seconds of back-to-back launches after one second of
+the same, with nvidia-smi's SM clock and power): the timings above are short bursts at full clock,
+where a long run holds the GPU's power limit by lowering its clock.
 ``--jobs N`` first compiles every kernel in N processes (NVRTC takes 20-35 s a cuBLASDx kernel).
 Prints a table (TFLOP/s, ratio to PyTorch; each case's fastest variant) and writes JSON under
 benchmarks/results/ (each case's row also lists every variant's TFLOP/s).
@@ -165,6 +168,48 @@ def median_ms(launch, repeats, inner=10):
     return statistics.median(times)
 
 
+def sustained_ms(launch, seconds):
+    """One launch's GPU time when launches run back to back for ``seconds``, after a second of the same: the rate
+    of a long-running application, at which the GPU holds its power limit by lowering its clock (the H200
+    reaches its 700 W within that second). `median_ms`'s short bursts leave it idle in between, at full clock.
+    Also the SM clock (MHz) and board power (W) nvidia-smi reports meanwhile, medians (None without it)."""
+    import shutil
+    import subprocess
+
+    import torch
+
+    def run(duration):
+        launches, start = 0, time.perf_counter()
+        while time.perf_counter() - start < duration:
+            for _ in range(50):  # (a sync now and then keeps the host's queue of launches short)
+                launch()
+            launches += 50
+            torch.cuda.synchronize()
+        return launches
+
+    run(1.0)
+    device = cuda.get_current_device()  # (by its PCI address: CUDA's device numbers need not be nvidia-smi's)
+    query = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "100",
+             f"--id={device.PCI_DOMAIN_ID:08x}:{device.PCI_BUS_ID:02x}:{device.PCI_DEVICE_ID:02x}.0"]
+    sampler = subprocess.Popen(query, stdout=subprocess.PIPE, text=True) if shutil.which("nvidia-smi") else None
+    try:
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        launches = run(seconds)
+        end.record()
+        end.synchronize()
+    finally:
+        if sampler:
+            sampler.terminate()
+    ms = begin.elapsed_time(end) / launches
+    lines = sampler.communicate()[0].splitlines() if sampler else []
+    samples = [line.split(", ") for line in lines if line.count(",") == 1]
+    if not samples:
+        return ms, None, None
+    return (ms, statistics.median(float(mhz) for mhz, _ in samples),
+            statistics.median(float(watts) for _, watts in samples))
+
+
 def kernel_ms(launch, launches=20):
     """The median duration of ``launch``'s kernels and the median gap between one kernel's end and the next
     one's start, in ms, over ``launches`` back-to-back launches, from the profiler (CUPTI)."""
@@ -235,16 +280,23 @@ def measure_pipelines(pipelines, da, db, dc, c, reference, bound, flops, repeats
     return results
 
 
-def best_row(case, results, flops, peer, peer_ms, peer_launch):
+def best_row(case, results, flops, peer, peer_ms, peer_launch, sustained):
     """The JSON row of a case: its fastest variant against the peer (``peer_launch`` launches it), with both
-    kernels' own durations and the gaps between back-to-back launches, and every variant's TFLOP/s."""
+    kernels' own durations and the gaps between back-to-back launches, both rates sustained for ``sustained``
+    seconds (0: not measured) with the SM clock and power meanwhile, and every variant's TFLOP/s."""
     measured = [r for r in results if r]
     label, ms, err, launch = min(measured, key=lambda r: r[1])
     (kernel, gap), (peer_kernel, peer_gap) = kernel_ms(launch), kernel_ms(peer_launch)
-    return {"case": case, "block_dim": label, "ms": ms, "tflops": flops / ms / 1e9, "error": err, "peer": peer,
-            "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9, "kernel_ms": kernel, "gap_ms": gap,
-            "peer_kernel_ms": peer_kernel, "peer_gap_ms": peer_gap,
-            "variants": {r[0]: flops / r[1] / 1e9 for r in measured}}
+    row = {"case": case, "block_dim": label, "ms": ms, "tflops": flops / ms / 1e9, "error": err, "peer": peer,
+           "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9, "kernel_ms": kernel, "gap_ms": gap,
+           "peer_kernel_ms": peer_kernel, "peer_gap_ms": peer_gap,
+           "variants": {r[0]: flops / r[1] / 1e9 for r in measured}}
+    if sustained:
+        for prefix, run in (("", launch), ("peer_", peer_launch)):
+            row[f"{prefix}sustained_ms"], row[f"{prefix}sustained_mhz"], row[f"{prefix}sustained_watts"] = (
+                sustained_ms(run, sustained))
+        row["sustained_ratio"] = row["peer_sustained_ms"] / row["sustained_ms"]
+    return row
 
 
 def main():
@@ -258,7 +310,11 @@ def main():
                         help="which large GEMMs: bf16 by the tile loop, bf16 by PipelineMatmul, tf32 by PipelineMatmul")
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
-    parser.add_argument("--only", default="", help="only the variants whose label holds this text (e.g. TMA)")
+    parser.add_argument("--only", default="",
+                        help="only the variants whose label holds this text (e.g. TMA), or one of these |-separated")
+    parser.add_argument("--sustained", type=float, default=2.0,
+                        help="seconds of back-to-back launches timing each case's fastest variant and its peer at "
+                             "the GPU's power limit (0: skip)")
     parser.add_argument("--per-block", default="1,2,3,4", type=lambda v: [int(x) for x in v.split(",") if x],
                         help="batched launches of this many products a block, besides as many blocks as fit")
     parser.add_argument("--case", default="",
@@ -305,7 +361,7 @@ def main():
         if precision is None and out == acc and not args.batched_only:
             variants.append(("shared C, 128, aligned", ("shared", (size, dtype, acc, 128, 16))))
         tma_arrays = f"void(uint8[::1], {out}[:, :, ::1]"
-        variants = [v for v in variants if args.only in v[0]]
+        variants = [v for v in variants if any(part in v[0] for part in args.only.split("|"))]
         jobs += [(*factory, (tma_arrays if factory[0] == "batched" and factory[1][6] else arrays)
                   + (", float64, float64)" if factory[0] == "batched" else ")")) for _, factory in variants]
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
@@ -346,7 +402,7 @@ def main():
             per_block = factory_args[5] if kind == "register" else 1
             start = lambda: started(kernel, (batch // per_block, factory_args[3]), da, db, dc)  # noqa: E731
             results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
-        rows.append(best_row(name, results, flops, "torch.bmm", peer_ms, lambda: torch.bmm(a, b)))
+        rows.append(best_row(name, results, flops, "torch.bmm", peer_ms, lambda: torch.bmm(a, b), args.sustained))
     n = args.large
     flops, repeats = 2 * n ** 3, max(args.repeats // 4, 5)  # (fewer samples: each is 10 launches of milliseconds)
     if large & {"tile loop", "PipelineMatmul"}:
@@ -364,13 +420,13 @@ def main():
             results.append(measure("large", label, start, c, reference, 1e-2, flops, repeats))
         if results:
             rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms,
-                                 lambda: torch.matmul(a, b)))
+                                 lambda: torch.matmul(a, b), args.sustained))
         if "PipelineMatmul" in large:
             pipelines = [tiles.PipelineMatmul(shape, "int16", precision="bf16", c_dtype="int16", stages=stages)
                          for shape, stages in (((128, 128, 64), 2), ((128, 128, 64), 3), ((128, 256, 64), 3))]
             rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)",
                                  measure_pipelines(pipelines, da, db, dc, c, reference, 1e-2, flops, repeats), flops,
-                                 "torch.matmul", peer_ms, lambda: torch.matmul(a, b)))
+                                 "torch.matmul", peer_ms, lambda: torch.matmul(a, b), args.sustained))
     if "tf32" in large:
         # float32 A and B multiplied as tf32, B column-major (tf32's wgmma reads B along K), against cuBLAS's tf32
         a, b, c = (torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda").t(),
@@ -385,7 +441,7 @@ def main():
             results = measure_pipelines(pipelines, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3,
                                         flops, repeats)
             rows.append(best_row(f"tf32 {n}^3, fp32 C (PipelineMatmul)", results, flops, "torch.matmul (tf32)",
-                                 peer_ms, lambda: torch.matmul(a, b)))
+                                 peer_ms, lambda: torch.matmul(a, b), args.sustained))
         finally:
             torch.backends.cuda.matmul.allow_tf32 = False
     name = device_name(cuda.get_current_device())
@@ -393,12 +449,14 @@ def main():
     commit = git_commit()
     print(f"tile matmul vs cuBLAS (PyTorch), median of {args.repeats} ({name}, {date}, commit {commit})")
     print(f"{'case':<40}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}"
-          f"{'kernel/gap us':>16}{'peer kernel/gap':>18}")
+          f"{'kernel/gap us':>16}{'peer kernel/gap':>18}{'sustained ratio':>17}{'MHz/peer MHz':>14}")
     for r in rows:
         r["ratio"] = r["tflops"] / r["peer_tflops"]
+        sustained = "" if "sustained_ratio" not in r else (
+            f"{r['sustained_ratio']:>17.2f}{r['sustained_mhz'] or 0:>8.0f}/{r['peer_sustained_mhz'] or 0:<5.0f}")
         print(f"{r['case']:<40}{str(r['block_dim']):>34}{r['ms']:>9.3f}{r['tflops']:>9.1f}{r['peer']:>14}"
               f"{r['peer_tflops']:>14.1f}{r['ratio']:>7.2f}{r['kernel_ms'] * 1e3:>10.1f}/{r['gap_ms'] * 1e3:<5.1f}"
-              f"{r['peer_kernel_ms'] * 1e3:>12.1f}/{r['peer_gap_ms'] * 1e3:<5.1f}")
+              f"{r['peer_kernel_ms'] * 1e3:>12.1f}/{r['peer_gap_ms'] * 1e3:<5.1f}{sustained}")
     for case, why in skipped.items():
         print(f"{case}: skipped ({why})")
     record = {"benchmark": "matmul", "date": date, "device": name, "commit": commit, "label": args.label,
