@@ -5,7 +5,8 @@ call, K-tiles loading a few stages ahead into dynamic shared memory, the accumul
 through a shared stage) in several tiles, blocks and stages, each launched as many blocks as fit at once
 and as blocks of 1, 2, 3 or 4 products (``--per-block``); last time's best kernel-written loop of
 the register form (load/multiply/store, several products a block); the shared-C form (`tile_load`,
-`tiles.matmul`, `tile_store`). Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096
+`tiles.matmul`, `tile_store`); for fp16 and bf16, `PipelineMatmul.batched` (examples/gemm.py's
+`make_hopper_batched`: warp-specialized TMA and wgmma, products in a dynamic order, one block an SM). Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096
 with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large, 8192^3 bf16
 against ``torch.matmul``: examples/gemm.py's `make_pipelined_gemm` (the register form in a loop over
 K-tiles) and `make_hopper_gemm` (`tiles.PipelineMatmul`, TMA + wgmma; ``prepare``, a one-thread
@@ -76,6 +77,14 @@ def batched_kernel(tile, dtype, accumulator, block_dim, precision, stages, tma=F
     return kernel
 
 
+def hopper_batched_kernel(shape, dtype, precision, stages, out):
+    """`PipelineMatmul.batched` (examples/gemm.py's `make_hopper_batched`) for a C of ``out``: sm_90a only."""
+    mm = tiles.PipelineMatmul(shape, dtype, precision=precision, c_dtype=out, stages=stages)
+    kernel = gemm.make_hopper_batched(mm)
+    kernel.mm = mm
+    return kernel
+
+
 def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, precision=None, staged=False, stages=2):
     """The register form (`tiles.Matmul`): ``per_block`` products a block, each over K-tiles of ``k_tile``,
     the next ``stages - 1`` K-tiles' A and B loading (asynchronously) during each product; C (of the
@@ -124,14 +133,14 @@ def _compile_one(job):
     kernel = KERNELS[kind](*args)
     start = time.perf_counter()
     try:
-        tiles.compile(kernel, signature, arch="sm_90")
+        tiles.compile(kernel, signature, arch="sm_90a" if kind == "hopper_batched" else "sm_90")
     except Exception as exc:  # noqa: BLE001 (reported again when the variant runs)
         print(f"precompiling {kind}{args}: {str(exc)[:200]}", flush=True)
     return time.perf_counter() - start
 
 
 KERNELS = {"register": register_kernel, "batched": batched_kernel, "shared": shared_kernel,
-           "pipelined_gemm": gemm.make_pipelined_gemm}
+           "pipelined_gemm": gemm.make_pipelined_gemm, "hopper_batched": hopper_batched_kernel}
 
 
 def precompile(jobs, processes):
@@ -338,6 +347,9 @@ def main():
                      ((128, 128, 64), 256, 2), ((128, 128, 64), 256, 3), ((128, 128, 64), 128, 3),
                      # 128 threads, two blocks an SM (a 64 x 64 warp tile: a third fewer ldmatrix a product)
                      ((128, 128, 32), 128, 3), ((128, 128, 32), 128, 4), ((128, 128, 64), 128, 2)]}
+    # PipelineMatmul.batched (tile, stages) per size: a product's K-steps in flight did best in the probes
+    hopper = {64: [((64, 64, 64), 2), ((64, 64, 64), 3), ((64, 64, 32), 4), ((64, 64, 32), 6)],
+              128: [((128, 128, 32), 4), ((128, 128, 32), 5), ((128, 128, 64), 3)]}
     # the best of the kernel's own loop of load/multiply/store (register form) last time: (block_dim,
     # K-tile, products a block, C through shared memory, stages)
     register = {64: (128, 64, 8, True, 2), 128: (256, 64, 2, True, 3)}
@@ -353,6 +365,10 @@ def main():
                 if nbytes <= 227 * 1024:  # Hopper's opt-in limit a block
                     variants.append((f"batched{' TMA' if tma else ''}, K-tile {tile[2]} x {stages}, {block_dim}",
                                      ("batched", (tile, dtype, acc, block_dim, precision, stages, tma, out))))
+        if dtype != "float32":
+            for shape, stages in hopper[size]:
+                variants.append((f"PipelineMatmul.batched, K-tile {shape[2]} x {stages}",
+                                 ("hopper_batched", (shape, dtype, precision, stages, out))))
         block_dim, k_tile, per_block, staged, stages = register[size]
         if not args.batched_only:
             variants.append((f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
@@ -362,8 +378,9 @@ def main():
             variants.append(("shared C, 128, aligned", ("shared", (size, dtype, acc, 128, 16))))
         tma_arrays = f"void(uint8[::1], {out}[:, :, ::1]"
         variants = [v for v in variants if any(part in v[0] for part in args.only.split("|"))]
-        jobs += [(*factory, (tma_arrays if factory[0] == "batched" and factory[1][6] else arrays)
-                  + (", float64, float64)" if factory[0] == "batched" else ")")) for _, factory in variants]
+        pipe_arrays = {"batched": lambda f: f[6], "hopper_batched": lambda f: True}
+        jobs += [(*factory, (tma_arrays if pipe_arrays.get(factory[0], lambda f: False)(factory[1]) else arrays)
+                  + (", float64, float64)" if "batched" in factory[0] else ")")) for _, factory in variants]
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
     large = set(args.large_cases.split(",")) if args.large and not args.batched_only else set()
@@ -398,6 +415,10 @@ def main():
                                                      per_block=per_block)
                     results.append(measure(name, label + (f", {per_block} a block" if per_block else ""), start, c,
                                            reference, bound, flops, args.repeats))
+                continue
+            if kind == "hopper_batched":
+                start = lambda: gemm.run_hopper_batched(kernel.mm, kernel, da, db, dc, 1.0, 0.0)  # noqa: E731
+                results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
                 continue
             per_block = factory_args[5] if kind == "register" else 1
             start = lambda: started(kernel, (batch // per_block, factory_args[3]), da, db, dc)  # noqa: E731

@@ -155,6 +155,35 @@ def run_hopper(mm, gemm, a, b, c, alpha, beta):
     return launch
 
 
+def make_hopper_batched(mm):
+    """Batched small GEMMs on Hopper with `tiles.PipelineMatmul` ``mm`` (fp16 or bf16): ``c[i] = alpha * a[i] @
+    b[i] + beta * c[i]``, each product at most M x N, any K, in one call of `PipelineMatmul.batched`: a
+    persistent loop of TMA loads and wgmma products, the blocks taking products in a dynamic order."""
+    @cuda.jit
+    def batched(pipe, c, alpha, beta):
+        mm.batched(pipe, c, alpha, beta)
+
+    return batched
+
+
+def run_hopper_batched(mm, batched, a, b, c, alpha, beta, blocks=None):
+    """Launch a `make_hopper_batched` kernel on 3-D device arrays with ``blocks`` blocks (by default as many as
+    fit on the GPU at once: one an SM for 128-row tiles, more for 64-row ones); returns a function that launches
+    it again (the same arrays: ``prepare_batched`` is not repeated)."""
+    pipe = mm.prepare_batched(a, b, c)
+    shared = mm.batched_shared_memory_bytes
+    if blocks is None:  # (resident_blocks lets the kernel take its shared memory)
+        blocks = resident_blocks(batched, mm.batched_threads, shared, pipe, c, alpha, beta)
+    else:
+        tiles.allow_dynamic_shared_memory(batched, shared, pipe, c, alpha, beta)
+
+    def launch():
+        batched[blocks, mm.batched_threads, 0, shared](pipe, c, alpha, beta)
+
+    launch()
+    return launch
+
+
 def make_batched_gemm(mm, stages=2, tma=False, c=None):
     """Batched small GEMMs with `tiles.Matmul` ``mm``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for 3-D
     ``a``, ``b``, ``c``, each product at most ``mm``'s M x N (any K). One call: `Matmul.batched` is the

@@ -20,6 +20,13 @@
 
 namespace numba_tiles {
 
+// The bytes of dynamic shared memory the block was launched with.
+__device__ __forceinline__ unsigned dynamic_shared_bytes() {
+  unsigned bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+
 // Stop the kernel. A failed device assertion (unlike a bare trap) makes the driver flush the
 // printf buffer, so the message printed just before reaches the user; one thread prints it.
 __device__ __forceinline__ bool first_thread() {

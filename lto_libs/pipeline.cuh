@@ -15,12 +15,6 @@ struct matrix { void* ptr; long long shape[2]; long long ld[1]; };
 struct rows { void* ptr; long long ld[1]; };
 }  // namespace lmdx
 
-__device__ __forceinline__ unsigned dynamic_shared_bytes() {
-  unsigned bytes;
-  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
-  return bytes;
-}
-
 // A 2-D array's leading dimension in the arrangement the pipeline was made for, or -1 if it is not so laid out.
 template <bool Row, typename T>
 __device__ __forceinline__ long long leading_dimension(const matrix_ref<T>& m) {

@@ -65,6 +65,8 @@ def _includes(library, headers):
 def options(library, target, output="ltoir"):
     """NVRTC's options for a program of ``library`` built for ``target`` (all part of its cache key)."""
     flags = {**_BASE_OPTIONS, **dict(library.flags), **target.nvrtc_options()}
+    if library.arch_specific:
+        flags["arch"] += "a"
     macros = [*library.options, *flags.pop("define_macro", ())]
     if macros:
         flags["define_macro"] = macros
@@ -190,7 +192,13 @@ def build(instances, target, isolated=False):
         except NVRTCError as exc:
             raise (None if isolated else _too_big(instances, target)) or exc from None
 
-    return cache.cached(key_parts(source, library, target, "ltoir"), make)
+    code = cache.cached(key_parts(source, library, target, "ltoir"), make)
+    if library.arch_specific:
+        arch_specific.add(code)
+    return code
+
+
+arch_specific = set()  # the LTO-IR `build` made for an arch-specific library (sm_90a), which `compile` names
 
 
 def key_parts(source, library, target, output="ltoir"):
@@ -462,12 +470,12 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
         return modules
     from . import _libmathdx
 
-    if not arch.endswith("a") and any(m in _libmathdx.made for m in modules):
+    if not arch.endswith("a") and any(m in _libmathdx.made or m in arch_specific for m in modules):
         from ._errors import error
 
-        raise error("compile", f"the kernel calls PipelineMatmul.tile (TMA and wgmma: arch-specific code), "
-                    f"which links only for {arch}a, not {arch} (nvJitLink rejects its tensormap.replace there)",
-                    f"pass arch='{arch}a'")
+        raise error("compile", f"the kernel calls PipelineMatmul.tile or .batched (TMA and wgmma: arch-specific "
+                    f"code), which links only for {arch}a, not {arch} (nvJitLink rejects wgmma and tensormap.replace "
+                    "there)", f"pass arch='{arch}a'")
     linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,
                                    ptx=output == "ptx", max_register_count=options.get("max_registers"))
     return _link.link([ObjectCode.from_ltoir(m) for m in modules], linker_options, output)

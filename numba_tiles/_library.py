@@ -48,6 +48,7 @@ class Library:
     flags: tuple = ()  # other NVRTC options, as (cuda.core ProgramOptions field, value) pairs
     base: str = None  # the header every program includes first: what its headers share, precompiled once
     per_entry: bool = False  # one program per entry point, built side by side in worker processes
+    arch_specific: bool = False  # compiled for the arch-specific target (sm_90 → sm_90a): its code uses wgmma
 
     def __post_init__(self):
         DECLARED.append(self)
@@ -188,3 +189,6 @@ MATHDX = Library(
     per_entry=True,
 )
 
+# PipelineMatmul.batched's loop (wgmma.cuh): MathDx's CuTe GMMA atoms, which need the arch-specific
+# target (sm_90a); a library of its own so that its programs alone are compiled for it.
+MATHDX_SM90A = dataclasses.replace(MATHDX, name="numba_tiles.mathdx.sm90a", arch_specific=True)

@@ -532,21 +532,8 @@ class Matmul:
         return self.c_items * tc
 
     def _tma_tiles(self, name):
-        """A's and B's tiles as TMA loads them: ``(box items, lines, bytes a buffer)`` each (tma_tile in
-        matmul.cuh), or a TilesError saying why TMA cannot."""
-        m, n, k = self.shape
-        itemsize = self._types[0].numpy.itemsize
-        tiles = []
-        for operand, (rows, cols), order in (("A", (m, k), self.arrangement[0]), ("B", (k, n), self.arrangement[1])):
-            lines, line = (rows, cols) if order == "row_major" else (cols, rows)
-            if line * itemsize not in (32, 64) and line * itemsize % 128 or lines > 256:
-                raise ext.error(name, f"{operand}'s {rows} x {cols} {order} tile has lines of {line * itemsize} "
-                                f"bytes; TMA's swizzled boxes take lines of 32, 64 or a multiple of 128 bytes",
-                                "use mm.batched (cp.async copies), or a tile whose contiguous side is 32, 64 or "
-                                "a multiple of 128 bytes")
-            box = min(line * itemsize, 128) // itemsize
-            tiles.append((box, lines, -(-line * lines * itemsize // 1024) * 1024))
-        return tiles
+        """A's and B's tiles as TMA loads them (`_tensor_maps.tma_tiles`)."""
+        return _tensor_maps.tma_tiles(name, self.shape, self._types[0].numpy.itemsize, self.arrangement)
 
     def prepare_batched(self, a, b, stream=0):
         """The device array ``pipe`` describing the 3-D device arrays ``a`` (count x m x k) and ``b``
@@ -557,7 +544,7 @@ class Matmul:
             pipe = MM.prepare_batched(a, b)       # a, b: device arrays
             batched_kernel[blocks, MM.threads, 0, nbytes](pipe, c, 1.0, 0.0)
         """
-        return _tensor_maps.prepare(self, a, b, stream)
+        return _tensor_maps.prepare("Matmul.prepare_batched", self, a, b, stream=stream)
 
     def _key(self):
         return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision)
@@ -714,12 +701,12 @@ def _batched_tma_rule(name, args):
                      ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
 
 
-def _pipe(name, args, prepare):
-    """``args["pipe"]``, which must be the 1-D uint8 array ``mm.<prepare>(a, b)`` made on the host."""
+def _pipe(name, args, prepare, arrays="a, b"):
+    """``args["pipe"]``, which must be the 1-D uint8 array ``mm.<prepare>(<arrays>)`` made on the host."""
     pipe = args["pipe"]
     if not (isinstance(pipe, types.Array) and pipe.ndim == 1 and pipe.dtype == types.uint8):
-        raise ext.error(name, f"pipe must be the uint8 array mm.{prepare}(a, b) returned, got {pipe}",
-                        f"pass pipe = mm.{prepare}(a, b), made on the host, to the kernel")
+        raise ext.error(name, f"pipe must be the uint8 array mm.{prepare}({arrays}) returned, got {pipe}",
+                        f"pass pipe = mm.{prepare}({arrays}), made on the host, to the kernel")
     return pipe
 
 

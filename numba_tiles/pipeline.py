@@ -14,11 +14,14 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import _libmathdx, _numba, _toolchain, extending as ext, simulator
+from . import _libmathdx, _numba, _tensor_maps, _toolchain, extending as ext, simulator
+from ._library import MATHDX_SM90A
 from .extending import CUB, Instance
 from .matmul import _ORDERS, _arrangement2, _bind, _declares, _matrix, _pipe, _scales, _shape_mnk
 
 PIPELINE = CUB.header("pipeline.cuh")
+WGMMA = MATHDX_SM90A.header("wgmma.cuh")
+MAX_SHARED_BYTES = 227 * 1024  # a Hopper block's dynamic shared memory
 NAME = "PipelineMatmul"
 # A and B's dtypes by precision, and the C++ type each computes in
 _OPERANDS = {"fp16": ("float16",), "bf16": ("int16", "uint16"), "tf32": ("float32",)}
@@ -51,6 +54,16 @@ class PipelineMatmul:
       cache answers), as the first kernel compile would.
     - ``mm.grid(c)``: the number of C tiles of a matrix (rows, cols) or an array: (rows, cols).
 
+    A batch of products of one tile each (fp16 and bf16; M of 64 or 128, N of 64 to 256 by 64) is one
+    call, ``mm.batched(pipe, c, alpha=1.0, beta=0.0)``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]``
+    for every ``i`` of the batch, over a persistent grid (launch about one block an SM, any number
+    works) of ``mm.batched_threads`` threads and ``mm.batched_shared_memory_bytes`` of dynamic shared
+    memory, ``pipe = mm.prepare_batched(a, b, c)`` made on the host (3-D arrays: count x m x k, count
+    x k x n and count x m x n, m and n at most M and N, any k). Its loop is our own on MathDx's CuTe
+    GMMA atoms, warp-specialized: one thread loads the K-steps by TMA, M / 64 warpgroups multiply, and
+    the blocks take products in a dynamic order from a counter in ``pipe``, so one call of a ``pipe``
+    a launch, and launches that use one ``pipe`` in one stream.
+
     In a kernel, launched with ``mm.threads`` threads and ``mm.shared_memory_bytes`` of dynamic
     shared memory (which then belongs to it): ``mm.tile(pipe, c, i, j, alpha=1.0, beta=0.0)``
     computes C's tile (i, j), ``c[i*M:(i+1)*M, j*N:(j+1)*N]``, items past C's edges left out, by
@@ -74,6 +87,17 @@ class PipelineMatmul:
         # on the GPU: pipe = MM.prepare(a, b); rows, cols = MM.grid(c)
         #             tiles.allow_dynamic_shared_memory(gemm, MM.shared_memory_bytes, pipe, c)
         #             gemm[(cols, rows), MM.threads, 0, MM.shared_memory_bytes](pipe, c)
+
+        BMM = tiles.PipelineMatmul((128, 128, 32), int16, precision="bf16", c_dtype=int16, stages=4)
+
+        @cuda.jit
+        def bmm(pipe, c):                        # c[i] = a[i] @ b[i], a batch of 128 x 128 products
+            BMM.batched(pipe, c)
+
+        cubin = tiles.compile(bmm, "void(uint8[::1], int16[:, :, ::1])", arch="sm_90a")
+        # on the GPU: pipe = BMM.prepare_batched(a, b, c); nbytes = BMM.batched_shared_memory_bytes
+        #             tiles.allow_dynamic_shared_memory(bmm, nbytes, pipe, c)
+        #             bmm[cuda.get_current_device().MULTIPROCESSOR_COUNT, BMM.batched_threads, 0, nbytes](pipe, c)
     """
 
     def __init__(self, shape, dtype, *, precision=None, c_dtype="float32", arrangement=("row_major", "row_major"),
@@ -113,7 +137,9 @@ class PipelineMatmul:
         self._types = (ta, tc)
         self._pipeline = _libmathdx.Pipeline(m, n, k, self.precision, tc.name != "float32",
                                              *(_ORDERS[a] for a in self.arrangement), self.threads, stages)
+        self.batched_threads = 128 * (m // 64 + 1)  # (one warpgroup loading, one multiplying each 64 rows)
         self.tile = _bind(_tile, self)
+        self.batched = _bind(_batched, self, block_dim=self.batched_threads)
         self._prepare = _bind(_prepare, self)
 
     def _key(self):
@@ -147,6 +173,21 @@ class PipelineMatmul:
     def shared_memory_bytes(self):
         """Dynamic shared memory a block needs: the pipeline's stages, or C's tile in float32 if more."""
         return max(self._traits()["buffer_bytes"], self.m * self.n * 4)
+
+    @property
+    def batched_shared_memory_bytes(self):
+        """Dynamic shared memory a block of ``mm.batched`` needs (wgmma_shared_bytes in wgmma.cuh): 1 KiB of
+        alignment, ``stages`` K-steps of A and B, C's tile in its dtype and the barriers."""
+        tiles = _tensor_maps.tma_tiles(f"{NAME}.batched", self.shape, np.dtype(self.dtype).itemsize, self.arrangement)
+        return 1024 + self.stages * sum(t[2] for t in tiles) + self.m * self.n * np.dtype(self.c_dtype).itemsize \
+            + self.stages * 20 + 16
+
+    def prepare_batched(self, a, b, c, stream=0):
+        """The device array ``pipe`` describing the 3-D device arrays ``a`` (count x m x k), ``b`` (count x k x n)
+        and ``c`` (count x m x n) to TMA, for ``mm.batched``: made on the host (a GPU of sm_90). Each array's
+        contiguous side contiguous (C row-major), its other strides multiples of 16 bytes, its data 16-byte
+        aligned. Make it again for other arrays; see `PipelineMatmul`."""
+        return _tensor_maps.prepare(f"{NAME}.prepare_batched", self, a, b, c, stream=stream)
 
     def grid(self, c):
         """(rows, cols) of C tiles covering ``c`` (an array, or its shape)."""
@@ -258,6 +299,39 @@ def _tile(pipe, c, i, j, alpha=1.0, beta=0.0):
     """C's tile (i, j) = alpha * A @ B + beta * C, by the whole block; see `PipelineMatmul`."""
 
 
+def _batched_rule(name, args):
+    mm = args["mm"]
+    _hopper(name)
+    if mm.precision == "tf32":
+        raise ext.error(name, "it multiplies fp16 and bf16 operands", "use tiles.Matmul's batched_tma for float32 "
+                        "operands (tf32 or exact)")
+    if mm.m not in (64, 128) or mm.n % 64 or mm.n > 384 - mm.m * 3 // 2:
+        # (each thread holds N / 2 floats of C: N = 256 with M = 128 spilled them to local memory)
+        raise ext.error(name, f"shape={mm.shape}: each of its warpgroups multiplies 64 rows by all N columns, "
+                        "N / 2 floats a thread", "use M = 64 with N of 64 to 256, or M = 128 with N of 64 to 192 "
+                        "(multiples of 64), e.g. shape=(128, 128, 32)")
+    if mm.batched_shared_memory_bytes > MAX_SHARED_BYTES:
+        raise ext.error(name, f"its {mm.stages} stages and C's tile take {mm.batched_shared_memory_bytes} bytes of "
+                        f"shared memory, over the {MAX_SHARED_BYTES} a block can have", "use fewer stages or a "
+                        "smaller K (stages x K of 128 to 256 is enough to keep DRAM busy)")
+    _pipe(name, args, "prepare_batched", "a, b, c")
+    tc = _matrix(name, args, "c", ndim=3)
+    if tc != mm._types[1]:
+        raise ext.error(name, f"c holds {tc.name}; this PipelineMatmul's C is {mm.c_dtype}",
+                        f"pass a 3-D array of {mm.c_dtype}, or make the PipelineMatmul with c_dtype='{tc.name}'")
+    _scales(name, args)
+    template = WGMMA.template("numba_tiles::pipeline_batched", M=mm.m, N=mm.n, K=mm.k, Stages=mm.stages,
+                             RowA=_ORDERS[mm.arrangement[0]], RowB=_ORDERS[mm.arrangement[1]], P=_CXX[mm.precision],
+                             PD=_CXX["float32" if tc.name == "float32" else mm.precision], TD=tc.cxx)
+    return Instance(name, WGMMA, template, types.none, (("pipe", args["pipe"], None), ("c", args["c"], None),
+                                                        ("alpha", types.float32, 1), ("beta", types.float32, 0)))
+
+
+@_declares({}, _batched_rule, simulator.pipeline_batched)
+def _batched(pipe, c, alpha=1.0, beta=0.0):
+    """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` over the batch, by persistent blocks; see `PipelineMatmul`."""
+
+
 def _prepare_rule(name, args):
     mm = args["mm"]
     _hopper(name)
@@ -279,7 +353,7 @@ def _prepare(pipe, a, b):
 
 def _kernel_attribute(mm, name):
     """What ``mm.<name>`` is inside a kernel: a size (an int constant) or the bound ``tile``."""
-    if name in ("m", "n", "k", "threads", "tile"):
+    if name in ("m", "n", "k", "threads", "tile", "batched", "batched_threads"):
         return getattr(mm, name)
     return None
 

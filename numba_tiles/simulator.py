@@ -495,7 +495,7 @@ def matmul_store(instance, args):
 
 def matmul_batched(instance, args):
     mm, a, b, c = args["mm"], args["a"], args["b"], args["c"]
-    thread = _block_thread(instance.intrinsic, mm.block_dim)
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
     grid = _numba.simulated_grid_dim(thread)
     block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
     m, n, _ = mm.shape
@@ -536,6 +536,13 @@ def pipeline_prepare(a, b):
 def pipeline_kept(pipe):
     """The A and B that `pipeline_prepare` kept under the number ``pipe`` holds."""
     return _pipes[int(np.asarray(pipe[:8]).view(np.int64)[0])]
+
+
+def pipeline_batched(instance, args):
+    """PipelineMatmul.batched: Matmul.batched's twin over the A and B that prepare_batched kept (the order of
+    the products, dynamic on the GPU, does not change them)."""
+    a, b = pipeline_kept(args["pipe"])
+    matmul_batched(instance, {**args, "a": a, "b": b})
 
 
 def pipeline_tile(instance, args):

@@ -146,3 +146,103 @@ def test_misuse_in_a_kernel_is_a_clear_compile_time_error(signature, message):
     with pytest.raises(TypingError, match=re.escape(message)) as info:
         tiles.compile(gemm, signature, arch="sm_90a")
     assert "tiles.PipelineMatmul.tile:" in str(info.value) and "Fix:" in str(info.value)
+
+
+# PipelineMatmul.batched: our warp-specialized loop on CuTe's GMMA atoms (lto_libs/wgmma.cuh), no libmathdx.
+BMM = tiles.PipelineMatmul((128, 128, 32), "int16", precision="bf16", c_dtype="int16", stages=4)
+
+
+@cuda.jit
+def bmm(pipe, c, alpha, beta):
+    BMM.batched(pipe, c, alpha, beta)
+
+
+BATCHED = "void(uint8[::1], int16[:, :, ::1], float32, float32)"
+
+
+def test_batched_sizes_itself_on_the_host():
+    # 1 KiB of alignment, 4 stages of A's 128 x 32 and B's 32 x 128 bf16 tiles, C's 128 x 128 tile, the barriers
+    assert BMM.batched_threads == 384 and BMM.batched_shared_memory_bytes == 1024 + 4 * 2 * 8192 + 32768 + 4 * 20 + 16
+    assert tiles.PipelineMatmul((64, 256, 64), "float16", stages=2).batched_threads == 256
+
+
+@pytest.mark.parametrize("shape,dtype,c_dtype,arrangement,stages,atom", [
+    ((128, 128, 32), "int16", "int16", ("row_major", "row_major"), 4, "64x128x16.F32.BF16"),
+    ((64, 256, 64), "float16", "float32", ("col_major", "col_major"), 2, "64x256x16.F32"),
+    ((128, 192, 16), "float16", "float16", ("row_major", "col_major"), 8, "64x192x16.F32"),
+    ((128, 64, 128), "int16", "float32", ("col_major", "row_major"), 2, "64x64x16.F32.BF16"),
+], ids=str)
+def test_batched_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(shape, dtype, c_dtype, arrangement, stages,
+                                                                        atom, tmp_path):
+    mm = tiles.PipelineMatmul(shape, dtype, precision="bf16" if dtype == "int16" else None, c_dtype=c_dtype,
+                              arrangement=arrangement, stages=stages)
+
+    @cuda.jit
+    def kernel(pipe, c, alpha, beta):
+        mm.batched(pipe, c, alpha, beta)
+
+    text = sass(tiles.compile(kernel, f"void(uint8[::1], {c_dtype}[:, :, ::1], float32, float32)", arch="sm_90a"),
+                tmp_path)
+    names = {(i[1:] if i[0].startswith("@") else i)[0].split(".")[0] for i in instructions(text) if i}
+    # TMA loads and stores, the products' counter, and no local memory: N / 2 floats of C a thread stay in registers
+    assert {"HGMMA", "UTMALDG", "UTMASTG", "ATOMG", "SYNCS"} <= names and not {"LDL", "STL"} & names, sorted(names)
+    assert any(f" HGMMA.{atom}" in line for line in text.splitlines())
+    assert not external_calls(text)
+    if shape[2] > 16:  # (a K-step of 16 is one wgmma, then the loop's own wait)
+        assert_wgmma_not_serialized(text)
+
+
+@pytest.mark.parametrize("make,signature,arch,message", [
+    (dict(shape=(128, 128, 32), dtype="float32", precision="tf32", arrangement=("row_major", "col_major")),
+     "void(uint8[::1], float32[:, :, ::1], float32, float32)", "sm_90a", "it multiplies fp16 and bf16 operands"),
+    (dict(shape=(128, 256, 64), dtype="float16", c_dtype="float16"), "void(uint8[::1], float16[:, :, ::1], "
+     "float32, float32)", "sm_90a", "use M = 64 with N of 64 to 256, or M = 128 with N of 64 to 192"),
+    (dict(shape=(128, 128, 64), dtype="float16", c_dtype="float16", stages=8), "void(uint8[::1], float16[:, :, ::1], "
+     "float32, float32)", "sm_90a", "over the 232448 a block can have"),
+    (dict(shape=(128, 128, 32), dtype="float16"), "void(uint8[::1], float16[:, :, ::1], float32, float32)", "sm_90a",
+     "c holds float16; this PipelineMatmul's C is float32"),
+    (dict(shape=(128, 128, 32), dtype="float16"), "void(uint8[::1], float32[:, ::1], float32, float32)", "sm_90a",
+     "c must be a 3-D array"),
+    (dict(shape=(128, 128, 32), dtype="float16"), "void(int64[::1], float32[:, :, ::1], float32, float32)", "sm_90a",
+     "pipe must be the uint8 array mm.prepare_batched(a, b, c) returned"),
+    (dict(shape=(128, 128, 32), dtype="float16"), "void(uint8[::1], float32[:, :, ::1], float32, float32)", "sm_80",
+     "runs on Hopper (sm_90) only"),
+    (dict(shape=(128, 128, 32), dtype="float16"), "void(uint8[::1], float32[:, :, ::1], float32, float32)", "sm_90",
+     "which links only for sm_90a, not sm_90"),
+], ids=lambda v: v if isinstance(v, str) and v.startswith("sm_") else None)
+def test_batched_misuse_is_a_clear_compile_time_error(make, signature, arch, message):
+    from numba.core.errors import TypingError
+
+    mm = tiles.PipelineMatmul(**make)
+
+    @cuda.jit
+    def kernel(pipe, c, alpha, beta):
+        mm.batched(pipe, c, alpha, beta)
+
+    with pytest.raises((tiles.TilesError, TypingError), match=re.escape(message)) as info:
+        tiles.compile(kernel, signature, arch=arch)
+    assert "PipelineMatmul" in str(info.value) and "Fix:" in str(info.value)
+
+
+@pytest.mark.parametrize("shapes,message", [
+    (((4, 128, 64), (4, 64, 128), (4, 128, 64)), "they must be count x m x k, count x k x n and count x m x n"),
+    (((4, 160, 64), (4, 64, 128), (4, 160, 128)), "each product is one 128 x 128 tile here"),
+    (((4, 128, 64), (4, 64, 128)), "c must be a 3-D array of int16"),
+])
+def test_batched_prepare_checks_the_arrays_naming_the_fix(shapes, message):
+    import numpy as np
+
+    arrays = [np.zeros(s, np.int16) for s in shapes]
+    if len(arrays) == 2:  # (a 2-D C)
+        arrays.append(np.zeros((128, 128), np.int16))
+    with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
+        BMM.prepare_batched(*arrays)
+    assert "tiles.PipelineMatmul.prepare_batched" in str(info.value) and "Fix:" in str(info.value)
+
+
+def test_the_batched_loop_links_in_a_second_kernel_after_a_refused_one(tmp_path):
+    """A refused call (sm_90) and then the same kernel for sm_90a in one process: the second links."""
+    with pytest.raises(tiles.TilesError):
+        tiles.compile(bmm, BATCHED, arch="sm_90")
+    text = sass(tiles.compile(bmm, BATCHED, arch="sm_90a"), tmp_path)
+    assert " HGMMA.64x128x16.F32.BF16" in text

@@ -121,3 +121,77 @@ def test_a_wrong_launch_stops_the_kernel(debug):
     message = ("tiles.PipelineMatmul.tile: launched with 128 threads and 65568 bytes of dynamic shared memory; it "
                "needs 256 threads and 65568 bytes")
     assert (message in run.stdout) == debug, run.stdout
+
+
+# PipelineMatmul.batched: precision x C's dtype x arrangement x tile (K-steps of 16 to 128, N of 64 to 256)
+BATCHED = [("bf16", "int16", ("row_major", "row_major"), (128, 128, 32), 4),
+           ("bf16", "float32", ("row_major", "col_major"), (128, 128, 64), 3),
+           ("bf16", "int16", ("col_major", "row_major"), (128, 64, 64), 3),
+           ("bf16", "int16", ("row_major", "row_major"), (128, 128, 128), 2),
+           ("fp16", "float16", ("row_major", "row_major"), (64, 128, 64), 4),
+           ("fp16", "float32", ("col_major", "col_major"), (64, 256, 32), 4),
+           ("fp16", "float16", ("row_major", "col_major"), (128, 192, 16), 8)]
+
+
+def batch_operand(rng, count, shape, order, precision, dtype):
+    """``count`` standard normal ``shape`` matrices of ``dtype`` on the device (bfloat16 bits for "bf16"), ``order``
+    in memory, the leading dimension padded (a view), and the same on the host as float64."""
+    rows, cols = shape if order == "row_major" else shape[::-1]
+    stored = np.zeros((count, rows, -(-cols // 8) * 8 + 8), np.float32)
+    stored[:, :, :cols] = rng.standard_normal((count, rows, cols))
+    stored = gemm.bf16_bits(stored) if precision == "bf16" else stored.astype(dtype)
+    view, host = cuda.to_device(stored)[:, :, :cols], gemm.values(stored[:, :, :cols], precision)
+    if order == "row_major":
+        return view, host
+    interface = dict(view.__cuda_array_interface__, shape=(count, cols, rows),
+                     strides=(view.strides[0], view.strides[2], view.strides[1]))
+    return cuda.from_cuda_array_interface(interface, owner=view), host.transpose(0, 2, 1)
+
+
+@pytest.mark.parametrize("precision,c_dtype,arrangement,shape,stages", BATCHED, ids=str)
+@pytest.mark.parametrize("scaled", [True, False], ids=["alpha-beta", "plain"])
+def test_batched_against_numpy(precision, c_dtype, arrangement, shape, stages, scaled, rng):
+    """A batch of a few hundred products (more than the blocks: the counter's order) whose m, n and k are not
+    multiples of the tile in half the runs, launched on one pipe several times (the counter set back to zero each
+    time) with one block an SM, with 7 blocks and with more blocks than products."""
+    mm = tiles.PipelineMatmul(shape, DTYPES[precision], precision=None if precision == "fp16" else precision,
+                              c_dtype=c_dtype, arrangement=arrangement, stages=stages)
+    count = int(rng.integers(300, 700))
+    ragged = rng.integers(0, 2)
+    m, n, k = ((int(rng.integers(1, shape[0])), int(rng.integers(1, shape[1])), int(rng.integers(1, 300)))
+               if ragged else (shape[0], shape[1], 2 * shape[2]))
+    p = "bf16" if precision == "bf16" else None
+    (a, a_host), (b, b_host) = (batch_operand(rng, count, size, order, p, mm.dtype)
+                                for size, order in (((m, k), arrangement[0]), ((k, n), arrangement[1])))
+    c_kind = p if c_dtype == "int16" else None
+    padded = np.zeros((count, m, -(-n // 8) * 8 + 8), np.float32)  # (C a view of padded rows)
+    padded[:, :, :n] = rng.standard_normal((count, m, n))
+    padded = gemm.bf16_bits(padded) if c_dtype == "int16" else padded.astype(c_dtype)
+    c_host = gemm.values(padded[:, :, :n], c_kind)
+    alpha, beta = (float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))) if scaled else (1.0, 0.0)
+    product = np.einsum("imk,ikn->imn", a_host, b_host)
+    bound = 1e-5 if c_dtype == "float32" else 1e-2
+    kernel = gemm.make_hopper_batched(mm)
+    for blocks in (None, None, 7, count + 5):
+        c = cuda.to_device(padded)[:, :, :n]
+        gemm.run_hopper_batched(mm, kernel, a, b, c, alpha, beta, blocks=blocks)
+        expected = alpha * product + beta * c_host
+        result = gemm.values(c.copy_to_host(), c_kind)
+        error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
+        assert error < bound, f"relative error {error:.2e} with {blocks} blocks"
+
+
+def test_batched_pipe_serves_many_launches_in_order(rng):
+    """One pipe launched 50 times back to back, C right after the last and the pipe's counters back at zero (each
+    launch's last block sets them back)."""
+    mm = tiles.PipelineMatmul((128, 128, 32), "int16", precision="bf16", c_dtype="int16", stages=4)
+    (a, a_host), (b, b_host) = (batch_operand(rng, 1000, s, "row_major", "bf16", "int16") for s in ((128, 96), (96, 128)))
+    c = cuda.to_device(np.zeros((1000, 128, 128), np.int16))
+    kernel, pipe, shared = gemm.make_hopper_batched(mm), mm.prepare_batched(a, b, c), mm.batched_shared_memory_bytes
+    tiles.allow_dynamic_shared_memory(kernel, shared, pipe, c, 1.0, 0.0)
+    for _ in range(50):
+        kernel[132, mm.batched_threads, 0, shared](pipe, c, 1.0, 0.0)
+    expected = np.einsum("imk,ikn->imn", a_host, b_host)
+    result = gemm.values(c.copy_to_host(), "bf16")
+    assert np.linalg.norm(result - expected) / np.linalg.norm(expected) < 1e-2
+    assert not pipe.copy_to_host()[448:456].any()

@@ -122,3 +122,17 @@ def test_batched_gemm_against_numpy(dtype, accumulator, named, out, tma, rng):
     gemm.run_batched(mm, gemm.make_batched_gemm(mm, 3, tma), a, b, c, 0.5, -1.5, per_block=3)
     result = gemm.values(c, c_kind)
     assert np.linalg.norm(result - expected) / np.linalg.norm(expected) < (1e-2 if out != "float32" else 1e-6)
+
+
+@pytest.mark.parametrize("dtype,precision,c_dtype", [("float16", None, "float16"), ("int16", "bf16", "float32")])
+def test_pipeline_batched_against_numpy(dtype, precision, c_dtype, rng):
+    """PipelineMatmul.batched's twin: examples/gemm.py's Hopper batched kernel, two blocks over 5 products smaller
+    than the 64 x 64 tile, K not a multiple of its 16."""
+    mm = tiles.PipelineMatmul((64, 64, 16), dtype, precision=precision, c_dtype=c_dtype)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((5, 50, 37), (5, 37, 61), (5, 50, 61)))
+    a, b = (gemm.bf16_bits(a), gemm.bf16_bits(b)) if precision else (a.astype(dtype), b.astype(dtype))
+    c = c.astype(c_dtype)
+    expected = 0.5 * np.einsum("imk,ikn->imn", gemm.values(a, precision), gemm.values(b, precision)) - 1.5 * c
+    gemm.run_hopper_batched(mm, gemm.make_hopper_batched(mm), a, b, c, 0.5, -1.5, blocks=2)
+    bound = 1e-2 if c_dtype == "float16" else 1e-6
+    assert np.linalg.norm(c - expected) / np.linalg.norm(expected) < bound

@@ -1,0 +1,308 @@
+// PipelineMatmul.batched: a batch of one-tile products on Hopper's warpgroup MMA (wgmma, sm_90a), A
+// and B loaded by TMA (the tensor maps and tiles of Matmul.batched_tma, matmul.cuh), C stored by TMA.
+// The products come from CuTe's GMMA atoms (MathDx's CuTe): cuBLASDx 0.4 itself issues mma.sync only.
+#pragma once
+
+#include <cute/arch/mma_sm90_gmma.hpp>
+
+#include "matmul.cuh"
+
+namespace numba_tiles {
+
+// What PipelineMatmul.prepare_batched writes: A's and B's maps and the batch's sizes (batched_maps),
+// C's map, and the counters of the products' order, zero between launches.
+struct wgmma_pipe {
+  batched_maps ab;
+  unsigned char pad[32];
+  unsigned char c[128];  // CUtensorMap of C: boxes of 64 rows x 128 bytes, 128-byte swizzle
+  unsigned tickets, finished;
+};
+static_assert(sizeof(batched_maps) == 288 && sizeof(wgmma_pipe) == 456, "numba_tiles/pipeline.py writes this layout");
+
+// The dynamic shared memory the loop takes: 1 KiB of alignment, Stages buffers of A's and B's K-tiles,
+// each multiplying warpgroup's 64 rows of C (TMA's swizzled boxes), a full and an empty barrier and the
+// product of each buffer, and a barrier for each warpgroup's loads of C (beta != 0; two at most).
+// PipelineMatmul.batched_shared_memory_bytes mirrors it.
+template <int M, int N, int Stages, int BufferBytes, typename TD>
+inline constexpr int wgmma_shared_bytes =
+    1024 + Stages * BufferBytes + M * N * static_cast<int>(sizeof(TD)) + Stages * 20 + 16;
+
+// The shared-memory descriptor of a wgmma operand: 64 (A) or N (B) rows or columns from `mn0`, 16 K-items from
+// `k0`, of the operand's tile laid out as tma_tile (TMA's swizzled boxes). K-major: the tile's lines run
+// along K (A row-major, B column-major), 8 lines apart SBO bytes; else its boxes of 64 items along M or N,
+// LBO bytes apart, hold 8 K-lines every 1 KiB.
+template <class Tile, bool KMajor, typename T>
+__device__ __forceinline__ unsigned long long wgmma_operand(const T* tile, int mn0, int k0) {
+  constexpr int bytes = static_cast<int>(sizeof(T));
+  const T* start;
+  unsigned lbo, sbo, mode;
+  if constexpr (KMajor) {
+    start = tile + k0 / Tile::box * (Tile::box * Tile::lines) + mn0 * Tile::box + k0 % Tile::box;
+    lbo = 16;
+    sbo = 8 * Tile::box_bytes;
+    mode = Tile::box_bytes == 128 ? 1 : Tile::box_bytes == 64 ? 2 : 3;
+  } else {
+    static_assert(Tile::box_bytes == 128, "an M- or N-major operand takes whole 128-byte boxes");
+    start = tile + mn0 / Tile::box * (Tile::box * Tile::lines) + k0 * Tile::box;
+    lbo = Tile::box * Tile::lines * bytes;
+    sbo = 1024;
+    mode = 1;
+  }
+  return static_cast<unsigned long long>((shared_address(start) & 0x3FFFF) >> 4) |
+         static_cast<unsigned long long>(lbo >> 4) << 16 | static_cast<unsigned long long>(sbo >> 4) << 32 |
+         static_cast<unsigned long long>(mode) << 62;
+}
+
+// d += A B for a warpgroup's 64 x N of C (N / 2 floats a thread): CuTe's atom for the shape and types.
+template <class Op, int... I>
+__device__ __forceinline__ void wgmma_fma(float (&d)[sizeof...(I)], unsigned long long a, unsigned long long b,
+                                          bool accumulate, cuda::std::integer_sequence<int, I...>) {
+  Op::fma(a, b, d[I]..., accumulate ? cute::SM90::GMMA::ScaleOut::One : cute::SM90::GMMA::ScaleOut::Zero);
+}
+
+template <int Count>
+__device__ __forceinline__ void wgmma_hold(float (&d)[Count]) {
+#pragma unroll
+  for (int i = 0; i < Count; ++i) cute::warpgroup_fence_operand(d[i]);
+}
+
+// A counter's next value, by one thread: PTX's atom under a lane test, which ptxas leaves alone (atomicAdd
+// becomes a warp-aggregated atomic whose result is shuffled at once: the thread would wait for it there).
+__device__ __forceinline__ unsigned wgmma_ticket(unsigned* counter) {
+  unsigned v;
+  asm volatile("{\n .reg .u32 lane;\n .reg .pred one;\n mov.u32 lane, %%laneid;\n setp.eq.u32 one, lane, 0;\n"
+               " @one atom.relaxed.gpu.global.add.u32 %0, [%1], 1;\n}" : "=r"(v) : "l"(counter) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void wgmma_stop(bool bad, const char* what) {
+  if (bad) {
+#ifdef NUMBA_TILES_DEBUG
+    if ((threadIdx.x | threadIdx.y | threadIdx.z) == 0) printf("tiles.PipelineMatmul.batched: %s\n", what);
+    fail();
+#else
+    // (no message: with any call in a kernel, printf's included, ptxas serializes its every wgmma)
+    __trap();
+#endif
+  }
+}
+
+// C[i] = alpha A[i] B[i] + beta C[i] for the batch `pipe` describes, each product one M x N tile, by a
+// persistent block of M / 64 + 1 warpgroups. Warp-specialized: the first thread loads each K-tile of A and
+// B with TMA into a ring of Stages buffers, a full barrier each; the other warpgroups multiply 64 rows of
+// C each, straight from the buffers by wgmma (one K-tile's products in flight), marking each buffer's
+// empty barrier when done with it, then round their C into a swizzled stage that one of their threads
+// stores with TMA while they go on with the next product.
+// The products' order is dynamic: each block's first is its own index; it then takes the next from the
+// pipe's counter, Ahead products ahead, so that the SMs that draw memory faster take more. On an H200 the
+// same loop in the grid's order (every block its equal share) was 8% slower for bf16 128^3 x 4096
+// (benchmarks/results/matmul-*-s23-*.json), the SMs ending a product's time apart. The last block to
+// finish sets the counters back to zero: one call of a pipe a launch, launches of a pipe in order.
+// P: the operands' type; PD: C's precision (float, __half, __nv_bfloat16); TD: the type C's array holds.
+template <int M, int N, int K, int Stages, bool RowA, bool RowB, typename P, typename PD, typename TD>
+__device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, batch_ref<TD> c, float alpha,
+                                                 float beta) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using TileA = tma_tile<M, K, RowA, P>;
+  using TileB = tma_tile<K, N, RowB, P>;
+  using E = cuda::std::conditional_t<cuda::std::is_same_v<P, __half>, cute::half_t, cute::bfloat16_t>;
+  constexpr auto MajorA = RowA ? cute::SM90::GMMA::Major::K : cute::SM90::GMMA::Major::MN;
+  constexpr auto MajorB = RowB ? cute::SM90::GMMA::Major::MN : cute::SM90::GMMA::Major::K;
+  using Op = decltype(cute::SM90::GMMA::ss_op_selector<E, E, float, cute::Shape<cute::_64, cute::Int<N>, cute::_16>,
+                                                       MajorA, MajorB>());
+  constexpr int Groups = M / 64, Threads = 128 * (Groups + 1), Ahead = 2;
+  constexpr int Buffer = TileA::items + TileB::items, BufferBytes = TileA::bytes + TileB::bytes;
+  constexpr int CBox = 128 / static_cast<int>(sizeof(TD)), StageBytes = 64 * N * static_cast<int>(sizeof(TD));
+  static_assert(M % 64 == 0 && N % 64 == 0 && K % 16 == 0 && TileA::tma && TileB::tma, "refused at typing");
+  extern __shared__ __align__(1024) unsigned char shared[];
+  wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);
+  wgmma_stop(blockDim.x * blockDim.y * blockDim.z != Threads ||
+                 dynamic_shared_bytes() < wgmma_shared_bytes<M, N, Stages, BufferBytes, TD> ||
+                 maps.size < static_cast<long long>(sizeof(wgmma_pipe)) || maps.stride != 1 ||
+                 reinterpret_cast<unsigned long long>(maps.data) % 64 != 0,
+             "launched with other threads or less dynamic shared memory than mm.batched_threads and "
+             "mm.batched_shared_memory_bytes, or pipe is not what mm.prepare_batched(a, b, c) returned");
+  const unsigned base = shared_address(shared);
+  P* const tiles = reinterpret_cast<P*>(shared + ((base + 1023) / 1024 * 1024 - base));
+  char* const stage = reinterpret_cast<char*>(tiles) + Stages * BufferBytes;
+  unsigned long long* const full = reinterpret_cast<unsigned long long*>(stage + M * N * sizeof(TD));
+  unsigned long long* const empty = full + Stages;
+  unsigned long long* const loaded = empty + Stages;  // (C's tile of each warpgroup, for beta)
+  int* const products = reinterpret_cast<int*>(loaded + 2);
+  const int t = threadIdx.x, group = t / 128;
+  const int block = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  int slot = 0;
+  unsigned phase = 0;
+  // K-tile ks of product `item` into the next buffer, once the multiplying warps are done with it
+  const auto issue = [&](int item, int ks) {
+    tma_wait(empty + slot, phase ^ 1);
+    if (ks == 0) products[slot] = item;
+    tma_expect(full + slot, TileA::loaded + TileB::loaded);
+    P* const a = tiles + slot * Buffer;
+    tma_tile_load<TileA>(pipe->ab.a, a, 0, ks * K, item, full + slot);
+    tma_tile_load<TileB>(pipe->ab.b, a + TileA::items, ks * K, 0, item, full + slot);
+    if (++slot == Stages) { slot = 0; phase ^= 1; }
+  };
+  if (t == 0) {
+    for (int s = 0; s < Stages; ++s) {
+      tma_barrier_init(full + s);
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(empty + s)), "n"(4 * Groups)
+                   : "memory");  // (each multiplying warp arrives once)
+    }
+    for (int w = 0; w < Groups; ++w) tma_barrier_init(loaded + w);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    // The block's first K-tile before it reads the batch's sizes: a launch's start waits on one load less.
+    // (A block past the batch's end loads zeros there, and its C tile, stored past C's end, is dropped.)
+    issue(block, 0);
+  }
+  __syncthreads();
+  const int ksteps = static_cast<int>((pipe->ab.k + K - 1) / K);  // (k >= 1: prepare_batched)
+  if (group == 0) {
+    if (t == 0) {
+      const int count = static_cast<int>(pipe->ab.count);  // (prepare_batched: below 2^31, as TMA's coordinates)
+      wgmma_stop(c.count != count || c.rows != pipe->ab.m || c.cols != pipe->ab.n,
+                 "pipe is not mm.prepare_batched(a, b, c) of this c");
+      const int blocks = static_cast<int>(gridDim.x * gridDim.y * gridDim.z);
+      const auto take = [&] { return blocks + static_cast<int>(wgmma_ticket(&pipe->tickets)); };
+      int queue[Ahead];  // (indexed by constants in the unrolled loop below: no copies that would wait on a ticket)
+#pragma unroll
+      for (int i = 0; i < Ahead; ++i) queue[i] = take();
+      int item = block, from = 1;  // (the first product's first K-tile is in)
+      bool more = true;
+      while (more) {
+#pragma unroll
+        for (int j = 0; j < Ahead; ++j) {
+          if (more) {
+            for (int ks = from; ks < ksteps; ++ks) issue(item, ks);
+            from = 0;
+            item = queue[j];
+            more = item < count;
+            if (more) queue[j] = take();
+          }
+        }
+      }
+      tma_wait(empty + slot, phase ^ 1);
+      products[slot] = -1;  // (the multiplying warps stop here)
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(full + slot)) : "memory");
+      __threadfence();  // (this block's tickets are all taken)
+      if (wgmma_ticket(&pipe->finished) == static_cast<unsigned>(blocks - 1)) {
+        pipe->tickets = 0;
+        pipe->finished = 0;
+      }
+    }
+  } else {
+    const int w = group - 1, warp = t % 128 / 32, lane = t % 32;
+    char* const mine = stage + w * StageBytes;
+    unsigned c_phase = 0;
+    float d[N / 2];
+    for (;;) {
+      tma_wait(full + slot, phase);
+      const int item = products[slot];
+      if (item < 0) break;
+      int used = -1;
+      for (int ks = 0; ks < ksteps; ++ks) {
+        if (ks > 0) tma_wait(full + slot, phase);
+        const P* const a = tiles + slot * Buffer;
+        const P* const b = a + TileA::items;
+        cute::warpgroup_arrive();
+#pragma unroll
+        for (int kk = 0; kk < K; kk += 16) {
+          wgmma_fma<Op>(d, wgmma_operand<TileA, RowA>(a, 64 * w, kk), wgmma_operand<TileB, !RowB>(b, 0, kk),
+                        ks > 0 || kk > 0, cuda::std::make_integer_sequence<int, N / 2>{});
+        }
+        cute::warpgroup_commit_batch();
+        cute::warpgroup_wait<1>();  // (the K-tile before this one is multiplied: its buffer is free)
+        wgmma_hold(d);
+        if (lane == 0 && used >= 0) {
+          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(empty + used)) : "memory");
+        }
+        used = slot;
+        if (++slot == Stages) { slot = 0; phase ^= 1; }
+      }
+      cute::warpgroup_wait<0>();
+      wgmma_hold(d);
+      if (lane == 0) {
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(empty + used)) : "memory");
+      }
+      // C: the warpgroup's 64 rows, rounded into its stage in TMA's boxes (64 rows x 128 bytes, 16-byte
+      // units of a row XOR the row mod 8), once its last store has read the stage. With beta, C's old
+      // tile comes first into the stage by TMA (zeros past C's edges), and each thread blends its items.
+      if (t % 128 == 0) {
+        bulk_wait<true>();
+        if (beta != 0.0f) {
+          tma_expect(loaded + w, StageBytes);
+#pragma unroll
+          for (int box = 0; box < N / CBox; ++box) {
+            tma_load(mine + box * 64 * 128, pipe->c, box * CBox, 64 * w, item, loaded + w);
+          }
+        }
+      }
+      if (beta != 0.0f) {
+        tma_wait(loaded + w, c_phase);
+        c_phase ^= 1;
+      } else {
+        asm volatile("bar.sync %0, 128;" ::"r"(1 + w) : "memory");
+      }
+      // (thread's items: rows r0 and r0 + 8, columns 8 j + q and the next; q < 8 lies in the 16-byte unit
+      // q / E, E items a unit: the rest of each address is known at compile time)
+      constexpr unsigned E = 16 / sizeof(TD);
+      const unsigned r0 = warp * 16 + lane / 4, q = 2 * (lane % 4), swizzle = r0 % 8;
+      char* const row0 = mine + r0 * 128 + q % E * sizeof(TD);
+      const auto to_stage = [&](auto blend) {  // (blend: a compile-time bool, so that beta == 0 costs nothing)
+#pragma unroll
+        for (int j = 0; j < N / 8; ++j) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            char* const unit = row0 + 8 * j / CBox * (64 * 128) + h * 8 * 128 +
+                               (((8 * j % CBox / E + q / E) ^ swizzle) << 4);
+            float x[2] = {alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1]};
+            if constexpr (decltype(blend)::value) {
+              const TD* const old = reinterpret_cast<const TD*>(unit);
+              x[0] += beta * static_cast<float>(cuda::std::bit_cast<PD>(old[0]));
+              x[1] += beta * static_cast<float>(cuda::std::bit_cast<PD>(old[1]));
+            }
+            if constexpr (sizeof(TD) == 2) {
+              const auto bits = [](float v) {
+                return static_cast<unsigned>(cuda::std::bit_cast<unsigned short>(static_cast<PD>(v)));
+              };
+              *reinterpret_cast<unsigned*>(unit) = bits(x[0]) | bits(x[1]) << 16;
+            } else {
+              *reinterpret_cast<float2*>(unit) = make_float2(x[0], x[1]);
+            }
+          }
+        }
+      };
+      if (beta != 0.0f) {
+        to_stage(cuda::std::true_type{});
+      } else {
+        to_stage(cuda::std::false_type{});
+      }
+      bulk_fence();
+      asm volatile("bar.sync %0, 128;" ::"r"(1 + w) : "memory");
+      if (t % 128 == 0) {
+#pragma unroll
+        for (int box = 0; box < N / CBox; ++box) {
+          asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
+                           pipe->c),
+                       "r"(box * CBox), "r"(64 * w), "r"(item), "r"(shared_address(mine + box * 64 * 128))
+                       : "memory");
+        }
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      }
+    }
+    if (t % 128 == 0) bulk_wait<false>();
+  }
+  __syncthreads();  // (every barrier's last phase waited for)
+  if (t == 0) {
+    for (int s = 0; s < Stages; ++s) {
+      tma_barrier_inval(full + s);
+      tma_barrier_inval(empty + s);
+    }
+    for (int w = 0; w < Groups; ++w) tma_barrier_inval(loaded + w);
+  }
+#else
+  __trap();  // (refused at typing: the rule compiles this for sm_90a)
+#endif
+}
+
+}  // namespace numba_tiles
