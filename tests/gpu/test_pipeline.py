@@ -195,3 +195,40 @@ def test_batched_pipe_serves_many_launches_in_order(rng):
     result = gemm.values(c.copy_to_host(), "bf16")
     assert np.linalg.norm(result - expected) / np.linalg.norm(expected) < 1e-2
     assert not pipe.copy_to_host()[448:456].any()
+
+
+BATCHED_WRONG_LAUNCH_CHILD = r"""
+import sys
+import numpy as np
+from numba import cuda
+sys.path.insert(0, {root!r})
+import numba_tiles as tiles
+from examples import gemm
+
+mm = tiles.PipelineMatmul((128, 128, 32), "int16", precision="bf16", c_dtype="int16", stages=4)
+kernel = gemm.make_hopper_batched(mm)
+a, b = cuda.to_device(np.zeros((3, 128, 64), np.int16)), cuda.to_device(np.zeros((3, 64, 128), np.int16))
+c = cuda.to_device(np.ones((3, 128, 128), np.int16))
+gemm.run_hopper_batched(mm, kernel, a, b, c, 1.0, 0.0)  # the launch it was made for: fine
+assert (c.copy_to_host() == 0).all()
+pipe = mm.prepare_batched(a, b, c)
+kernel[2, 256, 0, mm.batched_shared_memory_bytes](pipe, c, 1.0, 0.0)  # a warpgroup short: stops
+cuda.synchronize()
+"""
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["release", "NUMBA_TILES_DEBUG"])
+def test_a_wrong_batched_launch_stops_the_kernel(debug):
+    """As for mm.tile: a launch with other threads than mm.batched_threads traps (in a subprocess: it ends the
+    CUDA context), with a message under NUMBA_TILES_DEBUG=1 only."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "NUMBA_TILES_DEBUG": "1" if debug else "0"}
+    child = BATCHED_WRONG_LAUNCH_CHILD.format(root=str(Path(__file__).resolve().parents[2]))
+    run = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=600)
+    error = "CUDA_ERROR_ASSERT" if debug else "CUDA_ERROR_LAUNCH_FAILED"
+    assert run.returncode != 0 and error in run.stderr, run.stdout + run.stderr[-3000:]
+    assert ("tiles.PipelineMatmul.batched: launched with other threads" in run.stdout) == debug, run.stdout
