@@ -54,8 +54,8 @@ class PipelineMatmul:
       cache answers), as the first kernel compile would.
     - ``mm.grid(c)``: the number of C tiles of a matrix (rows, cols) or an array: (rows, cols).
 
-    A batch of products of one tile each (fp16 and bf16; M of 64 or 128, N of 64 to 256 by 64) is one
-    call, ``mm.batched(pipe, c, alpha=1.0, beta=0.0)``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]``
+    A batch of products of one tile each (fp16 and bf16; M = 64 with N up to 256, or M = 128 with N up to
+    192, N a multiple of 64) is one call, ``mm.batched(pipe, c, alpha=1.0, beta=0.0)``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]``
     for every ``i`` of the batch, over a persistent grid (launch about one block an SM, any number
     works) of ``mm.batched_threads`` threads and ``mm.batched_shared_memory_bytes`` of dynamic shared
     memory, ``pipe = mm.prepare_batched(a, b, c)`` made on the host (3-D arrays: count x m x k, count
@@ -352,7 +352,7 @@ def _prepare(pipe, a, b):
 
 
 def _kernel_attribute(mm, name):
-    """What ``mm.<name>`` is inside a kernel: a size (an int constant) or the bound ``tile``."""
+    """What ``mm.<name>`` is inside a kernel: a size (an int constant) or a bound intrinsic (``tile``, ``batched``)."""
     if name in ("m", "n", "k", "threads", "tile", "batched", "batched_threads"):
         return getattr(mm, name)
     return None
