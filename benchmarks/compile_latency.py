@@ -5,7 +5,7 @@ for sm_90 (no GPU needed), so it pays every cold cost a user pays: the kernel wi
 intrinsic, with it and an empty disk cache, and with it and a warm cache. Prints a table and
 writes JSON to benchmarks/results/.
 
-    python benchmarks/compile_latency.py [--runs 5] [--label after-issue-9] [--tree DIR] [--matmul]
+    python benchmarks/compile_latency.py [--runs 5] [--label after-issue-9] [--tree DIR] [--matmul] [--batched]
 
 ``--tree`` measures another checkout of numba_tiles (say, an older commit in a git worktree)
 with the same script, so that before and after come from one machine and one session.
@@ -53,11 +53,22 @@ with_register = gemm.make_pipelined_gemm((64, 64, 32), "float16", "float32", 128
 def without_matmul(a, b, c, alpha, beta):  # the same arguments, no product
     c[cuda.threadIdx.x, 0] = alpha * a[0, 0] * b[0, 0] + beta
 
+# PipelineMatmul.batched (sm_90a: CuTe's GMMA atoms, no cuBLASDx GEMM)
+BMM = tiles.PipelineMatmul((128, 128, 32), "int16", precision="bf16", c_dtype="int16", stages=4)
+
+def with_batched(pipe, c, alpha, beta):
+    BMM.batched(pipe, c, alpha, beta)
+
+def without_batched(pipe, c, alpha, beta):  # the same arguments, no product
+    c[0, 0, cuda.threadIdx.x] = pipe[0] + int(alpha * beta)
+
 kernel = {"without": without, "matmul": with_matmul, "register matmul": with_register,
-          "without matmul": without_matmul}.get(
-    sys.argv[1].split(",")[0], with_reduce)
+          "without matmul": without_matmul, "hopper batched": with_batched,
+          "without batched": without_batched}.get(sys.argv[1].split(",")[0], with_reduce)
 sig = ("void(float16[:, :], float16[:, :], float32[:, :], float64, float64)" if "matmul" in sys.argv[1]
+       else "void(uint8[::1], int16[:, :, ::1], float32, float32)" if "batched" in sys.argv[1]
        else "void(float32[:], float32[:])")
+arch = "sm_90a" if "batched" in sys.argv[1] else "sm_90"
 if ", kernel " in sys.argv[1]:
     # Other instantiations first (untimed): the 2nd kernel of a process, or the 3rd once its
     # precompiled header is made (a user between notebook cells; older trees make it in-line).
@@ -72,7 +83,7 @@ if ", kernel " in sys.argv[1]:
     t1, before = time.perf_counter(), dict(tiles.cache.stats())
 else:
     before = dict(tiles.cache.stats())
-tiles.compile(kernel, sig, arch="sm_90")
+tiles.compile(kernel, sig, arch=arch)
 t2 = time.perf_counter()
 stats = {k: v - before[k] for k, v in tiles.cache.stats().items()}
 print(json.dumps({"import_s": import_s, "compile_s": t2 - t1, "nvrtc_s": stats["nvrtc_seconds"],
@@ -116,6 +127,8 @@ def main():
     parser.add_argument("--tree", default=None, help="a checkout of numba_tiles to measure instead of this one")
     parser.add_argument("--matmul", action="store_true",
                         help="also a first tiles.matmul and a first tiles.Matmul kernel (~15-30 s a cold run)")
+    parser.add_argument("--batched", action="store_true",
+                        help="also a first PipelineMatmul.batched kernel (sm_90a; its own loop, no cuBLASDx GEMM)")
     args = parser.parse_args()
     variants = ("without", "block_reduce, cold cache", "block_reduce, warm cache",
                 "block_reduce, kernel 2 of the process, cold cache",
@@ -123,17 +136,20 @@ def main():
     if args.matmul:
         variants += ("without matmul", "matmul, cold cache", "matmul, warm cache", "register matmul, cold cache",
                      "register matmul, warm cache")
+    if args.batched:
+        variants += ("without batched", "hopper batched, cold cache", "hopper batched, warm cache")
     results = {variant: measure(variant, args.runs, args.tree) for variant in variants}
     commit = git_commit(args.tree)
     device = f"CPU only: {cpu_name()}, {os.cpu_count()} cores"
     date = datetime.date.today().isoformat()
-    print(f"compile latency to a linked sm_90 cubin, fresh process, median of {args.runs} ({device}, {date}, "
+    print(f"compile latency to a linked sm_90 (batched: sm_90a) cubin, fresh process, median of {args.runs} ({device}, {date}, "
           f"commit {commit})")
     print(f"{'kernel':<62}{'import s':>10}{'compile s':>11}{'NVRTC s':>9}")
     for variant, r in results.items():
         print(f"{variant:<62}{r['import_s']:>10.2f}{r['compile_s']:>11.2f}{r['nvrtc_s']:>9.2f}")
     for variant in variants[1:]:
-        base = results["without matmul" if "matmul" in variant else "without"]["compile_s"]
+        base = results["without matmul" if "matmul" in variant else "without batched" if "batched" in variant
+                       else "without"]["compile_s"]
         if not variant.startswith("without"):
             print(f"{variant} adds {results[variant]['compile_s'] - base:.2f} s to the compile")
     record = {"benchmark": "compile_latency", "device": device, "date": date, "runs": args.runs,
