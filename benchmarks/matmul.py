@@ -6,7 +6,8 @@ through a shared stage) in several tiles, blocks and stages, each launched as ma
 and as blocks of 1, 2, 3 or 4 products (``--per-block``); last time's best kernel-written loop of
 the register form (load/multiply/store, several products a block); the shared-C form (`tile_load`,
 `tiles.matmul`, `tile_store`); for fp16 and bf16, `PipelineMatmul.batched` (examples/gemm.py's
-`make_hopper_batched`: warp-specialized TMA and wgmma, products in a dynamic order, one block an SM). Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096
+`make_hopper_batched`: warp-specialized TMA and wgmma, products in a dynamic order, as many blocks as
+fit). Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096
 with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large, 8192^3 bf16
 against ``torch.matmul``: examples/gemm.py's `make_pipelined_gemm` (the register form in a loop over
 K-tiles) and `make_hopper_gemm` (`tiles.PipelineMatmul`, TMA + wgmma; ``prepare``, a one-thread
@@ -378,9 +379,10 @@ def main():
             variants.append(("shared C, 128, aligned", ("shared", (size, dtype, acc, 128, 16))))
         tma_arrays = f"void(uint8[::1], {out}[:, :, ::1]"
         variants = [v for v in variants if any(part in v[0] for part in args.only.split("|"))]
-        pipe_arrays = {"batched": lambda f: f[6], "hopper_batched": lambda f: True}
-        jobs += [(*factory, (tma_arrays if pipe_arrays.get(factory[0], lambda f: False)(factory[1]) else arrays)
-                  + (", float64, float64)" if "batched" in factory[0] else ")")) for _, factory in variants]
+        for kind, factory_args in (factory for _, factory in variants):
+            piped = kind == "hopper_batched" or kind == "batched" and factory_args[6]  # (a TMA pipe, not A and B)
+            jobs.append((kind, factory_args, (tma_arrays if piped else arrays)
+                         + (", float64, float64)" if "batched" in kind else ")")))
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
     large = set(args.large_cases.split(",")) if args.large and not args.batched_only else set()
