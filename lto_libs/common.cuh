@@ -37,6 +37,21 @@ __device__ __forceinline__ void fail() {
   __assertfail("numba_tiles check failed (see the message above)", "numba_tiles", 0, "", 1);
 }
 
+// Stop the kernel if `bad`, in code that issues wgmma: thread 0 of each block prints printf's `format` and
+// `args` only under NUMBA_TILES_DEBUG, and a bare trap stops it otherwise. (With any call in a kernel,
+// printf's included, ptxas serializes its every wgmma, each waiting for the one before.)
+template <typename... Args>
+__device__ __forceinline__ void stop_without_calls(bool bad, const char* format, Args... args) {
+  if (bad) {
+#ifdef NUMBA_TILES_DEBUG
+    if ((threadIdx.x | threadIdx.y | threadIdx.z) == 0) printf(format, args...);
+    fail();
+#else
+    __trap();
+#endif
+  }
+}
+
 // A Numba array as an entry point passes it: data, number of items, stride in items.
 template <typename T>
 struct array_ref {

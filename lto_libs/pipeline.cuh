@@ -59,20 +59,10 @@ template <int M, int N, int Threads, int BufferBytes, int TileBytes, int TileAli
 __device__ __forceinline__ void pipeline_tile(array_ref<unsigned char> pipe, matrix_ref<T> c, long long i, long long j,
                                               float alpha, float beta) {
   extern __shared__ __align__(1024) unsigned char buffer[];
-  if (blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes) {
-#ifdef NUMBA_TILES_DEBUG
-    if ((threadIdx.x | threadIdx.y | threadIdx.z) == 0) {
-      printf("tiles.PipelineMatmul.tile: launched with %u threads and %u bytes of dynamic shared memory; it needs "
-             "%d threads and %d bytes (kernel[grid, mm.threads, stream, mm.shared_memory_bytes])\n",
-             blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
-    }
-    fail();
-#else
-    // (No message outside NUMBA_TILES_DEBUG: with any call in a kernel, printf's included, ptxas serializes
-    // every wgmma of it, each waiting for the one before.)
-    __trap();
-#endif
-  }
+  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes,
+                     "tiles.PipelineMatmul.tile: launched with %u threads and %u bytes of dynamic shared memory; it "
+                     "needs %d threads and %d bytes (kernel[grid, mm.threads, stream, mm.shared_memory_bytes])\n",
+                     blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
   alignas(TileAlign < 8 ? 8 : TileAlign) unsigned char tile[TileBytes];
   alignas(AccAlign < 16 ? 16 : AccAlign) unsigned char acc[AccBytes];
   int row = static_cast<int>(i), col = static_cast<int>(j);

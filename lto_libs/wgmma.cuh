@@ -75,16 +75,10 @@ __device__ __forceinline__ unsigned wgmma_ticket(unsigned* counter) {
   return v;
 }
 
-__device__ __forceinline__ void wgmma_stop(bool bad, const char* what) {
-  if (bad) {
-#ifdef NUMBA_TILES_DEBUG
-    if ((threadIdx.x | threadIdx.y | threadIdx.z) == 0) printf("tiles.PipelineMatmul.batched: %s\n", what);
-    fail();
-#else
-    // (no message: with any call in a kernel, printf's included, ptxas serializes its every wgmma)
-    __trap();
-#endif
-  }
+// The one arrival that completes a phase of a barrier initialized for one (a full buffer's, the sentinel), or one of
+// the arrivals an empty barrier counts (each multiplying warp's).
+__device__ __forceinline__ void barrier_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
 }
 
 // C[i] = alpha A[i] B[i] + beta C[i] for the batch `pipe` describes, each product one M x N tile, by a
@@ -116,12 +110,13 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
   static_assert(M % 64 == 0 && N % 64 == 0 && K % 16 == 0 && TileA::tma && TileB::tma, "refused at typing");
   extern __shared__ __align__(1024) unsigned char shared[];
   wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);
-  wgmma_stop(blockDim.x * blockDim.y * blockDim.z != Threads ||
-                 dynamic_shared_bytes() < wgmma_shared_bytes<M, N, Stages, BufferBytes, TD> ||
-                 maps.size < static_cast<long long>(sizeof(wgmma_pipe)) || maps.stride != 1 ||
-                 reinterpret_cast<unsigned long long>(maps.data) % 64 != 0,
-             "launched with other threads or less dynamic shared memory than mm.batched_threads and "
-             "mm.batched_shared_memory_bytes, or pipe is not what mm.prepare_batched(a, b, c) returned");
+  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads ||
+                         dynamic_shared_bytes() < wgmma_shared_bytes<M, N, Stages, BufferBytes, TD> ||
+                         maps.size < static_cast<long long>(sizeof(wgmma_pipe)) || maps.stride != 1 ||
+                         reinterpret_cast<unsigned long long>(maps.data) % 64 != 0,
+                     "tiles.PipelineMatmul.batched: launched with other threads or less dynamic shared memory than "
+                     "mm.batched_threads and mm.batched_shared_memory_bytes, or pipe is not what "
+                     "mm.prepare_batched(a, b, c) returned\n");
   const unsigned base = shared_address(shared);
   P* const tiles = reinterpret_cast<P*>(shared + ((base + 1023) / 1024 * 1024 - base));
   char* const stage = reinterpret_cast<char*>(tiles) + Stages * BufferBytes;
@@ -160,8 +155,8 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
   if (group == 0) {
     if (t == 0) {
       const int count = static_cast<int>(pipe->ab.count);  // (prepare_batched: below 2^31, as TMA's coordinates)
-      wgmma_stop(c.count != count || c.rows != pipe->ab.m || c.cols != pipe->ab.n,
-                 "pipe is not mm.prepare_batched(a, b, c) of this c");
+      stop_without_calls(c.count != count || c.rows != pipe->ab.m || c.cols != pipe->ab.n,
+                         "tiles.PipelineMatmul.batched: pipe is not mm.prepare_batched(a, b, c) of this c\n");
       const int blocks = static_cast<int>(gridDim.x * gridDim.y * gridDim.z);
       const auto take = [&] { return blocks + static_cast<int>(wgmma_ticket(&pipe->tickets)); };
       int queue[Ahead];  // (indexed by constants in the unrolled loop below: no copies that would wait on a ticket)
@@ -183,7 +178,7 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
       }
       tma_wait(empty + slot, phase ^ 1);
       products[slot] = -1;  // (the multiplying warps stop here)
-      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(full + slot)) : "memory");
+      barrier_arrive(full + slot);
       __threadfence();  // (this block's tickets are all taken)
       if (wgmma_ticket(&pipe->finished) == static_cast<unsigned>(blocks - 1)) {
         pipe->tickets = 0;
@@ -213,17 +208,13 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
         cute::warpgroup_commit_batch();
         cute::warpgroup_wait<1>();  // (the K-tile before this one is multiplied: its buffer is free)
         wgmma_hold(d);
-        if (lane == 0 && used >= 0) {
-          asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(empty + used)) : "memory");
-        }
+        if (lane == 0 && used >= 0) barrier_arrive(empty + used);
         used = slot;
         if (++slot == Stages) { slot = 0; phase ^= 1; }
       }
       cute::warpgroup_wait<0>();
       wgmma_hold(d);
-      if (lane == 0) {
-        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(empty + used)) : "memory");
-      }
+      if (lane == 0) barrier_arrive(empty + used);
       // C: the warpgroup's 64 rows, rounded into its stage in TMA's boxes (64 rows x 128 bytes, 16-byte
       // units of a row XOR the row mod 8), once its last store has read the stage. With beta, C's old
       // tile comes first into the stage by TMA (zeros past C's edges), and each thread blends its items.

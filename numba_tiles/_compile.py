@@ -198,7 +198,7 @@ def build(instances, target, isolated=False):
     return code
 
 
-arch_specific = set()  # the LTO-IR `build` made for an arch-specific library (sm_90a), which `compile` names
+arch_specific = set()  # this process's arch-specific (sm_90a) LTO-IR, `build`'s and libmathdx's: `compile` names it
 
 
 def key_parts(source, library, target, output="ltoir"):
@@ -468,9 +468,7 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
                                           launch_bounds=options.get("launch_bounds"))
     if output == "ltoir":
         return modules
-    from . import _libmathdx
-
-    if not arch.endswith("a") and any(m in _libmathdx.made or m in arch_specific for m in modules):
+    if not arch.endswith("a") and any(m in arch_specific for m in modules):
         from ._errors import error
 
         raise error("compile", f"the kernel calls PipelineMatmul.tile or .batched (TMA and wgmma: arch-specific "

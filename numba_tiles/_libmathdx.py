@@ -254,11 +254,10 @@ def code(pipeline):
     if found["symbols"] != traits(pipeline)["symbols"]:
         raise RuntimeError(f"libmathdx named {pipeline}'s functions differently in two processes")
     (ltoir,) = found["ltoir"]
-    made.add(ltoir)
+    from . import _compile
+
+    _compile.arch_specific.add(ltoir)  # (sm_90a code, which `compile` names)
     return ltoir
-
-
-made = set()  # the LTO-IR `code` gave in this process: arch-specific (sm_90a) code, which `compile` names
 
 
 if __name__ == "__main__":
