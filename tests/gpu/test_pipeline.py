@@ -27,20 +27,25 @@ DTYPES = {"bf16": "int16", "fp16": "float16", "tf32": "float32"}
 
 
 def transposed(array):
-    """A transposed view of a device array (Numba's ``.T`` of a device array copies it)."""
-    interface = dict(array.__cuda_array_interface__, shape=array.shape[::-1], strides=array.strides[::-1])
+    """A device array's last two axes swapped, as a view (Numba's ``.T`` of a device array copies it)."""
+    swap = list(range(array.ndim - 2)) + [array.ndim - 1, array.ndim - 2]
+    interface = dict(array.__cuda_array_interface__, shape=tuple(array.shape[i] for i in swap),
+                     strides=tuple(array.strides[i] for i in swap))
     return cuda.from_cuda_array_interface(interface, owner=array)
 
 
-def operand(rng, shape, order, precision, dtype):
+def operand(rng, shape, order, precision, dtype, count=None):
     """Standard normal values of ``dtype`` on the device (bfloat16 bits for "bf16"), ``order`` in memory, the
-    leading dimension padded to 8 items and more (a view), and the same on the host as float64."""
+    leading dimension padded to 8 items and more (a view), and the same on the host as float64; ``count``: a batch
+    of ``count`` such matrices."""
     rows, cols = shape if order == "row_major" else shape[::-1]
-    stored = np.zeros((rows, -(-cols // 8) * 8 + 8), np.float32)
-    stored[:, :cols] = rng.standard_normal((rows, cols))
+    batch = () if count is None else (count,)
+    stored = np.zeros(batch + (rows, -(-cols // 8) * 8 + 8), np.float32)
+    columns = (slice(None),) * (stored.ndim - 1) + (slice(0, cols),)  # (device arrays take no Ellipsis)
+    stored[columns] = rng.standard_normal(batch + (rows, cols))
     stored = gemm.bf16_bits(stored) if precision == "bf16" else stored.astype(dtype)
-    view, host = cuda.to_device(stored)[:, :cols], gemm.values(stored[:, :cols], precision)
-    return (view, host) if order == "row_major" else (transposed(view), host.T)
+    view, host = cuda.to_device(stored)[columns], gemm.values(stored[columns], precision)
+    return (view, host) if order == "row_major" else (transposed(view), np.swapaxes(host, -1, -2))
 
 
 @pytest.mark.parametrize("precision,c_dtype,arrangement,shape,block_dim,stages", CASES, ids=str)
@@ -133,21 +138,6 @@ BATCHED = [("bf16", "int16", ("row_major", "row_major"), (128, 128, 32), 4),
            ("fp16", "float16", ("row_major", "col_major"), (128, 192, 16), 8)]
 
 
-def batch_operand(rng, count, shape, order, precision, dtype):
-    """``count`` standard normal ``shape`` matrices of ``dtype`` on the device (bfloat16 bits for "bf16"), ``order``
-    in memory, the leading dimension padded (a view), and the same on the host as float64."""
-    rows, cols = shape if order == "row_major" else shape[::-1]
-    stored = np.zeros((count, rows, -(-cols // 8) * 8 + 8), np.float32)
-    stored[:, :, :cols] = rng.standard_normal((count, rows, cols))
-    stored = gemm.bf16_bits(stored) if precision == "bf16" else stored.astype(dtype)
-    view, host = cuda.to_device(stored)[:, :, :cols], gemm.values(stored[:, :, :cols], precision)
-    if order == "row_major":
-        return view, host
-    interface = dict(view.__cuda_array_interface__, shape=(count, cols, rows),
-                     strides=(view.strides[0], view.strides[2], view.strides[1]))
-    return cuda.from_cuda_array_interface(interface, owner=view), host.transpose(0, 2, 1)
-
-
 @pytest.mark.parametrize("precision,c_dtype,arrangement,shape,stages", BATCHED, ids=str)
 @pytest.mark.parametrize("scaled", [True, False], ids=["alpha-beta", "plain"])
 def test_batched_against_numpy(precision, c_dtype, arrangement, shape, stages, scaled, rng):
@@ -161,7 +151,7 @@ def test_batched_against_numpy(precision, c_dtype, arrangement, shape, stages, s
     m, n, k = ((int(rng.integers(1, shape[0])), int(rng.integers(1, shape[1])), int(rng.integers(1, 300)))
                if ragged else (shape[0], shape[1], 2 * shape[2]))
     p = "bf16" if precision == "bf16" else None
-    (a, a_host), (b, b_host) = (batch_operand(rng, count, size, order, p, mm.dtype)
+    (a, a_host), (b, b_host) = (operand(rng, size, order, p, mm.dtype, count)
                                 for size, order in (((m, k), arrangement[0]), ((k, n), arrangement[1])))
     c_kind = p if c_dtype == "int16" else None
     padded = np.zeros((count, m, -(-n // 8) * 8 + 8), np.float32)  # (C a view of padded rows)
@@ -185,7 +175,7 @@ def test_batched_pipe_serves_many_launches_in_order(rng):
     """One pipe launched 50 times back to back, C right after the last and the pipe's counters back at zero (each
     launch's last block sets them back)."""
     mm = tiles.PipelineMatmul((128, 128, 32), "int16", precision="bf16", c_dtype="int16", stages=4)
-    (a, a_host), (b, b_host) = (batch_operand(rng, 1000, s, "row_major", "bf16", "int16") for s in ((128, 96), (96, 128)))
+    (a, a_host), (b, b_host) = (operand(rng, s, "row_major", "bf16", "int16", 1000) for s in ((128, 96), (96, 128)))
     c = cuda.to_device(np.zeros((1000, 128, 128), np.int16))
     kernel, pipe, shared = gemm.make_hopper_batched(mm), mm.prepare_batched(a, b, c), mm.batched_shared_memory_bytes
     tiles.allow_dynamic_shared_memory(kernel, shared, pipe, c, 1.0, 0.0)
