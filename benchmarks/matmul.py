@@ -21,6 +21,9 @@ Both are also timed sustained (``--sustained`` seconds of back-to-back launches 
 the same, with nvidia-smi's SM clock and power): the timings above are short bursts at full clock,
 where a long run holds the GPU's power limit by lowering its clock.
 ``--jobs N`` first compiles every kernel in N processes (NVRTC takes 20-35 s a cuBLASDx kernel).
+Batched products of 16-bit operands are bound by DRAM bandwidth: each batched row also gives the least time
+in which A and B can be read and C written at the bandwidth of ``torch.add`` (two reads to one write) on
+tensors like A (``memory_bound_ms``; the table's ``bound`` is that over the kernel's time, 1.0 at the bound).
 Prints a table (TFLOP/s, ratio to PyTorch; each case's fastest variant) and writes JSON under
 benchmarks/results/ (each case's row also lists every variant's TFLOP/s).
 
@@ -426,6 +429,11 @@ def main():
             start = lambda: started(kernel, (batch // per_block, factory_args[3]), da, db, dc)  # noqa: E731
             results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
         rows.append(best_row(name, results, flops, "torch.bmm", peer_ms, lambda: torch.bmm(a, b), args.sustained))
+        # The memory bound: the least time in which A and B can be read and C written, at the bandwidth of an
+        # elementwise add (two reads to one write, as here) on tensors of A's size and dtype.
+        total = torch.empty_like(a)
+        add_ms = median_ms(lambda: torch.add(a, b, out=total), args.repeats)
+        rows[-1]["memory_bound_ms"] = add_ms * (a.nbytes + b.nbytes + c.nbytes) / (3 * a.nbytes)
     n = args.large
     flops, repeats = 2 * n ** 3, max(args.repeats // 4, 5)  # (fewer samples: each is 10 launches of milliseconds)
     if large & {"tile loop", "PipelineMatmul"}:
@@ -472,13 +480,15 @@ def main():
     commit = git_commit()
     print(f"tile matmul vs cuBLAS (PyTorch), median of {args.repeats} ({name}, {date}, commit {commit})")
     print(f"{'case':<40}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}"
-          f"{'kernel/gap us':>16}{'peer kernel/gap':>18}{'sustained ratio':>17}{'MHz/peer MHz':>14}")
+          f"{'bound':>7}{'kernel/gap us':>16}{'peer kernel/gap':>18}{'sustained ratio':>17}{'MHz/peer MHz':>14}")
     for r in rows:
         r["ratio"] = r["tflops"] / r["peer_tflops"]
         sustained = "" if "sustained_ratio" not in r else (
             f"{r['sustained_ratio']:>17.2f}{r['sustained_mhz'] or 0:>8.0f}/{r['peer_sustained_mhz'] or 0:<5.0f}")
+        memory = f"{r['memory_bound_ms'] / r['ms']:>7.2f}" if "memory_bound_ms" in r else " " * 7
         print(f"{r['case']:<40}{str(r['block_dim']):>34}{r['ms']:>9.3f}{r['tflops']:>9.1f}{r['peer']:>14}"
-              f"{r['peer_tflops']:>14.1f}{r['ratio']:>7.2f}{r['kernel_ms'] * 1e3:>10.1f}/{r['gap_ms'] * 1e3:<5.1f}"
+              f"{r['peer_tflops']:>14.1f}{r['ratio']:>7.2f}{memory}"
+              f"{r['kernel_ms'] * 1e3:>10.1f}/{r['gap_ms'] * 1e3:<5.1f}"
               f"{r['peer_kernel_ms'] * 1e3:>12.1f}/{r['peer_gap_ms'] * 1e3:<5.1f}{sustained}")
     for case, why in skipped.items():
         print(f"{case}: skipped ({why})")
