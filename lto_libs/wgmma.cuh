@@ -192,7 +192,10 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
     float d[N / 2];
     for (;;) {
       tma_wait(full + slot, phase);
-      const int item = products[slot];
+      // The product, read by lane 0 alone: lane 0's arrival on the empty barrier releases only its own
+      // accesses, and the loading thread writes the next product here once that barrier completes (read by
+      // every lane, compute-sanitizer's racecheck reports the reads and that write as a race).
+      const int item = __shfl_sync(0xffffffffu, lane == 0 ? products[slot] : 0, 0);
       if (item < 0) break;
       int used = -1;
       for (int ks = 0; ks < ksteps; ++ks) {

@@ -13,7 +13,7 @@ def pytest_addoption(parser):
                           "a shard, several processes under compute-sanitizer at once")
 
 
-ON_PURPOSE = ("stops_with_a_message", "traps_on")
+ON_PURPOSE = ("stops_with_a_message", "traps_on", "stops_the_kernel")
 VALUE_ONLY = ("rng", "dtype", "op", "counter", "flag_dtype", "initial", "compare")  # not shapes: any one serves
 
 
