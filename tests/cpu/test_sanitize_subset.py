@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..collectives import MOVE_ALGORITHMS
+from ..gpu.conftest import ON_PURPOSE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,7 @@ def test_the_subset_keeps_every_test_and_every_algorithm_in_a_tenth_of_the_cases
     everything, subset = collected(), collected("--sanitize-subset")
     functions = {re.sub(r"\[.*", "", t) for t in everything}
     kept = {re.sub(r"\[.*", "", t) for t in subset}
-    on_purpose = {f for f in functions if "stops_with_a_message" in f or "traps_on" in f}
+    on_purpose = {f for f in functions if any(mark in f for mark in ON_PURPOSE)}
     assert on_purpose and kept == functions - on_purpose
     load_store = [t for t in subset if "::test_load_store[" in t]
     assert all(any(f"[{a}-" in t for t in load_store) for a in MOVE_ALGORITHMS)
