@@ -607,6 +607,16 @@ __device__ __forceinline__ void tma_load(void* dst, const void* map, int x, int 
 #endif
 }
 
+// `src` in shared memory to the box of the 3-D tensor `map` at (x, y, z), as part of this thread's bulk group
+// (boxes past the tensor's edges are dropped); bulk_wait waits for it.
+__device__ __forceinline__ void tma_store(const void* map, int x, int y, int z, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(map), "r"(x),
+               "r"(y), "r"(z), "r"(shared_address(src))
+               : "memory");
+#endif
+}
+
 // Wait until `bar` has completed the phase of parity `phase`.
 __device__ __forceinline__ void tma_wait(unsigned long long* bar, unsigned phase) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -81,6 +81,11 @@ __device__ __forceinline__ void barrier_arrive(unsigned long long* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
 }
 
+// The 128 threads of multiplying warpgroup `w` wait for each other (named barrier 1 + w; 0 is __syncthreads's).
+__device__ __forceinline__ void warpgroup_barrier(int w) {
+  asm volatile("bar.sync %0, 128;" ::"r"(1 + w) : "memory");
+}
+
 // C[i] = alpha A[i] B[i] + beta C[i] for the batch `pipe` describes, each product one M x N tile, by a
 // persistent block of M / 64 + 1 warpgroups. Warp-specialized: the first thread loads each K-tile of A and
 // B with TMA into a ring of Stages buffers, a full barrier each; the other warpgroups multiply 64 rows of
@@ -235,7 +240,7 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
         tma_wait(loaded + w, c_phase);
         c_phase ^= 1;
       } else {
-        asm volatile("bar.sync %0, 128;" ::"r"(1 + w) : "memory");
+        warpgroup_barrier(w);
       }
       // (thread's items: rows r0 and r0 + 8, columns 8 j + q and the next; q < 8 lies in the 16-byte unit
       // q / E, E items a unit: the rest of each address is known at compile time)
@@ -272,15 +277,10 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
         to_stage(cuda::std::false_type{});
       }
       bulk_fence();
-      asm volatile("bar.sync %0, 128;" ::"r"(1 + w) : "memory");
+      warpgroup_barrier(w);
       if (t % 128 == 0) {
 #pragma unroll
-        for (int box = 0; box < N / CBox; ++box) {
-          asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
-                           pipe->c),
-                       "r"(box * CBox), "r"(64 * w), "r"(item), "r"(shared_address(mine + box * 64 * 128))
-                       : "memory");
-        }
+        for (int box = 0; box < N / CBox; ++box) tma_store(pipe->c, box * CBox, 64 * w, item, mine + box * 64 * 128);
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
       }
     }
