@@ -5,10 +5,10 @@ for sm_90 (no GPU needed), so it pays every cold cost a user pays: the kernel wi
 intrinsic, with it and an empty disk cache, and with it and a warm cache. Prints a table and
 writes JSON to benchmarks/results/.
 
-    python benchmarks/compile_latency.py [--runs 5] [--label after-issue-9] [--tree DIR] [--matmul] [--batched]
+    python benchmarks/compile_latency.py [--runs 5] [--label background-pch] [--tree DIR] [--matmul] [--batched]
 
 ``--tree`` measures another checkout of numba_tiles (say, an older commit in a git worktree)
-with the same script, so that before and after come from one machine and one session.
+with the same script, so that before and after come from one machine and one sitting.
 """
 
 import argparse
