@@ -20,6 +20,8 @@ def _cache(args):
         info = cache.info()
         print(f"directory   {info['directory']}")
         print(f"enabled     {info['enabled']}  (NUMBA_TILES_CACHE=0 turns it off)")
+        print(f"trust       {info['trust'] or 'not checked'}  (NUMBA_TILES_CACHE_TRUST=user or group)")
+        print(f"trusted     {'yes' if info['trusted'] else 'no'}: {info['trust_detail']}")
         print(f"entries     {info['entries']}, {info['bytes'] / 2**20:.1f} MiB of {info['max_bytes'] / 2**20:.0f} MiB"
               "  (NUMBA_TILES_CACHE_MAX_BYTES)")
         print("key         digest of: " + ", ".join(info["key_components"]))

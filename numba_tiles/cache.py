@@ -16,6 +16,15 @@ processes may fill the cache at once. An entry that does not check out (truncate
 another key's) is removed, reported once as a warning, and rebuilt; it never reaches a kernel.
 If the directory cannot be created or written, compilation goes on with the memory cache alone.
 
+Entries become GPU code in this process, so an entry is used only if its file is trusted: owned by
+you or root and writable by no one else. ``NUMBA_TILES_CACHE_TRUST=group`` declares the directory a
+team's: then files of the directory's group are trusted too, if the directory is not world-writable,
+its group is one of yours and its owner is you, root or a member. A file that is not trusted is a
+miss (compiled again, reported once); a directory on the path that anyone may write without the
+sticky bit turns the disk cache off (reported once). Directories the cache creates are 0700 (2770 in
+group mode: setgid, so entries take the directory's group) and entries are 0600 (0640). On Windows
+(no POSIX owners) entries are not checked.
+
 Example::
 
     import numba_tiles as tiles
@@ -23,9 +32,12 @@ Example::
     print(tiles.cache.info()["directory"])
 """
 
+import dataclasses
+import functools
 import hashlib
 import json
 import os
+import stat
 import struct
 import sys
 import tempfile
@@ -35,6 +47,9 @@ from pathlib import Path
 _MAGIC = b"NTLTOIR1"
 _SUFFIX = ".ltoir"
 _DEFAULT_MAX_BYTES = 2 << 30
+_CHECKED = hasattr(os, "getuid")  # POSIX owners and modes; Windows has neither, its entries go unchecked
+# an entry is opened as it is, not through a link, and opening a FIFO planted under its name does not block
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 from . import _stats
 from ._stats import count
@@ -105,6 +120,139 @@ def _warn_once(topic, message):
         warnings.warn(f"numba_tiles cache: {message}", RuntimeWarning, stacklevel=3)
 
 
+def _trust_mode():
+    """'user' (the default) or 'group' (``NUMBA_TILES_CACHE_TRUST``); any other value warns and means 'user'."""
+    mode = os.environ.get("NUMBA_TILES_CACHE_TRUST", "user").strip().lower() or "user"
+    if mode not in ("user", "group"):
+        _warn_once(("trust mode", mode), f"NUMBA_TILES_CACHE_TRUST={mode!r} is neither 'user' nor 'group'; "
+                                          "trusting only your own and root's entries")
+        return "user"
+    return mode
+
+
+@dataclasses.dataclass(frozen=True)
+class _Trust:
+    """What one cache directory may be used for."""
+
+    usable: bool       # False: anyone may rewrite it, so the disk cache is off
+    group: int | None  # the gid whose entries are trusted besides yours and root's (group mode)
+    why: str           # which entries are used, or why none are
+    problem: str | None  # a warning for the user, with its fix
+
+
+@functools.cache  # (a name look-up may ask a directory service)
+def _user(uid):
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+@functools.cache
+def _group_name(gid):
+    import grp
+
+    try:
+        return f"{grp.getgrgid(gid).gr_name} (gid {gid})"
+    except KeyError:
+        return f"gid {gid}"
+
+
+@functools.cache
+def _member(uid, gid):
+    """Whether user ``uid`` belongs to group ``gid`` (its primary group or a listed member)."""
+    import grp
+    import pwd
+
+    try:
+        user = pwd.getpwuid(uid)
+        return user.pw_gid == gid or user.pw_name in grp.getgrgid(gid).gr_mem
+    except KeyError:
+        return False
+
+
+def _check(folder):
+    """The `_Trust` of ``folder`` as it is now (it may not exist yet)."""
+    if not _CHECKED:
+        return _Trust(True, None, "entries are not checked on this platform (no POSIX owners)", None)
+    real = Path(os.path.realpath(folder))
+    for path in (real, *real.parents):
+        # Anyone may replace what a world-writable directory holds unless its sticky bit is set:
+        # the cache directory's entries, or an ancestor's whole subtree.
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue  # not made yet
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            why = f"{path} is world-writable without the sticky bit, so anyone may replace what is in it"
+            return _Trust(False, None, why + "; the disk cache is off",
+                          f"{why}: not using the disk cache {folder}. Fix: chmod +t {path} (or o-w), or point "
+                          "NUMBA_TILES_CACHE_DIR elsewhere")
+    yours = f"entries owned by {_user(os.geteuid())}" + (" or root" if os.geteuid() else "")
+    if _trust_mode() == "user":
+        return _Trust(True, None, f"{yours} are used", None)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return _Trust(True, None, f"{yours} are used (the directory is not made yet)", None)
+    group = _group_name(st.st_gid)
+    # Who can put a file of the directory's group in it: whoever may write the directory (setgid
+    # gives new files its group). So: not everyone, and its owner and group are people you trust.
+    if st.st_mode & stat.S_IWOTH:
+        problem, fix = "it is world-writable", f"chmod o-w {real}"
+    elif st.st_gid != os.getegid() and st.st_gid not in os.getgroups():
+        problem, fix = f"its group {group} is not one of yours", f"chgrp TEAM {real} (a group of yours)"
+    elif st.st_uid not in (os.geteuid(), 0) and not _member(st.st_uid, st.st_gid):
+        problem, fix = f"its owner {_user(st.st_uid)} is not in its group {group}", f"chown MEMBER {real}"
+    else:
+        return _Trust(True, st.st_gid, f"{yours}, or by its group {group}, are used", None)
+    return _Trust(True, None, f"{yours} are used, not its group's: NUMBA_TILES_CACHE_TRUST=group, but {problem}",
+                  f"NUMBA_TILES_CACHE_TRUST=group, but {real}: {problem}; using only {yours}. Fix: {fix}")
+
+
+def _verdict(folder):
+    """`_check`, warning once per directory about a problem."""
+    trust = _check(folder)
+    if trust.problem:
+        _warn_once(("trust", str(folder)), trust.problem)
+    return trust
+
+
+def _distrust(st, trust):
+    """Why the entry file of stat ``st`` is not to be linked into a kernel, or None to use it."""
+    if not _CHECKED:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    mode = f"mode {stat.S_IMODE(st.st_mode):o}"
+    if st.st_mode & stat.S_IWOTH:
+        return f"anyone may write it ({mode})"
+    teams = trust.group is not None and st.st_gid == trust.group
+    if st.st_mode & stat.S_IWGRP and not teams:
+        return f"its group {_group_name(st.st_gid)} may write it ({mode})"
+    if st.st_uid not in (os.geteuid(), 0) and not teams:
+        return f"it belongs to {_user(st.st_uid)}, not to you or root"
+    return None
+
+
+def _make(folder):
+    """Create ``folder`` and its missing parents: 0700, or 2770 in group mode (setgid: entries take its
+    group), whatever the umask. A directory that another process made first keeps its mode."""
+    missing = []
+    while not os.path.lexists(folder):
+        missing.append(folder)
+        folder = folder.parent
+    mode = 0o2770 if _trust_mode() == "group" else 0o700
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(path, mode)
+
+
 def _path(key):
     return directory() / f"{key}{_SUFFIX}"
 
@@ -134,14 +282,31 @@ def _decode(blob):
 
 
 def load(key):
-    """The payload stored under ``key`` (a digest from `key`), or None (a miss; a bad entry is removed and counts as one)."""
+    """The payload stored under ``key`` (a digest from `key`), or None (a miss; a bad entry is removed and
+    counts as one, and so does an entry that is not trusted, which is left alone)."""
     if not enabled():
         return None
+    folder = directory()
+    trust = _verdict(folder)
     path = _path(key)
+    if not trust.usable:
+        count("misses")
+        return None
     try:
-        blob = path.read_bytes()
+        with open(os.open(path, _OPEN_FLAGS), "rb") as f:
+            why = _distrust(os.fstat(f.fileno()), trust)  # the file read, whatever the name points to later
+            blob = None if why else f.read()
     except OSError:
         count("misses")
+        return None
+    if why:
+        count("misses")
+        fix = (f"make the directory group-owned by the team (chgrp TEAM {folder}; chmod 2770 {folder}) and set "
+               "NUMBA_TILES_CACHE_TRUST=group" if trust.group is None else "remove entries of others")
+        _warn_once(("untrusted", str(folder)),
+                   f"not using entries of {folder} that are not trusted, such as {path.name}: {why}. They are "
+                   f"compiled again: cache entries become GPU code in this process, so only {trust.why}. "
+                   f"To share a cache, {fix}")
         return None
     try:
         header, payload = _decode(blob)
@@ -170,10 +335,17 @@ def store(key, components, payload):
         return
     folder = directory()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key[:16]}.", suffix=".tmp")
+        if not _verdict(folder).usable:
+            return
+        _make(folder)
+        trust = _verdict(folder)  # (group mode: the group of the directory just made)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key[:16]}.", suffix=".tmp")  # 0600
         try:
             with os.fdopen(fd, "wb") as f:
+                if trust.group is not None:  # readable by the team, and of its group even without setgid
+                    if os.fstat(fd).st_gid != trust.group:
+                        os.fchown(fd, -1, trust.group)
+                    os.fchmod(fd, 0o640)
                 f.write(_encode(key, components, payload))
             os.replace(tmp, _path(key))
         except BaseException:
@@ -277,16 +449,25 @@ def clear():
 
 
 def info():
-    """Location, size, entry count, settings, this process's counters, and the key's components.
+    """Location, size, entry count, settings, trust, this process's counters, and the key's components.
+
+    ``trust`` is the mode ('user' or 'group'; None on Windows, where entries are not checked),
+    ``trusted`` whether the directory is used at all, and ``trust_detail`` which entries are used, or why
+    none are.
 
     Example::
 
         tiles.cache.info()["entries"]
+        tiles.cache.info()["trusted"]      # False for a world-writable directory without the sticky bit
     """
     files = _files()
+    trust = _check(directory())
     return {
         "directory": str(directory()),
         "enabled": enabled(),
+        "trust": _trust_mode() if _CHECKED else None,
+        "trusted": trust.usable,
+        "trust_detail": trust.why,
         "entries": len(files),
         "bytes": sum(size for _, size, _ in files),
         "max_bytes": max_bytes(),
