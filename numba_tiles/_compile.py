@@ -15,7 +15,9 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -147,16 +149,108 @@ def _build_side_by_side(programs):
     """Build ``programs`` at once, each one's NVRTC in a worker process (threads wait on them)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    progress = _SideBySide(programs)
     with ThreadPoolExecutor(min(_jobs(), len(programs)), thread_name_prefix="numba_tiles NVRTC") as pool:
         # Last lowered first: a kernel calls its loads before the product and the store, the
         # heavier instantiations (cuBLASDx's product alone is most of a matmul kernel's compile).
-        futures = {p: pool.submit(_attempt, lambda p=p: build(p._sorted(), p.target, isolated=True))
+        futures = {p: pool.submit(progress.attempt, lambda p=p: build(p._sorted(), p.target, isolated=True,
+                                                                      announce=progress.compiling))
                    for p in reversed(programs)}
         results = [futures[p].result() for p in programs]
+    progress.close()
     for program, result in zip(programs, results):
         if isinstance(result, NVRTCError):  # (its size check reads constants, under _lock: here, not there)
             result = _too_big(program._sorted(), program.target) or result
         program._finish(result)
+
+
+def quiet():
+    """Whether ``NUMBA_TILES_QUIET`` (set and not ``0``) silences the notices of long compiles."""
+    return os.environ.get("NUMBA_TILES_QUIET", "0") not in ("", "0")
+
+
+def say(message):
+    """Tell the user on stderr, once as it starts, that a compile will take a while (else they see a
+    silent wait of seconds); nothing under ``NUMBA_TILES_QUIET=1``. In Jupyter, stderr shows in the cell."""
+    if not quiet():
+        print(f"numba_tiles: {message}", file=sys.stderr, flush=True)
+
+
+# Whether a compile is long is decided by what it compiles, not by a timer: a notice then comes at
+# the start of the wait, and a small program never prints, however busy the machine. One program
+# of cuBLASDx takes 9 to 13 s of NVRTC in a fresh process of a GPU machine, 25 s on two busy cores;
+# one of CUB alone, under a second.
+CUBLASDX_TIME = "usually 10-30 s the first time; cached afterwards"
+CUBLASDX_CONSTANT_TIME = "usually 2-10 s the first time; cached afterwards"  # (its headers' parse, most of it)
+
+
+def _uses_cublasdx(library):
+    """Whether ``library``'s programs instantiate cuBLASDx (its version is in their key)."""
+    return "cublasdx" in library.versions()
+
+
+def _described(instances):
+    """What the user wrote that makes ``instances``: ``tiles.matmul 64x64x64 (float16, float32)`` (the
+    intrinsics; their templates' first three arguments where all are integers, as cuBLASDx's M, N, K;
+    and their element types)."""
+    from ._dtypes import SCALARS
+
+    names = {d.cxx: d.name for d in SCALARS}
+    shapes, dtypes = {}, {}
+    for i in instances:
+        arguments = re.split(r",\s*", i.template.partition("<")[2][:-1])
+        shape = [a for a in arguments[:3] if a.isdigit()]
+        if len(shape) == 3:
+            shapes["x".join(shape)] = None
+        dtypes.update(dict.fromkeys(names[a] for a in arguments if a in names))
+    text = ", ".join(dict.fromkeys(f"tiles.{i.intrinsic}" for i in instances))
+    text += "".join(f" {shape}" for shape in shapes)
+    return text + (f" ({', '.join(dtypes)})" if dtypes else "")
+
+
+def _announce(instances, target):
+    """The notice of one program about to compile, if it is long (cuBLASDx's)."""
+    library = instances[0].header.library
+    if _uses_cublasdx(library):
+        say(f"compiling {_described(instances)} with cuBLASDx for {target.arch} (NVRTC, {CUBLASDX_TIME})")
+
+
+class _SideBySide:
+    """The notice and progress bar of programs built side by side: nothing while they come from the
+    cache; at the first that NVRTC compiles, one notice, then a bar of the programs done (on a terminal
+    or in Jupyter; a log gets the notice alone)."""
+
+    def __init__(self, programs):
+        self.programs, self.done, self.bar = programs, 0, None
+        self._lock = threading.Lock()
+
+    def compiling(self, instances, target):
+        with self._lock:
+            if self.bar is not None or quiet():
+                return
+            everything = [i for p in self.programs for i in p._sorted()]
+            cublasdx = any(_uses_cublasdx(p.library) for p in self.programs)
+            say(f"compiling {len(self.programs)} {'cuBLASDx ' if cublasdx else ''}programs side by side for "
+                f"{target.arch}: {_described(everything)} (NVRTC in {min(_jobs(), len(self.programs))} worker "
+                f"processes, {CUBLASDX_TIME if cublasdx else 'cached afterwards'})")
+            from tqdm import tqdm
+
+            interactive = sys.stderr.isatty() or "ipykernel" in sys.modules
+            self.bar = tqdm(total=len(self.programs), initial=self.done, desc="numba_tiles NVRTC", unit="program",
+                            file=sys.stderr, leave=False, disable=not interactive)
+
+    def attempt(self, work):
+        """`_attempt` ``work`` (one program's build), then count it done."""
+        result = _attempt(work)
+        with self._lock:
+            self.done += 1
+            if self.bar is not None:
+                self.bar.update()
+        return result
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
 
 
 def for_call(instance, target, code_library):
@@ -179,14 +273,16 @@ def for_call(instance, target, code_library):
         return program.code
 
 
-def build(instances, target, isolated=False):
+def build(instances, target, isolated=False, announce=_announce):
     """LTO-IR bytes for one translation unit of one library: from the disk cache, else NVRTC (then
-    stored); ``isolated``: NVRTC in a worker process, and an oversized storage is the caller's to find."""
+    stored); ``isolated``: NVRTC in a worker process, and an oversized storage is the caller's to find;
+    ``announce(instances, target)`` is called before NVRTC starts (by default: a notice if it is long)."""
     library = instances[0].header.library
     source = translation_unit(instances, lines=target.lineinfo)
     name = instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}"
 
     def make():
+        announce(instances, target)
         try:
             return _nvrtc(source, library, target, name, instances, isolated=isolated)
         except NVRTCError as exc:
@@ -254,6 +350,9 @@ def constant(expression, header, arch):
             target = Target(arch)
 
             def make():
+                if _uses_cublasdx(header.library):
+                    say(f"computing {expression.replace('numba_tiles::', '')} with cuBLASDx for {arch} (NVRTC, "
+                        f"{CUBLASDX_CONSTANT_TIME})")
                 cubin = _nvrtc(source, header.library, target, "numba_tiles_constant", (), output="cubin")
                 return symbol_bytes(cubin, "numba_tiles_constant", 8)
 

@@ -200,6 +200,7 @@ def main():
 
 _lock = threading.Lock()
 _made = {}  # (pipeline, part) → a Future of its result
+_announced = set()  # the pipelines whose generation this process has told the user of
 
 
 def _key_parts(pipeline, part):
@@ -215,6 +216,7 @@ def _make(pipeline, part):
     from . import _nvrtc_worker, _stats, _toolchain, cache
 
     def make():
+        _announce(pipeline)
         request = (dataclasses.asdict(pipeline), part, str(_toolchain.libmathdx_path()),
                    [str(p) for p in _toolchain.nvrtc_libraries()])
         start = time.perf_counter()
@@ -226,6 +228,19 @@ def _make(pipeline, part):
         return pickle.dumps(found)
 
     return pickle.loads(cache.cached(_key_parts(pipeline, part), make))
+
+
+def _announce(pipeline):
+    """One notice a pipeline, as the first of its parts (traits, code: made side by side) starts."""
+    from ._compile import say
+
+    with _lock:
+        if pipeline in _announced:
+            return
+        _announced.add(pipeline)
+    p = pipeline
+    say(f"generating tiles.PipelineMatmul {p.m}x{p.n}x{p.k} ({p.precision}, {p.stages} stages, {p.threads} threads) "
+        f"with libmathdx for sm_{SM // 10}a (its NVRTC, usually 15-60 s the first time; cached afterwards)")
 
 
 @functools.cache
