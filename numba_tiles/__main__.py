@@ -1,7 +1,8 @@
-"""The command line: ``python -m numba_tiles`` (or ``numba-tiles``) cache | precompile | doctor.
+"""The command line: ``python -m numba_tiles`` (or ``numba-tiles``) cache | precompile | doctor, or --version.
 
 Example::
 
+    python -m numba_tiles --version
     python -m numba_tiles cache info
     python -m numba_tiles precompile examples.segmented_sum --arch sm_90 --arch sm_80
     python -m numba_tiles doctor
@@ -89,6 +90,16 @@ def _driver_version():
         return None
 
 
+def _cccl_release(number):
+    """CCCL_VERSION (3000001) as people write it: ``"3.0.1"``."""
+    return f"{number // 1000000}.{number // 1000 % 1000}.{number % 1000}"
+
+
+def _cuda_release(number):
+    """CUDART_VERSION (13000, 12090) as people write it: ``"13.0"``, ``"12.9"``."""
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
 def report():
     """(rows of (what, value), problems with their fixes): what ``doctor`` prints."""
     from importlib.metadata import PackageNotFoundError, version
@@ -114,13 +125,14 @@ def report():
         ("NVRTC", f"{nvrtc}  {_tool('nvrtc')}"),
         ("nvJitLink", f"{jitlink}  {_tool('nvJitLink')}"),
         ("NVVM", _tool("nvvm")),
-        ("CCCL", f"{_toolchain.cccl_version()}  {_toolchain.cccl_include_dir()}"),
-        ("CUDA headers", f"{_toolchain.cuda_headers_version()}  {_toolchain.cuda_include_dir()}"),
-        (f"library {_library.CUB.name}", ", ".join(f"{k}={v}" for k, v in _library.CUB.versions().items())),
+        ("CCCL", f"{_cccl_release(_toolchain.cccl_version())}  {_toolchain.cccl_include_dir()}"),
+        ("CUDA headers", f"{_cuda_release(_toolchain.cuda_headers_version())}  {_toolchain.cuda_include_dir()}"),
+        (f"library {_library.CUB.name}", "in the cache key: "
+         + ", ".join(f"{k}={v}" for k, v in _library.CUB.versions().items())),
         ("MathDx", f"{package('nvidia-mathdx')}, cuBLASDx {_toolchain.cublasdx_version()}  "
                    f"{_toolchain.mathdx_include_dirs()[0]}"),
-        (f"library {_library.MATHDX.name}", ", ".join(f"{k}={v}" for k, v in _library.MATHDX.versions().items()
-                                                       if k not in _library.CUB.versions())),
+        (f"library {_library.MATHDX.name}", "in the cache key: " + ", ".join(
+            f"{k}={v}" for k, v in _library.MATHDX.versions().items() if k not in _library.CUB.versions())),
         ("libmathdx", _libmathdx_row()),
         ("targets", ", ".join(_toolchain.supported_archs())),
     ]
@@ -161,8 +173,11 @@ def _doctor(args):
 
 
 def main(argv=None):
+    from ._version import __version__
+
     parser = argparse.ArgumentParser(prog="numba-tiles", description="numba_tiles: cache, precompilation, toolchain")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command")
     cache = sub.add_parser("cache", help="inspect or empty the on-disk LTO-IR cache")
     cache.add_argument("action", choices=["info", "list", "clear", "prune"])
     cache.add_argument("--max-bytes", type=int, default=None, help="with prune: the size to prune to")
@@ -171,6 +186,9 @@ def main(argv=None):
     pre.add_argument("--arch", action="append", help="target, e.g. sm_90 (repeatable; default sm_90)")
     sub.add_parser("doctor", help="report the toolchain, driver, GPU and cache, and flag problems")
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     if args.command == "cache" and args.action == "prune" and args.max_bytes is None:
         parser.error("cache prune needs --max-bytes N")
     return {"cache": _cache, "precompile": _precompile, "doctor": _doctor}[args.command](args) or 0

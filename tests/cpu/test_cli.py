@@ -2,9 +2,12 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import numba_tiles
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,3 +59,14 @@ def test_doctor_reports_the_toolchain(tmp_path):
     for what in ("NVRTC", "nvJitLink", "NVVM", "CCCL", "MathDx", "driver", "cache", "sm_90"):
         assert what in out.stdout
     assert "PROBLEM" not in out.stdout and out.returncode == 0
+    # Versions as people write them (CCCL_VERSION 3000001 is CCCL 3.0.1; CUDART_VERSION 13000 is CUDA 13.0)
+    assert re.search(r"^CCCL +\d+\.\d+\.\d+  /", out.stdout, re.M), out.stdout
+    assert re.search(r"^CUDA headers +\d+\.\d+  /", out.stdout, re.M), out.stdout
+    assert re.search(r"^NVRTC +\d+\.\d+  ", out.stdout, re.M) and re.search(r"^nvJitLink +\d+\.\d+  ", out.stdout, re.M)
+
+
+def test_version_and_help(tmp_path):
+    version = cli(tmp_path, "--version")
+    assert version.stdout == numba_tiles.__version__ + "\n" and version.returncode == 0
+    bare = cli(tmp_path)
+    assert bare.stdout.startswith("usage: numba-tiles") and "doctor" in bare.stdout and bare.returncode == 0
