@@ -2,57 +2,43 @@
 
 Their cells check their own results (against NumPy); here a cell that raises fails the test, and a
 notebook that draws a figure must show it as an image/png output and save it to the PNG named by
-NUMBA_TILES_PLOT. tests/gpu/test_notebooks_gpu.py runs them the same way on a GPU.
+NUMBA_TILES_PLOT. The run is kept in memory: the stored notebooks, which hold a GPU run's outputs,
+are left as they are. tests/gpu/test_notebooks_gpu.py runs them the same way on a GPU.
 """
 
-import json
-import os
+import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
+REFRESH_PATH = Path(__file__).resolve().parents[2] / "notebooks" / "refresh.py"
+
+
+def _load_refresh():
+    """notebooks/refresh.py, which runs the notebooks (and, on a GPU, stores them)."""
+    name = "numba_tiles_notebook_refresh"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REFRESH_PATH)
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+refresh = _load_refresh()
+NOTEBOOKS = refresh.NOTEBOOKS
 PLOTS = {"segmented_reduction.ipynb"}  # notebooks that must show (and save) a figure
 CELL_TIMEOUT = 300  # seconds per cell
 
 
-def execute(path, env, scratch, *, timeout=CELL_TIMEOUT, save=None):
-    """Run the notebook at ``path`` in a fresh IPython kernel of this interpreter and return it executed.
-
-    The kernel gets the environment ``env`` and starts in the notebook's directory (the notebooks
-    find examples/ from there). The first cell that raises fails the call, as does any error output.
-    ``scratch``: a directory for the kernel spec. ``save``: where to write the executed notebook,
-    also when a cell failed (its traceback is then in the file).
-    """
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
-    # Our own "python3" kernel spec, found first through JUPYTER_PATH: one installed for the user may
-    # start another interpreter, without numba_tiles.
-    spec = Path(scratch) / "jupyter" / "kernels" / "python3"
-    spec.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"}))
-
-    notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
-    saved = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = str(spec.parents[1])
+def execute(path, env, scratch, *, timeout=CELL_TIMEOUT):
+    """The notebook at ``path`` executed in a kernel with ``env`` (see refresh.execute); a cell that raises fails."""
+    for module in ("nbformat", "nbclient", "ipykernel"):
+        pytest.importorskip(module)
     try:
-        client.execute(env=env)
-    finally:
-        if saved is None:
-            os.environ.pop("JUPYTER_PATH")
-        else:
-            os.environ["JUPYTER_PATH"] = saved
-        if save is not None:
-            nbformat.write(notebook, save)
-    errors = [(i, output) for i, cell in enumerate(notebook.cells) for output in cell.get("outputs", [])
-              if output.get("output_type") == "error"]
-    assert not errors, f"{path.name}: cell {errors[0][0]} raised {errors[0][1].get('ename')}: {errors[0][1].get('evalue')}"
-    return notebook
+        return refresh.execute(path, env, scratch, timeout=timeout)
+    except refresh.CellFailed as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 def images(notebook):
@@ -63,9 +49,11 @@ def images(notebook):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path, tmp_path):
+    stored = path.read_bytes()
     plot = tmp_path / f"{path.stem}.png"
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "NUMBA_TILES_PLOT": str(plot)}
-    notebook = execute(path, env, tmp_path)
+    notebook = execute(path, refresh.kernel_env(simulator=True, NUMBA_TILES_PLOT=str(plot)), tmp_path)
+    assert "Numba's CUDA simulator" in refresh.text_outputs(notebook), f"{path.name} did not run on the simulator"
     if path.name in PLOTS:
         assert images(notebook), f"{path.name} showed no image/png output"
         assert plot.is_file() and plot.read_bytes().startswith(b"\x89PNG"), f"{path.name} did not save {plot}"
+    assert path.read_bytes() == stored, f"running {path.name} rewrote the stored notebook"
