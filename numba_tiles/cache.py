@@ -301,12 +301,16 @@ def load(key):
         return None
     if why:
         count("misses")
-        fix = (f"make the directory group-owned by the team (chgrp TEAM {folder}; chmod 2770 {folder}) and set "
-               "NUMBA_TILES_CACHE_TRUST=group" if trust.group is None else "remove entries of others")
+        if trust.group is not None:
+            fix = " Remove entries that are not the team's, or give them the directory's group."
+        elif _trust_mode() == "user":
+            fix = (f" To share this cache with a team, make the directory group-owned (chgrp TEAM {folder}; "
+                   f"chmod 2770 {folder}) and set NUMBA_TILES_CACHE_TRUST=group.")
+        else:
+            fix = ""  # (the directory's own warning says what to fix)
         _warn_once(("untrusted", str(folder)),
                    f"not using entries of {folder} that are not trusted, such as {path.name}: {why}. They are "
-                   f"compiled again: cache entries become GPU code in this process, so only {trust.why}. "
-                   f"To share a cache, {fix}")
+                   f"compiled again: cache entries become GPU code in this process, so only {trust.why}.{fix}")
         return None
     try:
         header, payload = _decode(blob)

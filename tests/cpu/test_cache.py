@@ -198,3 +198,149 @@ def test_cache_true_kernels_are_invalidated_by_toolchain_libraries_and_options(m
     assert _compile.kernel_cache_stamp() == with_library
     monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")
     assert _compile.kernel_cache_stamp() != with_library
+
+
+# Trust: cache entries become GPU code in the process that loads them, so whose files they are matters.
+# Making files another user's takes root; the rules are also checked as a non-root user would see them.
+AS_ROOT = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                             reason="giving files to another user (os.chown) needs root")
+STRANGER = 12345  # a uid that is neither ours nor root
+
+
+def give(paths, uid=STRANGER, gid=-1):
+    for path in paths:
+        os.chown(path, uid, gid)
+
+
+@AS_ROOT
+def test_another_users_entries_are_compiled_again_and_never_linked(tmp_path):
+    cold = run_child(tmp_path, block=64)
+    (program,) = entry_files(tmp_path)
+    header, _ = cache._decode(program.read_bytes())
+    # A whole, valid entry under the right key, with someone else's bytes: linked, it would break the link.
+    program.write_bytes(cache._encode(header["key"], header["components"], b"planted, not LTO-IR"))
+    give(entry_files(tmp_path) + entry_files(tmp_path, "link"))
+    again = run_child(tmp_path, block=64)
+    assert again["stats"]["hits"] == 0 and again["stats"]["nvrtc"] == 1 and again["stats"]["links"] == 1
+    assert again["cubin"] == cold["cubin"]
+    (warning,) = [w for w in again["warnings"] if "not trusted" in w]
+    assert str(tmp_path) in warning and f"uid {STRANGER}" in warning and "NUMBA_TILES_CACHE_TRUST=group" in warning
+    assert os.stat(program).st_uid == os.geteuid()  # replaced by this user's own entry
+
+
+@AS_ROOT
+def test_own_and_roots_entries_are_used_others_not(tmp_path, monkeypatch):
+    """As user 4242 sees them: its own and root's entries are used; another user's, or its own that its
+    group or anyone may write, are misses, reported once for the directory."""
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
+    keys = {}
+    for name, uid, mode in [("own", 4242, 0o600), ("root's", 0, 0o644), ("another's", STRANGER, 0o600),
+                            ("group-writable", 4242, 0o620), ("world-writable", 4242, 0o602)]:
+        keys[name] = cache.key({"entry": name})
+        cache.store(keys[name], {"entry": name}, name.encode())
+        give([tmp_path / f"{keys[name]}.ltoir"], uid)
+        os.chmod(tmp_path / f"{keys[name]}.ltoir", mode)
+    monkeypatch.setattr(os, "geteuid", lambda: 4242)
+    with pytest.warns(RuntimeWarning, match="not trusted") as caught:
+        loaded = {name: cache.load(key) for name, key in keys.items()}
+    assert len(caught) == 1  # once per directory, not once per entry
+    assert loaded == {"own": b"own", "root's": b"root's", "another's": None, "group-writable": None,
+                      "world-writable": None}
+
+
+@pytest.mark.parametrize("case", ["world-writable", "world-writable parent", "sticky"])
+def test_a_directory_anyone_may_rewrite_is_not_used(tmp_path, monkeypatch, case):
+    """A world-writable directory on the cache's path lets anyone replace its entries (or the whole cache
+    directory) unless its sticky bit is set: the disk cache is then off, with a warning and `cache info`
+    saying why. With the sticky bit, others cannot touch this user's entries: it is used."""
+    if not hasattr(os, "geteuid"):
+        pytest.skip("directories are not checked without POSIX owners")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777 if case == "sticky" else 0o777)
+    cache_dir = shared / "cache" if case == "world-writable parent" else shared
+    first = run_child(cache_dir, block=32)
+    second = run_child(cache_dir, block=32)
+    info = subprocess.run([sys.executable, "-m", "numba_tiles", "cache", "info"], capture_output=True, text=True,
+                          check=True, env={**os.environ, "NUMBA_TILES_CACHE_DIR": str(cache_dir)}).stdout
+    if case == "sticky":
+        assert second["stats"]["hits"] == 2 and second["stats"]["nvrtc"] == 0
+        assert "trusted     yes" in info
+        return
+    assert first["stats"]["nvrtc"] == second["stats"]["nvrtc"] == 1 and second["stats"]["hits"] == 0
+    assert not list(shared.rglob("*.ltoir")) and not (shared / "cache").exists()
+    (warning,) = [w for w in first["warnings"] if "sticky bit" in w]
+    assert f"{shared} is world-writable" in warning and f"chmod +t {shared}" in warning
+    assert f"trusted     no: {shared} is world-writable without the sticky bit" in info
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(cache_dir))
+    assert tiles.cache.info()["trusted"] is False
+
+
+@AS_ROOT
+def test_group_mode_uses_the_teams_entries(tmp_path):
+    """A team's cache: a directory of a group of ours, setgid, NUMBA_TILES_CACHE_TRUST=group. Entries
+    another member wrote (another uid, the directory's group) are used in group mode, not without it."""
+    team = tmp_path / "team"
+    team.mkdir()
+    os.chown(team, -1, os.getegid())
+    team.chmod(0o2770)
+    cold = run_child(team, block=128, NUMBA_TILES_CACHE_TRUST="group")
+    entries = entry_files(team) + entry_files(team, "link")
+    assert cold["stats"]["writes"] == 2 and not cold["warnings"]
+    assert {(oct(p.stat().st_mode & 0o777), p.stat().st_gid) for p in entries} == {("0o640", os.getegid())}
+    give(entries, STRANGER)
+    warm = run_child(team, block=128, NUMBA_TILES_CACHE_TRUST="group")
+    assert warm["stats"]["hits"] == 2 and warm["stats"]["nvrtc"] == 0 and not warm["warnings"]
+    alone = run_child(team, block=128)
+    assert alone["stats"]["hits"] == 0 and alone["stats"]["nvrtc"] == 1
+    assert [w for w in alone["warnings"] if "not trusted" in w and f"uid {STRANGER}" in w]
+
+
+@AS_ROOT
+@pytest.mark.parametrize("flaw", ["not our group", "world-writable", "owner outside the group"])
+def test_group_mode_needs_a_directory_of_our_group(tmp_path, monkeypatch, flaw):
+    """Group mode trusts the directory's group only if whoever may put files of that group in it is
+    trusted: its group is one of ours, it is not world-writable, its owner is us, root or a member.
+    Else only our own entries are used, with a warning saying why."""
+    foreign = 54321  # a gid that is not ours
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NUMBA_TILES_CACHE_TRUST", "group")
+    key = cache.key({"entry": flaw})
+    cache.store(key, {"entry": flaw}, b"a member's")
+    entry = tmp_path / f"{key}.ltoir"
+    give([entry], STRANGER, os.getegid())
+    tmp_path.chmod(0o2770)
+    assert cache.load(key) == b"a member's"  # (the directory is fine so far)
+    if flaw == "not our group":
+        give([entry, tmp_path], -1, foreign)
+    elif flaw == "world-writable":
+        tmp_path.chmod(0o3777)
+    else:
+        give([tmp_path], STRANGER)  # (not a member of our group: no such user)
+    with pytest.warns(RuntimeWarning) as caught:
+        assert cache.load(key) is None
+    directory_warning, entry_warning = sorted((str(w.message) for w in caught), key=lambda m: "not trusted" in m)
+    assert f"NUMBA_TILES_CACHE_TRUST=group, but {tmp_path}" in directory_warning and "Fix: " in directory_warning
+    assert "not its group's" in entry_warning
+    assert "not its group's" in tiles.cache.info()["trust_detail"]
+
+
+@pytest.mark.parametrize("mode", ["user", "group"])
+def test_new_directories_and_entries_are_private(tmp_path, monkeypatch, mode):
+    """Made by the cache, whatever the umask: directories 0700 and entries 0600; in group mode 2770
+    (setgid: entries take the directory's group) and 0640 (the team reads; entries are replaced, never
+    written in place)."""
+    if not hasattr(os, "geteuid"):
+        pytest.skip("modes are not set without POSIX owners")
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path / "a" / "b"))
+    monkeypatch.setenv("NUMBA_TILES_CACHE_TRUST", mode)
+    old = os.umask(0)
+    try:
+        cache.store("e" * 64, {"arch": "sm_90"}, b"bytes")
+    finally:
+        os.umask(old)
+    folder, entry = 0o2770 if mode == "group" else 0o700, 0o640 if mode == "group" else 0o600
+    for path in (tmp_path / "a", tmp_path / "a" / "b"):
+        assert oct(path.stat().st_mode & 0o7777) == oct(folder)
+    assert oct((tmp_path / "a" / "b" / f"{'e' * 64}.ltoir").stat().st_mode & 0o7777) == oct(entry)
+    assert cache.load("e" * 64) == b"bytes"
