@@ -48,10 +48,15 @@ GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JO
 
 .PHONY: venv test test-compile docs demo gpu-wheels gpu-site gpu-site-extra gpu-test gpu-sanitize gpu-sanitize-tools benchmark clean
 
+# The set-up, once: pip lists what it fetches, but under CI (CI set, as GitHub Actions does), whose log
+# wants only the failures.
+PIP_OUTPUT ?= $(if $(CI),--quiet,)
 $(PY): pyproject.toml
+	@echo "Installing numba_tiles and its $(CUDA) toolchain into $(VENV), once: about 1.4 GB of wheels (numba-cuda," \
+	  "NVRTC, nvJitLink, NVVM, CCCL and MathDx headers, libmathdx, the test and docs tools), a minute or more."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[$(CUDA),test]"
+	$(PY) -m pip install $(PIP_OUTPUT) -e ".[$(CUDA),test]"
 	touch $(PY)
 
 venv: $(PY)
@@ -93,14 +98,22 @@ gpu-wheels:
 	rm -rf $(GPU_WHEELS)/mathdx
 
 # There: the carried wheels into .gpu-site/ (then PYTHONPATH=$PWD/.gpu-site:$PWD runs anything under cu13).
+# Both folders' wheels in one pip call: `pip install --target` installs into a temporary folder, then moves
+# each top-level entry of it into the target, skipping one that is there already (replacing it with
+# --upgrade). The namespace package cuda/ is in both (cuda.bindings and cuda.core; cuda-cccl's cuda.coop and
+# cuda.compute), as is bin/: a second call into the site would leave out its own, or with --upgrade drop the
+# first's.
 gpu-site:
 	rm -rf $(GPU_SITE)
-	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $(GPU_SITE) $(GPU_WHEELS)/*.whl
+	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $(GPU_SITE) $(GPU_WHEELS)/*.whl \
+	  $(if $(wildcard $(GPU_EXTRA)/*.whl),$(GPU_EXTRA)/*.whl)
 	tar xJf $(GPU_WHEELS)/nvidia_mathdx-headers.tar.xz -C $(GPU_SITE)
-	if [ -d $(GPU_EXTRA) ]; then $(MAKE) gpu-site-extra; fi
 
+# Into a site made earlier: installed apart, then merged folder by folder (cp), for the reason above.
 gpu-site-extra:
-	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $(GPU_SITE) $(GPU_EXTRA)/*.whl
+	extra=$$(mktemp -d) && \
+	  $(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $$extra $(GPU_EXTRA)/*.whl && \
+	  cp -a $$extra/. $(GPU_SITE)/; status=$$?; rm -rf $$extra; exit $$status
 
 gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) -c "import numpy, numba, numba.cuda, cuda.core; from numba_tiles import _toolchain as t; \
