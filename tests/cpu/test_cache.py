@@ -201,7 +201,7 @@ def test_cache_true_kernels_are_invalidated_by_toolchain_libraries_and_options(m
 
 
 # Trust: cache entries become GPU code in the process that loads them, so whose files they are matters.
-# Making files another user's takes root; the rules are also checked as a non-root user would see them.
+# Giving files to another user takes root; one test also sees the rules as a user other than root (4242).
 AS_ROOT = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                              reason="giving files to another user (os.chown) needs root")
 STRANGER = 12345  # a uid that is neither ours nor root
