@@ -1,18 +1,19 @@
 """The one error type for misuse of an intrinsic."""
 
-from ._numba import TypingError
 
-
-class TilesError(TypingError):
+class TilesError(TypeError):
     """Bad input to an intrinsic, raised at compile time (on the simulator: at the call).
 
-    The message names the intrinsic, what was wrong and the fix, e.g.
-    ``tiles.block_reduce: op '%' is not supported. Fix: use one of '+', '*', 'min', ...``.
-    It is a numba-cuda ``TypingError``, so numba-cuda's typing reports it at the kernel's
-    source line, inside the ``TypingError`` that compiling the kernel raises. Example::
+    The first line of its message names the intrinsic, what was wrong and the fix, e.g.
+    ``tiles.block_reduce: op '%' is not supported. Fix: use one of '+', '*', 'min', ...``; raised
+    while a kernel compiles, the message goes on with the file, line and source of the call.
+
+    It is a Python ``TypeError``, not a Numba ``TypingError``: numba-cuda lets an
+    exception that is not its own leave the compiler as it is, so ``tiles.compile``, a kernel's
+    first launch and ``kernel.compile(...)`` all raise it with its own message first (Numba would
+    bury a ``TypingError`` of ours under its list of candidate implementations). Example::
 
         from numba import cuda
-        from numba.core.errors import TypingError
         import numba_tiles as tiles
 
         @cuda.jit
@@ -21,8 +22,8 @@ class TilesError(TypingError):
 
         try:
             tiles.compile(bad, "void(float32[:], float32[:])")
-        except TypingError as e:
-            assert "tiles.block_reduce: op '&' needs an integer dtype" in str(e)
+        except tiles.TilesError as e:
+            assert str(e).startswith("tiles.block_reduce: op '&' needs an integer dtype")
     """
 
 

@@ -5,12 +5,13 @@ Other modules import only ``from numba import cuda`` and ``from numba.cuda impor
 here, in one place, and ``tests/cpu/test_numba_contract.py`` says which touchpoint broke.
 
 The touchpoints, each with its contract test:
-- the base of `TilesError`: numba-cuda's own ``TypingError``, which its typing catches and
-  reports with the call's source line;
 - ``NumbaPerformanceWarning``: numba-cuda's own, the class its launches warn with (`_link` warns
   with it when ptxas serializes a kernel's wgmma);
 - `register`: a typing template and a lowering for a Python function (numba-cuda's public
-  extension API: ``infer_global``, ``AbstractTemplate``, ``lower_builtin``);
+  extension API: ``infer_global``, ``AbstractTemplate``, ``lower_builtin``), whose errors leave
+  numba-cuda's compiler unwrapped (it wraps only its own error types);
+- `typing_call`: the call being typed, as numba-cuda's type inference holds it (its source
+  location, and what the IR knows of each argument: a constant's value, a local array's length);
 - `target_flags`: the compute capability, line info and debug flags of the code being lowered,
   from numba-cuda's own target configuration stack (its own lowering reads them the same way);
 - `bound_threads`: the kernel's launch bounds (NVVM's ``maxntidx`` annotation) from the block shape;
@@ -25,29 +26,37 @@ The touchpoints, each with its contract test:
 - `device_functions_for`: device functions compiled for the kernel's arch, with no GPU;
 - `cache_kernels_with_intrinsics`: ``@cuda.jit(cache=True)`` for kernels that link our LTO-IR;
 - `link_through`: numba-cuda's link of a kernel that links our LTO-IR, through the disk cache;
-- the simulator hooks: the simulated thread, its block's shape and a per-block scratch dict.
+- the simulator hooks: the simulated thread, its block's shape, a per-block scratch dict, and the
+  stand-in for ``numba.cuda`` in a simulated kernel's globals.
 """
 
 import contextlib
 import functools
 import io
+import linecache
+import sys
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 from numba import cuda
 from numba.cuda import types
-from numba.cuda.core.errors import NumbaPerformanceWarning, TypingError  # numba-cuda's own (numba.core's are others)
+from numba.cuda.core.errors import NumbaPerformanceWarning  # numba-cuda's own (numba.core's is another)
 
-__all__ = ["NumbaPerformanceWarning", "TypingError"]
+__all__ = ["NumbaPerformanceWarning"]
 
 
 # --- typing and lowering -------------------------------------------------------------------
 
-def register(func, resolve, lower):
-    """Make ``func`` callable in kernels: ``resolve(args, kws)`` → signature, ``lower(context, builder, sig, args)``.
+def register(func, resolve, lower, error_type):
+    """Make ``func`` callable in kernels: ``resolve(args, kws, origins)`` → signature,
+    ``lower(context, builder, sig, args)`` → its value.
 
-    ``resolve`` raises `TilesError`; numba-cuda retries a failed typing without literal
-    arguments, which cannot see compile-time constants, so the first error is raised again.
+    ``origins`` is `typing_call`'s (positional, keyword) origins of the call (`Origin`), or None. An
+    ``error_type`` that ``resolve`` raises gets the call's file, line and source after its message.
+    numba-cuda's typing lets an exception that is not a Numba error leave the compiler as it is
+    (``get_call_type`` re-raises it; a ``TypingError`` would be wrapped in its list of candidate
+    implementations), so the message the user reads starts with ours.
     """
     from numba.cuda.extending import lower_builtin
     from numba.cuda.typing.templates import AbstractTemplate, infer_global
@@ -55,19 +64,100 @@ def register(func, resolve, lower):
     class Template(AbstractTemplate):
         key = func
         prefer_literal = True  # compile-time constants arrive as literal types only in this pass
-        _first_error = None
 
         def generic(self, args, kws):
-            if self._first_error is not None:
-                raise self._first_error
+            site = typing_call(func)
             try:
-                return resolve(args, kws)
-            except TypingError as exc:
-                self._first_error = exc
+                return resolve(args, kws, site and site.origins)
+            except error_type as exc:
+                if site is not None:
+                    exc.args = (f"{exc.args[0]}\n\n{site.location}", *exc.args[1:])
                 raise
 
     infer_global(func, types.Function(Template))
     lower_builtin(func, types.VarArg(types.Any))(lower)
+
+
+UNKNOWN = object()  # an `Origin`'s value where the IR does not hold it
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What the kernel's IR says of one argument: ``value``, where it is a literal, a global or a closure
+    variable (else `UNKNOWN`), and ``length``, where it is ``cuda.local.array(N, dtype)`` with N constant."""
+
+    value: object = UNKNOWN
+    length: int = None
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """The call being typed: ``location`` (file, line, function and source, for an error message) and
+    ``origins`` (the `Origin` of each positional argument, in a tuple, and of each keyword one, in a dict), or None."""
+
+    location: str
+    origins: tuple
+
+
+def typing_call(func):
+    """The call of ``func`` that numba-cuda's type inference is typing now (a `CallSite`), or None.
+
+    numba-cuda 0.30 types every call in ``ConstraintNetwork.propagate``, whose frame holds the
+    ``constraint`` (a ``CallConstraint``: the IR variables of the arguments, the call's ``loc``)
+    and the ``typeinfer`` (the function's IR and its variables' types): found here by walking up
+    the Python frames from the typing template. Elsewhere (another caller, or a numba-cuda whose
+    internals moved: the contract test fails) there is none, and errors go without a location.
+    """
+    try:
+        from numba.cuda.core.typeinfer import CallConstraint, ConstraintNetwork
+    except ImportError:
+        return None
+    anchor = getattr(getattr(ConstraintNetwork, "propagate", None), "__code__", None)
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not anchor:
+        frame = frame.f_back
+    if frame is None:
+        return None
+    constraint, typeinfer = frame.f_locals.get("constraint"), frame.f_locals.get("typeinfer")
+    if not isinstance(constraint, CallConstraint) or getattr(_type_of(typeinfer, constraint.func), "typing_key",
+                                                             None) is not func:
+        return None
+    loc = constraint.loc
+    function = getattr(getattr(typeinfer, "func_id", None), "func_qualname", "?")
+    source = linecache.getline(loc.filename, loc.line).strip()
+    location = f'File "{loc.filename}", line {loc.line}, in {function}:' + (f"\n    {source}" if source else "")
+    if constraint.vararg is not None:
+        return CallSite(location, None)
+    origins = (tuple(_origin(typeinfer, var) for var in constraint.args),
+               {name: _origin(typeinfer, var) for name, var in constraint.kws})
+    return CallSite(location, origins)
+
+
+def _type_of(typeinfer, name):
+    try:
+        return typeinfer.typevars[name].getone()
+    except Exception:  # (not typed yet, or ambiguous)
+        return None
+
+
+def _origin(typeinfer, var):
+    from numba.cuda.core import ir
+
+    try:
+        found = typeinfer.func_ir.get_definition(var)
+    except Exception:  # (defined more than once: a run-time value)
+        return Origin()
+    if isinstance(found, (ir.Const, ir.Global, ir.FreeVar)):
+        return Origin(value=found.value)
+    if isinstance(found, ir.Expr) and found.op == "call" and \
+            getattr(_type_of(typeinfer, found.func.name), "typing_key", None) is cuda.local.array:
+        shape = found.args[0] if found.args else dict(found.kws).get("shape")
+        ty = shape is not None and _type_of(typeinfer, shape.name)
+        if isinstance(ty, types.BaseTuple) and len(ty) == 1:
+            ty = ty[0]
+        if isinstance(ty, types.IntegerLiteral):
+            return Origin(length=ty.literal_value)
+    return Origin()
 
 
 def register_description(cls, attribute):
@@ -498,6 +588,18 @@ def _device_function_types():
 
 def simulator_enabled():
     return bool(cuda.config.ENABLE_CUDASIM)
+
+
+def is_cuda_module(value):
+    """Whether ``value`` is ``numba.cuda``, or the stand-in for it that the simulator puts in a running
+    kernel's globals (whose ``blockDim``, ``threadIdx``, ... are run-time values)."""
+    if value is cuda:
+        return True
+    if not cuda.config.ENABLE_CUDASIM:
+        return False
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    return isinstance(value, FakeCUDAModule)
 
 
 def simulated_thread():

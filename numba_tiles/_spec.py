@@ -9,28 +9,34 @@ An intrinsic is declared once, on its public function (see ``block.py``)::
 
 Parameters named in ``consts`` are compile-time constants (literals or module globals), parsed
 by the given function at typing; the others are run-time values; ``fixed`` pins parameters the
-function does not take (``block_sum`` is ``block_reduce`` with ``op="+"``). ``rule`` turns the
-parsed arguments into an `Instance`: a template of a `Header` of a `Library`, instantiated,
-with an ``extern "C"`` entry point. ``simulate`` is the pure-Python twin the simulator runs. An
+function does not take (``block_sum`` is ``block_reduce`` with ``op="+"``); ``per_thread`` names
+the thread-local arrays of ``items_per_thread`` items, whose length is checked wherever it is
+known (a ``cuda.local.array`` of constant length when compiled, every array on the simulator).
+``rule`` turns the parsed arguments into an `Instance`: a template of a `Header` of a `Library`,
+instantiated, with an ``extern "C"`` entry point. ``simulate`` is the pure-Python twin the simulator runs. An
 intrinsic with a ``temp`` parameter takes shared temp storage: its template's last argument is
 the user's ``temp`` array, or, when it is omitted, ``own_storage`` (a static buffer).
 Lowering hands the instance to the kernel's pending program (`_compile.for_call`), links that
 program's LTO-IR into the kernel and calls the entry point; nvJitLink links and inlines it
-with Numba's own code. Everything numba-specific goes through `_numba`.
+with Numba's own code. Everything numba-specific goes through `_numba`. On the simulator the
+same checks run on the call's Python values, after `simulator.compile_time_arguments` has said
+which of them the compiler would see as compile-time constants.
 """
 
 import dataclasses
+import difflib
 import functools
 import hashlib
 import inspect
 import math
 import re
+import sys
 from dataclasses import dataclass
 
 from numba.cuda import types
 
-from . import _compile, _dtypes, _numba, _params
-from ._errors import error
+from . import _compile, _dtypes, _numba, _params, simulator
+from ._errors import TilesError, error
 from ._target import Target
 
 
@@ -170,25 +176,44 @@ def _constant(ty):
     raise _NotConstant
 
 
+def _typed_as_constant(value):
+    """Whether Numba types ``value`` (a literal's, a global's or a closure variable's) as one that `_constant`
+    reads back: a float, a namedtuple or an array is typed as a run-time value, though the IR holds it."""
+    if type(value) is tuple:
+        return all(map(_typed_as_constant, value))
+    return value is None or callable(value) or types.maybe_literal(value) is not None
+
+
 class Spec:
     """An intrinsic's declaration: its Python signature, which parameters are compile-time, its rule."""
 
-    def __init__(self, func, consts, rule, simulate, fixed):
+    def __init__(self, func, consts, rule, simulate, fixed, per_thread):
         self.name = func.__name__
         self.consts = consts
         self.rule = rule
         self.simulate = simulate
         self.fixed = fixed
+        self.per_thread = per_thread
         self.pysig = inspect.signature(func)
         unknown = set(consts) - set(self.pysig.parameters) - set(fixed)
         assert not unknown, f"{self.name}: consts {unknown} are not parameters"
+        assert set(per_thread) <= set(self.pysig.parameters) and (not per_thread or "items_per_thread" in consts)
 
     def _bind(self, args, kwargs, omitted):
         """Arguments by name, the fixed ones included; ``omitted(default)`` stands for each one not given."""
+        call_as = f"call it as tiles.{self.name}{self.pysig}"
+        # Before Python's bind, which would report a required block_dim missing, not blockdim unknown.
+        keywords = [n for n, p in self.pysig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        for name in kwargs:
+            if name not in keywords:
+                close = difflib.get_close_matches(name, keywords, n=1, cutoff=0.75) or \
+                    [k for k in keywords if k.startswith(name)][:1]  # (items → items_per_thread, not temp)
+                raise error(self.name, f"unknown keyword argument {name!r}"
+                            + (f" (did you mean {close[0]}?)" if close else ""), call_as)
         try:
             bound = self.pysig.bind(*args, **kwargs)
         except TypeError as exc:
-            raise error(self.name, str(exc), f"call it as tiles.{self.name}{self.pysig}") from None
+            raise error(self.name, str(exc), call_as) from None
         given = bound.arguments
         return {
             **{n: given[n] if n in given else omitted(p.default) for n, p in self.pysig.parameters.items()},
@@ -198,8 +223,15 @@ class Spec:
     def _parse(self, name, value):
         return self.consts[name](self.name, value)
 
-    def resolve_types(self, arguments):
-        """Typing: Numba types of the arguments (literal where constant, Omitted where not given) → `Instance`."""
+    def _not_constant(self, name):
+        return error(self.name, f"{name} must be a compile-time constant, got a run-time value",
+                     f"write it as a literal or a module-level global, e.g. {name}=256")
+
+    def resolve_types(self, arguments, origins=None):
+        """Typing: Numba types of the arguments (literal where constant, Omitted where not given) → `Instance`.
+
+        ``origins``: {name: `_numba.Origin`} of the arguments, where the kernel's IR is at hand."""
+        origins = origins or {}
         resolved = {}
         for name, ty in arguments.items():
             if name in self.fixed:
@@ -210,29 +242,56 @@ class Spec:
                 try:
                     value = _constant(ty)
                 except _NotConstant:
-                    raise error(
-                        self.name,
-                        f"{name} must be a compile-time constant, got a run-time {types.unliteral(ty)}",
-                        f"write it as a literal or a module-level global, e.g. {name}=256",
-                    ) from None
+                    known = origins.get(name, _numba.Origin()).value
+                    if known is not _numba.UNKNOWN:  # a constant Numba types as a run-time value (block_dim=128.0)
+                        self._parse(name, known)  # its parser's error where it is wrong, as on the simulator
+                    raise self._not_constant(name) from None
                 resolved[name] = self._parse(name, value)
-        return self._instance(resolved)
+        instance = self._instance(resolved)
+        self._check_lengths(resolved, {n: o.length for n, o in origins.items() if o.length is not None})
+        return instance
 
     def _instance(self, resolved):
         instance = self.rule(self.name, resolved)
         return _with_temp(self.name, instance, resolved["temp"]) if "temp" in resolved else instance
 
+    def _check_lengths(self, resolved, lengths):
+        """A thread-local array shorter than items_per_thread (``lengths``: {name: length}, where known)."""
+        items = resolved.get("items_per_thread")
+        for name in self.per_thread:
+            if items is not None and lengths.get(name, items) < items:
+                raise error(self.name, f"{name} has {lengths[name]} items but items_per_thread={items}",
+                            f"make it at least items_per_thread long, e.g. cuda.local.array({items}, dtype)")
+
     def resolve_values(self, *args, **kwargs):
         """Typing from the run-time arguments' Python values (the simulator's) or Numba types.
 
         Returns (`Instance`, parsed arguments)."""
+        return self._resolve_values(args, kwargs, {})
+
+    def _resolve_values(self, args, kwargs, compile_time):
+        """`resolve_values`, where ``compile_time`` is {name: whether the compiler would see that argument as a
+        compile-time constant} (`simulator.compile_time_arguments`), for those known."""
         arguments = self._bind(args, kwargs, omitted=lambda default: default)
-        parsed = {n: self._parse(n, v) if n in self.consts else v for n, v in arguments.items()}
+        parsed = {}
+        for name, value in arguments.items():
+            if name not in self.consts:
+                parsed[name] = value
+                continue
+            if compile_time.get(name) is False:
+                raise self._not_constant(name)
+            parsed[name] = self._parse(name, value)
+            if compile_time.get(name) and not _typed_as_constant(value):
+                raise self._not_constant(name)  # (as compiled: parsed, then refused)
         typed = {n: v if n in self.consts or v is None or isinstance(v, types.Type) else _numba.typeof(v)
                  for n, v in parsed.items()}
-        return self._instance(typed), parsed
+        instance = self._instance(typed)
+        shapes = {n: getattr(parsed[n], "shape", None) for n in self.per_thread}
+        self._check_lengths(parsed, {n: shape[0] for n, shape in shapes.items()
+                                     if isinstance(shape, tuple) and len(shape) == 1})
+        return instance, parsed
 
-    def typing_signature(self, args, kws):
+    def typing_signature(self, args, kws, origins=None):
         _, _, debug = _numba.target_flags()
         if debug:
             # On an H200 (CUDA 13.0), a -G kernel that called block_reduce then block_scan stored
@@ -246,7 +305,7 @@ class Spec:
                         "profilers and cuda-gdb step by line), or run the kernel on Numba's simulator "
                         "(NUMBA_ENABLE_CUDASIM=1) to debug its Python with pdb")
         arguments = self._bind(args, kws, omitted=types.Omitted)
-        instance = self.resolve_types(arguments)
+        instance = self.resolve_types(arguments, origins and self.pysig.bind(*origins[0], **origins[1]).arguments)
         entry = {name: ty for name, ty, _ in instance.params if isinstance(ty, types.Type)}
         # Numba casts each run-time argument to the formal type: make it the entry point's.
         formal = [
@@ -308,13 +367,14 @@ def _document(doc):
     return re.sub(r"\{\{(\w+)\}\}", lambda m: _params.DOCS[m[1]], doc or "")
 
 
-def intrinsic(*, consts, rule, simulate, fixed=None):
+def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
     """Declare the decorated function (its signature and docstring) as an intrinsic (see this module's doc).
 
     ``consts``: {parameter: parser} of the compile-time parameters; ``rule(name, args)`` gives the
     `Instance`; ``simulate(instance, args)``: the simulator's twin; ``fixed``: {parameter: value}
-    pinned for a parameter the function does not take. Public as ``numba_tiles.extending.intrinsic``
-    (its module doc has a whole example). Example::
+    pinned for a parameter the function does not take; ``per_thread``: the parameters that take a
+    thread-local array of ``items_per_thread`` items (an array shorter than that is refused). Public as
+    ``numba_tiles.extending.intrinsic`` (its module doc has a whole example). Example::
 
         @intrinsic(consts={"block_dim": ext.block_dim}, rule=_rule, simulate=_simulate)
         def block_sum_of_squares(value, *, block_dim, temp=None):
@@ -323,7 +383,7 @@ def intrinsic(*, consts, rule, simulate, fixed=None):
 
     def decorate(declaration):
         declaration.__doc__ = _document(declaration.__doc__)
-        spec = Spec(declaration, consts, rule, simulate, fixed or {})
+        spec = Spec(declaration, consts, rule, simulate, fixed or {}, tuple(per_thread))
 
         @functools.wraps(declaration)
         def call(*args, **kwargs):
@@ -331,14 +391,15 @@ def intrinsic(*, consts, rule, simulate, fixed=None):
             if spec.simulate is None:
                 raise error(spec.name, "it has no simulator twin (its declaration gives simulate=None)",
                             "run it compiled (unset NUMBA_ENABLE_CUDASIM), or declare it with simulate=")
-            instance, arguments = spec.resolve_values(*args, **kwargs)
+            compile_time = simulator.compile_time_arguments(spec, sys._getframe(1))
+            instance, arguments = spec._resolve_values(args, kwargs, compile_time)
             if arguments.get("temp") is not None:
                 _check_temp(spec.name, instance, arguments["temp"])
             return spec.simulate(instance, arguments)
 
         call.spec = spec
         if not _numba.simulator_enabled():
-            _numba.register(call, spec.typing_signature, spec.lower)
+            _numba.register(call, spec.typing_signature, spec.lower, TilesError)
         return call
 
     return decorate

@@ -96,7 +96,8 @@ _REDUCE_CONSTS = {"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS
                   "broadcast": ext.flag("broadcast")}
 
 
-@intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce)
+@intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce,
+           per_thread=("value",))
 def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None, algorithm="warp_reductions",
                  broadcast=False, temp=None):
     """Reduce values across the thread block with ``op``; the result is valid in thread 0 (every thread with ``broadcast``).
@@ -138,7 +139,7 @@ def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None,
 
 
 @intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce,
-           fixed={"op": "+"})
+           fixed={"op": "+"}, per_thread=("value",))
 def block_sum(value, *, block_dim, items_per_thread=None, num_valid=None, algorithm="warp_reductions",
               broadcast=False, temp=None):
     """Sum values across the thread block: ``block_reduce(value, "+", ...)``.
@@ -220,7 +221,7 @@ _MOVE_CONSTS = {"block_dim": _DIM, "items_per_thread": _ITEMS}
 
 @intrinsic(consts={**_MOVE_CONSTS, "algorithm": ext.choice("algorithm", _LOAD_ALGORITHMS),
                    "cache": ext.choice("cache", _CACHE)},
-           rule=_load_rule, simulate=simulator.block_load)
+           rule=_load_rule, simulate=simulator.block_load, per_thread=("items",))
 def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, oob_default=None,
                cache="default", temp=None):
     """Load the tile that starts at ``src[0]`` into every thread's ``items``, cooperatively.
@@ -261,7 +262,7 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", n
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "algorithm": ext.choice("algorithm", _STORE_ALGORITHMS)},
-           rule=_store_rule, simulate=simulator.block_store)
+           rule=_store_rule, simulate=simulator.block_store, per_thread=("items",))
 def block_store(dst, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, temp=None):
     """Store every thread's ``items`` to the tile that starts at ``dst[0]``, cooperatively.
 
@@ -323,7 +324,7 @@ def _scan_rule(name, args):
 @intrinsic(consts={"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL,
                    "exclusive": ext.flag("exclusive"), "aggregate": ext.flag("aggregate"),
                    "algorithm": ext.choice("algorithm", _SCAN_ALGORITHMS)},
-           rule=_scan_rule, simulate=simulator.block_scan)
+           rule=_scan_rule, simulate=simulator.block_scan, per_thread=("value",))
 def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=False, initial_value=None,
                aggregate=False, prefix=None, algorithm="raking", temp=None):
     """Prefix-scan the block's values with ``op`` (a sum by default): inclusive, or ``exclusive``.
@@ -369,7 +370,7 @@ def _exchange_rule(name, args):
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "arrangement": ext.choice("arrangement", ARRANGEMENTS)},
-           rule=_exchange_rule, simulate=simulator.block_exchange)
+           rule=_exchange_rule, simulate=simulator.block_exchange, per_thread=("items",))
 def block_exchange(items, arrangement, *, block_dim, items_per_thread, temp=None):
     """Rearrange the block's tile in place between arrangements, through shared memory.
 
@@ -418,7 +419,7 @@ def _histogram_rule(name, args):
 @intrinsic(consts={**_MOVE_CONSTS, "bins": ext.positive_int("bins", 256),
                    "algorithm": ext.choice("algorithm", _HISTOGRAM_ALGORITHMS),
                    "accumulate": ext.flag("accumulate")},
-           rule=_histogram_rule, simulate=simulator.block_histogram)
+           rule=_histogram_rule, simulate=simulator.block_histogram, per_thread=("items",))
 def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algorithm="sort", accumulate=False,
                     temp=None):
     """Count the block's items into ``histogram[0:bins]``; each item is a bin index in [0, bins).
@@ -477,7 +478,8 @@ def _sort_rule(name, args):
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "descending": ext.flag("descending"), "striped": ext.flag("striped")},
-           rule=_sort_rule, simulate=simulator.block_radix_sort)
+           rule=_sort_rule, simulate=simulator.block_radix_sort,
+           per_thread=("keys", "values"))
 def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descending=False, striped=False,
                      begin_bit=None, end_bit=None, temp=None):
     """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by radix sort.
@@ -529,7 +531,7 @@ def _merge_sort_rule(name, args):
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,
-           simulate=simulator.block_merge_sort)
+           simulate=simulator.block_merge_sort, per_thread=("keys", "values"))
 def block_merge_sort(keys, compare="<", *, block_dim, items_per_thread, values=None, temp=None):
     """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by any comparison.
 
@@ -598,7 +600,8 @@ def _adjacent_difference_rule(name, args):
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "op": parse_difference, "right": ext.flag("right")},
-           rule=_adjacent_difference_rule, simulate=simulator.block_adjacent_difference)
+           rule=_adjacent_difference_rule, simulate=simulator.block_adjacent_difference,
+           per_thread=("items",))
 def block_adjacent_difference(items, op="-", *, block_dim, items_per_thread, right=False, neighbor=None,
                               num_valid=None, temp=None):
     """Replace each item of the block's tile by its difference with the item before it (or after it), in place.
@@ -674,7 +677,7 @@ def _discontinuity_rule(name, args):
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "compare": parse_differ}, rule=_discontinuity_rule,
-           simulate=simulator.block_discontinuity)
+           simulate=simulator.block_discontinuity, per_thread=("items", "heads", "tails"))
 def block_discontinuity(items, *, block_dim, items_per_thread, heads=None, tails=None, compare="!=",
                         predecessor=None, successor=None, temp=None):
     """Flag where runs of equal items start (``heads``) and end (``tails``) in the block's tile.
@@ -734,7 +737,7 @@ def _shuffle_rule(name, args):
 
 
 @intrinsic(consts={"kind": ext.choice("kind", _SHUFFLES), "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL},
-           rule=_shuffle_rule, simulate=simulator.block_shuffle)
+           rule=_shuffle_rule, simulate=simulator.block_shuffle, per_thread=("value",))
 def block_shuffle(value, kind, *, block_dim, items_per_thread=None, distance=None, temp=None):
     """Move values between the block's threads: by ``distance`` threads, or the tile by one item.
 

@@ -6,11 +6,13 @@ where that header is, and a Python declaration: `intrinsic` on a function whose 
 docstring are the user's. ``consts`` names the compile-time parameters with their parsers
 (`block_dim`, `positive_int`, `choice`, `flag`, ...); ``rule(name, args)`` turns the typed
 arguments into an `Instance` (the template, instantiated, and the entry point's run-time
-parameters); ``simulate(instance, args)`` is the twin that Numba's simulator runs. From that
+parameters); ``simulate(instance, args)`` is the twin that Numba's simulator runs; ``per_thread``
+names the parameters that take a thread-local array of ``items_per_thread`` items. From that
 spec come typing, lowering, NVRTC → LTO-IR, the disk cache (your headers' content in its key),
 ``tiles.compile``/``precompile``, ``tiles.shared_memory``/``temp_bytes``/``temp=`` and the
 simulator, exactly as for ``tiles.block_reduce`` (declared in ``numba_tiles/block.py`` with the
-names below). Errors in a rule are `error(name, problem, fix)`.
+names below). Errors in a rule are `error(name, problem, fix)`, a `TilesError` (a ``TypeError``) that
+leaves the compiler with its message first and the call's source line after it.
 
 Example (the C++ goes in ``include/mine.cuh`` beside the module)::
 

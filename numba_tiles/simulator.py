@@ -6,6 +6,10 @@ warp's own), and returns what that thread gets on the GPU. Arithmetic is NumPy's
 intrinsic's dtype, so integers wrap as on the GPU.
 """
 
+import ast
+import functools
+import inspect
+import linecache
 import math
 import threading
 
@@ -108,19 +112,16 @@ def _reduce(instance, args, tiles_, position):
     return dtype.type(op.ufunc.reduce(np.array(tiles_[position], dtype=dtype), dtype=dtype))
 
 
-def _items(instance, value, count):
-    """The calling thread's items: its scalar, or the first ``count`` (items_per_thread) of its array."""
-    count = count or 1
+def _items(value, count):
+    """The calling thread's items: its scalar, or the first ``count`` (items_per_thread) of its array (which the
+    spec checked is long enough)."""
     if not isinstance(value, np.ndarray):
         return [value]
-    if len(value) < count:
-        raise error(instance.intrinsic, f"the array has {len(value)} items but items_per_thread={count}",
-                    "make the thread-local array at least items_per_thread long")
-    return list(value[:count])
+    return list(value[:count or 1])
 
 
 def block_reduce(instance, args):
-    mine = _items(instance, args["value"], args["items_per_thread"])
+    mine = _items(args["value"], args["items_per_thread"])
     return _reduce(instance, args, *simulated_block(instance.intrinsic, args["block_dim"], mine))
 
 
@@ -153,7 +154,6 @@ def _move(instance, args, array, load):
     """block_load (``load``) or block_store between ``args[array]`` and the thread's items."""
     thread = _block_thread(instance.intrinsic, args["block_dim"])
     memory, items, count = args[array], args["items"], args["items_per_thread"]
-    _items(instance, items, count)
     kind = "striped" if args["algorithm"] == "striped" else "blocked"
     valid = _valid(args, memory)
     for j in range(count):
@@ -194,7 +194,7 @@ def _entry_dtype(instance):
 def block_scan(instance, args):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
     dtype = _entry_dtype(instance)
-    mine = _items(instance, args["value"], args["items_per_thread"])
+    mine = _items(args["value"], args["items_per_thread"])
     tiles_ = _exchange(thread, mine)
     op, prefix = args["op"], args["prefix"]
     flat = [item for tile in tiles_ for item in tile]
@@ -243,13 +243,12 @@ def _rearrange(thread, args, arrays, source, target):
 
 def block_exchange(instance, args):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
-    _items(instance, args["items"], args["items_per_thread"])
     _rearrange(thread, args, [args["items"]], *_params.ARRANGEMENTS[args["arrangement"]])
 
 
 def block_histogram(instance, args):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
-    tiles_ = _exchange(thread, _items(instance, args["items"], args["items_per_thread"]))
+    tiles_ = _exchange(thread, _items(args["items"], args["items_per_thread"]))
     histogram, bins = args["histogram"], args["bins"]
     if thread.thread_id == 0:
         samples = [int(v) for tile in tiles_ for v in tile]
@@ -279,8 +278,6 @@ def _sort(instance, args, order):
     thread = _block_thread(instance.intrinsic, args["block_dim"])
     count, threads = args["items_per_thread"], _threads(args)
     arrays = [args["keys"]] + ([args["values"]] if args["values"] is not None else [])
-    for a in arrays:
-        _items(instance, a, count)
     tiles_ = _exchange(thread, [[tuple(a[j] for a in arrays) for j in range(count)]])
     ordered = order([item for (held,) in tiles_ for item in held])
     kind = "striped" if args.get("striped") else "blocked"
@@ -314,7 +311,7 @@ def _block_tile(instance, args, param="items"):
     """(thread, the block's whole tile in rank order, this thread's first rank, items per thread)."""
     thread = _block_thread(instance.intrinsic, args["block_dim"])
     count = args["items_per_thread"] or 1
-    mine = _items(instance, args[param], count)
+    mine = _items(args[param], count)
     tile = [item for held in _exchange(thread, mine) for item in held]
     return thread, np.array(tile, dtype=np.asarray(args[param]).dtype), thread.thread_id * count, count
 
@@ -562,3 +559,229 @@ def pipeline_tile(instance, args):
             value = value + np.float32(args["beta"]) * old.astype(np.float32)
         c[rows, cols] = _rounded(value, c.dtype)
     _by_first_thread(instance, args, work)
+
+
+# --- which arguments the compiler would see as compile-time constants ---------------------------
+#
+# The twins get plain Python values, whatever the kernel wrote: block_dim=cuda.blockDim.x is an int
+# here, and a run-time value to the compiler, which refuses it. So the call's source decides, read
+# once per call site: each argument of a compile-time parameter is classified as numba-cuda types it.
+
+_verdicts = {}  # (spec, code, instruction offset) → {parameter: True (compile-time) or False (run-time)}
+
+
+def compile_time_arguments(spec, frame):
+    """{parameter: whether the compiler sees it as a compile-time constant} for the compile-time parameters
+    that the call of ``spec`` running in ``frame`` (the simulated kernel's or device function's) gives, as far
+    as its source can be read; the others are left out (and go unchecked)."""
+    key = (spec, frame.f_code, frame.f_lasti)
+    found = _verdicts.get(key)
+    if found is None:
+        found = _verdicts[key] = _classify(spec, frame)
+    return found
+
+
+def _classify(spec, frame):
+    function = _function_node(frame.f_code, frame.f_globals)
+    call = function and _call_node(function, frame, spec.name.rsplit(".", 1)[-1])
+    if call is None or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return {}
+    try:
+        given = spec.pysig.bind(*call.args, **{k.arg: k.value for k in call.keywords}).arguments
+    except TypeError:  # (the call's own bind reports it)
+        return {}
+    scope = _Scope(frame, function)
+    verdicts = {name: scope.compile_time(node) for name, node in given.items() if name in spec.consts}
+    return {name: verdict for name, verdict in verdicts.items() if verdict is not None}
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(filename, text):
+    try:
+        return ast.parse(text, filename)
+    except SyntaxError:  # (the file changed since it was imported)
+        return None
+
+
+def _function_node(code, globals_):
+    """The ``def`` of ``code`` in its source file, or None where the source cannot be read."""
+    tree = _parsed(code.co_filename, "".join(linecache.getlines(code.co_filename, globals_)))
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name and \
+                min([node.lineno] + [d.lineno for d in node.decorator_list]) == code.co_firstlineno:
+            return node
+    return None
+
+
+def _call_node(function, frame, name):
+    """The call expression ``frame`` is running: by the running instruction's source position (Python 3.11+),
+    else the one call of ``name`` on the running line."""
+    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+    if hasattr(frame.f_code, "co_positions"):
+        where = list(frame.f_code.co_positions())[frame.f_lasti // 2]  # (one per 2-byte code unit)
+        return next((c for c in calls if (c.lineno, c.end_lineno, c.col_offset, c.end_col_offset) == where), None)
+    named = [c for c in calls if c.lineno <= frame.f_lineno <= c.end_lineno
+             and getattr(c.func, "attr", getattr(c.func, "id", None)) == name]
+    return named[0] if len(named) == 1 else None
+
+
+class _Unknown(Exception):
+    pass
+
+
+class _Scope:
+    """A function's names, classified as numba-cuda types them (measured with ``tiles.compile``)."""
+
+    def __init__(self, frame, function):
+        code = frame.f_code
+        count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) \
+            + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        self.frame, self.parameters = frame, set(code.co_varnames[:count])
+        self.locals = (set(code.co_varnames) | set(code.co_cellvars)) - self.parameters
+        self.bindings = _bindings(function)
+
+    def compile_time(self, node, seen=frozenset()):
+        """True (a compile-time constant), False (a run-time value) or None (not known here) for the expression."""
+        if isinstance(node, ast.Constant) or _folded(node):
+            return True  # (CPython folds 2 * 64 and -1 to constants)
+        if isinstance(node, ast.Name):
+            return self._name(node.id, seen)
+        if isinstance(node, ast.Tuple):
+            return _all(self.compile_time(e, seen) for e in node.elts)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node, seen)
+        if isinstance(node, ast.Subscript):
+            # DIMS[0] of a tuple of constants is one; of a namedtuple, as its attributes, a run-time value.
+            known = _all([self.compile_time(node.value, seen), self.compile_time(node.slice, seen)])
+            return known and self._kind(node, seen, tuple_=True)
+        if isinstance(node, ast.IfExp):
+            return self._choice(node, seen)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)):
+            return False  # (2 * TPB, not FLAG, len(DIMS), int(TPB): Numba computes them at run time)
+        return None
+
+    def _name(self, name, seen):
+        if name in self.parameters:
+            return False
+        if name not in self.locals:
+            return True  # a global, a builtin or a closure variable: Numba freezes its value
+        sites = self.bindings.get(name)
+        if name in seen or not sites:
+            return None
+        verdicts = [site if isinstance(site, bool) or site is None else self.compile_time(site, seen | {name})
+                    for site in sites]
+        verdict = _all(verdicts)
+        if verdict and len(sites) > 1:  # constants assigned in several places are one only where all are equal
+            try:
+                values = [self.value(site) for site in sites]
+            except _Unknown:
+                return None
+            return all(type(v) is type(values[0]) and v == values[0] for v in values)
+        return verdict
+
+    def _attribute(self, node, seen):
+        if node.attr == "ndim":
+            return True  # (Numba rewrites an array's ndim to a constant)
+        base = self.compile_time(node.value, seen)
+        if not base:
+            return base
+        try:
+            owner = self.value(node.value)
+        except _Unknown:
+            return None
+        if _numba.is_cuda_module(owner):
+            return False  # cuda.blockDim.x, cuda.threadIdx.x, ...
+        return self._kind(node, seen)
+
+    def _kind(self, node, seen, tuple_=False):
+        """Of an attribute or item of a constant: Numba types a module's data and a namedtuple's fields as
+        run-time values, a module's functions, a tuple's items and a description's sizes as constants."""
+        try:
+            owner, value = self.value(node.value), self.value(node)
+        except _Unknown:
+            return None
+        if isinstance(owner, tuple):
+            return type(owner) is tuple if tuple_ else False
+        if inspect.ismodule(owner):
+            return not isinstance(value, (int, float, complex, str, bytes, tuple))
+        return None if tuple_ else True
+
+    def _choice(self, node, seen):
+        """``a if test else b``: Numba prunes the branch a constant test does not take."""
+        if self.compile_time(node.test, seen):
+            try:
+                return self.compile_time(node.body if self.value(node.test) else node.orelse, seen)
+            except _Unknown:
+                return None
+        both = _all([self.compile_time(node.body, seen), self.compile_time(node.orelse, seen)])
+        if not both:
+            return both
+        try:
+            return self.value(node.body) == self.value(node.orelse)
+        except _Unknown:
+            return None
+
+    def value(self, node):
+        """The value of an expression classified compile-time, as the running frame has it."""
+        if isinstance(node, ast.Constant) or _folded(node):
+            return eval(compile(ast.Expression(node), "<constant>", "eval"), {"__builtins__": {}})
+        if isinstance(node, ast.Name):
+            for names in (self.frame.f_locals, self.frame.f_globals, self.frame.f_builtins):
+                if node.id in names:
+                    return names[node.id]
+        if isinstance(node, ast.Tuple):
+            return tuple(map(self.value, node.elts))
+        try:
+            if isinstance(node, ast.Attribute):
+                return getattr(self.value(node.value), node.attr)
+            if isinstance(node, ast.Subscript):
+                return self.value(node.value)[self.value(node.slice)]
+        except (AttributeError, LookupError, TypeError):
+            pass
+        raise _Unknown
+
+
+def _folded(node):
+    """Whether CPython folds ``node`` (an operation on literals) to a constant."""
+    if isinstance(node, ast.BinOp):
+        return all(isinstance(n, ast.Constant) or _folded(n) for n in (node.left, node.right))
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.operand, ast.Constant) or _folded(node.operand)
+    return False
+
+
+def _all(verdicts):
+    """False if any is False, else None if any is None, else True."""
+    verdicts = list(verdicts)
+    return False if False in verdicts else None if None in verdicts else True
+
+
+def _bindings(function):
+    """{local name: its assignments}: the value expression of each plain one (``n = 256``, ``a, b = 1, 2``),
+    False for an augmented one (Numba computes ``n += 1`` at run time), None for any other (a loop, ``with``)."""
+    sites = {}
+
+    def visit(node, parent):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+                                  ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                continue  # (their own scope)
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                sites.setdefault(child.id, []).append(_assigned(child, node, parent))
+            visit(child, node)
+
+    visit(function, None)
+    return sites
+
+
+def _assigned(name, node, parent):
+    """What ``name`` (a store into it, in ``node``, itself in ``parent``) is assigned."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        return node.value
+    if isinstance(node, ast.AugAssign):
+        return False
+    if isinstance(node, ast.Tuple) and isinstance(parent, ast.Assign) and node in parent.targets \
+            and isinstance(parent.value, ast.Tuple) and len(parent.value.elts) == len(node.elts) \
+            and not any(isinstance(e, ast.Starred) for e in node.elts):
+        return parent.value.elts[node.elts.index(name)]
+    return None

@@ -105,16 +105,15 @@ def kernel(a, b, c, n):
     ("tiles.tile_store(sc, c, 0, n * 1.0, block_dim=128)", None, r"col must be an integer, got float64"),
 ])
 def test_misuse_is_a_clear_compile_time_error(body, sig, message):
-    from numba.core.errors import TypingError
     from numba.cuda.types import float16, float32
 
     namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32}
     exec(KERNEL.format(body=body), namespace)
-    with pytest.raises(TypingError) as info:
+    with pytest.raises(tiles.TilesError) as info:
         tiles.compile(namespace["kernel"], sig or SIG, arch="sm_90", output="ltoir")
-    text = str(info.value)
-    assert f"tiles.{body.split('(')[0].split('.')[1]}:" in text and "Fix:" in text, text
-    assert re.search(message, text, re.S), text
+    text = str(info.value).splitlines()[0]
+    assert text.startswith(f"tiles.{body.split('(')[0].split('.')[1]}:") and "Fix:" in text, text
+    assert re.search(message, text), text
 
 
 @pytest.mark.parametrize("dtype,tile", [("complex64", (32, 32, 16)), ("complex128", (16, 16, 16))])
@@ -354,19 +353,18 @@ def kernel(a, b, c, a2, n, p):
     ("MM.batched_tma(p, c, shared)@sm_80", r"TMA copies need sm_90 or later.*Fix: use mm.batched"),
 ])
 def test_batched_misuse_is_a_clear_compile_time_error(body, message):
-    from numba.core.errors import TypingError
     from numba.cuda.types import float16, float32, float64, uint8
 
     namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64,
                  "uint8": uint8}
     body, _, arch = body.partition("@")
     exec(BATCHED_KERNEL.format(body=body), namespace)
-    with pytest.raises(TypingError) as info:
+    with pytest.raises(tiles.TilesError) as info:
         tiles.compile(namespace["kernel"], "void(float16[:, :, :], float16[:, :, :], float32[:, :, :], "
                       "float16[:, :], int64, uint8[::1])", arch=arch or "sm_90", output="ltoir")
-    text = str(info.value)
-    assert re.search(r"tiles\.Matmul\.batched(_tma)?:", text) and "Fix:" in text, text
-    assert re.search(message, text, re.S), text
+    text = str(info.value).splitlines()[0]
+    assert re.match(r"tiles\.Matmul\.batched(_tma)?:", text) and "Fix:" in text, text
+    assert re.search(message, text), text
 
 
 MATMUL_KERNEL = """
@@ -398,17 +396,16 @@ def kernel(a, b, c, n):
     ("MM.wait(n * 0.5)", r"pending must be an integer"),
 ])
 def test_matmul_misuse_is_a_clear_compile_time_error(body, message):
-    from numba.core.errors import TypingError
     from numba.cuda.types import float16, float32, float64
 
     namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64}
     exec(MATMUL_KERNEL.format(body=body), namespace)
-    with pytest.raises(TypingError) as info:
+    with pytest.raises(tiles.TilesError) as info:
         tiles.compile(namespace["kernel"], "void(float16[:, :], float16[:, :], float32[:, :], int64)", arch="sm_90",
                       output="ltoir")
-    text = str(info.value)
-    assert f"tiles.Matmul.{body.split('(')[0].split('.')[1]}:" in text and "Fix:" in text, text
-    assert re.search(message, text, re.S), text
+    text = str(info.value).splitlines()[0]
+    assert text.startswith(f"tiles.Matmul.{body.split('(')[0].split('.')[1]}:") and "Fix:" in text, text
+    assert re.search(message, text), text
 
 
 @pytest.mark.skipif(_toolchain.cuda_line() != "cu12", reason="the CUDA 12 line's refusal: make test-compile CUDA=cu12")

@@ -15,18 +15,73 @@ def reduce_kernel(x, out):
     out[i] = tiles.block_reduce(x[i], "max", block_dim=96)
 
 
-def test_tiles_error_is_numba_cudas_typing_error_and_reported_by_its_typing():
-    from numba.core.errors import TypingError as NumbaTypingError
-    from numba.cuda.core.errors import TypingError
+def test_our_error_leaves_numba_cudas_compiler_unwrapped_with_the_calls_location():
+    """register: a TilesError from typing is not one of Numba's errors, so numba-cuda's typing (get_call_type,
+    its pipeline) lets it out as it is, and the template adds the call's file, line and source after it."""
+    from numba.core.errors import NumbaError
+    from numba.cuda.core.errors import NumbaError as CudaNumbaError
 
-    assert issubclass(tiles.TilesError, TypingError)
+    assert not issubclass(tiles.TilesError, (NumbaError, CudaNumbaError))
 
     def bad(x, out):
         i = cuda.grid(1)
         out[i] = tiles.block_reduce(x[i], "&", block_dim=96)
 
-    with pytest.raises(NumbaTypingError, match=r"TilesError: tiles.block_reduce: op '&' needs an integer dtype"):
+    with pytest.raises(tiles.TilesError) as info:
         tiles.compile(bad, SIG)
+    line = bad.__code__.co_firstlineno + 2
+    assert str(info.value).splitlines() == [
+        "tiles.block_reduce: op '&' needs an integer dtype, got float32. Fix: use '+', '*', 'min' or 'max' for "
+        "floating-point values.", "", f'File "{__file__}", line {line}, in '
+        "test_our_error_leaves_numba_cudas_compiler_unwrapped_with_the_calls_location.<locals>.bad:",
+        '    out[i] = tiles.block_reduce(x[i], "&", block_dim=96)']
+
+
+BLOCK = 128
+
+
+def test_typing_call_finds_the_call_and_what_the_ir_knows_of_its_arguments():
+    """typing_call, from a typing template: the call's location, each argument's constant value (a literal, a
+    global, a closure variable) or local array length (constant N, int or 1-tuple); nothing for run-time values.
+    Outside typing there is no call."""
+    from numba import float32
+
+    seen = []
+
+    class Probed(Exception):
+        pass
+
+    def probe(*args, **kwargs):
+        pass
+
+    def resolve(args, kws, origins):
+        seen.append(origins)
+        raise Probed("probe: typed")
+
+    _numba.register(probe, resolve, lambda *args: None, Probed)
+    closure = (64, 2)
+
+    def kernel(x, n):
+        items = cuda.local.array(4, float32)
+        three = cuda.local.array((3,), float32)
+        probe(items, three, 7, BLOCK, closure, x, n, kw=BLOCK, other=n + 1)
+
+    with pytest.raises(Probed) as info:
+        tiles.compile(kernel, "void(float32[::1], int64)")
+    (positional, keywords), = seen
+    assert [(o.value, o.length) for o in positional] == [
+        (_numba.UNKNOWN, 4), (_numba.UNKNOWN, 3), (7, None), (BLOCK, None), (closure, None), (_numba.UNKNOWN, None),
+        (_numba.UNKNOWN, None)]
+    assert keywords == {"kw": _numba.Origin(value=BLOCK), "other": _numba.Origin()}
+    assert str(info.value).splitlines()[2:] == [
+        f'File "{__file__}", line {kernel.__code__.co_firstlineno + 3}, in '
+        "test_typing_call_finds_the_call_and_what_the_ir_knows_of_its_arguments.<locals>.kernel:",
+        "    probe(items, three, 7, BLOCK, closure, x, n, kw=BLOCK, other=n + 1)"]
+    assert _numba.typing_call(probe) is None
+
+
+def test_is_cuda_module():
+    assert _numba.is_cuda_module(cuda) and not _numba.is_cuda_module(np)
 
 
 def test_our_performance_warning_is_the_one_numba_cudas_launches_warn_with():

@@ -45,3 +45,16 @@ def test_compiling_on_the_simulator_is_a_tiles_error():
     for call in (tiles.compile, tiles.shared_memory):
         with pytest.raises(tiles.TilesError, match="unset NUMBA_ENABLE_CUDASIM to compile"):
             call(kernel, "void(float32[::1])")
+
+
+def test_the_simulators_stand_in_for_numba_cuda_is_the_cuda_module():
+    """In a simulated kernel, its global ``cuda`` is the simulator's stand-in (blockDim etc. are run-time values)."""
+    seen = []
+
+    @cuda.jit
+    def kernel(out):
+        seen.append((_numba.is_cuda_module(cuda), _numba.is_cuda_module(cuda.blockDim), _numba.is_cuda_module(np)))
+        out[0] = 1
+
+    kernel[1, 1](np.zeros(1))
+    assert seen == [(True, False, False)] and _numba.is_cuda_module(cuda)
