@@ -1,6 +1,8 @@
 """Every public name documents itself with an example that compiles (docs/api.md renders them); the
-guide pages' code runs."""
+guide pages' and the README's code runs; the performance tables are what benchmarks/report.py makes of
+benchmarks/results/ now."""
 
+import importlib.util
 import inspect
 import os
 import re
@@ -71,3 +73,67 @@ def test_the_extending_api_is_documented_with_examples():
     exec(inspect.cleandoc(extending.library.__doc__.split("Example::", 1)[1]), namespace)
     assert namespace["MINE"].name == "mine"
     assert "block_sum_of_squares" in (ROOT / "docs" / "guide" / "extending.md").read_text()
+
+
+README = ROOT / "README.md"
+# A README block runs where the line above it says: `<!-- readme-test: simulator compiled -->` (in one or
+# both of the two processes), or `error` (a ```text block: the message compiling the bad kernel below gives).
+README_BLOCK = re.compile(r"^<!-- readme-test: ([a-z ]+) -->\n```(\w+)\n(.*?)^```", re.S | re.M)
+
+
+def readme_blocks():
+    """The README's tested blocks in order: (modes, language, code)."""
+    return [(modes.split(), language, code) for modes, language, code in README_BLOCK.findall(README.read_text())]
+
+
+def test_every_readme_python_block_is_tested():
+    untested = len(re.findall(r"^```python\n", README.read_text(), re.M))
+    assert untested == sum(language == "python" for _, language, _ in readme_blocks()), \
+        "a ```python block of README.md has no <!-- readme-test: simulator|compiled --> line above it"
+
+
+@pytest.mark.parametrize("mode", ["simulator", "compiled"])
+def test_readme_code_runs(mode):
+    """The README's python blocks of one mode run in order in a fresh process: on Numba's simulator (the
+    first kernel's launch, checked against NumPy), or compiled for sm_90 with no GPU (tiles.compile)."""
+    code = "\n".join(c for modes, language, c in readme_blocks() if language == "python" and mode in modes)
+    assert code
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    if mode == "simulator":
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+
+
+def test_readme_error_is_the_one_raised():
+    """The README's error message is what a float32 '&' reduction gives, as a tiles.TilesError."""
+    (message,) = [code.strip() for modes, _, code in readme_blocks() if "error" in modes]
+
+    def bad(x, out):
+        out[0] = tiles.block_reduce(x[cuda.grid(1)], "&", block_dim=128)
+
+    from numba import cuda
+    with pytest.raises(tiles.TilesError) as raised:
+        tiles.compile(cuda.jit(bad), "void(float32[::1], float32[::1])")
+    assert message in str(raised.value)
+
+
+def load_report():
+    spec = importlib.util.spec_from_file_location("report", ROOT / "benchmarks" / "report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    return report
+
+
+def test_generated_tables_are_fresh():
+    """README.md's and docs/performance.md's tables are what benchmarks/report.py makes of the result files
+    now: after a benchmark run, or an edit of a table by hand, `python benchmarks/report.py` rewrites them."""
+    report = load_report()
+    found, names = report.results(), set()
+    for path in report.TARGETS:
+        text = path.read_text()
+        names |= set(report.BEGIN.findall(text))
+        assert report.render(text, found) == text, \
+            f"{path.relative_to(ROOT)} differs from benchmarks/results/: run python benchmarks/report.py"
+    assert names == set(report.BLOCKS), "every generated table appears in README.md or docs/performance.md"

@@ -1,0 +1,365 @@
+"""The performance tables of README.md and docs/performance.md, generated from benchmarks/results/*.json.
+
+    python benchmarks/report.py           # rewrite the generated blocks of both files in place
+    python benchmarks/report.py --check   # exit 1, naming the blocks, where a file differs from the JSONs
+
+A generated block lies between ``<!-- perf:begin NAME -->`` and ``<!-- perf:end -->``; everything between
+the two is this script's, so edit the JSONs (by running a benchmark) or this script, never the block.
+tests/cpu/test_docs.py fails when a block differs from what the JSONs give now.
+
+Each table takes, per case, the newest result file that measured it: the latest ``date``, and among the
+files of one date the one recorded last (``RECORDED``, the order the files were committed in; a file not
+listed there counts as newer than every listed file of its date). Every table names its files, device,
+date and commit; ``files`` lists every result file.
+"""
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+TARGETS = [ROOT / "README.md", ROOT / "docs" / "performance.md"]
+
+# The order the result files were recorded in (git history), to order the files of one date.
+RECORDED = """
+compile_latency-2026-11-22.json compile_latency-2026-11-22-before-background-pch.json
+compile_latency-2026-11-22-background-pch.json segmented_reduce-2026-11-22-h200.json first_result-2026-11-22-h200.json
+compile_latency-2026-11-23.json first_result-2026-11-23-h200.json compile_latency-2026-11-23-matmul.json
+matmul-2026-11-23-h200.json matmul-2026-11-23-register.json matmul-2026-11-23-dynamic.json
+compile_latency-2026-11-23-register-matmul.json matmul-2026-11-23-int32-offsets.json
+compile_latency-2026-11-23-before-gen-opt-lto.json compile_latency-2026-11-23-gen-opt-lto.json
+compile_latency-2026-11-23-per-entry-programs.json startup-2026-11-23.json startup-2026-11-23-h200.json
+matmul-2026-11-23-pipeline-h200.json matmul-2026-11-23-batched.json matmul-2026-11-23-batched-h200.json
+matmul-2026-11-23-batched-regs.json compile_latency-2026-11-23-link-cache.json matmul-2026-11-23-batched-padding.json
+matmul-2026-11-24-tma2.json matmul-2026-11-24-16bit-stage.json matmul-2026-11-24-fp32-suggested-block.json
+matmul-2026-11-24-bulk-copy.json matmul-2026-11-24-per-block-bf16-fp32.json matmul-2026-11-24-per-block-fp16.json
+matmul-2026-11-24-kernel-gaps-bf16.json matmul-2026-11-24-kernel-gaps-fp16.json matmul-2026-11-24-pipeline-tf32.json
+matmul-2026-11-24-early-load-bf16.json matmul-2026-11-24-early-load-fp16.json matmul-2026-11-24-early-load-fp16-all.json
+matmul_rounds-2026-11-24.json matmul_rounds-2026-11-24-with-torch.json matmul-2026-11-24-pipeline-printf.json
+matmul-2026-11-24-pipeline-trap.json matmul-2026-11-24-bf16-variants.json matmul-2026-11-25-sustained.json
+matmul-2026-11-25-large-sustained.json matmul-2026-11-25-pipeline-batched.json compile_latency-2026-11-25-hopper-batched.json
+matmul-2026-11-25-memory-bound.json matmul-2026-11-25-memory-bound-repeat.json matmul-2026-11-25-race-fix.json
+""".split()
+
+BEGIN = re.compile(r"<!-- perf:begin (\S+) -->\n")
+END = "<!-- perf:end -->"
+
+
+class Result:
+    """One result file: its name, benchmark, date, device and commit, and its data."""
+
+    def __init__(self, path):
+        self.name = path.name
+        self.data = json.loads(path.read_text())
+        self.benchmark = self.data.get("benchmark") or self.name.split("-")[0]
+        self.date = self.data["date"]
+        self.device = self.data.get("device", "device not recorded")
+        self.commit = self.data.get("commit")
+        rank = RECORDED.index(self.name) if self.name in RECORDED else len(RECORDED)
+        self.order = (self.date, rank, self.name)
+
+    def cite(self):
+        commit = f"commit {self.commit}" if self.commit else "no commit recorded"
+        return f"`{self.name}` ({self.device}, {self.date}, {commit})"
+
+
+def results():
+    return sorted((Result(p) for p in RESULTS.glob("*.json")), key=lambda r: r.order)
+
+
+def newest(found, benchmark, has=lambda r: True):
+    """The newest result of ``benchmark`` for which ``has(result)`` holds, or None."""
+    fitting = [r for r in found if r.benchmark == benchmark and has(r)]
+    return fitting[-1] if fitting else None
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def sources(cited):
+    """'From X.' or 'From X and Y.' for the results a table drew on, in the order first used."""
+    unique = list(dict.fromkeys(cited))
+    return "From " + ", ".join(r.cite() for r in unique[:-1]) + (" and " if len(unique) > 1 else "") \
+        + unique[-1].cite() + "."
+
+
+def ratio(x):
+    return f"{x:.2f}×"
+
+
+# ---- matmul ---------------------------------------------------------------------------------------------
+
+BATCHED = ["fp16 64^3 x 16384, fp16 C", "fp16 64^3 x 16384, fp32 C", "bf16 128^3 x 4096, bf16 C", "fp32 64^3 x 16384"]
+LARGE = ["bf16 8192^3, bf16 C (PipelineMatmul)", "tf32 8192^3, fp32 C (PipelineMatmul)", "bf16 8192^3, bf16 C (tile loop)"]
+
+
+def matmul_row(found, case, *fields):
+    """The newest matmul result with a row for ``case`` that has ``fields``: (result, row), or (None, None)."""
+    def row_of(r):
+        return next((row for row in r.data["rows"] if row["case"] == case and all(row.get(f) for f in fields)), None)
+
+    r = newest(found, "matmul", lambda r: row_of(r) is not None)
+    return (r, row_of(r)) if r else (None, None)
+
+
+def case_name(case):
+    return case.replace("^3", "³").replace(" x ", " × ")
+
+
+def matmul_batched(found):
+    rows, cited = [], []
+    for case in BATCHED:
+        r, row = matmul_row(found, case)
+        if not r:
+            continue
+        cited.append(r)
+        bound = f"{row['memory_bound_ms'] / row['ms']:.2f}" if row.get("memory_bound_ms") else "—"
+        gaps = (f"{row['kernel_ms'] * 1e3:.1f} / {row['gap_ms'] * 1e3:.1f} against "
+                f"{row['peer_kernel_ms'] * 1e3:.1f} / {row['peer_gap_ms'] * 1e3:.1f}") if row.get("kernel_ms") else "—"
+        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}", f"{row['peer']} {row['peer_tflops']:.1f}",
+                     ratio(row["peer_ms"] / row["ms"]), bound, gaps, f"`{r.name}`"])
+    header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "of the memory bound",
+              "kernel / gap µs, ours against cuBLAS's", "file"]
+    return table(header, rows) + "\n\n" + sources(cited)
+
+
+def matmul_sustained(found):
+    rows, cited = [], []
+    for case in BATCHED + LARGE:
+        r, row = matmul_row(found, case, "sustained_ms")
+        if not r:
+            continue
+        cited.append(r)
+        flops = row["tflops"] * row["ms"]
+        rows.append([case_name(case), f"{flops / row['sustained_ms']:.1f} ({row['sustained_mhz']:.0f}, "
+                     f"{row['sustained_watts']:.0f})",
+                     f"{flops / row['peer_sustained_ms']:.1f} ({row['peer_sustained_mhz']:.0f}, "
+                     f"{row['peer_sustained_watts']:.0f})",
+                     ratio(row["peer_sustained_ms"] / row["sustained_ms"]), ratio(row["peer_ms"] / row["ms"]),
+                     f"`{r.name}`"])
+    header = ["case", "numba_tiles sustained TFLOP/s (SM MHz, W)", "cuBLAS sustained TFLOP/s (SM MHz, W)",
+              "sustained ratio", "burst ratio, same run", "file"]
+    return table(header, rows) + "\n\n" + sources(cited)
+
+
+def matmul_large(found):
+    rows, cited = [], []
+    for case in LARGE:
+        r, row = matmul_row(found, case)
+        if not r:
+            continue
+        cited.append(r)
+        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}", f"{row['peer']} {row['peer_tflops']:.1f}",
+                     ratio(row["peer_ms"] / row["ms"]), f"`{r.name}`"])
+    header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "file"]
+    return table(header, rows) + "\n\n" + sources(cited)
+
+
+# ---- segmented reductions -------------------------------------------------------------------------------
+
+PEERS = {"cupy": "CuPy", "torch": "PyTorch", "cuda.compute": "cuda.compute",
+         "cuda.compute-counting": "cuda.compute (counting)"}
+
+
+def shape_name(shape):
+    length = shape["seg_len"]
+    if isinstance(length, str):
+        return f"{shape['dtype']}, CSR lengths {length.split()[-1]}"
+    power = length.bit_length() - 1
+    return f"{shape['dtype']}, segments of " + (f"2^{power}" if length == 1 << power and power > 12 else str(length))
+
+
+def segmented_reduce(found):
+    r = newest(found, "segmented_reduce")
+    rows = []
+    for shape in r.data["shapes"].values():
+        got = shape["rows"]
+        best = shape["best_peer"]
+
+        def gbps(peer):
+            return f"{got[peer]['gbps']:.0f}" if peer in got else "–"
+
+        rows.append([shape_name(shape), f"{got['numba_tiles']['gbps']:.0f}", f"{got['numba_tiles']['of_read']:.1%}",
+                     f"{PEERS[best]} {got[best]['gbps']:.0f}", ratio(got["numba_tiles"]["vs_best_peer"])]
+                    + [gbps(p) for p in PEERS])
+    gib = r.data["scale_gib"]
+    header = ["shape (" + (f"{gib:g} GiB" if gib != 1 else "1 GiB") + ")", "numba_tiles GB/s", "of a full read",
+              "best peer GB/s", "vs best peer"] + list(PEERS.values())
+    return table(header, rows) + "\n\n" + sources([r]) + f" Median of {r.data['repeats']} runs after {r.data['warmup']} warm-ups."
+
+
+# ---- compile time, first result, start-up ---------------------------------------------------------------
+
+KERNELS = [  # (row, the case measured, the plain kernel of the same arguments)
+    ("one `block_reduce`", "block_reduce", "without"),
+    ("`tiles.matmul` (shared C), 64×64×64 fp16", "matmul", "without matmul"),
+    ("`tiles.Matmul` (register form, staged C), 64×64×32 fp16", "register matmul", "without matmul"),
+    ("`PipelineMatmul.batched`, bf16 128×128×32 (sm_90a)", "hopper batched", "without batched"),
+]
+
+
+def compile_latency(found):
+    rows, cited = [], []
+    for label, case, plain in KERNELS:
+        r = newest(found, "compile_latency", lambda r: f"{case}, cold cache" in r.data["results"])
+        if not r:
+            continue
+        cited.append(r)
+        got = r.data["results"]
+        cold, warm, base = got[f"{case}, cold cache"], got[f"{case}, warm cache"], got[plain]
+        rows.append([label, f"{cold['compile_s']:.2f}", f"{cold['nvrtc_s']:.2f} ({cold['nvrtc_runs']})",
+                     f"{warm['compile_s']:.2f}", f"{base['compile_s']:.2f}", f"{warm['compile_s'] - base['compile_s']:+.2f}",
+                     f"{r.data['runs']}", f"`{r.name}`"])
+    header = ["first kernel of a process", "empty cache s", "of which NVRTC s (programs)", "warm cache s",
+              "plain kernel s", "warm over plain s", "runs (median)", "file"]
+    return table(header, rows) + "\n\n" + sources(cited)
+
+
+def compile_later(found):
+    r = newest(found, "compile_latency", lambda r: any("kernel 3" in k for k in r.data["results"]))
+    rows = [[case, f"{v['compile_s']:.2f}", f"{v['nvrtc_s']:.2f}", v["pch_used"]]
+            for case, v in r.data["results"].items() if case == "without" or case.startswith("block_reduce")]
+    return table(["kernel", "compile s", "of which NVRTC s", "base header precompiled"], rows) + "\n\n" + sources([r]) \
+        + f" Median of {r.data['runs']}."
+
+
+FIRST = [  # (row, the medians' keys it adds up)
+    ("interpreter + `import numpy`", ["interpreter", "import_numpy"]),
+    ("`from numba import cuda`", ["import_numba_cuda"]),
+    ("`import numba_tiles` / `cuda.coop`", ["import_lib"]),
+    ("CUDA context + data", ["context", "data"]),
+    ("first launch: typing + lowering", ["phase.typing_lowering"]),
+    ("first launch: NVRTC", ["phase.nvrtc"]),
+    ("first launch: NVVM, nvJitLink, load, launch, the rest; copy back",
+     ["phase.nvvm", "phase.nvjitlink", "phase.module_load", "phase.launch", "phase.other", "check"]),
+    ("**first result**", ["first_result"]),
+]
+MODES = {"plain": "plain Numba (no intrinsics)", "tiles-cold": "numba_tiles, empty cache",
+         "tiles-warm": "numba_tiles, warm cache", "coop": "cuda.coop"}
+
+
+def first_result(found):
+    r = newest(found, "first_result")
+    medians, modes = r.data["medians"], [m for m in MODES if m in r.data["medians"]]
+    rows = []
+    for label, keys in FIRST:
+        cells = []
+        for m in modes:
+            if keys == ["import_lib"] and m == "plain" or keys == ["phase.nvrtc"] and not medians[m].get("nvrtc_runs"):
+                cells.append("–" if m == "plain" or keys == ["import_lib"] else "0")
+                continue
+            value = f"{sum(medians[m][k] for k in keys):.2f}"
+            cells.append(f"**{value}**" if label.startswith("**") else value)
+        rows.append([label] + cells)
+    spread = ["define + first launch, fastest–slowest"]
+    for m in modes:
+        times = [run["steps"]["compile_launch"] for run in r.data["all_runs"][m]]
+        spread.append(f"{min(times):.2f}–{max(times):.2f}")
+    rows.append(spread)
+    coop = r.data["versions"].get("cuda-cccl")
+    header = ["seconds"] + [MODES[m] + (f" {coop}" if m == "coop" and coop else "") for m in modes]
+    return table(header, rows) + "\n\n" + sources([r]) + f" Median of {r.data['runs']} fresh processes a column; " \
+        "each row is its own median, so the rows do not add up exactly."
+
+
+def startup(found):
+    picked = [r for r in (newest(found, "startup", lambda r: "CPU" not in r.device and "none" not in r.device),
+                          newest(found, "startup", lambda r: "CPU" in r.device or "none" in r.device)) if r]
+    keys = list(dict.fromkeys(k for r in picked for k in r.data["seconds"]))
+    rows = [[k] + [f"{r.data['seconds'][k]:.3f}" if k in r.data["seconds"] else "–" for r in picked] for k in keys]
+    header = ["seconds"] + [f"{r.device}, {r.data['cpus']} CPUs (median of {r.data['repeat']})" for r in picked]
+    return table(header, rows) + "\n\n" + sources(picked)
+
+
+def files(found):
+    def holds(r):
+        d = r.data
+        if "rows" in d and r.benchmark == "matmul":
+            return "; ".join(case_name(row["case"]) for row in d["rows"])
+        if "shapes" in d:
+            return ", ".join(d["shapes"])
+        if "results" in d:
+            return ", ".join(d["results"])
+        if "medians" in d:
+            return ", ".join(d["medians"])
+        if "seconds" in d:
+            return ", ".join(d["seconds"])
+        if "rows" in d:
+            return f"{len(d['rows'])} launches"
+        return ""
+
+    rows = [[f"`{r.name}`", r.benchmark, r.date, r.device, r.commit or "–", holds(r)] for r in reversed(found)]
+    return table(["file", "benchmark", "date", "device", "commit", "what it holds"], rows)
+
+
+# ---- the README's summary -------------------------------------------------------------------------------
+
+def summary(found):
+    rows, cited = [], []
+    seg = newest(found, "segmented_reduce")
+    if seg:
+        cited.append(seg)
+        for key in ("f32-128", "f32-4096", "f32-csr"):
+            shape = seg.data["shapes"].get(key)
+            if shape:
+                got, best = shape["rows"], shape["best_peer"]
+                rows.append([f"segmented sum, {shape_name(shape)} (1 GiB)", f"{got['numba_tiles']['gbps']:.0f} GB/s",
+                             f"{PEERS[best]} {got[best]['gbps']:.0f} GB/s", ratio(got["numba_tiles"]["vs_best_peer"])])
+    for case in BATCHED[:1] + BATCHED[2:] + LARGE[:2]:
+        r, row = matmul_row(found, case)
+        if r:
+            cited.append(r)
+            kind = "batched matmul" if case in BATCHED else "GEMM"
+            rows.append([f"{kind}, {case_name(case)}", f"{row['tflops']:.1f} TFLOP/s",
+                         f"{row['peer']} {row['peer_tflops']:.1f} TFLOP/s",
+                         ratio(row["peer_ms"] / row["ms"])])
+    return table(["workload", "numba_tiles", "fastest peer", "ratio"], rows) + "\n\n" + sources(cited)
+
+
+BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "matmul_batched": matmul_batched,
+          "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "compile_latency": compile_latency,
+          "compile_later": compile_later, "first_result": first_result, "startup": startup, "files": files}
+
+
+def render(text, found):
+    """``text`` with each generated block replaced by what the JSONs give now."""
+    out, pos = [], 0
+    for m in BEGIN.finditer(text):
+        if m.start() < pos:
+            continue
+        end = text.index(END, m.end())
+        name = m.group(1)
+        if name not in BLOCKS:
+            raise KeyError(f"no generated block named {name!r} (known: {', '.join(BLOCKS)})")
+        out += [text[pos:m.end()], BLOCKS[name](found), "\n"]
+        pos = end
+    return "".join(out) + text[pos:]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only check; exit 1 where a file is out of date")
+    args = parser.parse_args(argv)
+    found, stale = results(), []
+    for path in TARGETS:
+        text = path.read_text()
+        new = render(text, found)
+        if new != text:
+            stale.append(path.relative_to(ROOT).as_posix())
+            if not args.check:
+                path.write_text(new)
+    if args.check and stale:
+        print("out of date (run python benchmarks/report.py): " + ", ".join(stale))
+        return 1
+    print(("rewrote " + ", ".join(stale)) if stale else "up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
