@@ -46,7 +46,7 @@ space       := $() $()
 GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2 \
                $(if $(filter cu13,$(CUDA)),,LD_PRELOAD=$(subst $(space),:,$(addprefix $(CURDIR)/$(GPU_SITE)/nvidia/,$(CU12_LIBS))))
 
-.PHONY: venv test test-compile docs demo gpu-wheels gpu-site gpu-site-extra gpu-test gpu-sanitize gpu-sanitize-tools benchmark clean
+.PHONY: venv test test-compile docs demo gpu-wheels gpu-site gpu-site-extra gpu-notebooks gpu-test gpu-sanitize gpu-sanitize-tools benchmark clean
 
 # The set-up, once: pip lists what it fetches, but under CI (CI set, as GitHub Actions does), whose log
 # wants only the failures.
@@ -114,6 +114,13 @@ gpu-site-extra:
 	extra=$$(mktemp -d) && \
 	  $(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $$extra $(GPU_EXTRA)/*.whl && \
 	  cp -a $$extra/. $(GPU_SITE)/; status=$$?; rm -rf $$extra; exit $$status
+
+# There, on a site with .gpu-wheels-extra/ (the notebooks' stack): both notebooks run in a Jupyter kernel on
+# the GPU and are stored with their outputs, commit, device, date and code digest
+# (tests/cpu/test_notebook_outputs.py checks them). The tree there has no .git: pass COMMIT=<short hash>;
+# NOTEBOOKS_OUT=<dir> writes them there instead of in place.
+gpu-notebooks:
+	$(GPU_ENV) $(GPU_PYTHON) notebooks/refresh.py $(if $(COMMIT),--commit $(COMMIT)) $(if $(NOTEBOOKS_OUT),--out $(NOTEBOOKS_OUT))
 
 gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) -c "import numpy, numba, numba.cuda, cuda.core; from numba_tiles import _toolchain as t; \
