@@ -6,6 +6,7 @@
     commit()   # "5e2b222", or "5e2b222-dirty" when the tree measured has uncommitted changes
 """
 
+import os
 import re
 import subprocess
 from importlib import metadata
@@ -34,7 +35,10 @@ def device_name(device):
 
 def commit(tree=None):
     """The commit of the checkout measured (``tree``, default this one), short, with "-dirty" when its files
-    differ from it: a benchmark run from a working tree says so."""
+    differ from it: a benchmark run from a working tree says so. ``NUMBA_TILES_COMMIT`` names it instead, for
+    a copy of the tree without its git history (as on a GPU machine the tree is sent to)."""
+    if os.environ.get("NUMBA_TILES_COMMIT"):
+        return os.environ["NUMBA_TILES_COMMIT"]
     tree = tree or str(Path(__file__).resolve().parents[1])
     return subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True,
                           text=True).stdout.strip()
