@@ -568,6 +568,7 @@ def pipeline_tile(instance, args):
 # once per call site: each argument of a compile-time parameter is classified as numba-cuda types it.
 
 _verdicts = {}  # (spec, code, instruction offset) → {parameter: True (compile-time) or False (run-time)}
+_classifying = threading.Lock()  # (the block's threads arrive at once; CPython 3.11's ast.parse is not thread-safe)
 
 
 def compile_time_arguments(spec, frame):
@@ -577,7 +578,10 @@ def compile_time_arguments(spec, frame):
     key = (spec, frame.f_code, frame.f_lasti)
     found = _verdicts.get(key)
     if found is None:
-        found = _verdicts[key] = _classify(spec, frame)
+        with _classifying:
+            found = _verdicts.get(key)
+            if found is None:
+                found = _verdicts[key] = _classify(spec, frame)
     return found
 
 

@@ -259,15 +259,39 @@ def accepted_forms_reference(x):
     return np.stack([tiles_.sum(axis=(1, 2), dtype=np.float64), tiles_[:, :, 0].max(axis=1)], axis=1)
 
 
+DIMS = (128, 2)
+FLAG = True
+
+# Spellings of block_dim=128 that numba-cuda types as constants (measured with tiles.compile): both sides
+# accept them, as (the expression, the statements before the call).
+ACCEPTED = [
+    ("BLOCK", ()), ("(BLOCK, 1)", ()), ("2 * 64", ()), ("DIMS[0]", ()), ("BLOCK if FLAG else 64", ()),
+    ("b", ("b = 128",)), ("b", ("b = BLOCK",)), ("b", ("b, c = 128, 2",)), ("b[0]", ("b = (BLOCK, 2)",)),
+    ("b", ("b = 128", "if n > 0:", "    b = 128")),
+]
+
+
 def kernel(case, index):
     """The case's kernel as a Python function (``@cuda.jit`` it, or pass it to ``tiles.compile``)."""
     params = "x, y, n" if "[:, :]" in case.sig else "x, out, n"
-    body = [*case.before, case.call]
+    return _define(f"<tiles misuse {index}>", params, [*case.before, case.call])
+
+
+def accepted_kernel(index):
+    """``out[b]`` = the sum of ``x`` over block b (of 128 threads), with ACCEPTED[index]'s block_dim."""
+    expression, before = ACCEPTED[index]
+    return _define(f"<tiles accepted {index}>", "x, out, n", [
+        *before, f"s = tiles.block_sum(x[i], block_dim={expression})",
+        "if cuda.threadIdx.x == 0:", "    out[cuda.blockIdx.x] = s"])
+
+
+def _define(filename, params, body):
+    """A function ``kernel(params)`` of ``body`` (after ``i = cuda.grid(1)``), its source in ``linecache``."""
     source = f"def kernel({params}):\n    i = cuda.grid(1)\n" + "".join(f"    {line}\n" for line in body)
-    filename = f"<tiles misuse {index}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {"cuda": cuda, "tiles": tiles, "BLOCK": BLOCK, "NOT_A_BLOCK": NOT_A_BLOCK, "ITEMS": ITEMS,
-                 "settings": settings, "absmax": absmax, "float32": float32, "uint16": uint16}
+                 "DIMS": DIMS, "FLAG": FLAG, "settings": settings, "absmax": absmax, "float32": float32,
+                 "uint16": uint16}
     exec(compile(source, filename, "exec"), namespace)
     return namespace["kernel"]
 

@@ -23,6 +23,12 @@ def test_misuse_is_a_clear_compile_time_error(index):
                      f"    {case.call}"], str(info.value)
 
 
+@pytest.mark.parametrize("index", range(len(misuse.ACCEPTED)), ids=[e for e, _ in misuse.ACCEPTED])
+def test_constants_numba_types_as_constants_are_accepted(index):
+    kernel = misuse.accepted_kernel(index)
+    assert tiles.compile(kernel, "void(float32[::1], float32[::1], int64)", arch="sm_90")[:4] == b"\x7fELF"
+
+
 def test_accepted_forms_of_constants_and_a_longer_local_array_compile():
     assert tiles.compile(misuse.accepted_forms(), "void(float32[::1], float32[:, ::1])", arch="sm_90")[:4] == b"\x7fELF"
 

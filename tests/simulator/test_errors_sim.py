@@ -21,6 +21,14 @@ def test_misuse_is_the_compilers_error(index, rng):
     misuse.check(case, info.value)
 
 
+@pytest.mark.parametrize("index", range(len(misuse.ACCEPTED)), ids=[e for e, _ in misuse.ACCEPTED])
+def test_constants_numba_types_as_constants_are_accepted(index, rng):
+    x = rng.standard_normal(2 * misuse.BLOCK).astype(np.float32)
+    out = np.zeros(2, np.float32)
+    cuda.jit(misuse.accepted_kernel(index))[2, misuse.BLOCK](x, out, 3)
+    np.testing.assert_allclose(out, x.reshape(2, -1).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
 def test_accepted_forms_of_constants_and_a_longer_local_array_run(rng):
     x = rng.standard_normal(2 * misuse.BLOCK * misuse.ITEMS).astype(np.float32)
     out = np.zeros((2, 2), np.float32)
@@ -75,3 +83,20 @@ def _sum_of_block(x, out):
     s = tiles.block_sum(x[cuda.threadIdx.x], block_dim=THREADS)
     if cuda.threadIdx.x == 0:
         out[0] = s
+
+
+def test_the_call_is_found_by_its_line_where_python_has_no_instruction_positions():
+    """Python 3.10 has no co_positions: the call is the one call of the intrinsic on the running line, and
+    there is none to check where the line has two."""
+    import ast
+    import types
+
+    from numba_tiles import simulator
+
+    source = ("def kernel(x):\n    a = tiles.block_sum(x[0], block_dim=32) + other(1)\n"
+              "    b = tiles.block_sum(x[0], block_dim=32) + tiles.block_sum(x[1], block_dim=n)\n")
+    function = ast.parse(source).body[0]
+    code = types.SimpleNamespace()  # (no co_positions)
+    found = simulator._call_node(function, types.SimpleNamespace(f_code=code, f_lineno=2), "block_sum")
+    assert ast.unparse(found) == "tiles.block_sum(x[0], block_dim=32)"
+    assert simulator._call_node(function, types.SimpleNamespace(f_code=code, f_lineno=3), "block_sum") is None

@@ -76,5 +76,5 @@ def test_short_array_is_an_error():
         mine[0] = mine[1] = 1.0
         out[0] = tiles.block_sum(mine, block_dim=32, items_per_thread=4)
 
-    with pytest.raises(tiles.TilesError, match="the array has 2 items but items_per_thread=4"):
+    with pytest.raises(tiles.TilesError, match="tiles.block_sum: value has 2 items but items_per_thread=4"):
         kernel[1, 32](np.zeros(1, np.float32))
