@@ -40,7 +40,8 @@ matmul-2026-11-24-kernel-gaps-bf16.json matmul-2026-11-24-kernel-gaps-fp16.json 
 matmul-2026-11-24-early-load-bf16.json matmul-2026-11-24-early-load-fp16.json matmul-2026-11-24-early-load-fp16-all.json
 matmul_rounds-2026-11-24.json matmul_rounds-2026-11-24-with-torch.json matmul-2026-11-24-pipeline-printf.json
 matmul-2026-11-24-pipeline-trap.json matmul-2026-11-24-bf16-variants.json matmul-2026-11-25-sustained.json
-matmul-2026-11-25-large-sustained.json matmul-2026-11-25-pipeline-batched.json compile_latency-2026-11-25-hopper-batched.json
+matmul-2026-11-25-large-sustained.json matmul-2026-11-25-pipeline-batched.json
+compile_latency-2026-11-25-hopper-batched.json
 matmul-2026-11-25-memory-bound.json matmul-2026-11-25-memory-bound-repeat.json matmul-2026-11-25-race-fix.json
 """.split()
 
@@ -96,7 +97,8 @@ def ratio(x):
 # ---- matmul ---------------------------------------------------------------------------------------------
 
 BATCHED = ["fp16 64^3 x 16384, fp16 C", "fp16 64^3 x 16384, fp32 C", "bf16 128^3 x 4096, bf16 C", "fp32 64^3 x 16384"]
-LARGE = ["bf16 8192^3, bf16 C (PipelineMatmul)", "tf32 8192^3, fp32 C (PipelineMatmul)", "bf16 8192^3, bf16 C (tile loop)"]
+LARGE = ["bf16 8192^3, bf16 C (PipelineMatmul)", "tf32 8192^3, fp32 C (PipelineMatmul)",
+         "bf16 8192^3, bf16 C (tile loop)"]
 
 
 def matmul_row(found, case, *fields):
@@ -120,10 +122,13 @@ def matmul_batched(found):
             continue
         cited.append(r)
         bound = f"{row['memory_bound_ms'] / row['ms']:.2f}" if row.get("memory_bound_ms") else "—"
-        gaps = (f"{row['kernel_ms'] * 1e3:.1f} / {row['gap_ms'] * 1e3:.1f} against "
-                f"{row['peer_kernel_ms'] * 1e3:.1f} / {row['peer_gap_ms'] * 1e3:.1f}") if row.get("kernel_ms") else "—"
-        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}", f"{row['peer']} {row['peer_tflops']:.1f}",
-                     ratio(row["peer_ms"] / row["ms"]), bound, gaps, f"`{r.name}`"])
+        gaps = "—"
+        if row.get("kernel_ms"):
+            gaps = (f"{row['kernel_ms'] * 1e3:.1f} / {row['gap_ms'] * 1e3:.1f} against "
+                    f"{row['peer_kernel_ms'] * 1e3:.1f} / {row['peer_gap_ms'] * 1e3:.1f}")
+        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}",
+                     f"{row['peer']} {row['peer_tflops']:.1f}", ratio(row["peer_ms"] / row["ms"]), bound, gaps,
+                     f"`{r.name}`"])
     header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "of the memory bound",
               "kernel / gap µs, ours against cuBLAS's", "file"]
     return table(header, rows) + "\n\n" + sources(cited)
@@ -155,8 +160,8 @@ def matmul_large(found):
         if not r:
             continue
         cited.append(r)
-        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}", f"{row['peer']} {row['peer_tflops']:.1f}",
-                     ratio(row["peer_ms"] / row["ms"]), f"`{r.name}`"])
+        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}",
+                     f"{row['peer']} {row['peer_tflops']:.1f}", ratio(row["peer_ms"] / row["ms"]), f"`{r.name}`"])
     header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "file"]
     return table(header, rows) + "\n\n" + sources(cited)
 
@@ -191,7 +196,8 @@ def segmented_reduce(found):
     gib = r.data["scale_gib"]
     header = ["shape (" + (f"{gib:g} GiB" if gib != 1 else "1 GiB") + ")", "numba_tiles GB/s", "of a full read",
               "best peer GB/s", "vs best peer"] + list(PEERS.values())
-    return table(header, rows) + "\n\n" + sources([r]) + f" Median of {r.data['repeats']} runs after {r.data['warmup']} warm-ups."
+    return table(header, rows) + "\n\n" + sources([r]) \
+        + f" Median of {r.data['repeats']} runs after {r.data['warmup']} warm-ups."
 
 
 # ---- compile time, first result, start-up ---------------------------------------------------------------
@@ -214,7 +220,8 @@ def compile_latency(found):
         got = r.data["results"]
         cold, warm, base = got[f"{case}, cold cache"], got[f"{case}, warm cache"], got[plain]
         rows.append([label, f"{cold['compile_s']:.2f}", f"{cold['nvrtc_s']:.2f} ({cold['nvrtc_runs']})",
-                     f"{warm['compile_s']:.2f}", f"{base['compile_s']:.2f}", f"{warm['compile_s'] - base['compile_s']:+.2f}",
+                     f"{warm['compile_s']:.2f}", f"{base['compile_s']:.2f}",
+                     f"{warm['compile_s'] - base['compile_s']:+.2f}",
                      f"{r.data['runs']}", f"`{r.name}`"])
     header = ["first kernel of a process", "empty cache s", "of which NVRTC s (programs)", "warm cache s",
               "plain kernel s", "warm over plain s", "runs (median)", "file"]
