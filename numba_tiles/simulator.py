@@ -568,7 +568,8 @@ def pipeline_tile(instance, args):
 # once per call site: each argument of a compile-time parameter is classified as numba-cuda types it.
 
 _verdicts = {}  # (spec, code, instruction offset) → {parameter: True (compile-time) or False (run-time)}
-_classifying = threading.Lock()  # (the block's threads arrive at once; CPython 3.11's ast.parse is not thread-safe)
+_classifying = threading.Lock()  # (a block's threads arrive at once, and CPython 3.11's ast.parse is not
+#                                    thread-safe)
 
 
 def compile_time_arguments(spec, frame):
@@ -657,7 +658,7 @@ class _Scope:
         if isinstance(node, ast.Subscript):
             # DIMS[0] of a tuple of constants is one; of a namedtuple, as its attributes, a run-time value.
             known = _all([self.compile_time(node.value, seen), self.compile_time(node.slice, seen)])
-            return known and self._kind(node, seen, tuple_=True)
+            return known and self._kind(node, item=True)
         if isinstance(node, ast.IfExp):
             return self._choice(node, seen)
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call)):
@@ -695,20 +696,20 @@ class _Scope:
             return None
         if _numba.is_cuda_module(owner):
             return False  # cuda.blockDim.x, cuda.threadIdx.x, ...
-        return self._kind(node, seen)
+        return self._kind(node)
 
-    def _kind(self, node, seen, tuple_=False):
-        """Of an attribute or item of a constant: Numba types a module's data and a namedtuple's fields as
-        run-time values, a module's functions, a tuple's items and a description's sizes as constants."""
+    def _kind(self, node, item=False):
+        """Of an attribute (or an ``item``) of a constant: Numba types a module's data and a namedtuple's fields
+        as run-time values, a module's functions, a tuple's items and a description's sizes as constants."""
         try:
             owner, value = self.value(node.value), self.value(node)
         except _Unknown:
             return None
         if isinstance(owner, tuple):
-            return type(owner) is tuple if tuple_ else False
+            return type(owner) is tuple if item else False
         if inspect.ismodule(owner):
             return not isinstance(value, (int, float, complex, str, bytes, tuple))
-        return None if tuple_ else True
+        return None if item else True
 
     def _choice(self, node, seen):
         """``a if test else b``: Numba prunes the branch a constant test does not take."""

@@ -46,8 +46,8 @@ class Case(NamedTuple):
 
 CASES = [
     Case("tiles.block_reduce(x[i] > 0, '+', block_dim=128)", r"value has type bool, which is not supported"),
-    Case("tiles.block_reduce(x[i], 'max', block_dim=128)",
-         r"op 'max' needs ordered values, got complex64.*Fix: use '\+' or '\*'", "void(complex64[:], complex64[:], int64)"),
+    Case("tiles.block_reduce(x[i], 'max', block_dim=128)", r"op 'max' needs ordered values, got complex64.*Fix: use "
+         r"'\+' or '\*'", "void(complex64[:], complex64[:], int64)"),
     Case("tiles.block_sum(x[i] > 0, block_dim=128)",
          r"value has type bool.*Fix: pass one of int8, int16, int32, int64, uint8, .*, complex128"),
     Case("tiles.block_reduce(x[i], '%', block_dim=128)", r"op '%' is not supported.*Fix: use one of '\+'"),
