@@ -861,7 +861,7 @@ struct batched_maps {
 // tile (each a multiple of 1 KiB), the stage unless the buffer holds it (batched_tma_aliased) and
 // the Stages mbarriers. The block's first K-tile is started before the sizes are read and checked:
 // a block's start then waits on one load less (with the aliased stage's sixth block an SM, fp16
-// 64^3 x 16384 on an H200 went from 0.98x to 1.00x torch.bmm: benchmarks/results/*-s16-fp16*.json).
+// 64^3 x 16384 on an H200 went from 0.98x to 1.00x torch.bmm: benchmarks/results/matmul-2026-11-24-early-load-fp16*.json).
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
           int AItems, int BItems, int CItems, int Stages, typename TC, typename PD, typename TD, typename TS>
 __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps, batch_ref<TD> c,

@@ -94,8 +94,8 @@ __device__ __forceinline__ void warpgroup_barrier(int w) {
 // stores with TMA while they go on with the next product.
 // The products' order is dynamic: each block's first is its own index; it then takes the next from the
 // pipe's counter, Ahead products ahead, so that the SMs that draw memory faster take more. On an H200 the
-// same loop in the grid's order (every block its equal share) was 8% slower for bf16 128^3 x 4096 (probes,
-// session 23: the README's PipelineMatmul.batched section). The last block to finish sets the counters
+// same loop in the grid's order (every block its equal share) was 8% slower for bf16 128^3 x 4096 (probes:
+// docs/notes/2026-11-25-batched-matmul.md). The last block to finish sets the counters
 // back to zero: one call of a pipe a launch, launches of a pipe in order.
 // P: the operands' type; PD: C's precision (float, __half, __nv_bfloat16); TD: the type C's array holds.
 template <int M, int N, int K, int Stages, bool RowA, bool RowB, typename P, typename PD, typename TD>

@@ -441,7 +441,7 @@ def prepare_for_current_device(library):
 
     Called when numba_tiles is imported: Numba types and lowers the user's first kernel in
     the next second or so, and that kernel's program then finds most of its headers parsed
-    (see the README's first-result table). It costs one background parse, about half a second
+    (see docs/performance.md, "Time to first result"). It costs one background parse, about half a second
     of one CPU core; a machine with no GPU pays nothing. It initializes the CUDA driver in that
     thread; ``NUMBA_TILES_PREPARE=0`` turns it off (for processes that fork CUDA-using children).
     """
