@@ -159,6 +159,9 @@ def report():
     info = cache.info()
     state = "on" if info["enabled"] else "off (NUMBA_TILES_CACHE=0)"
     rows.append(("cache", f"{info['directory']}  {state}, {info['entries']} entries, {info['bytes'] / 2**20:.1f} MiB"))
+    rows.append(("cache trust", f"{info['trust'] or 'not checked'}: {info['trust_detail']}"))
+    if info["enabled"] and not info["trusted"]:
+        problems.append(f"the cache directory is not used: {info['trust_detail']}")
     return rows, problems
 
 

@@ -70,3 +70,16 @@ def test_version_and_help(tmp_path):
     assert version.stdout == numba_tiles.__version__ + "\n" and version.returncode == 0
     bare = cli(tmp_path)
     assert bare.stdout.startswith("usage: numba-tiles") and "doctor" in bare.stdout and bare.returncode == 0
+
+
+def test_doctor_flags_a_cache_directory_anyone_may_rewrite(tmp_path):
+    shared = tmp_path / "scratch"
+    shared.mkdir()
+    shared.chmod(0o777)  # world-writable, no sticky bit
+    out = cli(shared, "doctor", check=False)
+    assert out.returncode == 1
+    assert re.search(r"^cache trust +user: .*world-writable without the sticky bit", out.stdout, re.M), out.stdout
+    assert "PROBLEM: the cache directory is not used" in out.stdout
+    shared.chmod(0o1777)  # as /tmp: the sticky bit keeps others from replacing your entries
+    out = cli(shared, "doctor", check=False)
+    assert "PROBLEM: the cache directory" not in out.stdout and re.search(r"^cache trust +user: ", out.stdout, re.M)
