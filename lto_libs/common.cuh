@@ -10,6 +10,7 @@
 #include <cub/util_type.cuh>
 
 #include <cuda/functional>
+#include <cuda/ptx>
 #include <cuda/std/complex>
 #include <cuda/std/cstdint>
 #include <cuda/std/functional>
@@ -22,9 +23,7 @@ namespace numba_tiles {
 
 // The bytes of dynamic shared memory the block was launched with.
 __device__ __forceinline__ unsigned dynamic_shared_bytes() {
-  unsigned bytes;
-  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
-  return bytes;
+  return cuda::ptx::get_sreg_dynamic_smem_size();
 }
 
 // Stop the kernel. A failed device assertion (unlike a bare trap) makes the driver flush the

@@ -11,6 +11,7 @@
 #include <cublasdx.hpp>
 #include <cuda/std/bit>
 #include <cuda/std/utility>
+#include <cutlass/arch/barrier.h>
 
 #include "common.cuh"
 
@@ -333,13 +334,17 @@ inline constexpr bool bulk_out =
 // precedes the copy).
 __device__ __forceinline__ void bulk_fence() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
 #endif
 }
 
 // `bytes` (a multiple of 16) of shared `src` to global `dst`, both 16-byte aligned, as a bulk group of this thread.
 __device__ __forceinline__ void bulk_store(void* dst, const void* src, unsigned bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Inline PTX: cuda::ptx::cp_async_bulk converts dst by cvta.to.global, after which ptxas recomputed the address
+  // from the kernel's parameter and allocated registers anew (fp16 64^3 with a float C: 76 -> 81 registers);
+  // CuTe's SM90_BULK_COPY_S2G passes the address as this does, but is empty unless CuTe enables TMA (sm_90 and
+  // the arch-specific targets; bulk_out also serves a plain sm_100 or sm_120).
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n cp.async.bulk.commit_group;" ::"l"(dst),
                "r"(shared_address(src)), "r"(bytes)
                : "memory");
@@ -351,9 +356,9 @@ template <bool Read>
 __device__ __forceinline__ void bulk_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (Read) {
-    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
   } else {
-    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
   }
 #endif
 }
@@ -576,34 +581,31 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
 // The mbarrier `bar` completes a phase when one thread has arrived and the bytes it expects have landed.
 __device__ __forceinline__ void tma_barrier_init(unsigned long long* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n fence.mbarrier_init.release.cluster;" ::"r"(
-                   shared_address(bar))
-               : "memory");
+  cuda::ptx::mbarrier_init(bar, 1);
+  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
 #endif
 }
 
+// (cuda::ptx of CCCL 3.0 has no mbarrier.inval; CUTLASS's ClusterBarrier has, for sm_90 and later.)
 __device__ __forceinline__ void tma_barrier_inval(unsigned long long* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(shared_address(bar)) : "memory");
+  cutlass::arch::ClusterBarrier::invalidate(bar);
 #endif
 }
 
 // The one arrival of a phase, which then waits for `bytes` more to land.
 __device__ __forceinline__ void tma_expect(unsigned long long* bar, unsigned bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
-               : "memory");
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
+                                       bytes);
 #endif
 }
 
 // The box of the 3-D tensor `map` at (x, y, z) (x the contiguous dimension) into `dst`, counted on `bar`.
 __device__ __forceinline__ void tma_load(void* dst, const void* map, int x, int y, int z, unsigned long long* bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
-      "[%5];" ::"r"(shared_address(dst)),
-      "l"(map), "r"(x), "r"(y), "r"(z), "r"(shared_address(bar))
-      : "memory");
+  const cuda::std::int32_t at[3] = {x, y, z};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, at, bar);
 #endif
 }
 
@@ -611,15 +613,17 @@ __device__ __forceinline__ void tma_load(void* dst, const void* map, int x, int 
 // (boxes past the tensor's edges are dropped); bulk_wait waits for it.
 __device__ __forceinline__ void tma_store(const void* map, int x, int y, int z, const void* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(map), "r"(x),
-               "r"(y), "r"(z), "r"(shared_address(src))
-               : "memory");
+  const cuda::std::int32_t at[3] = {x, y, z};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, at, src);
 #endif
 }
 
 // Wait until `bar` has completed the phase of parity `phase`.
 __device__ __forceinline__ void tma_wait(unsigned long long* bar, unsigned phase) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Inline PTX: the loop must be inside the asm. Around cuda::ptx::mbarrier_try_wait_parity it is a loop the
+  // compiler sees, and PipelineMatmul.batched's loops then stayed rolled (its SASS halved, 14 wgmma copies to 2);
+  // CUTLASS's ClusterBarrier::wait gives try_wait a time limit (a NANOSLEEP in each retry).
   asm volatile(
       "{\n .reg .pred done;\n wait:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       " @!done bra wait;\n}" ::"r"(shared_address(bar)),
@@ -734,6 +738,7 @@ __device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long l
         if constexpr (cute::is_same_v<TC, double>) {
           // (a zero ptxas cannot see: it folds a known one into the first DMMA's zero-accumulator form, which
           // on an H200 left rows 8-15 of every 16 of C wrong whenever a product took more than one K-tile)
+          // An empty asm, which no library has for a double (CuTe's warpgroup_fence_operand: float, uint32_t).
           asm volatile("" : "+d"(items[i]));
         }
       }

@@ -11,6 +11,8 @@
 
 #include "common.cuh"
 
+#include <cuda_pipeline_primitives.h>
+
 namespace numba_tiles {
 
 template <int BX, int BY, int BZ, typename T, typename Visit>
@@ -62,9 +64,9 @@ __device__ __forceinline__ void copy_vectors(const matrix_ref<T>& tile, const ma
     uint4* shared = reinterpret_cast<uint4*>(&tile(r, c));
     uint4* global = reinterpret_cast<uint4*>(&matrix(row0 + r, col0 + c));
     if constexpr (Load && Async) {
-      // sm_80's asynchronous copy: global to shared without registers, completed by tile_wait.
-      const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global) : "memory");
+      // sm_80's asynchronous copy (cp.async.cg, the CUDA headers' primitive): global to shared without
+      // registers, completed by tile_wait.
+      __pipeline_memcpy_async(shared, global, sizeof(uint4));
     } else if constexpr (Load) {
       *shared = *global;
     } else {
@@ -103,7 +105,7 @@ __device__ __forceinline__ void tile_load(matrix_ref<T> src, long long row0, lon
     });
   }
   if constexpr (Async) {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    __pipeline_commit();
   } else {
     __syncthreads();
   }
@@ -113,6 +115,7 @@ __device__ __forceinline__ void tile_load(matrix_ref<T> src, long long row0, lon
 // all done), then a barrier: the tiles those loads filled are ready for the block. cp.async.wait_group
 // takes an immediate: a constant `pending` folds to its case once nvJitLink inlines the call, a
 // run-time one branches; over MostPending, it waits as for MostPending (for more loads, never fewer).
+// (The CUDA headers' __pipeline_wait_prior switches over its count: each call here passes a constant.)
 constexpr int MostPending = 7;
 
 template <int N>
@@ -123,7 +126,7 @@ __device__ __forceinline__ void wait_group_at_most(int pending) {
       return;
     }
   }
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+  __pipeline_wait_prior(N);
 }
 
 template <int BX, int BY, int BZ>

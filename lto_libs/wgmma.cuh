@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cute/arch/mma_sm90_gmma.hpp>
+#include <cutlass/arch/barrier.h>
 
 #include "matmul.cuh"
 
@@ -70,6 +71,8 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[Count]) {
 // becomes a warp-aggregated atomic whose result is shuffled at once: the thread would wait for it there).
 __device__ __forceinline__ unsigned wgmma_ticket(unsigned* counter) {
   unsigned v;
+  // Inline PTX: no library call issues this global atom (cuda::atomic_ref's fetch_add is a generic ATOM, and
+  // atomicAdd the warp-aggregated one above).
   asm volatile("{\n .reg .u32 lane;\n .reg .pred one;\n mov.u32 lane, %%laneid;\n setp.eq.u32 one, lane, 0;\n"
                " @one atom.relaxed.gpu.global.add.u32 %0, [%1], 1;\n}" : "=r"(v) : "l"(counter) : "memory");
   return v;
@@ -78,12 +81,15 @@ __device__ __forceinline__ unsigned wgmma_ticket(unsigned* counter) {
 // The one arrival that completes a phase of a barrier initialized for one (a full buffer's, the sentinel), or one of
 // the arrivals an empty barrier counts (each multiplying warp's).
 __device__ __forceinline__ void barrier_arrive(unsigned long long* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
+  cuda::ptx::mbarrier_arrive(bar);
 }
 
-// The 128 threads of multiplying warpgroup `w` wait for each other (named barrier 1 + w; 0 is __syncthreads's).
+// The 128 threads of multiplying warpgroup `w` wait for each other: named barrier 1 + w (0 is __syncthreads's), by
+// CUTLASS's bar.sync with a raw id. (Its user ids start past the 8 CUTLASS reserves: w + 8, one more value live,
+// took PipelineMatmul.batched's K loop 30 instructions more. cuda::ptx has no bar.sync; the CUDA headers'
+// __barrier_sync_count is barrier.sync, not aligned, which ptxas wraps in WARPSYNC.COLLECTIVE.)
 __device__ __forceinline__ void warpgroup_barrier(int w) {
-  asm volatile("bar.sync %0, 128;" ::"r"(1 + w) : "memory");
+  cutlass::arch::NamedBarrier::sync(128, static_cast<cutlass::arch::ReservedNamedBarriers>(1 + w));
 }
 
 // C[i] = alpha A[i] B[i] + beta C[i] for the batch `pipe` describes, each product one M x N tile, by a
@@ -146,11 +152,10 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
   if (t == 0) {
     for (int s = 0; s < Stages; ++s) {
       tma_barrier_init(full + s);
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(empty + s)), "n"(4 * Groups)
-                   : "memory");  // (each multiplying warp arrives once)
+      cuda::ptx::mbarrier_init(empty + s, 4 * Groups);  // (each multiplying warp arrives once)
     }
     for (int w = 0; w < Groups; ++w) tma_barrier_init(loaded + w);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
     // The block's first K-tile before it reads the batch's sizes: a launch's start waits on one load less.
     // (A block past the batch's end loads zeros there, and its C tile, stored past C's end, is dropped.)
     issue(block, 0);
@@ -281,7 +286,7 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
       if (t % 128 == 0) {
 #pragma unroll
         for (int box = 0; box < N / CBox; ++box) tma_store(pipe->c, box * CBox, 64 * w, item, mine + box * 64 * 128);
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        cuda::ptx::cp_async_bulk_commit_group();
       }
     }
     if (t % 128 == 0) bulk_wait<false>();
