@@ -140,16 +140,18 @@ def resident_blocks(kernel, threads, shared, *args):
     return max(fit, 1) * device.MULTIPROCESSOR_COUNT
 
 
-def run_hopper(mm, gemm, a, b, c, alpha, beta):
+def run_hopper(mm, gemm, a, b, c, alpha, beta, *extras):
     """Launch a `make_hopper_gemm` kernel on device arrays: as many blocks as fit on the GPU at once (or tiles).
-    Returns a function that launches it again (the same A, B and C: ``prepare`` is not repeated)."""
+    Returns a function that launches it again (the same A, B and C: ``prepare`` is not repeated). ``extras``:
+    the kernel's arguments after ``beta`` (an epilogue's, examples/gemm_epilogue.py)."""
     pipe = mm.prepare(a, b)
     rows, cols = mm.grid(c)
     shared = mm.shared_memory_bytes
-    grid = min(rows * cols, resident_blocks(gemm, mm.threads, shared, pipe, c, alpha, beta))
+    args = (pipe, c, alpha, beta, *extras)
+    grid = min(rows * cols, resident_blocks(gemm, mm.threads, shared, *args))
 
     def launch():
-        gemm[grid, mm.threads, 0, shared](pipe, c, alpha, beta)
+        gemm[grid, mm.threads, 0, shared](*args)
 
     launch()
     return launch
@@ -166,19 +168,20 @@ def make_hopper_batched(mm):
     return batched
 
 
-def run_hopper_batched(mm, batched, a, b, c, alpha, beta, blocks=None):
+def run_hopper_batched(mm, batched, a, b, c, alpha, beta, *extras, blocks=None):
     """Launch a `make_hopper_batched` kernel on 3-D device arrays with ``blocks`` blocks (by default as many as
     fit on the GPU at once: one an SM for 128-row tiles, more for 64-row ones); returns a function that launches
-    it again (the same arrays: ``prepare_batched`` is not repeated)."""
+    it again (the same arrays: ``prepare_batched`` is not repeated). ``extras``: as for `run_hopper`."""
     pipe = mm.prepare_batched(a, b, c)
     shared = mm.batched_shared_memory_bytes
+    args = (pipe, c, alpha, beta, *extras)
     if blocks is None:  # (resident_blocks lets the kernel take its shared memory)
-        blocks = resident_blocks(batched, mm.batched_threads, shared, pipe, c, alpha, beta)
+        blocks = resident_blocks(batched, mm.batched_threads, shared, *args)
     else:
-        tiles.allow_dynamic_shared_memory(batched, shared, pipe, c, alpha, beta)
+        tiles.allow_dynamic_shared_memory(batched, shared, *args)
 
     def launch():
-        batched[blocks, mm.batched_threads, 0, shared](pipe, c, alpha, beta)
+        batched[blocks, mm.batched_threads, 0, shared](*args)
 
     launch()
     return launch
@@ -208,15 +211,15 @@ def make_batched_gemm(mm, stages=2, tma=False, c=None):
     return batched
 
 
-def run_batched(mm, batched, a, b, c, alpha, beta, blocks=None, per_block=None):
+def run_batched(mm, batched, a, b, c, alpha, beta, *extras, blocks=None, per_block=None):
     """Launch a `make_batched_gemm` kernel on device arrays with ``blocks`` blocks; returns a function that
     launches it again (a TMA kernel's tensor maps made once: the same A and B). ``per_block``: as many blocks
     as give each ``per_block`` products (more blocks than fit at once: the GPU starts each on the first SM
     free, which evens out SMs that run slower). By default as many blocks as fit on the GPU at once, then as
     few as give each block the same number of products: with 4096 products and 132 blocks, 4 blocks would do
-    a 32nd product while the GPU idles; 128 blocks do 32 each."""
+    a 32nd product while the GPU idles; 128 blocks do 32 each. ``extras``: as for `run_hopper`."""
     shared = batched.shared_bytes
-    args = (mm.prepare_batched(a, b), c, alpha, beta) if batched.tma else (a, b, c, alpha, beta)
+    args = ((mm.prepare_batched(a, b),) if batched.tma else (a, b)) + (c, alpha, beta, *extras)
     if blocks is None and per_block is None:  # (resident_blocks lets the kernel take its shared memory)
         per_block = -(-a.shape[0] // resident_blocks(batched, mm.threads, shared, *args))
     else:
@@ -231,14 +234,15 @@ def run_batched(mm, batched, a, b, c, alpha, beta, blocks=None, per_block=None):
     return launch
 
 
-def run(gemm, a, b, c, alpha, beta, tile=(64, 64, 32), block_dim=128):
-    """Launch ``gemm`` on host arrays (any strides), one block per tile of C; returns C."""
+def run(gemm, a, b, c, alpha, beta, tile=(64, 64, 32), block_dim=128, extras=()):
+    """Launch ``gemm`` on host arrays (any strides), one block per tile of C; returns C. ``extras``: as for
+    `run_hopper`."""
     TM, TN, _ = tile
-    d_a, d_b, d_c = cuda.to_device(a), cuda.to_device(b), cuda.to_device(c)
+    args = (cuda.to_device(a), cuda.to_device(b), cuda.to_device(c), alpha, beta, *extras)
     grid = ((c.shape[1] + TN - 1) // TN, (c.shape[0] + TM - 1) // TM)
-    shared = tiles.allow_dynamic_shared_memory(gemm, getattr(gemm, "shared_bytes", 0), d_a, d_b, d_c, alpha, beta)
-    gemm[grid, block_dim, 0, shared](d_a, d_b, d_c, alpha, beta)
-    return d_c.copy_to_host()
+    shared = tiles.allow_dynamic_shared_memory(gemm, getattr(gemm, "shared_bytes", 0), *args)
+    gemm[grid, block_dim, 0, shared](*args)
+    return args[2].copy_to_host()
 
 
 def bf16_bits(x):

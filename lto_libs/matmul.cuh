@@ -276,39 +276,38 @@ __device__ __forceinline__ void matmul_multiply(array_ref<TA> a, array_ref<TB> b
 }
 
 // One item of C as dst stores it: `scaled` (alpha acc) + beta old (old not read when beta == 0),
-// rounded to PD in dst's storage TD.
-template <typename PD, typename TD, typename TC>
-__device__ __forceinline__ TD blend(TC scaled, TC beta, const TD& old) {
+// then the epilogue `fin` (the user's, given the item's coordinates), rounded to PD in dst's storage TD.
+template <typename PD, typename TD, typename TC, typename Fin>
+__device__ __forceinline__ TD blend(TC scaled, TC beta, const TD& old, Fin fin) {
   if (beta != TC(0)) {
     scaled += beta * static_cast<TC>(cuda::std::bit_cast<PD>(old));
   }
-  return cuda::std::bit_cast<TD>(static_cast<PD>(scaled));
+  return cuda::std::bit_cast<TD>(static_cast<PD>(fin(scaled)));
 }
 
-// dst's M x N tile at (row0, col0) = alpha acc + beta dst (beta == 0: dst is not read), the
-// items outside dst dropped. dst holds the accumulator's type, or PD (A's precision: the result
-// rounded to half precision) in storage TD. Each thread stores its own items: no barrier, no
-// shared memory.
+// dst's M x N tile at (row0, col0) = epi(alpha acc + beta dst, row, col) (beta == 0: dst is not
+// read), the items outside dst dropped. dst holds the accumulator's type, or PD (A's precision: the
+// result rounded to half precision) in storage TD. Each thread stores its own items: no barrier,
+// no shared memory.
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, typename TC, typename PD, typename TD>
+          int AItems, int BItems, int CItems, typename TC, typename PD, typename TD, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_store(array_ref<TC> acc, matrix_ref<TD> dst, long long row0, long long col0,
-                                             TC alpha, TC beta) {
+                                             TC alpha, TC beta, Epi epi = {}) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   static_assert(sizeof(PD) == sizeof(TD), "the result's storage must match its precision");
   check_launch<BX, BY, BZ>("Matmul.store");
   const auto partitioner = BLAS::suggest_partitioner();
   auto c = accumulator<BLAS>(acc, CItems);
-#pragma unroll
-  for (int i = 0; i < CItems; ++i) {
+  unrolled<CItems>([&](int i) {
     if (partitioner.is_index_in_bounds(i)) {
       const auto rc = partitioner.map_fragment_index(i);
       const long long r = row0 + cute::get<0>(rc), col = col0 + cute::get<1>(rc);
       if (r >= 0 && r < dst.rows && col >= 0 && col < dst.cols) {
         TD& out = dst(r, col);
-        out = blend<PD>(alpha * static_cast<TC>(c(i)), beta, out);
+        out = blend<PD>(alpha * static_cast<TC>(c(i)), beta, out, [&](TC v) { return epi(v, r, col); });
       }
     }
-  }
+  });
 }
 
 // ---- The bulk copy (sm_90's copy engine) of a float C's stage to global memory in one instruction,
@@ -427,18 +426,20 @@ __device__ __forceinline__ void staged_tile_in(const matrix_ref<TD>& dst, long l
 // beta dst, rounded once to PD) before staging them, and the move is a copy. A float stage of
 // Matmul.batched on sm_90 (bulk_out) is unpadded, and a whole product with beta 0 goes out by one
 // bulk copy. Ends with a barrier, so the stage may be refilled (Reused = false: none; the caller's
-// next barrier comes first).
+// next barrier comes first). `epi(value, row, col)`, the epilogue, finishes each item before it is
+// rounded: in registers for a rounded stage, in the move otherwise (with no bulk copy then).
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
           int AItems, int BItems, int CItems, typename TC, typename PD, typename TD, bool Reused = true,
-          typename TS = TC>
+          typename TS = TC, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_ref<TD> dst, long long row0,
-                                                    long long col0, TC alpha, TC beta, array_ref<TS> stage) {
+                                                    long long col0, TC alpha, TC beta, array_ref<TS> stage,
+                                                    Epi epi = {}) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   static_assert(sizeof(PD) == sizeof(TD), "the result's storage must match its precision");
   constexpr bool rounded = !cuda::std::is_same_v<TS, TC>;
   static_assert(!rounded || cuda::std::is_same_v<TS, TD>, "a stage holds the accumulator's items or dst's");
   // Matmul.batched's float stage on sm_90 is unpadded: its tile is then the block of C it copies to.
-  constexpr bool Bulk = !Reused && bulk_out<TS, TD>;
+  constexpr bool Bulk = !Reused && bulk_out<TS, TD> && !has_epilogue<Epi>;
   constexpr int V = 16 / sizeof(TS), LD = Bulk ? N : staged_pitch<N, TC, TS>;
   check_launch<BX, BY, BZ>("Matmul.store");
   TS* const staged = shared_tile<M * LD>(stage);
@@ -458,14 +459,23 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
       __syncthreads();
       cublasdx::copy_fragment<16>(stage_tensor, result, partitioner);
     }
-#pragma unroll
-    for (int i = 0; i < CItems; ++i) {
+    unrolled<CItems>([&](int i) {
       TC value = alpha * static_cast<TC>(c(i));
       if (beta != TC(0)) {
         value += beta * static_cast<TC>(result(i));
       }
+      if constexpr (has_epilogue<Epi>) {
+        // (only items inside dst: the epilogue may index arrays of dst's rows or columns)
+        if (partitioner.is_index_in_bounds(i)) {
+          const auto rc = partitioner.map_fragment_index(i);
+          const long long r = row0 + cute::get<0>(rc), col = col0 + cute::get<1>(rc);
+          if (r >= 0 && r < dst.rows && col >= 0 && col < dst.cols) {
+            value = epi(value, r, col);
+          }
+        }
+      }
       result(i) = static_cast<PD>(value);
-    }
+    });
     // (each thread writes the stage's items it read: no barrier between)
     cublasdx::copy_fragment<16>(result, stage_tensor, partitioner);
   } else if constexpr (sizeof(TC) >= 4) {
@@ -508,14 +518,13 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
   const bool inside = row0 >= 0 && col0 >= 0 && row0 + M <= dst.rows && col0 + N <= dst.cols;
   // W items a store: 16 bytes of dst (two chunks of the stage for a 16-bit C of a 32-bit accumulator).
   constexpr int W = 16 / sizeof(TD) > V ? 16 / sizeof(TD) : V;
-  // The stage's item as dst stores it; `old` read only when Blend (beta != 0 with an unrounded stage).
-  const auto finish = [&](auto with_old, TS item, const TD& old) {
+  // The stage's item at (r, col) of dst as dst stores it; `old` read only when Blend (beta != 0 with
+  // an unrounded stage).
+  const auto finish = [&](auto with_old, TS item, const TD& old, long long r, long long col) {
     if constexpr (rounded) {
       return item;
-    } else if constexpr (decltype(with_old)::value) {
-      return blend<PD>(item, beta, old);
     } else {
-      return cuda::std::bit_cast<TD>(static_cast<PD>(item));
+      return blend<PD>(item, decltype(with_old)::value ? beta : TC(0), old, [&](TC v) { return epi(v, r, col); });
     }
   };
   // (Each loop twice, with and without dst's old items: a loop for beta == 0 carries no predicated
@@ -546,10 +555,9 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
           cuda::std::swap(in[0], in[W / V - 1]);
         }
         vector result;
-#pragma unroll
-        for (int j = 0; j < W; ++j) {
-          result.item[j] = finish(with_old, in[j / V].item[j % V], old.item[j]);
-        }
+        unrolled<W>([&](int j) {
+          result.item[j] = finish(with_old, in[j / V].item[j % V], old.item[j], row0 + r, col0 + col + j);
+        });
         *out = result;
       }
     } else {
@@ -559,7 +567,7 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
         const long long gr = row0 + r, gc = col0 + col;
         if (gr >= 0 && gr < dst.rows && gc >= 0 && gc < dst.cols) {
           TD& out = dst(gr, gc);
-          out = finish(with_old, staged[r * LD + col], Blend ? out : TD{});
+          out = finish(with_old, staged[r * LD + col], Blend ? out : TD{}, gr, gc);
         }
       }
     }
@@ -683,10 +691,10 @@ struct tma_tile {
 // the checks run once.
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
           int AItems, int BItems, int CItems, int Stages, class LayoutA, class LayoutB, int ItemsA, int ItemsB,
-          typename PD, bool Started, bool Aliased, typename T, typename TC, typename TD, class Pipe>
+          typename PD, bool Started, bool Aliased, typename T, typename TC, typename TD, class Pipe, typename Epi>
 __device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long long k, T* tiles_a, T* tiles_b,
                                              batched_stage<TC, TD>* stage, const batch_ref<TD>& c, TC alpha,
-                                             TC beta) {
+                                             TC beta, Epi epi) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   using Staged = batched_stage<TC, TD>;
   static_assert(Stages >= 2, "a pipeline needs two stages or more");
@@ -756,8 +764,15 @@ __device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long l
         __syncthreads();  // (every warp done reading the buffer the stage overlays)
       }
       // (no barrier after the store: the next step's comes before the stage, or its buffer, is written again)
-      matmul_store_staged<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, TC, PD, TD, false, Staged>(
-          acc, c[item], 0, 0, alpha, beta, array_ref<Staged>{staged, StageItems, 1});
+      const auto at_item = [&](TC v, long long r, long long col) { return epi(v, item, r, col); };
+      if constexpr (has_epilogue<Epi>) {
+        matmul_store_staged<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, TC, PD, TD, false,
+                            Staged>(acc, c[item], 0, 0, alpha, beta, array_ref<Staged>{staged, StageItems, 1},
+                                    at_item);
+      } else {
+        matmul_store_staged<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, TC, PD, TD, false,
+                            Staged>(acc, c[item], 0, 0, alpha, beta, array_ref<Staged>{staged, StageItems, 1});
+      }
       kstep = 0;
       item += blocks;
     }
@@ -807,9 +822,9 @@ __device__ __forceinline__ void check_batched_shared(const array_ref<TS>& shared
 // A tiles, Stages B tiles and the stage (16-byte aligned).
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
           int AItems, int BItems, int CItems, int Stages, typename T, typename TC, typename PD, typename TD,
-          typename TS>
+          typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
-                                               TC alpha, TC beta) {
+                                               TC alpha, TC beta, Epi epi = {}) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   static_assert(AItems * sizeof(T) % 16 == 0 && BItems * sizeof(T) % 16 == 0, "tiles of whole 16-byte vectors");
   check_launch<BX, BY, BZ>("Matmul.batched");
@@ -837,7 +852,7 @@ __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, b
   batched_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages,
                decltype(BLAS::suggest_layout_smem_a().layout), decltype(BLAS::suggest_layout_smem_b().layout), AItems,
                BItems, PD, false, false>(pipe, a.count, a.cols, tiles_a, tiles_b, reinterpret_cast<Staged*>(tiles_b + Stages * BItems), c,
-                       alpha, beta);
+                       alpha, beta, epi);
   cute::cp_async_wait<0>();  // (only empty groups remain; a kernel may reuse the buffers after the call)
   __syncthreads();
 }
@@ -868,9 +883,10 @@ struct batched_maps {
 // a block's start then waits on one load less (with the aliased stage's sixth block an SM, fp16
 // 64^3 x 16384 on an H200 went from 0.98x to 1.00x torch.bmm: benchmarks/results/matmul-2026-11-24-early-load-fp16*.json).
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, int Stages, typename TC, typename PD, typename TD, typename TS>
+          int AItems, int BItems, int CItems, int Stages, typename TC, typename PD, typename TD, typename TS,
+          typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps, batch_ref<TD> c,
-                                                   array_ref<TS> shared, TC alpha, TC beta) {
+                                                   array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
   using T = PA;
   using TileA = tma_tile<M, K, RowA, T>;
   using TileB = tma_tile<K, N, RowB, T>;
@@ -928,7 +944,7 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
   } loader{load, barriers, leader};
   batched_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages,
                typename TileA::layout_type, typename TileB::layout_type, Buffer, Buffer, PD, true, Aliased>(
-      loader, pipe->count, pipe->k, tiles_a, tiles_b, stage, c, alpha, beta);
+      loader, pipe->count, pipe->k, tiles_a, tiles_b, stage, c, alpha, beta, epi);
   __syncthreads();  // (every barrier's last phase waited for)
   if (leader) {
     for (int s = 0; s < Stages; ++s) {

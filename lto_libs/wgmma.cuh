@@ -104,9 +104,11 @@ __device__ __forceinline__ void warpgroup_barrier(int w) {
 // docs/notes/2026-11-25-batched-matmul.md). The last block to finish sets the counters
 // back to zero: one call of a pipe a launch, launches of a pipe in order.
 // P: the operands' type; PD: C's precision (float, __half, __nv_bfloat16); TD: the type C's array holds.
-template <int M, int N, int K, int Stages, bool RowA, bool RowB, typename P, typename PD, typename TD>
+// epi(value, item, row, col): the epilogue, applied to each item of C inside C before it is rounded.
+template <int M, int N, int K, int Stages, bool RowA, bool RowB, typename P, typename PD, typename TD,
+          typename Epi = no_epilogue>
 __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, batch_ref<TD> c, float alpha,
-                                                 float beta) {
+                                                 float beta, Epi epi = {}) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using TileA = tma_tile<M, K, RowA, P>;
   using TileB = tma_tile<K, N, RowB, P>;
@@ -264,6 +266,15 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
               const TD* const old = reinterpret_cast<const TD*>(unit);
               x[0] += beta * static_cast<float>(cuda::std::bit_cast<PD>(old[0]));
               x[1] += beta * static_cast<float>(cuda::std::bit_cast<PD>(old[1]));
+            }
+            if constexpr (has_epilogue<Epi>) {
+              const long long row = 64 * w + r0 + 8 * h, col = 8 * j + q;
+              if (row < c.rows) {  // (only items inside C: the epilogue may index arrays of C's rows or columns)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                  if (col + e < c.cols) x[e] = epi(x[e], static_cast<long long>(item), row, col + e);
+                }
+              }
             }
             if constexpr (sizeof(TD) == 2) {
               const auto bits = [](float v) {

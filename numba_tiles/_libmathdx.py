@@ -42,15 +42,14 @@ SM = 900  # cuBLASDx's pipelines are Hopper's: TMA and wgmma, arch-specific (sm_
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
     """One pipelined GEMM: C tiles of ``m`` x ``n``, K-steps of ``k``, A and B of ``precision`` ("bf16", "fp16"
-    or "tf32": float32 items) accumulated in float32, C stored as float32 or (``c16``) A's 16-bit
-    precision; A and B row- or column-major in global memory; ``threads`` a block; ``stages`` K-steps of
-    A and B in flight."""
+    or "tf32": float32 items) accumulated in float32 (copied as float32 into shared memory, whatever C's
+    dtype: lto_libs/pipeline.cuh stores C); A and B row- or column-major in global memory; ``threads`` a
+    block; ``stages`` K-steps of A and B in flight."""
 
     m: int
     n: int
     k: int
     precision: str
-    c16: bool
     row_a: bool
     row_b: bool
     threads: int
@@ -115,10 +114,6 @@ def _describe(lib, p):
     c32 = lib.out("cublasdxCreateTensor", _LL(h), 9)  # GMEM_C: float32, run-time leading dimension
     lib("cublasdxSetTensorOptionInt64", _LL(c32), 0, _LL(16))  # 16-byte aligned rows: vector stores
     tensors = [accumulator, c32]
-    if p.c16:
-        c16 = lib.out("cublasdxMakeTensorLike", _LL(c32), value)
-        lib("cublasdxSetTensorOptionInt64", _LL(c16), 0, _LL(16))
-        tensors.append(c16)
 
     def function(kind, tensors=(), pipelines=()):
         return lib.out("cublasdxCreateDeviceFunctionWithPipelines", _LL(h), _FUNCTION[kind],
@@ -135,7 +130,6 @@ def _describe(lib, p):
         "finish": function("FINISH_ACCUMULATION", [accumulator]),
         "copy_f32": function("COPY", [accumulator, c32]),
     }
-    functions["copy_c"] = function("COPY", [accumulator, tensors[-1]]) if p.c16 else functions["copy_f32"]
     return (device, tile), tensors, functions
 
 

@@ -14,6 +14,8 @@ The touchpoints, each with its contract test:
   location, and what the IR knows of each argument: a constant's value, a local array's length);
 - `target_flags`: the compute capability, line info and debug flags of the code being lowered,
   from numba-cuda's own target configuration stack (its own lowering reads them the same way);
+- `define_callback`: a function in the kernel's module that calls a user's device function (compiled
+  with numba-cuda's C ABI calling convention) for the C++ (a matmul's epilogue);
 - `bound_threads`: the kernel's launch bounds (NVVM's ``maxntidx`` annotation) from the block shape;
 - the lowering helpers (`call_entry`): declare and call an ``extern "C"`` function, pass
   arrays as (data, size, stride) and scalars by pointer;
@@ -240,6 +242,8 @@ def _pass(context, builder, ty, value):
     from llvmlite import ir
     from numba.cuda import cgutils
 
+    if ty == types.voidptr:  # a pointer (`pointer_to`), as it is
+        return [value]
     if isinstance(ty, types.Array):  # data, then each dimension's size, then each one's stride in items
         array = context.make_array(ty)(context, builder, value)
         itemsize = ir.Constant(context.get_value_type(types.intp), context.get_abi_sizeof(context.get_data_type(ty.dtype)))
@@ -266,6 +270,51 @@ def call_entry(context, builder, symbol, arguments, outputs, result):
     if isinstance(result, types.BaseTuple):
         return context.make_tuple(builder, result, loaded)
     return loaded[0] if loaded else context.get_dummy_value()
+
+
+def define_callback(context, builder, symbol, body, value, coordinates, extras):
+    """Define, once in the module being lowered, ``void symbol(const V*, const int64*..., const void* extras,
+    V* result)``: it loads the item (``value``: its Numba type), its ``coordinates`` int64 coordinates and the
+    tuple of ``extras`` (Numba types) from ``extras``, calls ``body`` (a device function Numba compiled with its
+    C ABI, ``V(V, int64..., *extras)``) and stores what it returns. ``weak_odr``: a kernel and the device
+    functions it links may each define it (not linkonce: no call in this module keeps it)."""
+    from llvmlite import ir
+    from numba.cuda import cgutils
+    from numba.cuda.core.callconv import CUDACABICallConv
+
+    module = builder.module
+    if symbol in module.globals:
+        return
+    convention = CUDACABICallConv(context)
+    argtypes = (value, *(types.int64,) * coordinates, *extras)
+    target = cgutils.get_or_insert_function(module, convention.get_function_type(value, argtypes), body)
+    item, index = context.get_value_type(value), context.get_value_type(types.int64)
+    raw = ir.IntType(8).as_pointer()
+    wrapper = ir.Function(module, ir.FunctionType(ir.VoidType(), [item.as_pointer(), *[index.as_pointer()] * coordinates,
+                                                                 raw, item.as_pointer()]), symbol)
+    wrapper.linkage = "weak_odr"
+    inner = ir.IRBuilder(wrapper.append_basic_block())
+    loaded = [inner.load(pointer) for pointer in wrapper.args[:1 + coordinates]]
+    if extras:
+        packed = context.get_value_type(types.Tuple(extras))
+        given = inner.load(inner.bitcast(wrapper.args[1 + coordinates], packed.as_pointer()))
+        loaded += [inner.extract_value(given, i) for i in range(len(extras))]
+    _, result = convention.call_function(inner, target, value, argtypes, loaded)
+    inner.store(result, wrapper.args[-1])
+    inner.ret_void()
+
+
+def pointer_to(context, builder, ty, value):
+    """An ``i8*`` to a copy of ``value`` (of Numba type ``ty``) on the stack; a null pointer for None."""
+    from llvmlite import ir
+    from numba.cuda import cgutils
+
+    raw = ir.IntType(8).as_pointer()
+    if value is None:
+        return ir.Constant(raw, None)
+    slot = cgutils.alloca_once(builder, context.get_value_type(ty))
+    builder.store(value, slot)
+    return builder.bitcast(slot, raw)
 
 
 def bound_threads(builder, threads):

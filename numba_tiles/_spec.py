@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from numba.cuda import types
 
 from . import _compile, _dtypes, _numba, _params, simulator
+from ._callback import Callback
 from ._errors import TilesError, error
 from ._target import Target
 
@@ -48,7 +49,9 @@ class Instance:
     ``header.template(...)``. ``params`` are the entry point's run-time parameters as (name,
     Numba type, value passed when the caller omits it, or always for a name the intrinsic does
     not take, such as an op's identity); a C++ expression in place of the type is passed as it
-    is, with no entry parameter. ``result`` is a scalar type, a tuple of them, or ``types.none``.
+    is, with no entry parameter; a `Callback` in place of the type takes the argument of that name (a
+    tuple, or None) as the values the callback is given, and passes the callback's functor.
+    ``result`` is a scalar type, a tuple of them, or ``types.none``.
     The entry point takes every scalar by pointer and writes every result through a pointer,
     so that no type (half, bfloat16, complex) depends on a C calling convention shared by
     Numba and NVRTC; a 1-D array arrives as ``numba_tiles::array_ref<T>`` (data, size, stride in
@@ -83,6 +86,10 @@ class Instance:
             if isinstance(ty, str):
                 args.append(ty)
                 continue
+            if isinstance(ty, Callback):
+                decls.append(f"const void* {name}")
+                args.append(f"{ty.functor}{{{name}}}")
+                continue
             cxx = _dtypes.cxx(ty)
             if isinstance(ty, types.Array) and ty.ndim in (2, 3):
                 parts = [f"{name}_{p}" for p in _REFS[ty.ndim][1]]
@@ -103,7 +110,8 @@ class Instance:
         # that spellings of one instantiation (block_sum and block_reduce with "+") share one
         # entry point, and a scalar and a one-item array (same template) do not.
         decls, _ = self._declarations()
-        origin = f"{self.header.library.name}/{self.header.name}:{self.template}({', '.join(decls)})"
+        callbacks = "".join(ty.functor for _, ty, _ in self.params if isinstance(ty, Callback))
+        origin = f"{self.header.library.name}/{self.header.name}:{self.template}({', '.join(decls)}){callbacks}"
         digest = hashlib.sha256(origin.encode()).hexdigest()[:16]
         base = self.template.split("<", 1)[0].rsplit("::", 1)[-1]
         return f"numba_tiles_{base}_{digest}"
@@ -348,6 +356,11 @@ class Spec:
                 continue
             given = arguments.get(name)
             omitted = given is None or _left_out(given)
+            if isinstance(ty, Callback):
+                ty.define(context, builder)
+                _numba.link(library, _compile.python_function(ty.body, ty.pyfunc, ty.signature, cc))
+                passed.append((types.voidptr, _numba.pointer_to(context, builder, given, None if omitted else values[name])))
+                continue
             passed.append((ty, _numba.constant(context, ty, default) if omitted else values[name]))
         return _numba.call_entry(context, builder, instance.symbol, passed, instance.outputs, instance.result)
 

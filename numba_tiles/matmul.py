@@ -10,7 +10,7 @@ import types as pytypes
 
 from numba.cuda import types
 
-from . import _compile, _numba, _tensor_maps, extending as ext, simulator
+from . import _callback, _compile, _numba, _tensor_maps, extending as ext, simulator
 from .extending import CUB, MATHDX, Instance, intrinsic
 
 TILE = CUB.header("tile.cuh")
@@ -377,6 +377,11 @@ class Matmul:
       does for half precision). Each thread stores its own items; with ``stage``
       (``cuda.shared.array(mm.c_items, accumulator dtype, alignment=16)``) C goes through shared
       memory and out in 16-byte vectors: faster, and it ends with a barrier.
+      ``epilogue=f, epilogue_args=(x, ...)`` fuses an epilogue: each item of C is stored as ``f(value,
+      row, col, x, ...)``, ``value`` being ``alpha * acc + beta * dst`` in the accumulator's dtype and
+      ``(row, col)`` the item's place in ``dst``; ``f`` is a ``@cuda.jit(device=True)`` function (inlined
+      into the store) and ``epilogue_args`` a tuple of run-time values (arrays, scalars), so that
+      ``relu(A @ B + bias)``, row or column scaling and activations cost no pass over C.
 
     The accumulator starts as whatever the local array holds: zero it first.
 
@@ -389,6 +394,8 @@ class Matmul:
       any k: it steps over K-tiles of K); ``c`` holds the accumulator's dtype or A's; ``shared``
       a dynamic shared array of ``mm.batched_shared_memory_bytes(stages, c.dtype)`` bytes, 16-byte
       aligned, where ``stages`` (2 to 16) buffers of A and B tiles load ahead of the product.
+      ``epilogue=f, epilogue_args=(...)`` as for ``store``, with the product's index first:
+      ``f(value, i, row, col, ...)``.
     - ``mm.batched_tma(pipe, c, shared, alpha=1.0, beta=0.0, stages=2)``: the same, A and B loaded by
       TMA (sm_90 or later) from ``pipe = mm.prepare_batched(a, b)``, made on the host; ``shared`` of
       ``mm.batched_tma_shared_memory_bytes(stages, c.dtype)`` bytes. Faster where the loads bound the loop.
@@ -659,7 +666,9 @@ def _store_rule(name, args):
             raise ext.error(name, f"stage must be a shared array of {tc.name}, got {args['stage']}",
                         f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
         function, params = "numba_tiles::matmul_store_staged", params + (("stage", args["stage"], None),)
-    return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none, params)
+    fused, prelude = _callback.fused(name, args, tc.numba, 2)
+    return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none,
+                    params + fused, prelude=prelude)
 
 
 def _batched_c_and_shared(name, args, nbytes):
@@ -683,9 +692,11 @@ def _batched_rule(name, args):
     _matrix(name, args, "b", like=("a", ta), ndim=3)
     template = mm._template("numba_tiles::matmul_batched", Stages=args["stages"], T=ta.cxx, TC=tc.cxx,
                             **_batched_c_and_shared(name, args, "batched_shared_memory_bytes"))
+    fused, prelude = _callback.fused(name, args, tc.numba, 3)
     return Instance(name, MATMUL, template, types.none,
                     (("a", args["a"], None), ("b", args["b"], None), ("c", args["c"], None),
-                     ("shared", args["shared"], None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
+                     ("shared", args["shared"], None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0)) + fused,
+                    prelude=prelude)
 
 
 def _batched_tma_rule(name, args):
@@ -696,9 +707,10 @@ def _batched_tma_rule(name, args):
     pipe = _pipe(name, args, "prepare_batched")
     template = mm._template("numba_tiles::matmul_batched_tma", Stages=args["stages"], TC=tc.cxx,
                             **_batched_c_and_shared(name, args, "batched_tma_shared_memory_bytes"))
+    fused, prelude = _callback.fused(name, args, tc.numba, 3)
     return Instance(name, MATMUL, template, types.none,
                     (("pipe", pipe, None), ("c", args["c"], None), ("shared", args["shared"], None),
-                     ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
+                     ("alpha", tc.numba, 1), ("beta", tc.numba, 0)) + fused, prelude=prelude)
 
 
 def _pipe(name, args, prepare, arrays="a, b"):
@@ -719,18 +731,18 @@ def _hopper_or_later(name):
                         "use mm.batched (cp.async copies) on this GPU")
 
 
-@_declares({"stages": _STAGES}, _batched_tma_rule, simulator.matmul_batched_tma)
-def _batched_tma(pipe, c, shared, alpha=1.0, beta=0.0, *, stages=2):
+@_declares({"stages": _STAGES, **_callback.CONSTS}, _batched_tma_rule, simulator.matmul_batched_tma)
+def _batched_tma(pipe, c, shared, alpha=1.0, beta=0.0, *, stages=2, epilogue=None, epilogue_args=None):
     """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for this block's share of the batch, A and B by TMA; see `Matmul`."""
 
 
-@_declares({"stages": _STAGES}, _batched_rule, simulator.matmul_batched)
-def _batched(a, b, c, shared, alpha=1.0, beta=0.0, *, stages=2):
+@_declares({"stages": _STAGES, **_callback.CONSTS}, _batched_rule, simulator.matmul_batched)
+def _batched(a, b, c, shared, alpha=1.0, beta=0.0, *, stages=2, epilogue=None, epilogue_args=None):
     """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for this block's share of the batch; see `Matmul`."""
 
 
-@_declares({}, _store_rule, simulator.matmul_store)
-def _store(acc, dst, row, col, alpha=1.0, beta=0.0, stage=None):
+@_declares(_callback.CONSTS, _store_rule, simulator.matmul_store)
+def _store(acc, dst, row, col, alpha=1.0, beta=0.0, stage=None, *, epilogue=None, epilogue_args=None):
     """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators; see `Matmul`."""
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import _libmathdx, _numba, _tensor_maps, _toolchain, extending as ext, simulator
+from . import _callback, _libmathdx, _numba, _tensor_maps, _toolchain, extending as ext, simulator
 from ._library import MATHDX_SM90A
 from .extending import CUB, Instance
 from .matmul import _ORDERS, _arrangement2, _bind, _declares, _matrix, _pipe, _scales, _shape_mnk
@@ -68,7 +68,9 @@ class PipelineMatmul:
     shared memory (which then belongs to it): ``mm.tile(pipe, c, i, j, alpha=1.0, beta=0.0)``
     computes C's tile (i, j), ``c[i*M:(i+1)*M, j*N:(j+1)*N]``, items past C's edges left out, by
     the whole block, and ends with a barrier: a block may compute any number of tiles in a loop
-    (a persistent kernel). ``c`` is a 2-D array of ``c_dtype`` of any strides. Another launch
+    (a persistent kernel). ``c`` is a 2-D array of ``c_dtype`` of any strides. ``epilogue=f,
+    epilogue_args=(...)`` stores each item of C as ``f(value, row, col, ...)`` (``tiles.Matmul.store``'s
+    epilogue; ``mm.batched``'s gets ``f(value, i, row, col, ...)``). Another launch
     shape traps (with a message under ``NUMBA_TILES_DEBUG=1``). Keep ``print`` out of such kernels:
     ptxas serializes the ``wgmma`` of a kernel that makes any call.
 
@@ -135,7 +137,7 @@ class PipelineMatmul:
         self.m, self.n, self.k = m, n, k
         self.dtype, self.c_dtype, self.stages = ta.name, tc.name, stages
         self._types = (ta, tc)
-        self._pipeline = _libmathdx.Pipeline(m, n, k, self.precision, tc.name != "float32",
+        self._pipeline = _libmathdx.Pipeline(m, n, k, self.precision,
                                              *(_ORDERS[a] for a in self.arrangement), self.threads, stages)
         self.batched_threads = 128 * (m // 64 + 1)  # (one warpgroup loading, one multiplying each 64 rows)
         self.tile = _bind(_tile, self)
@@ -143,7 +145,7 @@ class PipelineMatmul:
         self._prepare = _bind(_prepare, self)
 
     def _key(self):
-        return self._pipeline
+        return self._pipeline, self.c_dtype
 
     def __eq__(self, other):
         return isinstance(other, PipelineMatmul) and self._key() == other._key()
@@ -247,8 +249,7 @@ def _prelude(symbols):
                   "tile_create": "storage, ::numba_tiles::lmdx::storage, void*, int*, int*",
                   "tile_destroy": "storage", "accumulator_create": "storage, ::numba_tiles::lmdx::storage",
                   "accumulator_destroy": "storage", "execute": "storage, ::numba_tiles::lmdx::storage",
-                  "finish": "storage", "copy_f32": "storage, ::numba_tiles::lmdx::rows",
-                  "copy_c": "storage, ::numba_tiles::lmdx::rows"}
+                  "finish": "storage", "copy_f32": "storage, ::numba_tiles::lmdx::rows"}
     declared = {symbols[f]: f'extern "C" __device__ void {symbols[f]}(::numba_tiles::lmdx::{p});'
                 for f, p in parameters.items()}
     return "\n".join(declared.values())
@@ -261,9 +262,9 @@ def _code(pipeline):
                              lambda: _libmathdx.code(pipeline))
 
 
-def _instance(name, mm, template, params):
+def _instance(name, mm, template, params, prelude=""):
     symbols = mm._traits(name)["symbols"]
-    return Instance(name, PIPELINE, template, types.none, params, prelude=_prelude(symbols),
+    return Instance(name, PIPELINE, template, types.none, params, prelude=_prelude(symbols) + prelude,
                     modules=(_code(mm._pipeline),))
 
 
@@ -278,8 +279,9 @@ def _tile_rule(name, args):
     for param in ("i", "j"):
         ext.integer(name, param, args[param])
     _scales(name, args)
+    fused, prelude = _callback.fused(name, args, types.float32, 2)
     if _numba.simulator_enabled():  # (the twin needs no C++)
-        return Instance(name, PIPELINE, "", types.none, ())
+        return Instance(name, PIPELINE, "", types.none, fused)
     traits = mm._traits(name)
     s = {f: f"&{symbol}" for f, symbol in traits["symbols"].items()}
     template = PIPELINE.template(
@@ -287,15 +289,15 @@ def _tile_rule(name, args):
         TileBytes=traits["tile_bytes"], TileAlign=traits["tile_align"], AccBytes=traits["accumulator_bytes"],
         AccAlign=traits["accumulator_align"], TileCreate=s["tile_create"], TileDestroy=s["tile_destroy"],
         AccCreate=s["accumulator_create"], AccDestroy=s["accumulator_destroy"], Execute=s["execute"],
-        Finish=s["finish"], CopyF32=s["copy_f32"], CopyC=s["copy_c"],
+        Finish=s["finish"], CopyF32=s["copy_f32"],
         P=_CXX["float32" if tc.name == "float32" else mm.precision])
     return _instance(name, mm, template, (("pipe", args["pipe"], None), ("c", args["c"], None),
                                           ("i", types.int64, None), ("j", types.int64, None),
-                                          ("alpha", types.float32, 1), ("beta", types.float32, 0)))
+                                          ("alpha", types.float32, 1), ("beta", types.float32, 0)) + fused, prelude)
 
 
-@_declares({}, _tile_rule, simulator.pipeline_tile)
-def _tile(pipe, c, i, j, alpha=1.0, beta=0.0):
+@_declares(_callback.CONSTS, _tile_rule, simulator.pipeline_tile)
+def _tile(pipe, c, i, j, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
     """C's tile (i, j) = alpha * A @ B + beta * C, by the whole block; see `PipelineMatmul`."""
 
 
@@ -320,15 +322,17 @@ def _batched_rule(name, args):
         raise ext.error(name, f"c holds {tc.name}; this PipelineMatmul's C is {mm.c_dtype}",
                         f"pass a 3-D array of {mm.c_dtype}, or make the PipelineMatmul with c_dtype='{tc.name}'")
     _scales(name, args)
+    fused, prelude = _callback.fused(name, args, types.float32, 3)
     template = WGMMA.template("numba_tiles::pipeline_batched", M=mm.m, N=mm.n, K=mm.k, Stages=mm.stages,
                              RowA=_ORDERS[mm.arrangement[0]], RowB=_ORDERS[mm.arrangement[1]], P=_CXX[mm.precision],
                              PD=_CXX["float32" if tc.name == "float32" else mm.precision], TD=tc.cxx)
     return Instance(name, WGMMA, template, types.none, (("pipe", args["pipe"], None), ("c", args["c"], None),
-                                                        ("alpha", types.float32, 1), ("beta", types.float32, 0)))
+                                                        ("alpha", types.float32, 1), ("beta", types.float32, 0))
+                    + fused, prelude=prelude)
 
 
-@_declares({}, _batched_rule, simulator.pipeline_batched)
-def _batched(pipe, c, alpha=1.0, beta=0.0):
+@_declares(_callback.CONSTS, _batched_rule, simulator.pipeline_batched)
+def _batched(pipe, c, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
     """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` over the batch, by persistent blocks; see `PipelineMatmul`."""
 
 

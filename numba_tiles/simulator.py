@@ -478,19 +478,44 @@ def matmul_multiply(instance, args):
     thread.syncthreads()  # as on the GPU, the call ends with a barrier
 
 
+def _epilogue(instance, args, precision):
+    """The call's epilogue as ``finish(value, *coordinates)`` on one item, computed in NumPy ``precision``
+    (the accumulator's, as on the GPU), or None."""
+    callback = next((ty for name, ty, _ in instance.params if name == "epilogue_args"), None)
+    if callback is None:
+        return None
+    extras = args["epilogue_args"] or ()
+    return lambda value, *at: precision.type(callback.simulate(precision.type(value), at, extras))
+
+
+def _epilogued(finish, value, lead=(), origin=(0, 0)):
+    """The 2-D array ``value`` with ``finish`` applied to each item (None: as it is), whose coordinates are
+    ``lead`` then its row and column from ``origin``."""
+    if finish is None:
+        return value
+    out = np.array(value)
+    for (r, c), item in np.ndenumerate(out):
+        out[r, c] = finish(item, *lead, origin[0] + r, origin[1] + c)
+    return out
+
+
 def matmul_store(instance, args):
     mm, acc, dst = args["mm"], args["acc"], args["dst"]
     thread = _block_thread(instance.intrinsic, mm.block_dim)
     rows, cols = _accumulator_items(thread, mm)
+    finish = _epilogue(instance, args, mm._types[1].numpy)
     for i, (r, c) in enumerate(zip(rows + int(args["row"]), cols + int(args["col"]))):
         if 0 <= r < dst.shape[0] and 0 <= c < dst.shape[1]:
             value = args["alpha"] * np.float64(acc[i])
+            bits = mm.precision == "bf16" and dst.dtype.kind in "iu"
             if args["beta"] != 0:
-                value += args["beta"] * np.float64(dst[r, c])
-            dst[r, c] = _bf16_bits(value) if mm.precision == "bf16" and dst.dtype.kind in "iu" else value
+                value += args["beta"] * (_operand(np.asarray(dst[r, c]), "bf16") if bits else np.float64(dst[r, c]))
+            if finish is not None:
+                value = np.float64(finish(value, r, c))
+            dst[r, c] = _bf16_bits(value) if bits else value
 
 
-def matmul_batched(instance, args):
+def matmul_batched(instance, args, accumulator=None):
     mm, a, b, c = args["mm"], args["a"], args["b"], args["c"]
     thread = _block_thread(instance.intrinsic, args["block_dim"])
     grid = _numba.simulated_grid_dim(thread)
@@ -502,12 +527,14 @@ def matmul_batched(instance, args):
                     f"count x k x n and count x m x n with m <= {m} and n <= {n}",
                     "pass matching batches; a larger product is a loop of load_a, load_b, multiply and store")
 
+    finish = _epilogue(instance, args, accumulator or mm._types[1].numpy)
+
     def work():
         for i in range(block, a.shape[0], math.prod(grid)):
             value = args["alpha"] * (_operand(a[i], mm.precision) @ _operand(b[i], mm.precision))
             if args["beta"] != 0:
                 value = value + args["beta"] * _operand(c[i], mm.precision if c.dtype.kind in "iu" else None)
-            c[i] = _rounded(value, c.dtype)
+            c[i] = _rounded(_epilogued(finish, value, (i,)), c.dtype)
     _by_first_thread(instance, args, work)
 
 
@@ -539,7 +566,7 @@ def pipeline_batched(instance, args):
     """PipelineMatmul.batched: Matmul.batched's twin over the A and B that prepare_batched kept (the order of
     the products, dynamic on the GPU, does not change them)."""
     a, b = pipeline_kept(args["pipe"])
-    matmul_batched(instance, {**args, "a": a, "b": b})
+    matmul_batched(instance, {**args, "a": a, "b": b}, accumulator=np.dtype(np.float32))
 
 
 def pipeline_tile(instance, args):
@@ -557,7 +584,8 @@ def pipeline_tile(instance, args):
         if args["beta"] != 0:
             old = _operand(np.asarray(c[rows, cols]), precision if c.dtype.kind in "iu" else None)
             value = value + np.float32(args["beta"]) * old.astype(np.float32)
-        c[rows, cols] = _rounded(value, c.dtype)
+        finish = _epilogue(instance, args, np.dtype(np.float32))
+        c[rows, cols] = _rounded(_epilogued(finish, value, origin=(r0, c0)), c.dtype)
     _by_first_thread(instance, args, work)
 
 

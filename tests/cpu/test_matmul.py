@@ -250,6 +250,23 @@ def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory
     assert tiles.shared_memory(kernel, signature)["total"] == 0  # all of it dynamic
 
 
+def test_an_epilogue_is_inlined_into_the_store(tmp_path):
+    """examples/gemm_epilogue.py's register-form kernel, C staged, with relu(value * scale[row] + bias[col]) of
+    two arrays passed along: the user's function inlined into the store's loops (FMNMX, no calls but the
+    checks' message), nothing in local memory (the epilogue's arrays and the fragments stay in registers)."""
+    from examples import gemm_epilogue
+
+    from .. import epilogues
+
+    mm = tiles.Matmul((64, 64, 32), "float16", block_dim=128)
+    kernel = gemm_epilogue.make_tile_gemm(mm, epilogues.scaled_relu, staged=True)
+    code = sass(tiles.compile(kernel, "void(float16[:, ::1], float16[:, ::1], float32[:, ::1], float64, float64, "
+                              "UniTuple(float32[::1], 2))", arch="sm_90"), tmp_path)
+    opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
+    assert {"HMMA", "FMNMX", "STG"} <= opcodes and not opcodes & {"LDL", "STL"}, sorted(opcodes)
+    assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
+
+
 def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
     """examples/gemm.py's batched kernel (fp16 64^3, fp16 C, 3 stages): HMMA fed by LDSM, 16-byte cp.async
     loads (LDGSTS) and the group waits of a pipeline (DEPBAR), C through shared memory in 16-byte vectors; no
@@ -375,6 +392,7 @@ def kernel(a, b, c, n):
     s32 = cuda.shared.array(MM.a_items, float32, alignment=16)
     acc = cuda.local.array(MM.accumulator_items, float32)
     acc16 = cuda.local.array(MM.accumulator_items, float16)
+    epilogue = bias if n > 0 else None
     {body}
 """
 
@@ -394,11 +412,24 @@ def kernel(a, b, c, n):
     ("MM.store(acc, c, 0, 0, a)", r"alpha must be a number"),
     ("MM.wait(-1)", r"pending must be a non-negative int"),
     ("MM.wait(n * 0.5)", r"pending must be an integer"),
+    # epilogues
+    ("MM.store(acc, c, 0, 0, epilogue=abs)", r"epilogue must be a @cuda.jit\(device=True\) function, got <built-in"),
+    ("MM.store(acc, c, 0, 0, epilogue_args=(c,))", r"epilogue_args given without an epilogue"),
+    ("MM.store(acc, c, 0, 0, epilogue=bias, epilogue_args=c[0])", r"epilogue_args must be a tuple .* after "
+     r"\(value, row, col\), got array\(float32, 1d, A\).*Fix: pass epilogue_args=\(bias,\)"),
+    ("MM.store(acc, c, 0, 0, epilogue=bias)", r"the epilogue bias does not compile for \(float32, int64, int64\) "
+     r"\(value, row, col\): .*Fix: make bias take \(value, row, col\)"),
+    ("MM.store(acc, c, 0, 0, epilogue=epilogue)", r"epilogue must be a compile-time constant"),
 ])
 def test_matmul_misuse_is_a_clear_compile_time_error(body, message):
     from numba.cuda.types import float16, float32, float64
 
-    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64}
+    @cuda.jit(device=True)
+    def bias(value, row, col, vector):
+        return value + vector[col]
+
+    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64,
+                 "bias": bias}
     exec(MATMUL_KERNEL.format(body=body), namespace)
     with pytest.raises(tiles.TilesError) as info:
         tiles.compile(namespace["kernel"], "void(float16[:, :], float16[:, :], float32[:, :], int64)", arch="sm_90",

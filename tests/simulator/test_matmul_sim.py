@@ -7,6 +7,8 @@ from numba import cuda
 import numba_tiles as tiles
 from examples import gemm
 
+from .. import epilogues
+
 
 @pytest.mark.parametrize("dtype,order,precision", [("float32", ("C", "C"), None), ("float64", ("F", "C"), None),
                                                    ("float64", ("C", "F"), None), ("float32", ("C", "C"), "tf32"),
@@ -136,3 +138,20 @@ def test_pipeline_batched_against_numpy(dtype, precision, c_dtype, rng):
     gemm.run_hopper_batched(mm, gemm.make_hopper_batched(mm), a, b, c, 0.5, -1.5, blocks=2)
     bound = 1e-2 if c_dtype == "float16" else 1e-6
     assert np.linalg.norm(c - expected) / np.linalg.norm(expected) < bound
+
+
+@pytest.mark.parametrize("precision,out,staged", [(None, "float32", False), (None, "float16", True),
+                                                  ("bf16", "int16", True)])
+def test_the_register_form_stores_through_the_epilogue(precision, out, staged, rng):
+    epilogues.register_form(rng, (16, 16, 16), 32, precision, out, staged)
+
+
+@pytest.mark.parametrize("precision,out,tma", [(None, "float16", False), ("bf16", "int16", True),
+                                               (None, "float32", True)])
+def test_a_batch_stores_through_the_epilogue(precision, out, tma, rng):
+    epilogues.batch(rng, (16, 16, 16), 32, precision, out, tma)
+
+
+def test_the_hopper_forms_store_through_the_epilogue(rng):
+    epilogues.hopper_batch(rng, (64, 64, 16), "bf16", "float32")
+    epilogues.hopper_tile(rng, (64, 64, 16), 128, "int16")

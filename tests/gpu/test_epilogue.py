@@ -1,0 +1,30 @@
+"""Fused epilogues on the GPU against NumPy, every store of the tile matmul (the checks: tests/epilogues.py)."""
+
+import pytest
+from numba import cuda
+
+from .. import epilogues
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
+
+
+@pytest.mark.parametrize("precision,out,staged", [(None, "float32", False), (None, "float32", True),
+                                                  (None, "float16", True), ("bf16", "int16", False)])
+def test_the_register_form_stores_through_the_epilogue(precision, out, staged, rng):
+    epilogues.register_form(rng, (64, 64, 32), 128, precision, out, staged)
+
+
+@pytest.mark.parametrize("tma", [False, True])
+@pytest.mark.parametrize("precision,out", [(None, "float16"), (None, "float32"), ("bf16", "int16")])
+def test_a_batch_stores_through_the_epilogue(precision, out, tma, rng):
+    epilogues.batch(rng, (64, 64, 64), 128, precision, out, tma)
+
+
+@pytest.mark.parametrize("precision,out", [(None, "float16"), ("bf16", "float32")])
+def test_the_hopper_batch_stores_through_the_epilogue(precision, out, rng):
+    epilogues.hopper_batch(rng, (128, 128, 32), precision, out)
+
+
+@pytest.mark.parametrize("out", ["int16", "float32"])
+def test_the_hopper_tile_stores_through_the_epilogue(out, rng):
+    epilogues.hopper_tile(rng, (128, 128, 64), 256, out)
