@@ -63,14 +63,17 @@ venv: $(PY)
 
 # Compiled-path tests (GPU ones skip without a GPU), then the simulator's; a worker process a CPU (NVRTC
 # compiles one program at a time in a process, so a lone test's compile leaves the other cores idle).
+# (worksteal: an idle worker takes tests queued for the other, so the cuBLASDx compiles do not pile up at the end)
 test: $(PY)
-	$(PY) -m pytest tests -q -ra -n auto
-	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra -n auto
+	$(PY) -m pytest tests -q -ra -n auto --dist worksteal
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra -n auto --dist worksteal
 
-# The compile path's tests under one CUDA line (CUDA=cu12: in .venv-cu12), and what doctor says of it.
+# The compile path's tests under one CUDA line (CUDA=cu12: in .venv-cu12), and what doctor says of it; on
+# the CUDA 12 line without the tests marked heavy (each compiles cuBLASDx programs of its own: one cuBLASDx
+# GEMM kernel, test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory, stands for them there).
 test-compile: $(PY)
 	$(PY) -m numba_tiles doctor | grep -E "^(CUDA line|NVRTC|nvJitLink|CCCL|CUDA headers) "
-	$(PY) -m pytest $(COMPILE_TESTS) -q -ra -n auto
+	$(PY) -m pytest $(COMPILE_TESTS) -q -ra -n auto --dist worksteal $(if $(filter cu12,$(CUDA)),-m "not heavy")
 
 # The documentation site (docs/, Sphinx + MyST), warnings as errors: docs/_build/html/index.html.
 docs: $(PY)

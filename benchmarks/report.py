@@ -43,6 +43,8 @@ matmul-2026-11-24-pipeline-trap.json matmul-2026-11-24-bf16-variants.json matmul
 matmul-2026-11-25-large-sustained.json matmul-2026-11-25-pipeline-batched.json
 compile_latency-2026-11-25-hopper-batched.json
 matmul-2026-11-25-memory-bound.json matmul-2026-11-25-memory-bound-repeat.json matmul-2026-11-25-race-fix.json
+segmented_reduce-2026-11-27-h100-peers.json matmul_epilogue-2026-11-27-h100.json matmul-2026-11-27-h100-large-store.json
+matmul-2026-11-27-h100-large-direct-f32.json
 """.split()
 
 BEGIN = re.compile(r"<!-- perf:begin (\S+) -->\n")
@@ -166,6 +168,21 @@ def matmul_large(found):
     return table(header, rows) + "\n\n" + sources(cited)
 
 
+def matmul_epilogue(found):
+    r = newest(found, "matmul_epilogue")
+    if not r:
+        return "No result yet."
+    rows = []
+    for row in r.data["rows"]:
+        fused = row.get("cublaslt_fused_ms")
+        rows.append([case_name(row["case"]), row["kernel"], f"{row['ms']:.3f}", f"{row['eager_ms']:.3f}",
+                     f"{fused:.3f}" if fused else "—", f"{row['bare_ms']:.3f}", ratio(row["speedup_vs_eager"]),
+                     ratio(fused / row["ms"]) if fused else "—", ratio(row["bare_ms"] / row["ms"])])
+    header = ["case", "kernel", "numba_tiles ms", "eager PyTorch ms", "cuBLASLt fused ms", "bare product ms",
+              "vs eager", "vs cuBLASLt fused", "vs bare product"]
+    return table(header, rows) + "\n\n" + sources([r])
+
+
 # ---- segmented reductions -------------------------------------------------------------------------------
 
 PEERS = {"cupy": "CuPy", "torch": "PyTorch", "cuda.compute": "cuda.compute",
@@ -287,7 +304,7 @@ def startup(found):
 def files(found):
     def holds(r):
         d = r.data
-        if "rows" in d and r.benchmark == "matmul":
+        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue"):
             return "; ".join(case_name(row["case"]) for row in d["rows"])
         if "shapes" in d:
             return ", ".join(d["shapes"])
@@ -330,7 +347,7 @@ def summary(found):
 
 
 BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "matmul_batched": matmul_batched,
-          "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "compile_latency": compile_latency,
+          "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "matmul_epilogue": matmul_epilogue, "compile_latency": compile_latency,
           "compile_later": compile_later, "first_result": first_result, "startup": startup, "files": files}
 
 

@@ -36,6 +36,7 @@ def test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory(tmp_path, m
     assert tiles.shared_memory(kernel, signature)["total"] == (64 * 32 + 32 * 64) * 2 + 64 * 64 * 4
 
 
+@pytest.mark.heavy
 def test_matmul_renders_cublasdx_with_the_tiles_arrangement():
     """A column-major A (a transposed shared array), row-major B and C; sizes and block as given."""
     with _compile.recording() as lowered:
@@ -116,6 +117,7 @@ def test_misuse_is_a_clear_compile_time_error(body, sig, message):
     assert re.search(message, text), text
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dtype,tile", [("complex64", (32, 32, 16)), ("complex128", (16, 16, 16))])
 def test_complex_products_compile_without_local_memory(dtype, tile, tmp_path):
     """cuBLASDx's complex type over numba's complex64/128 tiles (the same two values, size and alignment)."""
@@ -168,6 +170,7 @@ def kernel(x, out):
     assert set(re.findall(r"DEPBAR\.LE SB0, (0x[0-9a-f]+)", code)) == expected
 
 
+@pytest.mark.heavy
 def test_aligned_tiles_are_read_with_ldmatrix(tmp_path):
     """alignment=16: cuBLASDx reads A and B with LDSM and writes C with STSM; still no local memory."""
     import sys
@@ -221,6 +224,7 @@ def test_a_matmul_description_checks_and_sizes_itself_with_no_compile():
         assert str(info.value).startswith("tiles.Matmul:") and "Fix:" in str(info.value)
 
 
+@pytest.mark.heavy
 def test_cublasdx_suggests_a_block_with_no_gpu():
     """Matmul.suggested_block_dim: cuBLASDx's choice, evaluated by NVRTC; a Matmul takes it."""
     block = tiles.Matmul.suggested_block_dim((64, 64, 32), cuda.types.float16)
@@ -231,6 +235,7 @@ def test_cublasdx_suggests_a_block_with_no_gpu():
         tiles.Matmul.suggested_block_dim((64, 64), "float16")
 
 
+@pytest.mark.heavy
 def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory(tmp_path):
     """examples/gemm.py's pipelined kernel (fp16 -> fp32, C staged): HMMA fed by LDSM from cuBLASDx's
     swizzled tiles, 16-byte cp.async loads (LDGSTS), C through shared memory in vectors, the
@@ -250,6 +255,7 @@ def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory
     assert tiles.shared_memory(kernel, signature)["total"] == 0  # all of it dynamic
 
 
+@pytest.mark.heavy
 def test_an_epilogue_is_inlined_into_the_store(tmp_path):
     """examples/gemm_epilogue.py's register-form kernel, C staged, with relu(value * scale[row] + bias[col]) of
     two arrays passed along: the user's function inlined into the store's loops (FMNMX, no calls but the
@@ -267,6 +273,7 @@ def test_an_epilogue_is_inlined_into_the_store(tmp_path):
     assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
 
 
+@pytest.mark.heavy
 def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
     """examples/gemm.py's batched kernel (fp16 64^3, fp16 C, 3 stages): HMMA fed by LDSM, 16-byte cp.async
     loads (LDGSTS) and the group waits of a pipeline (DEPBAR), C through shared memory in 16-byte vectors; no
@@ -291,6 +298,7 @@ def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
     assert tiles.shared_memory(kernel, signature)["total"] == 0
 
 
+@pytest.mark.heavy
 def test_batched_tma_products_load_with_tma(tmp_path):
     """examples/gemm.py's TMA batched kernel (fp16 64^3, fp16 C, 3 stages): the tiles come by TMA (UTMALDG)
     counted on mbarriers (SYNCS), no cp.async; HMMA fed by LDSM from the swizzled boxes; C rounded to fp16 in
@@ -311,6 +319,7 @@ def test_batched_tma_products_load_with_tma(tmp_path):
     assert tiles.shared_memory(kernel, signature)["total"] == 0
 
 
+@pytest.mark.heavy
 def test_batched_tma_float64_accumulates_on_plain_dmma(tmp_path):
     """float64 by TMA (32 x 32 x 16 tiles, 128 threads, products over several K-tiles): ptxas would fold the
     accumulator's zero at a product's first K-tile into the first DMMAs' zero-accumulator form (a uniform
@@ -327,6 +336,7 @@ def test_batched_tma_float64_accumulates_on_plain_dmma(tmp_path):
     assert not [line for line in lines[dmma[0]:dmma[-1]] if "LDL" in line or "STL" in line]
 
 
+@pytest.mark.heavy
 def test_batched_float_c_goes_out_by_one_bulk_copy(tmp_path):
     """A float C's stage goes out by the copy engine on sm_90 (one bulk copy a whole product, UBLKCP, after the
     threads' shared writes are fenced for it), the threads' 16-byte copy kept for the rest (a blend, a ragged
