@@ -31,7 +31,6 @@ import inspect
 import math
 import re
 import sys
-import types as pytypes
 from dataclasses import dataclass
 
 from numba.cuda import types
@@ -417,37 +416,3 @@ def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
         return call
 
     return decorate
-
-
-# ---- A description's methods (tiles.Matmul's load_a, multiply, ...): intrinsics bound to it ------------
-
-def bind_method(declaration, mm, name=None, **fixed):
-    """The intrinsic ``declaration`` (a `method`) with the description ``mm`` (and ``fixed``) bound, named
-    ``<class>.<name>`` (the description's class, and by default the declaration's name), as a description's
-    attribute in kernels. Example (``tiles.Matmul``'s)::
-
-        self.multiply = bind_method(_multiply, self)    # mm.multiply(a, b, acc) in a kernel
-    """
-    consts = {"mm": lambda intrinsic, value: value, "block_dim": _params.block_dim, **declaration.consts}
-    for param in fixed:
-        consts.setdefault(param, lambda intrinsic, value: value)
-    function = pytypes.FunctionType(declaration.__code__, declaration.__globals__, None, declaration.__defaults__)
-    function.__kwdefaults__, function.__doc__ = declaration.__kwdefaults__, declaration.__doc__
-    function.__name__ = function.__qualname__ = f"{type(mm).__name__}.{name or declaration.__name__.lstrip('_')}"
-    return intrinsic(consts=consts, rule=declaration.rule, simulate=declaration.simulate,
-                     fixed={"mm": mm, "block_dim": mm.block_dim, **fixed})(function)
-
-
-def method(consts, rule, simulate):
-    """Declare the decorated function as a description's method: an intrinsic whose ``mm`` and ``block_dim``
-    `bind_method` fixes to a description. Example::
-
-        @method({"asynchronous": ext.flag("asynchronous")}, _load_rule, simulator.matmul_load)
-        def _load(src, tile, row, col, fill=0, *, asynchronous=False):
-            "docs"
-    """
-
-    def mark(declaration):
-        declaration.consts, declaration.rule, declaration.simulate = consts, rule, simulate
-        return declaration
-    return mark

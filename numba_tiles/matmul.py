@@ -6,17 +6,17 @@ arrangement and block shape are compile-time; the tiles are ordinary ``cuda.shar
 """
 
 import math
+import types as pytypes
 
 from numba.cuda import types
 
 from . import _callback, _compile, _numba, _tensor_maps, extending as ext, simulator
-from ._matrices import ORDERS, arrangement_ab, matrix, pipe_array, scales, shape_mnk
-from ._spec import bind_method, method
 from .extending import CUB, MATHDX, Instance, intrinsic
 
 TILE = CUB.header("tile.cuh")
 MATMUL = MATHDX.header("matmul.cuh")
 
+_ORDERS = {"row_major": True, "col_major": False}
 _STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # Matmul.batched's shared buffers of A and B
 # cuBLASDx's real precisions numba_tiles offers: (A and B's dtype) → the dtypes C may have.
 _PRECISIONS = {"float16": ("float16", "float32"), "float32": ("float32",), "float64": ("float64",),
@@ -25,6 +25,25 @@ _PRECISIONS = {"float16": ("float16", "float32"), "float32": ("float32",), "floa
 # bfloat16 travels as its bits in 16-bit integers, since numba-cuda 0.30 has no bfloat16 arrays.
 _NAMED = {"tf32": ("cublasdx::tfloat32_t", ("float32",), ("float32",)),
           "bf16": ("__nv_bfloat16", ("int16", "uint16"), ("float32",))}
+
+
+# What a matrix argument must be, and the fix, by its dimensions: a matrix, or a batch of them.
+_ARRAYS = {2: ("a 2-D array", "pass a 2-D array as {} (a shared tile: cuda.shared.array((rows, cols), dtype))"),
+           3: ("a 3-D array (count x rows x cols)", "pass the batch of matrices as one 3-D array ({}[i] is product i's)")}
+
+
+def _matrix(name, args, param, like=None, ndim=2):
+    """The `Dtype` of the 2-D (``ndim=3``: 3-D) array argument ``param``; ``like``: (the other argument, the
+    dtype it must share)."""
+    ty = args[param]
+    if not (isinstance(ty, types.Array) and ty.ndim == ndim):
+        what, fix = _ARRAYS[ndim]
+        raise ext.error(name, f"{param} must be {what}, got {ty}", fix.format(param))
+    dtype = ext.scalar(name, param, ty.dtype, verb="holds")
+    if like is not None and dtype != like[1]:
+        raise ext.error(name, f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
+                    f"use {param} and {like[0]} of one dtype")
+    return dtype
 
 
 def _shape(args):
@@ -37,10 +56,17 @@ def _origin(name, args):
         ext.integer(name, param, args[param])
 
 
-def _move(name, args, other):
-    """The tile's `Dtype`, after checking the tile, the global matrix ``other`` (same dtype) and the origin."""
-    dtype = matrix(name, args, "tile")
-    matrix(name, args, other, like=("tile", dtype))
+def _scales(name, args):
+    """Check the run-time ``alpha``, ``beta`` (when given): numbers."""
+    for param in ("alpha", "beta"):
+        if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
+            raise ext.error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
+
+
+def _move(name, args, matrix):
+    """The tile's `Dtype`, after checking the tile, the global ``matrix`` (same dtype) and the origin."""
+    dtype = _matrix(name, args, "tile")
+    _matrix(name, args, matrix, like=("tile", dtype))
     _origin(name, args)
     return dtype
 
@@ -165,6 +191,13 @@ def tile_store(tile, dst, row, col, *, block_dim):
     """
 
 
+def _shape_mnk(intrinsic, value):
+    if not (isinstance(value, tuple) and len(value) == 3 and all(isinstance(v, int) and v >= 1 for v in value)):
+        raise ext.error(intrinsic, f"shape must be a tuple (M, N, K) of positive ints, got {value!r}",
+                    "pass shape=(M, N, K): A is M x K, B is K x N, C is M x N, e.g. shape=(64, 64, 32)")
+    return value
+
+
 def _lds(intrinsic, value):
     if value is not None and not (isinstance(value, tuple) and len(value) == 3
                                   and all(isinstance(v, int) and v >= 1 for v in value)):
@@ -174,7 +207,7 @@ def _lds(intrinsic, value):
 
 
 def _arrangement(intrinsic, value):
-    if value is not None and not (isinstance(value, tuple) and len(value) == 3 and set(value) <= set(ORDERS)):
+    if value is not None and not (isinstance(value, tuple) and len(value) == 3 and set(value) <= set(_ORDERS)):
         raise ext.error(intrinsic, f"arrangement must be a 3-tuple of 'row_major'/'col_major', got {value!r}",
                     "pass arrangement=('row_major', 'col_major', 'row_major') for A, B and C, or leave it "
                     "out for C- or F-contiguous tiles")
@@ -184,7 +217,7 @@ def _arrangement(intrinsic, value):
 def _order(name, args, param, given):
     """Whether the tile ``param`` is row-major: its Numba layout, or the given arrangement."""
     if given is not None:
-        return ORDERS[given]
+        return _ORDERS[given]
     layout = args[param].layout
     if layout not in "CF":
         raise ext.error(name, f"{param} is a strided view ({args[param]}), whose order is known only at run time",
@@ -216,11 +249,11 @@ def _whole_warps(name, block_dim):
 
 
 def _matmul_rule(name, args):
-    ta = matrix(name, args, "a")
-    tb = matrix(name, args, "b", like=("a", ta))
-    tc = matrix(name, args, "c")
+    ta = _matrix(name, args, "a")
+    tb = _matrix(name, args, "b", like=("a", ta))
+    tc = _matrix(name, args, "c")
     compute = _compute_type(name, ta, tc, args["precision"])
-    scales(name, args)
+    _scales(name, args)
     _whole_warps(name, args["block_dim"])
     m, n, k = args["shape"]
     given = args["arrangement"] or (None, None, None)
@@ -246,7 +279,7 @@ def _matmul_rule(name, args):
                      ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
 
 
-@intrinsic(consts={"shape": shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,
+@intrinsic(consts={"shape": _shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,
                    "alignment": ext.choice("alignment", {None: 0, 16: 16}),
                    "precision": ext.choice("precision", dict.fromkeys([None, *_NAMED]))},
            rule=_matmul_rule, simulate=simulator.matmul)
@@ -298,6 +331,14 @@ def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, 
 
 
 # ---- The register form: a module-level description, its intrinsics bound to it -------------
+
+def _arrangement2(intrinsic, value):
+    if not (isinstance(value, tuple) and len(value) == 2 and set(value) <= set(_ORDERS)):
+        raise ext.error(intrinsic, f"arrangement must be a 2-tuple of 'row_major'/'col_major' (A's, B's), got {value!r}",
+                    "pass arrangement=('row_major', 'col_major') for A and B as they lie in global memory, "
+                    "or leave it out (both row-major)")
+    return value
+
 
 class Matmul:
     """A block's tile product ``acc += A @ B``, described once at module level and used in kernels.
@@ -402,19 +443,19 @@ class Matmul:
         self.accumulator_items = m * n // threads
         self.c_items = m * (n + 32 // tc.numpy.itemsize)  # rows padded by 32 bytes: stage_pitch in matmul.cuh
         self.shared_memory_bytes = (self.a_items + self.b_items) * ta.numpy.itemsize
-        self.load_a = bind_method(_load_operand, self, "load_a", operand=0)
-        self.load_b = bind_method(_load_operand, self, "load_b", operand=1)
-        self.multiply = bind_method(_multiply, self)
-        self.store = bind_method(_store, self)
-        self.wait = bind_method(_wait, self)
-        self.batched = bind_method(_batched, self)
-        self.batched_tma = bind_method(_batched_tma, self)
+        self.load_a = _bind(_load_operand, self, "load_a", operand=0)
+        self.load_b = _bind(_load_operand, self, "load_b", operand=1)
+        self.multiply = _bind(_multiply, self)
+        self.store = _bind(_store, self)
+        self.wait = _bind(_wait, self)
+        self.batched = _bind(_batched, self)
+        self.batched_tma = _bind(_batched_tma, self)
 
     def _describe(self, name, shape, dtype, accumulator, arrangement, precision):
         """Check and keep what the product is, the block aside."""
-        self.shape = shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
+        self.shape = _shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
         self.precision = ext.choice("precision", dict.fromkeys([None, *_NAMED]))(name, precision)
-        self.arrangement = arrangement_ab(name, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
+        self.arrangement = _arrangement2(name, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
         ta = ext.named(name, "dtype", dtype)
         half = ta.name == "float16" or self.precision == "bf16"
         tc = ext.named(name, "accumulator", accumulator or ("float32" if half else ta.name))
@@ -441,7 +482,7 @@ class Matmul:
         probe = cls.__new__(cls)
         probe._describe("Matmul.suggested_block_dim", shape, dtype, accumulator, arrangement, precision)
         m, n, k = probe.shape
-        row_a, row_b = (str(ORDERS[a]).lower() for a in probe.arrangement)
+        row_a, row_b = (str(_ORDERS[a]).lower() for a in probe.arrangement)
         packed = _compile.constant(f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, {probe._compute}, "
                                    f"{probe._types[1].cxx}, {row_a}, {row_b}>()", MATMUL, arch)
         return packed & 0xFFFF, packed >> 16 & 0xFFFF, packed >> 32 & 0xFFFF
@@ -529,7 +570,7 @@ class Matmul:
         m, n, k = self.shape
         ta, tc = self._types
         bx, by, bz = self.block_dim
-        row_a, row_b = (ORDERS[a] for a in self.arrangement)
+        row_a, row_b = (_ORDERS[a] for a in self.arrangement)
         return MATMUL.template(function, M=m, N=n, K=k, PA=self._compute, PB=self._compute, PC=tc.cxx, RowA=row_a,
                                RowB=row_b, BX=bx, BY=by, BZ=bz, AItems=self.a_items, BItems=self.b_items,
                                CItems=self.accumulator_items, **more)
@@ -560,10 +601,30 @@ class Matmul:
         return tc
 
 
+def _bind(declaration, mm, name=None, **fixed):
+    """The intrinsic ``declaration`` with the description ``mm`` (and ``fixed``) bound, named ``Matmul.<name>``
+    (the description's class, and by default the declaration's name): ``mm.load_a`` etc."""
+    consts = {"mm": lambda intrinsic, value: value, "block_dim": ext.block_dim, **declaration.consts}
+    for param in fixed:
+        consts.setdefault(param, lambda intrinsic, value: value)
+    function = pytypes.FunctionType(declaration.__code__, declaration.__globals__, None, declaration.__defaults__)
+    function.__kwdefaults__, function.__doc__ = declaration.__kwdefaults__, declaration.__doc__
+    function.__name__ = function.__qualname__ = f"{type(mm).__name__}.{name or declaration.__name__.lstrip('_')}"
+    return intrinsic(consts=consts, rule=declaration.rule, simulate=declaration.simulate,
+                     fixed={"mm": mm, "block_dim": mm.block_dim, **fixed})(function)
+
+
+def _declares(consts, rule, simulate):
+    def mark(declaration):
+        declaration.consts, declaration.rule, declaration.simulate = consts, rule, simulate
+        return declaration
+    return mark
+
+
 def _load_operand_rule(name, args):
     mm, operand = args["mm"], args["operand"]
     ta = mm._shared_tile(name, args, "tile", "ab"[operand] + "_items")
-    matrix(name, args, "src", like=("tile", ta))
+    _matrix(name, args, "src", like=("tile", ta))
     _origin(name, args)
     template = mm._template("numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
     return Instance(name, MATMUL, template, types.none,
@@ -571,7 +632,7 @@ def _load_operand_rule(name, args):
                      ("tile", args["tile"], None), ("fill", ta.numba, 0)))
 
 
-@method({"asynchronous": ext.flag("asynchronous")}, _load_operand_rule, simulator.matmul_load)
+@_declares({"asynchronous": ext.flag("asynchronous")}, _load_operand_rule, simulator.matmul_load)
 def _load_operand(src, tile, row, col, fill=0, *, asynchronous=False):
     """Copy the tile of the 2-D array ``src`` at ``src[row, col]`` into the shared tile for this Matmul; see `Matmul`."""
 
@@ -586,7 +647,7 @@ def _multiply_rule(name, args):
                     (("a", args["a"], None), ("b", args["b"], None), ("acc", args["acc"], None)))
 
 
-@method({}, _multiply_rule, simulator.matmul_multiply)
+@_declares({}, _multiply_rule, simulator.matmul_multiply)
 def _multiply(a, b, acc):
     """``acc += a @ b`` for this Matmul's shared tiles, by the whole block; see `Matmul`."""
 
@@ -594,9 +655,9 @@ def _multiply(a, b, acc):
 def _store_rule(name, args):
     mm = args["mm"]
     tc = mm._accumulator(name, args)
-    td, result = mm._result(name, "dst", matrix(name, args, "dst"))
+    td, result = mm._result(name, "dst", _matrix(name, args, "dst"))
     _origin(name, args)
-    scales(name, args)
+    _scales(name, args)
     params = (("acc", args["acc"], None), ("dst", args["dst"], None), ("row", types.int64, None),
               ("col", types.int64, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
     function = "numba_tiles::matmul_store"
@@ -613,22 +674,22 @@ def _store_rule(name, args):
 def _batched_c_and_shared(name, args, nbytes):
     """Check ``c``, ``shared`` (whose size ``mm.<nbytes>(stages)`` gives), ``alpha`` and ``beta`` of a batched
     call; their template arguments."""
-    td, result = args["mm"]._result(name, "c", matrix(name, args, "c", ndim=3))
+    td, result = args["mm"]._result(name, "c", _matrix(name, args, "c", ndim=3))
     if not (isinstance(args["shared"], types.Array) and args["shared"].ndim == 1):
         raise ext.error(name, f"shared must be a 1-D array, got {args['shared']}",
                         "pass cuda.shared.array(0, uint8, alignment=16) and launch with "
                         f"mm.{nbytes}(stages) bytes of dynamic shared memory")
-    scales(name, args)
+    _scales(name, args)
     return {"PD": result, "TD": td.cxx, "TS": ext.element(name, "shared", args["shared"]).cxx}
 
 
 def _batched_rule(name, args):
     mm = args["mm"]
     ta, tc = mm._types
-    if matrix(name, args, "a", ndim=3) != ta:
+    if _matrix(name, args, "a", ndim=3) != ta:
         raise ext.error(name, f"a holds {args['a'].dtype}; this Matmul multiplies {mm.dtype}",
                         f"pass A and B of {mm.dtype}")
-    matrix(name, args, "b", like=("a", ta), ndim=3)
+    _matrix(name, args, "b", like=("a", ta), ndim=3)
     template = mm._template("numba_tiles::matmul_batched", Stages=args["stages"], T=ta.cxx, TC=tc.cxx,
                             **_batched_c_and_shared(name, args, "batched_shared_memory_bytes"))
     fused, prelude = _callback.fused(name, args, tc.numba, 3)
@@ -643,13 +704,22 @@ def _batched_tma_rule(name, args):
     ta, tc = mm._types
     _hopper_or_later(name)
     mm._tma_tiles(name)
-    pipe = pipe_array(name, args, "prepare_batched")
+    pipe = _pipe(name, args, "prepare_batched")
     template = mm._template("numba_tiles::matmul_batched_tma", Stages=args["stages"], TC=tc.cxx,
                             **_batched_c_and_shared(name, args, "batched_tma_shared_memory_bytes"))
     fused, prelude = _callback.fused(name, args, tc.numba, 3)
     return Instance(name, MATMUL, template, types.none,
                     (("pipe", pipe, None), ("c", args["c"], None), ("shared", args["shared"], None),
                      ("alpha", tc.numba, 1), ("beta", tc.numba, 0)) + fused, prelude=prelude)
+
+
+def _pipe(name, args, prepare, arrays="a, b"):
+    """``args["pipe"]``, which must be the 1-D uint8 array ``mm.<prepare>(<arrays>)`` made on the host."""
+    pipe = args["pipe"]
+    if not (isinstance(pipe, types.Array) and pipe.ndim == 1 and pipe.dtype == types.uint8):
+        raise ext.error(name, f"pipe must be the uint8 array mm.{prepare}({arrays}) returned, got {pipe}",
+                        f"pass pipe = mm.{prepare}({arrays}), made on the host, to the kernel")
+    return pipe
 
 
 def _hopper_or_later(name):
@@ -661,22 +731,22 @@ def _hopper_or_later(name):
                         "use mm.batched (cp.async copies) on this GPU")
 
 
-@method({"stages": _STAGES, **_callback.CONSTS}, _batched_tma_rule, simulator.matmul_batched_tma)
+@_declares({"stages": _STAGES, **_callback.CONSTS}, _batched_tma_rule, simulator.matmul_batched_tma)
 def _batched_tma(pipe, c, shared, alpha=1.0, beta=0.0, *, stages=2, epilogue=None, epilogue_args=None):
     """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for this block's share of the batch, A and B by TMA; see `Matmul`."""
 
 
-@method({"stages": _STAGES, **_callback.CONSTS}, _batched_rule, simulator.matmul_batched)
+@_declares({"stages": _STAGES, **_callback.CONSTS}, _batched_rule, simulator.matmul_batched)
 def _batched(a, b, c, shared, alpha=1.0, beta=0.0, *, stages=2, epilogue=None, epilogue_args=None):
     """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for this block's share of the batch; see `Matmul`."""
 
 
-@method(_callback.CONSTS, _store_rule, simulator.matmul_store)
+@_declares(_callback.CONSTS, _store_rule, simulator.matmul_store)
 def _store(acc, dst, row, col, alpha=1.0, beta=0.0, stage=None, *, epilogue=None, epilogue_args=None):
     """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators; see `Matmul`."""
 
 
-@method({}, _wait_rule, simulator.tile_wait)
+@_declares({}, _wait_rule, simulator.tile_wait)
 def _wait(pending=0):
     """Wait for this block's asynchronous loads (all but the last ``pending``), then a barrier; see `Matmul`."""
 

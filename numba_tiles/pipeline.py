@@ -17,8 +17,7 @@ from numba.cuda import types
 from . import _callback, _libmathdx, _numba, _tensor_maps, _toolchain, extending as ext, simulator
 from ._library import MATHDX_SM90A
 from .extending import CUB, Instance
-from ._matrices import ORDERS, arrangement_ab, matrix, pipe_array, scales, shape_mnk
-from ._spec import bind_method, method
+from .matmul import _ORDERS, _arrangement2, _bind, _declares, _matrix, _pipe, _scales, _shape_mnk
 
 PIPELINE = CUB.header("pipeline.cuh")
 WGMMA = MATHDX_SM90A.header("wgmma.cuh")
@@ -105,8 +104,8 @@ class PipelineMatmul:
 
     def __init__(self, shape, dtype, *, precision=None, c_dtype="float32", arrangement=("row_major", "row_major"),
                  stages=2, block_dim=256):
-        self.shape = m, n, k = shape_mnk(NAME, tuple(shape) if isinstance(shape, list) else shape)
-        self.arrangement = arrangement_ab(NAME, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
+        self.shape = m, n, k = _shape_mnk(NAME, tuple(shape) if isinstance(shape, list) else shape)
+        self.arrangement = _arrangement2(NAME, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
         self.precision = ext.choice("precision", dict.fromkeys([None, "bf16", "tf32"]))(NAME, precision) or "fp16"
         ta = ext.named(NAME, "dtype", dtype)
         if ta.name not in _OPERANDS[self.precision]:
@@ -139,11 +138,11 @@ class PipelineMatmul:
         self.dtype, self.c_dtype, self.stages = ta.name, tc.name, stages
         self._types = (ta, tc)
         self._pipeline = _libmathdx.Pipeline(m, n, k, self.precision,
-                                             *(ORDERS[a] for a in self.arrangement), self.threads, stages)
+                                             *(_ORDERS[a] for a in self.arrangement), self.threads, stages)
         self.batched_threads = 128 * (m // 64 + 1)  # (one warpgroup loading, one multiplying each 64 rows)
-        self.tile = bind_method(_tile, self)
-        self.batched = bind_method(_batched, self, block_dim=self.batched_threads)
-        self._prepare = bind_method(_prepare, self)
+        self.tile = _bind(_tile, self)
+        self.batched = _bind(_batched, self, block_dim=self.batched_threads)
+        self._prepare = _bind(_prepare, self)
 
     def _key(self):
         return self._pipeline, self.c_dtype
@@ -272,14 +271,14 @@ def _instance(name, mm, template, params, prelude=""):
 def _tile_rule(name, args):
     mm = args["mm"]
     _hopper(name)
-    pipe_array(name, args, "prepare")
-    tc = matrix(name, args, "c")
+    _pipe(name, args, "prepare")
+    tc = _matrix(name, args, "c")
     if tc != mm._types[1]:
         raise ext.error(name, f"c holds {tc.name}; this PipelineMatmul's C is {mm.c_dtype}",
                         f"pass a 2-D array of {mm.c_dtype}, or make the PipelineMatmul with c_dtype='{tc.name}'")
     for param in ("i", "j"):
         ext.integer(name, param, args[param])
-    scales(name, args)
+    _scales(name, args)
     fused, prelude = _callback.fused(name, args, types.float32, 2)
     if _numba.simulator_enabled():  # (the twin needs no C++)
         return Instance(name, PIPELINE, "", types.none, fused)
@@ -297,7 +296,7 @@ def _tile_rule(name, args):
                                           ("alpha", types.float32, 1), ("beta", types.float32, 0)) + fused, prelude)
 
 
-@method(_callback.CONSTS, _tile_rule, simulator.pipeline_tile)
+@_declares(_callback.CONSTS, _tile_rule, simulator.pipeline_tile)
 def _tile(pipe, c, i, j, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
     """C's tile (i, j) = alpha * A @ B + beta * C, by the whole block; see `PipelineMatmul`."""
 
@@ -317,22 +316,22 @@ def _batched_rule(name, args):
         raise ext.error(name, f"its {mm.stages} stages and C's tile take {mm.batched_shared_memory_bytes} bytes of "
                         f"shared memory, over the {MAX_SHARED_BYTES} a block can have", "use fewer stages or a "
                         "smaller K (stages x K of 128 to 256 is enough to keep DRAM busy)")
-    pipe_array(name, args, "prepare_batched", "a, b, c")
-    tc = matrix(name, args, "c", ndim=3)
+    _pipe(name, args, "prepare_batched", "a, b, c")
+    tc = _matrix(name, args, "c", ndim=3)
     if tc != mm._types[1]:
         raise ext.error(name, f"c holds {tc.name}; this PipelineMatmul's C is {mm.c_dtype}",
                         f"pass a 3-D array of {mm.c_dtype}, or make the PipelineMatmul with c_dtype='{tc.name}'")
-    scales(name, args)
+    _scales(name, args)
     fused, prelude = _callback.fused(name, args, types.float32, 3)
     template = WGMMA.template("numba_tiles::pipeline_batched", M=mm.m, N=mm.n, K=mm.k, Stages=mm.stages,
-                             RowA=ORDERS[mm.arrangement[0]], RowB=ORDERS[mm.arrangement[1]], P=_CXX[mm.precision],
+                             RowA=_ORDERS[mm.arrangement[0]], RowB=_ORDERS[mm.arrangement[1]], P=_CXX[mm.precision],
                              PD=_CXX["float32" if tc.name == "float32" else mm.precision], TD=tc.cxx)
     return Instance(name, WGMMA, template, types.none, (("pipe", args["pipe"], None), ("c", args["c"], None),
                                                         ("alpha", types.float32, 1), ("beta", types.float32, 0))
                     + fused, prelude=prelude)
 
 
-@method(_callback.CONSTS, _batched_rule, simulator.pipeline_batched)
+@_declares(_callback.CONSTS, _batched_rule, simulator.pipeline_batched)
 def _batched(pipe, c, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
     """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` over the batch, by persistent blocks; see `PipelineMatmul`."""
 
@@ -340,18 +339,18 @@ def _batched(pipe, c, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None)
 def _prepare_rule(name, args):
     mm = args["mm"]
     _hopper(name)
-    pipe_array(name, args, "prepare")
-    ta = matrix(name, args, "a")
-    matrix(name, args, "b", like=("a", ta))
+    _pipe(name, args, "prepare")
+    ta = _matrix(name, args, "a")
+    _matrix(name, args, "b", like=("a", ta))
     traits = mm._traits(name)
     template = PIPELINE.template("numba_tiles::pipeline_prepare", DeviceBytes=traits["device_bytes"],
-                                 DeviceAlign=traits["device_align"], RowA=ORDERS[mm.arrangement[0]],
-                                 RowB=ORDERS[mm.arrangement[1]], DeviceCreate=f"&{traits['symbols']['device_create']}")
+                                 DeviceAlign=traits["device_align"], RowA=_ORDERS[mm.arrangement[0]],
+                                 RowB=_ORDERS[mm.arrangement[1]], DeviceCreate=f"&{traits['symbols']['device_create']}")
     return _instance(name, mm, template, (("pipe", args["pipe"], None), ("a", args["a"], None),
                                           ("b", args["b"], None)))
 
 
-@method({}, _prepare_rule, None)  # (the simulator's prepare is a host call: simulator.pipeline_prepare)
+@_declares({}, _prepare_rule, None)  # (the simulator's prepare is a host call: simulator.pipeline_prepare)
 def _prepare(pipe, a, b):
     """Fill ``pipe`` for A and B (one thread); `PipelineMatmul.prepare` launches it."""
 
