@@ -59,6 +59,14 @@ struct array_ref {
   long long stride;
 };
 
+// The block's dynamic shared memory as an array of T: the whole of it belongs to the call that takes it
+// (a Matmul's tile and batched, whose launch gives the bytes they need).
+template <typename T>
+__device__ __forceinline__ array_ref<T> dynamic_shared() {
+  extern __shared__ __align__(1024) unsigned char dynamic[];
+  return {reinterpret_cast<T*>(dynamic), static_cast<long long>(dynamic_shared_bytes() / sizeof(T)), 1};
+}
+
 // A 2-D Numba array as an entry point passes it: data, shape, strides in items (any layout).
 template <typename T>
 struct matrix_ref {

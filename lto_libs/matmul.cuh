@@ -674,9 +674,9 @@ struct tma_tile {
                                                             cute::Stride<cute::_1, cute::Int<line>>>{})));
 };
 
-// The loop of Matmul.batched (either form): C[i] = alpha A[i] B[i] + beta C[i] for i = this
-// block, this block + the grid's blocks, ... below `count` (a persistent loop: launch about as
-// many blocks as fit at once), each product `ksteps` K-tiles. The K-tiles stream through Stages
+// The loop of Matmul.batched (either form): C[i] = alpha A[i] B[i] + beta C[i] for i = `block`,
+// `block` + `blocks`, ... below `count` (a persistent loop: this block of a grid of `blocks`; launch about
+// as many blocks as fit at once), each product `ksteps` K-tiles. The K-tiles stream through Stages
 // shared buffers of A and B (tiles_a + slot * ItemsA in LayoutA, and B's), the next Stages - 1
 // loading while the block multiplies the current one into its registers; C goes out through the
 // shared stage as matmul_store_staged. `pipe` moves the tiles: pipe.load(slot, item, k) starts
@@ -694,13 +694,11 @@ template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA,
           typename PD, bool Started, bool Aliased, typename T, typename TC, typename TD, class Pipe, typename Epi>
 __device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long long k, T* tiles_a, T* tiles_b,
                                              batched_stage<TC, TD>* stage, const batch_ref<TD>& c, TC alpha,
-                                             TC beta, Epi epi) {
+                                             TC beta, Epi epi, long long block, long long blocks) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   using Staged = batched_stage<TC, TD>;
   static_assert(Stages >= 2, "a pipeline needs two stages or more");
   constexpr int StageItems = batched_stage_items<M, N, TC, TD>;
-  const long long blocks = static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
-  const long long block = blockIdx.x + gridDim.x * (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
   const int ksteps = k > K ? static_cast<int>((k + K - 1) / K) : 1;  // K = 0: one step of zeros
   const long long mine = block < count ? (count - 1 - block) / blocks + 1 : 0;
   const long long steps = mine * ksteps;
@@ -816,22 +814,34 @@ __device__ __forceinline__ void check_batched_shared(const array_ref<TS>& shared
   }
 }
 
-// Matmul.batched(a, b, c, ...): every thread copies the tiles (operand_copy: cp.async when a
-// K-tile lies inside its matrix in aligned 16-byte vectors, item by item with zeros past the
-// edges otherwise) into the suggested layouts, each step one cp.async group. `shared` holds Stages
-// A tiles, Stages B tiles and the stage (16-byte aligned).
+// The block's index in the grid, and the grid's blocks.
+__device__ __forceinline__ long long linear_block() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
+}
+__device__ __forceinline__ long long grid_blocks() {
+  return static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
+}
+
+// The bytes of Matmul.batched's (and Matmul.tile's) dynamic shared memory: Stages A tiles, Stages B tiles, the stage.
+template <int M, int N, int AItems, int BItems, int Stages, typename T, typename TC, typename TD>
+inline constexpr long long batched_shared_bytes = Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
+    batched_stage_items<M, N, TC, TD> * static_cast<long long>(sizeof(batched_stage<TC, TD>));
+
+// Products block, block + blocks, ... of a batch by cp.async: every thread copies the tiles (operand_copy:
+// cp.async when a K-tile lies inside its matrix in aligned 16-byte vectors, item by item with zeros past
+// the edges otherwise) into the suggested layouts, each step one cp.async group. `shared` holds Stages A
+// tiles, Stages B tiles and the stage (16-byte aligned).
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, int Stages, typename T, typename TC, typename PD, typename TD,
-          typename TS, typename Epi = no_epilogue>
-__device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
-                                               TC alpha, TC beta, Epi epi = {}) {
+          int AItems, int BItems, int CItems, int Stages, typename PD, typename T, typename TC, typename TD,
+          typename TS, typename Epi>
+__device__ __forceinline__ void copied_loop(const char* name, const batch_ref<T>& a, const batch_ref<T>& b,
+                                            const batch_ref<TD>& c, const array_ref<TS>& shared, TC alpha, TC beta,
+                                            Epi epi, long long block, long long blocks) {
   using BLAS = blas<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ>;
   static_assert(AItems * sizeof(T) % 16 == 0 && BItems * sizeof(T) % 16 == 0, "tiles of whole 16-byte vectors");
-  check_launch<BX, BY, BZ>("Matmul.batched");
-  check_batch<M, N>(a.count, a.rows, a.cols, b.count, b.rows, b.cols, c.count, c.rows, c.cols);
+  check_launch<BX, BY, BZ>(name);
   using Staged = batched_stage<TC, TD>;
-  check_batched_shared(shared, Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
-                                   batched_stage_items<M, N, TC, TD> * static_cast<long long>(sizeof(Staged)));
+  check_batched_shared(shared, batched_shared_bytes<M, N, AItems, BItems, Stages, T, TC, TD>);
   T* const tiles_a = reinterpret_cast<T*>(__builtin_assume_aligned(shared.data, 16));
   T* const tiles_b = tiles_a + Stages * AItems;
   struct {
@@ -851,10 +861,54 @@ __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, b
   } pipe{a, b, tiles_a, tiles_b};
   batched_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages,
                decltype(BLAS::suggest_layout_smem_a().layout), decltype(BLAS::suggest_layout_smem_b().layout), AItems,
-               BItems, PD, false, false>(pipe, a.count, a.cols, tiles_a, tiles_b, reinterpret_cast<Staged*>(tiles_b + Stages * BItems), c,
-                       alpha, beta, epi);
+               BItems, PD, false, false>(pipe, a.count, a.cols, tiles_a, tiles_b,
+                                         reinterpret_cast<Staged*>(tiles_b + Stages * BItems), c, alpha, beta, epi,
+                                         block, blocks);
   cute::cp_async_wait<0>();  // (only empty groups remain; a kernel may reuse the buffers after the call)
   __syncthreads();
+}
+
+// Matmul.batched(ops, ...) by cp.async (any GPU): the batch's products over a persistent grid.
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Stages, typename T, typename TC, typename PD, typename TD,
+          typename TS, typename Epi = no_epilogue>
+__device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
+                                               TC alpha, TC beta, Epi epi = {}) {
+  check_batch<M, N>(a.count, a.rows, a.cols, b.count, b.rows, b.cols, c.count, c.rows, c.cols);
+  copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, PD>(
+      "Matmul.batched", a, b, c, shared, alpha, beta, epi, linear_block(), grid_blocks());
+}
+
+// Matmul.tile(ops, i, j, ...) by cp.async (any GPU): C's tile (i, j) as one product of batched's loop, the M
+// rows of A from i * M by the N columns of B from j * N, the epilogue given C's coordinates.
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Stages, typename T, typename TC, typename PD, typename TD,
+          typename TS, typename Epi = no_epilogue>
+__device__ __forceinline__ void matmul_tile(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, long long i,
+                                            long long j, array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
+  const long long r0 = i * M, c0 = j * N;
+  if (a.cols != b.rows || a.rows != c.rows || b.cols != c.cols) {
+    if (first_thread()) {
+      printf("tiles.Matmul.tile: A is %lld x %lld, B %lld x %lld, C %lld x %lld; they must be m x k, k x n and m x n\n",
+             a.rows, a.cols, b.rows, b.cols, c.rows, c.cols);
+    }
+    fail();
+  }
+  if (r0 < 0 || c0 < 0 || r0 >= c.rows || c0 >= c.cols) {
+    return;  // (a tile past C's edge: nothing to compute)
+  }
+  const long long m = c.rows - r0 < M ? c.rows - r0 : M, n = c.cols - c0 < N ? c.cols - c0 : N;
+  const batch_ref<T> pa{a.data + r0 * a.row_stride, 1, m, a.cols, 0, a.row_stride, a.col_stride};
+  const batch_ref<T> pb{b.data + c0 * b.col_stride, 1, b.rows, n, 0, b.row_stride, b.col_stride};
+  const batch_ref<TD> pc{&c(r0, c0), 1, m, n, 0, c.row_stride, c.col_stride};
+  const auto at = [&](TC value, long long, long long r, long long q) { return epi(value, r0 + r, c0 + q); };
+  if constexpr (has_epilogue<Epi>) {
+    copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, PD>(
+        "Matmul.tile", pa, pb, pc, shared, alpha, beta, at, 0, 1);
+  } else {
+    copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, PD>(
+        "Matmul.tile", pa, pb, pc, shared, alpha, beta, epi, 0, 1);
+  }
 }
 
 // The tile at (row0, col0) of product `item` of the tensor `map`, box by box along its lines.
@@ -868,7 +922,8 @@ __device__ __forceinline__ void tma_tile_load(const void* map, T* tile, int row0
   }
 }
 
-// What Matmul.prepare_batched writes after A's and B's tensor maps: the batch's sizes.
+// What Matmul.operands writes for the TMA loop (numba_tiles/_operands.py's PIPE, checked by static_assert
+// there): A's and B's tensor maps, the batch's sizes.
 struct batched_maps {
   unsigned char a[128], b[128];  // CUtensorMap of A, of B (64-byte aligned)
   long long count, m, k, n;
@@ -926,7 +981,7 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
     }
     // (the first product as batched_loop counts it; 32-bit as TMA's coordinates: the loop's own 64-bit
     // index here took the fp16 kernel from 79 to 99 registers)
-    load(0, static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)), 0);
+    load(0, static_cast<int>(linear_block()), 0);
   }
   check_batch<M, N>(pipe->count, pipe->m, pipe->k, pipe->count, pipe->k, pipe->n, c.count, c.rows, c.cols);
   __syncthreads();  // (the barriers initialized before any thread waits on them)
@@ -944,7 +999,7 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
   } loader{load, barriers, leader};
   batched_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages,
                typename TileA::layout_type, typename TileB::layout_type, Buffer, Buffer, PD, true, Aliased>(
-      loader, pipe->count, pipe->k, tiles_a, tiles_b, stage, c, alpha, beta, epi);
+      loader, pipe->count, pipe->k, tiles_a, tiles_b, stage, c, alpha, beta, epi, linear_block(), grid_blocks());
   __syncthreads();  // (every barrier's last phase waited for)
   if (leader) {
     for (int s = 0; s < Stages; ++s) {

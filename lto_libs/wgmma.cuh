@@ -10,15 +10,15 @@
 
 namespace numba_tiles {
 
-// What PipelineMatmul.prepare_batched writes: A's and B's maps and the batch's sizes (batched_maps),
-// C's map, and the counters of the products' order, zero between launches.
+// What Matmul.operands writes for the wgmma loop (numba_tiles/_operands.py's PIPE, checked by static_assert
+// there): A's and B's maps and the batch's sizes (batched_maps), C's map, and the counters of the products'
+// order, zero between launches.
 struct wgmma_pipe {
   batched_maps ab;
   unsigned char pad[32];
   unsigned char c[128];  // CUtensorMap of C: boxes of 64 rows x 128 bytes, 128-byte swizzle
   unsigned tickets, finished;
 };
-static_assert(sizeof(batched_maps) == 288 && sizeof(wgmma_pipe) == 456, "numba_tiles/pipeline.py writes this layout");
 
 // The dynamic shared memory the loop takes: 1 KiB of alignment, Stages buffers of A's and B's K-tiles,
 // each multiplying warpgroup's 64 rows of C (TMA's swizzled boxes), a full and an empty barrier and the

@@ -26,8 +26,8 @@ from ._shared_memory import allow_dynamic_shared_memory, shared_memory, temp_byt
 from .block import (block_adjacent_difference, block_discontinuity, block_exchange, block_histogram, block_load,
                     block_merge_sort, block_radix_sort, block_reduce, block_scan, block_shuffle, block_store,
                     block_sum)
-from .matmul import Matmul, matmul, tile_load, tile_store, tile_wait
-from .pipeline import PipelineMatmul
+from .matmul import Matmul, matmul
+from .tile import tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum
 
 if not _numba.simulator_enabled():
@@ -43,7 +43,7 @@ __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",
     "block_histogram", "block_radix_sort", "block_merge_sort", "block_adjacent_difference",
     "block_discontinuity", "block_shuffle", "warp_reduce", "warp_sum", "warp_scan",
-    "tile_load", "tile_store", "tile_wait", "matmul", "Matmul", "PipelineMatmul",
+    "tile_load", "tile_store", "tile_wait", "matmul", "Matmul",
     "compile", "precompile", "shared_memory", "temp_bytes", "allow_dynamic_shared_memory", "cache", "TilesError",
     "__version__",
 ]

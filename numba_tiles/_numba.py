@@ -201,6 +201,69 @@ def register_description(cls, attribute):
         return context.get_constant(types.intp, found) if isinstance(found, int) else context.get_dummy_value()
 
 
+# --- handles: kernel arguments made of arrays, typed by what made them -------------------
+
+class Handle(types.BaseTuple):
+    """The Numba type of a kernel argument that is a bundle of arrays (``tiles.Matmul.operands``'s): passed
+    to a kernel member by member, as a tuple of them is, and typed by its ``key`` (what made it), so that a
+    kernel's call can tell one maker's handle from another's. ``members``: ((name, Numba type), ...);
+    ``info``: what the maker wants to read back at typing."""
+
+    def __init__(self, name, key, members, info=None):
+        self.members = tuple(members)
+        self.types = tuple(ty for _, ty in self.members)
+        self._key, self.info = key, info
+        super().__init__(name)
+
+    @property
+    def key(self):
+        return self._key
+
+    def __getitem__(self, i):
+        return self.types[i]
+
+    def __len__(self):
+        return len(self.types)
+
+    def __iter__(self):
+        return iter(self.types)
+
+    def index(self, member):
+        return [name for name, _ in self.members].index(member)
+
+
+@functools.cache
+def _handle_model():
+    from numba.cuda.extending import core_models, register_model
+
+    @register_model(Handle)
+    class HandleModel(core_models.StructModel):
+        def __init__(self, dmm, fe_type):
+            super().__init__(dmm, fe_type, list(fe_type.members))
+
+
+def register_handle(cls):
+    """Make instances of ``cls`` kernel arguments: each has ``_numba_type_`` (a `Handle`) and iterates over its
+    members' values (the arrays numba-cuda passes, in the order of the type's members)."""
+    from numba.cuda.extending import typeof_impl
+
+    _handle_model()
+    typeof_impl.register(cls)(lambda value, c: value._numba_type_)
+
+
+def handle_member(builder, ty, value, member):
+    """The member ``member`` of ``value``, a `Handle` of type ``ty``, being lowered."""
+    return builder.extract_value(value, ty.index(member))
+
+
+def resident_blocks(dispatcher, args, threads, nbytes):
+    """How many blocks of ``dispatcher`` launched with ``args`` (compiled for them now if need be), ``threads``
+    a block and ``nbytes`` of dynamic shared memory the current GPU runs at once (the driver's occupancy
+    query, over all its SMs)."""
+    kernel = dispatcher.compile(tuple(dispatcher.typeof_pyval(a) for a in args))
+    return kernel.max_cooperative_grid_blocks(threads, nbytes)
+
+
 def signature(result, args, pysig):
     """A typing signature whose arguments fold by ``pysig`` (an `inspect.Signature`)."""
     from numba.cuda.typing.templates import signature as make

@@ -58,6 +58,8 @@ class Instance:
     items), a 2-D one as ``numba_tiles::matrix_ref<T>`` (data, rows, cols, strides in items), a 3-D
     one as ``numba_tiles::batch_ref<T>`` (data, count, rows, cols, the three strides in items).
     nvJitLink inlines the entry point, after which these pointers are registers again.
+    A parameter named ``handle.member`` is that member of the argument ``handle`` (a `_numba.Handle`
+    value, such as ``tiles.Matmul.operands``'s), passed as the member's type says.
     """
 
     intrinsic: str
@@ -69,6 +71,7 @@ class Instance:
     functions: tuple = ()  # (symbol, Python function, Numba signature): compiled by Numba and linked in
     modules: tuple = ()  # LTO-IR another producer made (``numba.cuda.LTOIR``\ s: libmathdx's), linked in
     storage: str = ""  # the C++ type of its shared temp storage ("" for none)
+    threads: int = 0  # the block's threads its code needs, when the rule fixes them (the kernel's launch bound)
 
     def param_type(self, name):
         """The entry type of the parameter ``name``."""
@@ -83,6 +86,7 @@ class Instance:
     def _declarations(self):
         decls, args = [], []
         for name, ty, _ in self.params:
+            name = name.replace(".", "_")  # (a handle's member)
             if isinstance(ty, str):
                 args.append(ty)
                 continue
@@ -337,7 +341,9 @@ class Spec:
         target = Target.for_lowering(cc, lineinfo)
         arguments = dict(zip(self.pysig.parameters, sig.args))
         instance = self.resolve_types({**arguments, **self.fixed})
-        if "block_dim" in self.consts:
+        if instance.threads:
+            _numba.bound_threads(builder, instance.threads)
+        elif "block_dim" in self.consts:
             # The launch's block shape is a constant of the call: compile the kernel for it, so
             # that ptxas caps its registers to fit (a 1000-thread sort otherwise fails to launch).
             given = self.fixed["block_dim"] if "block_dim" in self.fixed else _constant(arguments["block_dim"])
@@ -353,6 +359,10 @@ class Spec:
         passed = []
         for name, ty, default in instance.params:
             if isinstance(ty, str):
+                continue
+            if "." in name:  # a member of a handle argument
+                handle, member = name.split(".")
+                passed.append((ty, _numba.handle_member(builder, arguments[handle], values[handle], member)))
                 continue
             given = arguments.get(name)
             omitted = given is None or _left_out(given)
@@ -416,3 +426,82 @@ def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
         return call
 
     return decorate
+
+
+# ---- Descriptions: objects made at module level whose methods are intrinsics bound to them -------------
+
+class method:
+    """Declare a description's method (``def load_a(self, src, tile, ...)`` in its class) as an intrinsic
+    bound to each description: ``mm.load_a`` is the intrinsic ``Matmul.load_a`` whose parameter ``mm`` is
+    ``mm`` (``consts``, ``rule``, ``simulate`` as for `intrinsic`; ``fixed``: {parameter: function of the
+    description} pinned for each, e.g. ``{"block_dim": lambda mm: mm.block_dim}``).
+    Public as ``numba_tiles.extending.method``, with `description`. Example::
+
+        @ext.description(constants=("items",))
+        class Sum:
+            def __init__(self, items):
+                self.items = items
+
+            @ext.method(rule=_sum_rule, simulate=_simulate_sum)
+            def total(self, values):
+                "The block's total of ``values[:self.items]``."
+    """
+
+    def __init__(self, *, rule, simulate, consts=None, fixed=None):
+        self.consts, self.rule, self.simulate, self.fixed = consts or {}, rule, simulate, fixed or {}
+
+    def __call__(self, declaration):
+        self.declaration = declaration
+        self.__doc__ = declaration.__doc__
+        return self
+
+    def __set_name__(self, owner, name):
+        self.name, self.owner = name, owner.__name__
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        # Bound once a description (kept in its __dict__, which then shadows this non-data descriptor).
+        bound = obj.__dict__[self.name] = self.bind(obj)
+        return bound
+
+    def bind(self, obj):
+        """The intrinsic ``<class>.<name>`` with ``mm`` = ``obj``."""
+        signature = inspect.signature(self.declaration)
+        stand_in = functools.wraps(self.declaration)(lambda *args, **kwargs: None)
+        stand_in.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])
+        stand_in.__name__ = stand_in.__qualname__ = f"{self.owner}.{self.name}"
+        del stand_in.__wrapped__  # (inspect would follow it back to the signature with self)
+        consts = {"mm": lambda intrinsic, value: value, **self.consts}
+        for param in self.fixed:
+            consts.setdefault(param, lambda intrinsic, value: value)
+        return intrinsic(consts=consts, rule=self.rule, simulate=self.simulate,
+                         fixed={"mm": obj, **{p: f(obj) for p, f in self.fixed.items()}})(stand_in)
+
+
+def description(*, constants=()):
+    """Make module-level instances of the decorated class usable in kernels: its `method`\\ s are intrinsics
+    bound to the instance, and the attributes named in ``constants`` (ints) compile-time constants. Two equal
+    instances are one description (define ``__eq__`` and ``__hash__``). Public as
+    ``numba_tiles.extending.description``; see `method`."""
+
+    def register(cls):
+        methods = {name for name in dir(cls) if isinstance(inspect.getattr_static(cls, name, None), method)}
+
+        def attribute(obj, name):
+            return getattr(obj, name) if name in methods or name in constants else None
+
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            for name in methods:  # (bound now: Numba's typing finds intrinsics registered before a compile)
+                getattr(self, name)
+
+        cls.__init__ = __init__
+        if not _numba.simulator_enabled():
+            _numba.register_description(cls, attribute)
+        return cls
+
+    return register

@@ -1,16 +1,13 @@
-"""TMA tensor maps of a batch's A and B (``Matmul.batched_tma``), and of its C (``PipelineMatmul.batched``),
-made on the host by the CUDA driver.
+"""TMA tensor maps of a batch's A and B (``Matmul.batched`` by TMA), and of its C (by the wgmma loop), made on
+the host by the CUDA driver, in the ``pipe`` bytes of `_operands.PIPE`.
 
-The ``pipe`` array holds A's and B's ``CUtensorMap`` (128 bytes each, 64-byte aligned), then the batch's
-count, m, k and n (int64): ``batched_maps`` in ``lto_libs/matmul.cuh``; ``PipelineMatmul``'s then C's
-map at byte 320 and two zero counters at 448 (``wgmma_pipe`` in ``lto_libs/wgmma.cuh``). A map describes
-its array as 3-D (the arrangement's contiguous side, the other side, the batch) with boxes of one tile's
-lines, at most 128 bytes of each, swizzled as ``tma_tile`` lays them out.
+A map describes its array as 3-D (the arrangement's contiguous side, the other side, the batch) with boxes of
+one tile's lines, at most 128 bytes of each, swizzled as ``tma_tile`` (``lto_libs/matmul.cuh``) lays them out.
 """
 
 import numpy as np
 
-from . import _numba, extending as ext, simulator
+from . import _operands, extending as ext
 
 _SWIZZLE = {32: "CU_TENSOR_MAP_SWIZZLE_32B", 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
 _DATA_TYPE = {2: "CU_TENSOR_MAP_DATA_TYPE_UINT16", 4: "CU_TENSOR_MAP_DATA_TYPE_UINT32",
@@ -35,39 +32,22 @@ def tma_tiles(name, shape, itemsize, arrangement):
 
 
 def prepare(name, mm, a, b, c=None, stream=0):
-    """``pipe`` over the 3-D device arrays ``a`` and ``b`` (and ``c``) for ``mm`` (a `Matmul` or `PipelineMatmul`);
-    see `Matmul.prepare_batched`."""
-    tiles = tma_tiles(name, mm.shape, np.dtype(mm.dtype).itemsize, mm.arrangement)
-    given = (("a", a, mm.dtype), ("b", b, mm.dtype)) + ((("c", c, mm.c_dtype),) if c is not None else ())
-    for param, array, dtype in given:
-        if getattr(array, "ndim", None) != 3 or str(array.dtype) != dtype:
-            raise ext.error(name, f"{param} must be a 3-D array of {dtype}, got {getattr(array, 'dtype', '')} "
-                            f"{getattr(array, 'shape', array)!r}", f"pass a 3-D device array of {dtype}")
-    (count, m, k), (b_count, b_k, n) = a.shape, b.shape
-    if (count, k) != (b_count, b_k) or c is not None and c.shape != (count, m, n):
-        shapes = f"A is {a.shape}, B {b.shape}" + (f" and C {c.shape}" if c is not None else "")
-        raise ext.error(name, f"{shapes}; they must be count x m x k, count x k x n" +
-                        (" and count x m x n" if c is not None else ""),
-                        "pass A, B (and C) of one batch, A's columns B's rows")
-    if 0 in a.shape or 0 in b.shape:
-        raise ext.error(name, f"A is {a.shape} and B {b.shape}: TMA cannot describe an empty array",
-                        "skip the launch, or use Matmul.batched, which takes empty ones")
-    if c is not None and (m > mm.shape[0] or n > mm.shape[1] or count >= 2 ** 31):
-        raise ext.error(name, f"C is {c.shape}: each product is one {mm.shape[0]} x {mm.shape[1]} tile here, at "
-                        "most 2^31 - 1 of them", "make the PipelineMatmul with a larger shape, or loop over C's "
-                        "tiles with mm.tile")
-    if _numba.simulator_enabled():
-        return simulator.pipeline_prepare(a, b)
-    maps = [_tensor_map(name, param, array, order, tile)
-            for param, array, order, tile in zip("ab", (a, b), mm.arrangement, tiles)]
-    host = np.zeros(512 if c is not None else 256 + 32, np.uint8)
-    host[:128], host[128:256] = maps
-    host[256:288].view(np.int64)[:] = (count, m, k, n)
-    if c is not None:  # (boxes of 64 rows x 128 bytes: the stores of wgmma.cuh)
-        host[320:448] = _tensor_map(name, "c", c, "row_major", (128 // c.dtype.itemsize, 64, 0))
+    """``pipe`` (`_operands.PIPE`) over the 3-D device arrays ``a`` and ``b`` (and ``c``, for the wgmma loop) of
+    ``mm``'s batch, whose shapes the caller has checked."""
     from numba import cuda
 
-    return cuda.to_device(host, stream=stream)
+    tiles = tma_tiles(name, mm.shape, np.dtype(mm.dtype).itemsize, mm.arrangement)
+    if 0 in a.shape or 0 in b.shape:
+        raise ext.error(name, f"A is {a.shape} and B {b.shape}: TMA cannot describe an empty array",
+                        "skip the launch (there is nothing to compute)")
+    host = np.zeros(1, _operands.PIPE)
+    host["a"], host["b"] = (_tensor_map(name, param, array, order, tile)
+                            for param, array, order, tile in zip("ab", (a, b), mm.arrangement, tiles))
+    (count, m, k), n = a.shape, b.shape[2]
+    host["count"], host["m"], host["k"], host["n"] = count, m, k, n
+    if c is not None:  # (boxes of 64 rows x 128 bytes: the stores of wgmma.cuh)
+        host["c"] = _tensor_map(name, "c", c, "row_major", (128 // c.dtype.itemsize, 64, 0))
+    return cuda.to_device(host.view(np.uint8), stream=stream)
 
 
 def _tensor_map(name, param, array, order, tile):
@@ -84,7 +64,7 @@ def _tensor_map(name, param, array, order, tile):
         raise ext.error(name, f"{param} ({array.shape}, strides {array.strides} bytes) is not {order} with its other "
                         "strides multiples of 16 bytes and 16-byte aligned data, as TMA needs",
                         f"pass a {order} array whose lines start every multiple of {16 // itemsize} items (pad it, "
-                        "then take a view of the part you use), or use Matmul.batched")
+                        "then take a view of the part you use)")
     box, lines, _ = tile
     dims = [array.shape[inner], array.shape[outer], array.shape[0]]
     byte_strides = [array.strides[outer], array.strides[0] if array.shape[0] > 1 else array.strides[outer] * dims[1]]
@@ -100,5 +80,5 @@ def _tensor_map(name, param, array, order, tile):
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != driver.CUresult.CUDA_SUCCESS:
         raise ext.error(name, f"the CUDA driver could not describe {param} ({array.shape}, strides {array.strides} "
-                        f"bytes) to TMA: {err.name}", "use Matmul.batched (cp.async copies) for this array")
+                        f"bytes) to TMA: {err.name}", "pass a contiguous array")
     return np.array(tensor_map.opaque, np.uint64).view(np.uint8)

@@ -64,7 +64,7 @@ from ._dtypes import SCALARS, Dtype, element, given_integer, integer, named, sca
 from ._errors import TilesError, error
 from ._library import CUB, MATHDX, STATIC_SHARED_BYTES, Header, Library
 from ._params import block_dim, choice, count, flag, positive_int, warp_size
-from ._spec import Instance, intrinsic
+from ._spec import Instance, description, intrinsic, method
 from .simulator import simulated_block, simulated_warp
 
 
@@ -99,7 +99,8 @@ def library(name, include_dir, *, blame, over=CUB):
 
 
 __all__ = [
-    "library", "Library", "Header", "CUB", "MATHDX", "STATIC_SHARED_BYTES", "Instance", "intrinsic", "TilesError", "error",
+    "library", "Library", "Header", "CUB", "MATHDX", "STATIC_SHARED_BYTES", "Instance", "intrinsic", "method",
+    "description", "TilesError", "error",
     "block_dim", "positive_int", "count", "warp_size", "choice", "flag",
     "Dtype", "SCALARS", "scalar", "element", "integer", "given_integer", "named", "simulated_block", "simulated_warp",
 ]

@@ -1,201 +1,29 @@
-"""Tile matrix products (cuBLASDx) and the cooperative 2-D tile movement that feeds them.
+"""Matrix products of tiles by cuBLASDx: `matmul` on shared tiles, and the `Matmul` description.
 
-A block-level GEMM step is: `tile_load` tiles of A and B from global into shared memory,
-`matmul` them into a shared C tile (accumulating over K), `tile_store` C's tile back. Sizes,
-arrangement and block shape are compile-time; the tiles are ordinary ``cuda.shared.array``\\ s.
+`matmul` is the one-call form: ``c = alpha * a @ b + beta * c`` for tiles in shared memory (see
+`numba_tiles.tile` for moving them). `Matmul` describes one product at module level; in kernels its
+methods are the register form's steps (``load_a``, ``load_b``, ``multiply``, ``store``, ``wait``) and
+two whole calls, ``tile`` (one tile of C) and ``batched`` (a batch of products), whose implementation
+it chooses by the GPU, the dtypes and the shape (`Matmul.operands`).
 """
 
+import dataclasses
 import math
-import types as pytypes
 
+import numpy as np
+from numba import cuda
 from numba.cuda import types
 
-from . import _callback, _compile, _numba, _tensor_maps, extending as ext, simulator
-from .extending import CUB, MATHDX, Instance, intrinsic
+from . import (_callback, _compile, _matrices, _numba, _operands, _pipeline, _tensor_maps, extending as ext,
+               simulator)
+from ._operands import Operands
+from .extending import MATHDX, Instance, intrinsic
+from .tile import TILE
 
-TILE = CUB.header("tile.cuh")
 MATMUL = MATHDX.header("matmul.cuh")
-
-_ORDERS = {"row_major": True, "col_major": False}
-_STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # Matmul.batched's shared buffers of A and B
-# cuBLASDx's real precisions numba_tiles offers: (A and B's dtype) → the dtypes C may have.
-_PRECISIONS = {"float16": ("float16", "float32"), "float32": ("float32",), "float64": ("float64",),
-               "complex64": ("complex64",), "complex128": ("complex128",)}
-# precision= names: the C++ type A and B are computed in, the dtypes that may store them, and C's.
-# bfloat16 travels as its bits in 16-bit integers, since numba-cuda 0.30 has no bfloat16 arrays.
-_NAMED = {"tf32": ("cublasdx::tfloat32_t", ("float32",), ("float32",)),
-          "bf16": ("__nv_bfloat16", ("int16", "uint16"), ("float32",))}
-
-
-# What a matrix argument must be, and the fix, by its dimensions: a matrix, or a batch of them.
-_ARRAYS = {2: ("a 2-D array", "pass a 2-D array as {} (a shared tile: cuda.shared.array((rows, cols), dtype))"),
-           3: ("a 3-D array (count x rows x cols)", "pass the batch of matrices as one 3-D array ({}[i] is product i's)")}
-
-
-def _matrix(name, args, param, like=None, ndim=2):
-    """The `Dtype` of the 2-D (``ndim=3``: 3-D) array argument ``param``; ``like``: (the other argument, the
-    dtype it must share)."""
-    ty = args[param]
-    if not (isinstance(ty, types.Array) and ty.ndim == ndim):
-        what, fix = _ARRAYS[ndim]
-        raise ext.error(name, f"{param} must be {what}, got {ty}", fix.format(param))
-    dtype = ext.scalar(name, param, ty.dtype, verb="holds")
-    if like is not None and dtype != like[1]:
-        raise ext.error(name, f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
-                    f"use {param} and {like[0]} of one dtype")
-    return dtype
-
-
-def _shape(args):
-    return dict(zip(("BX", "BY", "BZ"), args["block_dim"]))
-
-
-def _origin(name, args):
-    """Check the run-time tile origin ``row``, ``col``: integers."""
-    for param in ("row", "col"):
-        ext.integer(name, param, args[param])
-
-
-def _scales(name, args):
-    """Check the run-time ``alpha``, ``beta`` (when given): numbers."""
-    for param in ("alpha", "beta"):
-        if args[param] is not None and not isinstance(types.unliteral(args[param]), types.Number):
-            raise ext.error(name, f"{param} must be a number, got {args[param]}", f"pass {param} as a float")
-
-
-def _move(name, args, matrix):
-    """The tile's `Dtype`, after checking the tile, the global ``matrix`` (same dtype) and the origin."""
-    dtype = _matrix(name, args, "tile")
-    _matrix(name, args, matrix, like=("tile", dtype))
-    _origin(name, args)
-    return dtype
-
-
-def _load_rule(name, args):
-    dtype = _move(name, args, "src")
-    return Instance(name, TILE, TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args),
-                                              Async=args["asynchronous"]), types.none,
-                    (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
-                     ("tile", args["tile"], None), ("fill", dtype.numba, 0)))
-
-
-@intrinsic(consts={"block_dim": ext.block_dim, "asynchronous": ext.flag("asynchronous")},
-           rule=_load_rule, simulate=simulator.tile_load)
-def tile_load(src, tile, row, col, fill=0, *, block_dim, asynchronous=False):
-    """Copy the tile of the 2-D array ``src`` whose top-left item is ``src[row, col]`` into ``tile``, by the whole block.
-
-    ``tile`` is a 2-D array (usually ``cuda.shared.array((rows, cols), dtype)``, row- or
-    column-major, padded or not) that gets ``tile.shape`` items; ``src`` is any 2-D array of the
-    same dtype, with any strides (a transposed view too). Items outside ``src`` become ``fill``,
-    so a tile may overhang the matrix's edge. Every thread of the block must call it; it ends
-    with a barrier, so the tile is ready for the block when it returns. A tile inside the matrix
-    whose rows (or columns) both store contiguously in aligned 16-byte vectors moves 16 bytes per
-    thread a step, otherwise one item at a time.
-
-    With ``asynchronous=True`` it returns at once, without a barrier: the vector copies run in
-    the background (sm_80's ``cp.async``) while the block works on other tiles, and the tile may
-    be read only after `tile_wait` (double buffering: load the next K-tile, compute on this one).
-
-    {{block_dim}}
-
-    Example::
-
-        from numba import cuda, float32
-        import numba_tiles as tiles
-
-        @cuda.jit
-        def tile_sums(x, out):
-            tile = cuda.shared.array((32, 32), float32)
-            tiles.tile_load(x, tile, 32 * cuda.blockIdx.y, 32 * cuda.blockIdx.x, block_dim=256)
-            if cuda.threadIdx.x < 32:
-                s = 0.0
-                for j in range(32):
-                    s += tile[cuda.threadIdx.x, j]
-                out[32 * cuda.blockIdx.y + cuda.threadIdx.x, cuda.blockIdx.x] = s
-
-        cubin = tiles.compile(tile_sums, "void(float32[:, :], float32[:, :])")
-    """
-
-
-def _wait_rule(name, args):
-    pending = args["pending"]
-    if pending is not None:
-        ext.integer(name, "pending", pending)
-        if isinstance(pending, types.IntegerLiteral) and pending.literal_value < 0:
-            raise ext.error(name, f"pending must be a non-negative int, got {pending.literal_value}",
-                            "pass how many of the last asynchronous loads may still run, e.g. pending=2, or 0")
-    return Instance(name, TILE, TILE.template("numba_tiles::tile_wait", **_shape(args)), types.none,
-                    (("pending", types.int32, 0),))
-
-
-@intrinsic(consts={"block_dim": ext.block_dim}, rule=_wait_rule, simulate=simulator.tile_wait)
-def tile_wait(pending=0, *, block_dim):
-    """Wait for this block's ``asynchronous=True`` `tile_load`\\ s: all of them, or all but the last ``pending``,
-    then a barrier, so the tiles they filled are ready for the block.
-
-    ``pending`` is an int, a constant or a run-time value (the loads still ahead of a pipeline's
-    last steps); past 7 it waits as for 7, for more loads than asked, never fewer.
-
-    {{block_dim}}
-
-    Example::
-
-        from numba import cuda, float32
-        import numba_tiles as tiles
-
-        @cuda.jit
-        def sums_of_two_tiles(x, out):
-            first = cuda.shared.array((16, 16), float32)
-            second = cuda.shared.array((16, 16), float32)
-            tiles.tile_load(x, first, 0, 0, block_dim=256, asynchronous=True)
-            tiles.tile_load(x, second, 16, 0, block_dim=256, asynchronous=True)
-            tiles.tile_wait(1, block_dim=256)              # the first is ready; the second may not be
-            t = cuda.threadIdx.x
-            out[t // 16, t % 16] = first[t // 16, t % 16]
-            tiles.tile_wait(block_dim=256)
-            out[16 + t // 16, t % 16] = second[t // 16, t % 16]
-
-        cubin = tiles.compile(sums_of_two_tiles, "void(float32[:, ::1], float32[:, ::1])")
-    """
-
-
-def _store_rule(name, args):
-    dtype = _move(name, args, "dst")
-    return Instance(name, TILE, TILE.template("numba_tiles::tile_store", T=dtype.cxx, **_shape(args)), types.none,
-                    (("tile", args["tile"], None), ("dst", args["dst"], None), ("row", types.int64, None),
-                     ("col", types.int64, None)))
-
-
-@intrinsic(consts={"block_dim": ext.block_dim}, rule=_store_rule, simulate=simulator.tile_store)
-def tile_store(tile, dst, row, col, *, block_dim):
-    """Copy ``tile`` into the 2-D array ``dst`` at ``dst[row, col]``, by the whole block; items past ``dst``'s edge are dropped.
-
-    ``tile`` and ``dst`` are as for `tile_load` (``dst`` writable). Every thread of the block
-    must call it; it ends with a barrier, so the tile may be refilled when it returns.
-
-    {{block_dim}}
-
-    Example::
-
-        from numba import cuda, float64
-        import numba_tiles as tiles
-
-        @cuda.jit
-        def transpose(x, out):
-            tile = cuda.shared.array((16, 16), float64)
-            r, c = 16 * cuda.blockIdx.y, 16 * cuda.blockIdx.x
-            tiles.tile_load(x, tile, r, c, block_dim=(16, 16))
-            tiles.tile_store(tile, out.T, r, c, block_dim=(16, 16))   # out.T: a strided view
-
-        cubin = tiles.compile(transpose, "void(float64[:, :], float64[:, :])")
-    """
-
-
-def _shape_mnk(intrinsic, value):
-    if not (isinstance(value, tuple) and len(value) == 3 and all(isinstance(v, int) and v >= 1 for v in value)):
-        raise ext.error(intrinsic, f"shape must be a tuple (M, N, K) of positive ints, got {value!r}",
-                    "pass shape=(M, N, K): A is M x K, B is K x N, C is M x N, e.g. shape=(64, 64, 32)")
-    return value
+_STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # shared buffers of A and B in tile and batched
+_SHARED = "::numba_tiles::dynamic_shared<unsigned char>()"  # (the C++ argument: the launch's dynamic shared memory)
+_BLOCK = {"block_dim": lambda mm: mm.block_dim}  # (the register form's steps run on the description's block)
 
 
 def _lds(intrinsic, value):
@@ -207,7 +35,7 @@ def _lds(intrinsic, value):
 
 
 def _arrangement(intrinsic, value):
-    if value is not None and not (isinstance(value, tuple) and len(value) == 3 and set(value) <= set(_ORDERS)):
+    if value is not None and not (isinstance(value, tuple) and len(value) == 3 and set(value) <= set(_matrices.ORDERS)):
         raise ext.error(intrinsic, f"arrangement must be a 3-tuple of 'row_major'/'col_major', got {value!r}",
                     "pass arrangement=('row_major', 'col_major', 'row_major') for A, B and C, or leave it "
                     "out for C- or F-contiguous tiles")
@@ -217,7 +45,7 @@ def _arrangement(intrinsic, value):
 def _order(name, args, param, given):
     """Whether the tile ``param`` is row-major: its Numba layout, or the given arrangement."""
     if given is not None:
-        return _ORDERS[given]
+        return _matrices.ORDERS[given]
     layout = args[param].layout
     if layout not in "CF":
         raise ext.error(name, f"{param} is a strided view ({args[param]}), whose order is known only at run time",
@@ -225,36 +53,13 @@ def _order(name, args, param, given):
     return layout == "C"
 
 
-def _compute_type(name, ta, tc, named):
-    """The C++ type A and B are computed in, for A and B stored as ``ta`` and C as ``tc`` (`Dtype`\\ s)."""
-    if named is not None:
-        computed, storage, accumulators = _NAMED[named]
-        if ta.name not in storage or tc.name not in accumulators:
-            raise ext.error(name, f"precision={named!r} takes A and B of {' or '.join(storage)} and C of "
-                        f"{' or '.join(accumulators)}, got {ta.name} and {tc.name}",
-                        f"store A and B as {storage[0]} and C as {accumulators[0]}, or leave precision out")
-        return computed
-    if ta.name not in _PRECISIONS or tc.name not in _PRECISIONS[ta.name]:
-        combos = "; ".join(f"{a} A and B with {' or '.join(c)} C" for a, c in _PRECISIONS.items())
-        raise ext.error(name, f"{ta.name} A and B with {tc.name} C is not a supported precision",
-                    f"use {combos}; or precision='tf32' (float32) or 'bf16' (bfloat16 bits in int16)")
-    return ta.cxx
-
-
-def _whole_warps(name, block_dim):
-    x, y, z = block_dim
-    if x * y * z < 32:
-        raise ext.error(name, f"cuBLASDx computes with whole warps; block_dim={block_dim} has {x * y * z} threads",
-                    "launch blocks of 32 to 1024 threads (128 or 256 suit most tiles)")
-
-
 def _matmul_rule(name, args):
-    ta = _matrix(name, args, "a")
-    tb = _matrix(name, args, "b", like=("a", ta))
-    tc = _matrix(name, args, "c")
-    compute = _compute_type(name, ta, tc, args["precision"])
-    _scales(name, args)
-    _whole_warps(name, args["block_dim"])
+    ta = _matrices.matrix(name, args, "a")
+    tb = _matrices.matrix(name, args, "b", like=("a", ta))
+    tc = _matrices.matrix(name, args, "c")
+    compute = _matrices.compute_type(name, ta, tc, args["precision"])
+    _matrices.scales(name, args)
+    _matrices.whole_warps(name, args["block_dim"])
     m, n, k = args["shape"]
     given = args["arrangement"] or (None, None, None)
     rows = {p: _order(name, args, p, g) for p, g in zip("abc", given)}
@@ -273,15 +78,15 @@ def _matmul_rule(name, args):
                         "items (ld=), or leave alignment out")
     template = MATMUL.template("numba_tiles::matmul", M=m, N=n, K=k, TA=ta.cxx, TB=tb.cxx, TC=tc.cxx, PA=compute,
                                PB=compute, RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1],
-                               LDC=lds[2], Align=align, **_shape(args))
+                               LDC=lds[2], Align=align, **_matrices.block_shape(args))
     return Instance(name, MATMUL, template, types.none,
                     (("a", args["a"], None), ("b", args["b"], None), ("c", args["c"], None),
                      ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
 
 
-@intrinsic(consts={"shape": _shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,
+@intrinsic(consts={"shape": _matrices.shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,
                    "alignment": ext.choice("alignment", {None: 0, 16: 16}),
-                   "precision": ext.choice("precision", dict.fromkeys([None, *_NAMED]))},
+                   "precision": ext.choice("precision", dict.fromkeys([None, *_matrices.NAMED]))},
            rule=_matmul_rule, simulate=simulator.matmul)
 def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None,
            alignment=None):
@@ -330,136 +135,119 @@ def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, 
     """
 
 
-# ---- The register form: a module-level description, its intrinsics bound to it -------------
-
-def _arrangement2(intrinsic, value):
-    if not (isinstance(value, tuple) and len(value) == 2 and set(value) <= set(_ORDERS)):
-        raise ext.error(intrinsic, f"arrangement must be a 2-tuple of 'row_major'/'col_major' (A's, B's), got {value!r}",
-                    "pass arrangement=('row_major', 'col_major') for A and B as they lie in global memory, "
-                    "or leave it out (both row-major)")
-    return value
 
 
+# ---- The description ------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """How ``mm.tile`` or ``mm.batched`` runs for a C of one dtype on one GPU: ``implementation`` (see
+    `Matmul.operands`), its ``stages``, its ``block`` and dynamic ``shared_bytes`` a block, and its ``grid`` rule
+    ("tiles": one block a tile of C; "products": one a product; "resident": as many as run at once;
+    "even": as many as run at once, then as few as give each block the same number of products)."""
+
+    implementation: str
+    stages: int
+    block: tuple
+    shared_bytes: int
+    grid: str
+
+    @property
+    def threads(self):
+        return math.prod(self.block)
+
+
+def _tma_fits(mm):
+    """Whether TMA can load ``mm``'s tiles (lines of 32, 64 or a multiple of 128 bytes)."""
+    try:
+        _tensor_maps.tma_tiles("Matmul", mm.shape, np.dtype(mm.dtype).itemsize, mm.arrangement)
+    except ext.TilesError:
+        return False
+    return True
+
+
+@ext.description(constants=("a_items", "b_items", "c_items", "accumulator_items", "shared_memory_bytes", "threads"))
 class Matmul:
-    """A block's tile product ``acc += A @ B``, described once at module level and used in kernels.
+    """A block's tile product ``C = alpha * A @ B + beta * C``, described once at module level and used in kernels.
 
-    ``shape=(M, N, K)``: A is M x K, B is K x N, the accumulator M x N; ``dtype``: A's and B's
-    (float16, float32, float64; int16 holding bfloat16 bits with ``precision="bf16"``; float32
-    with ``precision="tf32"``), ``accumulator``: the accumulator's and C's (float32 for
-    half-precision operands by default, float16 allowed; else ``dtype``); ``arrangement``: A's
-    and B's order in global memory, which cuBLASDx's shared layouts follow (a global matrix of
-    the other order still loads, slower). This is cuBLASDx's register form: A and B tiles live in
-    shared memory in cuBLASDx's suggested (swizzled) layouts, the accumulator in each thread's
-    registers (a ``cuda.local.array``), and C goes from the registers to global memory.
-    Creating one compiles nothing and needs no GPU; it checks the description and tells the
-    sizes the kernel allocates:
+    ``shape=(M, N, K)``: C's tile is M x N, and A and B move K columns (rows) a step; ``dtype``: A's and
+    B's (float16, float32, float64; int16 holding bfloat16 bits with ``precision="bf16"``, as
+    ``torch_tensor.view(torch.int16)`` gives them; float32 with ``precision="tf32"``); ``accumulator``:
+    the accumulator's (float32 for half-precision operands by default, float16 allowed; else ``dtype``);
+    ``arrangement``: A's and B's order in global memory (``("row_major", "row_major")`` by default);
+    ``block_dim``: the block of the register form's steps (by default 128 threads for tiles of up to 64
+    x 64, else 256); ``stages``: how many K-steps of A and B ``tile`` and ``batched`` keep in flight
+    (2 to 16; by default 2 to 4, by K's bytes). Creating one compiles nothing and needs no GPU; it checks
+    the description and tells the sizes a kernel allocates, also constants inside kernels:
+    ``a_items``, ``b_items`` (items of the shared A and B tiles), ``shared_memory_bytes`` (both
+    together), ``accumulator_items`` (each thread's accumulator), ``c_items`` (items of ``store``'s
+    optional shared stage, in the accumulator's dtype) and ``threads`` (``block_dim``'s threads).
 
-    - ``a_items``, ``b_items``: items of the shared A and B tiles (``cuda.shared.array(mm.a_items,
-      dtype, alignment=16)``), ``shared_memory_bytes`` both together;
-    - ``accumulator_items``: items of each thread's accumulator (``cuda.local.array``);
-    - ``c_items``: items (of the accumulator's dtype) of the optional shared stage of ``store``;
-    - ``threads``: the block's threads.
+    In a kernel, two whole calls, each given ``ops = mm.operands(a, b, c)`` (made on the host), whose
+    code `Matmul.operands` chooses for the GPU, and launched by `Matmul.launch`:
 
-    `Matmul.suggested_block_dim` gives cuBLASDx's own choice of block for a product.
+    - ``mm.tile(ops, i, j, alpha=1.0, beta=0.0)``: C's tile (i, j), ``c[i*M:(i+1)*M, j*N:(j+1)*N] =
+      alpha * a @ b + beta * c`` there, the whole K loop inside, by the whole block; items past C's edges
+      are left out, and the call ends with a barrier, so a block may compute any number of tiles;
+    - ``mm.batched(ops, alpha=1.0, beta=0.0)``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for the
+      whole batch (each product at most M x N, any K), a persistent loop over the launch's blocks.
 
-    In a kernel (every thread of the block calls each; ``block_dim`` is the description's):
+    Both take ``epilogue=f, epilogue_args=(x, ...)``: each item of C is stored as ``f(value, row, col,
+    x, ...)`` (``batched``: ``f(value, i, row, col, x, ...)``, ``i`` the product), ``value`` being
+    ``alpha * A @ B + beta * C`` in the accumulator's dtype and ``(row, col)`` its place in C; ``f`` is a
+    ``@cuda.jit(device=True)`` function, inlined into the store, so that ``relu(A @ B + bias)``, row or
+    column scaling and activations cost no pass over C.
 
-    - ``mm.load_a(src, tile, row, col, fill=0, asynchronous=False)`` / ``mm.load_b(...)``: the
-      tile of the 2-D global ``src`` at ``src[row, col]`` into the shared tile (``fill`` past the
-      edges); 16-byte ``cp.async`` copies inside the matrix. With ``asynchronous=True`` it returns
-      at once and ``mm.wait(pending=0)`` completes it (overlap the next K-tile's loads with this
-      product); else it ends with a barrier.
-    - ``mm.multiply(a_tile, b_tile, acc)``: ``acc += A @ B`` (tensor cores for fp16, bf16, tf32
-      and fp64); ends with a barrier, so the tiles may be refilled.
-    - ``mm.store(acc, dst, row, col, alpha=1.0, beta=0.0, stage=None)``: ``dst[row:row+M,
-      col:col+N] = alpha * acc + beta * dst[...]``, items past ``dst``'s edge dropped (``beta=0``:
-      dst is not read); ``dst`` holds the accumulator's dtype or A's (rounded to it, as cuBLAS
-      does for half precision). Each thread stores its own items; with ``stage``
-      (``cuda.shared.array(mm.c_items, accumulator dtype, alignment=16)``) C goes through shared
-      memory and out in 16-byte vectors: faster, and it ends with a barrier.
-      ``epilogue=f, epilogue_args=(x, ...)`` fuses an epilogue: each item of C is stored as ``f(value,
-      row, col, x, ...)``, ``value`` being ``alpha * acc + beta * dst`` in the accumulator's dtype and
-      ``(row, col)`` the item's place in ``dst``; ``f`` is a ``@cuda.jit(device=True)`` function (inlined
-      into the store) and ``epilogue_args`` a tuple of run-time values (arrays, scalars), so that
-      ``relu(A @ B + bias)``, row or column scaling and activations cost no pass over C.
-
-    The accumulator starts as whatever the local array holds: zero it first.
-
-    A batch of small products is one call, the loop in C++ (persistent: launch about as many
-    blocks as fit at once):
-
-    - ``mm.batched(a, b, c, shared, alpha=1.0, beta=0.0, stages=2)``: ``c[i] = alpha * a[i] @ b[i]
-      + beta * c[i]`` for ``i`` = the block's linear index, plus the grid's blocks, and so on.
-      ``a``/``b``/``c`` are 3-D (count x m x k, count x k x n, count x m x n; m, n at most M, N,
-      any k: it steps over K-tiles of K); ``c`` holds the accumulator's dtype or A's; ``shared``
-      a dynamic shared array of ``mm.batched_shared_memory_bytes(stages, c.dtype)`` bytes, 16-byte
-      aligned, where ``stages`` (2 to 16) buffers of A and B tiles load ahead of the product.
-      ``epilogue=f, epilogue_args=(...)`` as for ``store``, with the product's index first:
-      ``f(value, i, row, col, ...)``.
-    - ``mm.batched_tma(pipe, c, shared, alpha=1.0, beta=0.0, stages=2)``: the same, A and B loaded by
-      TMA (sm_90 or later) from ``pipe = mm.prepare_batched(a, b)``, made on the host; ``shared`` of
-      ``mm.batched_tma_shared_memory_bytes(stages, c.dtype)`` bytes. Faster where the loads bound the loop.
+    And the register form's steps, for a kernel's own loop (every thread of a ``block_dim`` block
+    calls each): ``load_a``, ``load_b`` (a tile of A or B into shared memory), ``wait`` (for
+    asynchronous loads), ``multiply`` (``acc += A @ B``, the accumulator in registers) and ``store``
+    (C from the accumulator), each documented on its own.
 
     Example::
 
-        from numba import cuda, float32
-        from numba.cuda.types import float16
+        from numba import cuda
         import numba_tiles as tiles
 
-        MM = tiles.Matmul((64, 64, 32), float16, block_dim=128)
+        MM = tiles.Matmul((64, 64, 32), "float16")
 
         @cuda.jit
-        def gemm(a, b, c):                      # c = a @ b, any sizes; a 64 x 64 tile of c per block
-            sa = cuda.shared.array(MM.a_items, float16, alignment=16)
-            sb = cuda.shared.array(MM.b_items, float16, alignment=16)
-            acc = cuda.local.array(MM.accumulator_items, float32)
-            for i in range(MM.accumulator_items):
-                acc[i] = 0
-            row, col = 64 * cuda.blockIdx.y, 64 * cuda.blockIdx.x
-            for k in range(0, a.shape[1], 32):
-                MM.load_a(a, sa, row, k)
-                MM.load_b(b, sb, k, col)
-                MM.multiply(sa, sb, acc)
-            MM.store(acc, c, row, col)
+        def gemm(ops, alpha, beta):                  # c = alpha * a @ b + beta * c, any sizes
+            MM.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
 
-        assert MM.shared_memory_bytes == 8192 and MM.accumulator_items == 32
-        cubin = tiles.compile(gemm, "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])")
+        cubin = tiles.compile(gemm, (MM.operands_type("float32"), "float32", "float32"))
+        # on a GPU, with device arrays a (m x k), b (k x n) and c (m x n, float32):
+        #     MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
     """
 
-    def __init__(self, shape, dtype, *, block_dim, accumulator=None, arrangement=("row_major", "row_major"),
-                 precision=None):
+    def __init__(self, shape, dtype, *, accumulator=None, arrangement=("row_major", "row_major"), precision=None,
+                 block_dim=None, stages=None):
         name = "Matmul"
         self._describe(name, shape, dtype, accumulator, arrangement, precision)
-        self.block_dim = ext.block_dim(name, block_dim)
-        _whole_warps(name, self.block_dim)
         ta, tc = self._types
         m, n, k = self.shape
+        self.block_dim = ext.block_dim(name, block_dim if block_dim is not None else (128 if m * n <= 4096 else 256))
+        _matrices.whole_warps(name, self.block_dim)
         self.threads = threads = math.prod(self.block_dim)
         if m * n % threads:
             raise ext.error(name, f"the {m} x {n} accumulator does not divide among the block's {threads} threads",
-                        f"use a block of a divisor of M*N = {m * n} threads (a multiple of 32), or a larger tile")
+                            f"use a block of a divisor of M*N = {m * n} threads (a multiple of 32), or a larger tile")
+        self.stages = stages if stages is None else _STAGES(name, stages)
         self.a_shape, self.b_shape = (m, k), (k, n)
         self.a_items, self.b_items = m * k, k * n
         self.accumulator_items = m * n // threads
         self.c_items = m * (n + 32 // tc.numpy.itemsize)  # rows padded by 32 bytes: stage_pitch in matmul.cuh
         self.shared_memory_bytes = (self.a_items + self.b_items) * ta.numpy.itemsize
-        self.load_a = _bind(_load_operand, self, "load_a", operand=0)
-        self.load_b = _bind(_load_operand, self, "load_b", operand=1)
-        self.multiply = _bind(_multiply, self)
-        self.store = _bind(_store, self)
-        self.wait = _bind(_wait, self)
-        self.batched = _bind(_batched, self)
-        self.batched_tma = _bind(_batched_tma, self)
 
     def _describe(self, name, shape, dtype, accumulator, arrangement, precision):
         """Check and keep what the product is, the block aside."""
-        self.shape = _shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
-        self.precision = ext.choice("precision", dict.fromkeys([None, *_NAMED]))(name, precision)
-        self.arrangement = _arrangement2(name, tuple(arrangement) if isinstance(arrangement, list) else arrangement)
+        self.shape = _matrices.shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
+        self.precision = ext.choice("precision", dict.fromkeys([None, *_matrices.NAMED]))(name, precision)
+        self.arrangement = _matrices.arrangement2(name, tuple(arrangement) if isinstance(arrangement, list)
+                                                  else arrangement)
         ta = ext.named(name, "dtype", dtype)
         half = ta.name == "float16" or self.precision == "bf16"
         tc = ext.named(name, "accumulator", accumulator or ("float32" if half else ta.name))
-        self._compute = _compute_type(name, ta, tc, self.precision)
+        self._compute = _matrices.compute_type(name, ta, tc, self.precision)
         if ta.kind == "c":
             raise ext.error(name, f"the register form takes real types, got {ta.name}",
                             "use tiles.matmul (shared-memory tiles) for complex64 and complex128 products")
@@ -482,79 +270,187 @@ class Matmul:
         probe = cls.__new__(cls)
         probe._describe("Matmul.suggested_block_dim", shape, dtype, accumulator, arrangement, precision)
         m, n, k = probe.shape
-        row_a, row_b = (str(_ORDERS[a]).lower() for a in probe.arrangement)
-        packed = _compile.constant(f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, {probe._compute}, "
-                                   f"{probe._types[1].cxx}, {row_a}, {row_b}>()", MATMUL, arch)
+        row_a, row_b = (str(_matrices.ORDERS[a]).lower() for a in probe.arrangement)
+        packed = _compile.constant(f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, "
+                                   f"{probe._compute}, {probe._types[1].cxx}, {row_a}, {row_b}>()", MATMUL, arch)
         return packed & 0xFFFF, packed >> 16 & 0xFFFF, packed >> 32 & 0xFFFF
 
-    def batched_shared_memory_bytes(self, stages=2, c=None):
-        """The dynamic shared memory ``mm.batched(..., stages=stages)`` takes: ``stages`` tiles of A and of B,
-        and C's stage. ``c``: C's dtype; a C narrower than the accumulator (fp16 or bf16 of a float32
-        accumulator) is staged in its own items, half the bytes (by default the accumulator's are counted,
-        enough for any C). Example::
+    # ---- the host side of tile and batched ----
 
-            import numba_tiles as tiles
+    def _plan(self, name, cc, c_dtype, ndim):
+        """The `_Plan` of ``tile`` (``ndim`` 2) or ``batched`` (3) for a C of ``c_dtype`` on a GPU of compute
+        capability ``cc`` (None: the simulator's, the register form's)."""
+        default = max(2, min(4, 256 // (self.shape[2] * self._types[0].numpy.itemsize)))
+        stages = self.stages or default
+        hopper = cc == (9, 0)
+        if ndim == 2:
+            if hopper and _pipeline.libmathdx_takes(self, c_dtype):
+                stages = self.stages or 2
+                return _Plan("libmathdx", stages, (_pipeline.pipeline_threads(self), 1, 1),
+                             _pipeline.pipeline_shared_bytes(name, self, stages), "tiles")
+            return _Plan("cp.async", stages, self.block_dim, self._copied_bytes(stages, c_dtype), "tiles")
+        if cc is not None and cc >= (9, 0) and self._types[0].numpy.itemsize == 2 and _tma_fits(self):
+            if hopper and _pipeline.wgmma_takes(self, c_dtype, stages):
+                return _Plan("wgmma", stages, (_pipeline.wgmma_threads(self), 1, 1),
+                             _pipeline.wgmma_shared_bytes(self, c_dtype, stages), "resident")
+            return _Plan("tma", stages, self.block_dim, self._tma_bytes(stages, c_dtype), "products")
+        return _Plan("cp.async", stages, self.block_dim, self._copied_bytes(stages, c_dtype), "even")
 
-            mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
-            assert mm.batched_shared_memory_bytes(3) == 3 * 16384 + 64 * 72 * 4
-            assert mm.batched_shared_memory_bytes(3, c="float16") == 3 * 16384 + 64 * 72 * 2
-        """
-        name = "Matmul.batched_shared_memory_bytes"
-        return _STAGES(name, stages) * self.shared_memory_bytes + self._batched_stage_bytes(name, c)
+    def _copied_bytes(self, stages, c_dtype):
+        """The dynamic shared memory of the cp.async loop (batched_shared_bytes in matmul.cuh): ``stages`` tiles
+        of A and of B, and C's stage."""
+        return stages * self.shared_memory_bytes + self._stage_bytes(c_dtype)
 
-    def batched_tma_shared_memory_bytes(self, stages=2, c=None):
-        """The dynamic shared memory ``mm.batched_tma(..., stages=stages)`` takes: ``stages`` tiles of A and
-        of B (each a whole number of KiB, as TMA's swizzle wants them aligned), up to 1 KiB to align them,
-        C's stage (``c``: C's dtype, as in `batched_shared_memory_bytes`) and the buffers' barriers. A stage
-        that fits in one buffer's A and B tiles and goes out by the threads' copy (a C other than float32)
-        takes no bytes of its own: it is written over the buffer the block has just multiplied (a sixth
-        block an SM for fp16 64^3 tiles of 2 stages). Without ``c`` the stage is counted, enough for any
-        C. Example::
-
-            import numba_tiles as tiles
-
-            mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
-            assert mm.batched_tma_shared_memory_bytes(3) == 1008 + 3 * 2 * 8192 + 64 * 72 * 4 + 3 * 8
-            assert mm.batched_tma_shared_memory_bytes(3, c="float16") == 1008 + 3 * 2 * 8192 + 3 * 8
-        """
-        name = "Matmul.batched_tma_shared_memory_bytes"
-        stages = _STAGES(name, stages)
-        tiles = sum(box[2] for box in self._tma_tiles(name))
-        stage = self._batched_stage_bytes(name, c)
-        if c is not None:
-            tc, td = self._types[1].numpy.itemsize, ext.named(name, "c", c).numpy.itemsize
-            bulk = td == 4 and td <= tc  # (batched_tma_aliased in matmul.cuh: a bulk copy reads the stage late)
-            if not bulk and stage <= tiles:
-                stage = 0
+    def _tma_bytes(self, stages, c_dtype):
+        """The dynamic shared memory of the TMA loop (matmul_batched_tma in matmul.cuh): ``stages`` tiles of A
+        and of B (each a whole number of KiB, as TMA's swizzle wants them aligned), up to 1 KiB to align them,
+        C's stage and the buffers' barriers. A stage that fits in one buffer's A and B tiles and goes out by
+        the threads' copy (a C other than float32) takes no bytes of its own: it is written over the buffer
+        the block has just multiplied (batched_tma_aliased)."""
+        tiles = sum(box[2] for box in _tensor_maps.tma_tiles("Matmul", self.shape, self._types[0].numpy.itemsize,
+                                                             self.arrangement))
+        stage = self._stage_bytes(c_dtype)
+        tc, td = self._types[1].numpy.itemsize, np.dtype(c_dtype).itemsize
+        if not (td == 4 and td <= tc) and stage <= tiles:  # (a bulk copy of a float C reads the stage late)
+            stage = 0
         return 1008 + stages * tiles + stage + stages * 8
 
-    def _batched_stage_bytes(self, name, c):
-        """The bytes of a batched call's stage of C (batched_stage and staged_pitch in matmul.cuh): C's own
-        items, rows padded by 16 bytes, when ``c`` is narrower than the accumulator; else ``c_items``."""
-        tc = self._types[1].numpy.itemsize
-        td = tc if c is None else ext.named(name, "c", c).numpy.itemsize
+    def _stage_bytes(self, c_dtype):
+        """The bytes of the batched loop's stage of C (batched_stage and staged_pitch in matmul.cuh): C's own
+        items, rows padded by 16 bytes, when C is narrower than the accumulator; else ``c_items``."""
+        tc, td = self._types[1].numpy.itemsize, np.dtype(c_dtype).itemsize
         if td < tc:
             m, n, _ = self.shape
             return m * (n + 16 // td) * td
         return self.c_items * tc
 
-    def _tma_tiles(self, name):
-        """A's and B's tiles as TMA loads them (`_tensor_maps.tma_tiles`)."""
-        return _tensor_maps.tma_tiles(name, self.shape, self._types[0].numpy.itemsize, self.arrangement)
+    def operands(self, a, b, c, stream=0):
+        """A, B and C described to ``mm.tile`` (2-D arrays: A is m x k, B k x n, C m x n) or ``mm.batched``
+        (3-D: count x m x k, count x k x n, count x m x n, each product at most M x N), as an `Operands`: the
+        first argument of the kernel, of a Numba type of this description's own. Made on the host for the
+        current GPU, from device arrays (any strides; numpy arrays on the simulator); C holds the
+        accumulator's dtype or A's (rounded to it). Make it again for other arrays.
 
-    def prepare_batched(self, a, b, stream=0):
-        """The device array ``pipe`` describing the 3-D device arrays ``a`` (count x m x k) and ``b``
-        (count x k x n) to the GPU's copy engine (TMA tensor maps), for ``mm.batched_tma``: made on the
-        host, needs a GPU of sm_90 or later. A's and B's strides: the arrangement's contiguous side
-        contiguous, the others multiples of 16 bytes, the data 16-byte aligned. Example::
+        It chooses the code the kernel's call runs (``ops.implementation``), by the GPU, the dtypes and the
+        shape, as fast as this library knows:
 
-            pipe = MM.prepare_batched(a, b)       # a, b: device arrays
-            batched_kernel[blocks, MM.threads, 0, nbytes](pipe, c, 1.0, 0.0)
+        - ``tile`` on Hopper (sm_90) for fp16, bf16 or tf32 (A row-major, B column-major) operands with a
+          float32 accumulator, tiles of multiples of 64 x 16 x 16 and C of float32 or A's dtype:
+          ``"libmathdx"``, cuBLASDx's pipelined GEMM (TMA loads, ``wgmma``), made by libmathdx the first
+          time (15 to 60 s, then the disk cache answers); A's and B's leading dimensions must be multiples
+          of 16 bytes;
+        - ``batched`` on sm_90 for 16-bit operands in 128-row tiles: ``"wgmma"``, a warp-specialized loop
+          of TMA loads and ``wgmma`` whose blocks take products in a dynamic order (C row-major; one such
+          launch of an ``ops`` at a time, in one stream);
+        - ``batched`` on sm_90 and later for other 16-bit tiles whose lines TMA loads: ``"tma"``, the
+          register form's loop with A and B loaded by TMA;
+        - otherwise ``"cp.async"``: the register form's loop, A and B copied by the threads (any GPU).
+
+        Example::
+
+            ops = MM.operands(a, b, c)          # device arrays
+            MM.launch(gemm, ops, 1.0, 0.0)      # a kernel whose first argument is ops
         """
-        return _tensor_maps.prepare("Matmul.prepare_batched", self, a, b, stream=stream)
+        name = "Matmul.operands"
+        ndim = getattr(a, "ndim", None)
+        if ndim not in (2, 3):
+            raise ext.error(name, f"a must be a 2-D or a 3-D array, got {type(a).__name__} {getattr(a, 'shape', '')}",
+                            "pass 2-D arrays (mm.tile) or 3-D batches of them (mm.batched), on the GPU")
+        for param, array, dtypes in (("a", a, (self.dtype,)), ("b", b, (self.dtype,)),
+                                     ("c", c, tuple(dict.fromkeys((self.accumulator, self.dtype))))):
+            if getattr(array, "ndim", None) != ndim or str(array.dtype) not in dtypes:
+                raise ext.error(name, f"{param} must be a {ndim}-D array of {' or '.join(dtypes)} like a, got "
+                                f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}",
+                                f"pass {param} of {dtypes[0]}, {ndim}-D like a")
+            if not (_numba.simulator_enabled() or hasattr(array, "__cuda_array_interface__")):
+                raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
+        self._result(name, "c", ext.named(name, "c", str(c.dtype)))
+        lead = a.shape[:1] if ndim == 3 else ()
+        (m, k), (bk, n) = a.shape[-2:], b.shape[-2:]
+        if (k, *lead) != (bk, *b.shape[:ndim - 2]) or tuple(c.shape) != (*lead, m, n):
+            raise ext.error(name, f"A is {tuple(a.shape)}, B {tuple(b.shape)} and C {tuple(c.shape)}; they must be "
+                            + ("count x m x k, count x k x n and count x m x n" if ndim == 3 else "m x k, k x n and m x n"),
+                            "pass A, B and C of one product, A's columns B's rows")
+        if ndim == 3 and (m > self.shape[0] or n > self.shape[1]):
+            raise ext.error(name, f"C is {tuple(c.shape)}: each product of a batch is one {self.shape[0]} x "
+                            f"{self.shape[1]} tile of this Matmul", "make the Matmul with a larger shape, or compute "
+                            "each product's tiles with mm.tile")
+        cc = None if _numba.simulator_enabled() else tuple(cuda.get_current_device().compute_capability)
+        plan = self._plan(name, cc, str(c.dtype), ndim)
+        if plan.implementation == "libmathdx":
+            pipe = _pipeline.prepare(name, self, plan.stages, a, b, stream)
+        elif plan.implementation in ("tma", "wgmma"):
+            pipe = _tensor_maps.prepare(name, self, a, b, c if plan.implementation == "wgmma" else None, stream)
+        elif _numba.simulator_enabled():
+            pipe = np.zeros(_operands.PIPE.itemsize, np.uint8)
+        else:
+            pipe = cuda.device_array(_operands.PIPE.itemsize, np.uint8, stream=stream)
+        return Operands(self, plan, pipe, a, b, c)
+
+    def operands_type(self, c="float32", batched=False):
+        """The Numba type of this description's `Operands` with a C of ``c``'s dtype (``batched``: 3-D arrays):
+        what a ``tiles.compile`` signature names for the kernel's ``ops``. Example::
+
+            sig = (MM.operands_type("float32"), "float32", "float32")
+            cubin = tiles.compile(gemm, sig, arch="sm_90a")
+        """
+        return _operands.handle_type(self, self.dtype, ext.named("Matmul.operands_type", "c", c).name,
+                                     3 if batched else 2)
+
+    def launch_config(self, kernel, *args, grid=None):
+        """``(grid, block, shared)`` for launching ``kernel`` with ``args``, one of which is an `Operands` of this
+        description, after letting the kernel take that much dynamic shared memory (see `launch`). Example::
+
+            grid, block, shared = MM.launch_config(gemm, ops, 1.0, 0.0)
+            gemm[grid, block, 0, shared](ops, 1.0, 0.0)
+        """
+        name = "Matmul.launch"
+        found = [a for a in args if isinstance(a, Operands)]
+        if len(found) != 1 or found[0].mm != self:
+            raise ext.error(name, f"it needs one Operands of {self!r} among the kernel's arguments, got "
+                            f"{[repr(a) for a in found] or 'none'}", "pass ops = mm.operands(a, b, c) of this "
+                            "Matmul to the kernel")
+        ops = found[0]
+        plan, shared = ops.plan, ops.plan.shared_bytes
+        from ._shared_memory import allow_dynamic_shared_memory
+
+        allow_dynamic_shared_memory(kernel, shared, *args)
+        if grid is None and plan.grid == "tiles":
+            m, n, _ = self.shape
+            rows, cols = ops.c.shape
+            grid = (max(-(-cols // n), 1), max(-(-rows // m), 1))
+        elif grid is None and plan.grid == "products":
+            grid = max(ops.c.shape[0], 1)
+        elif grid is None or grid == "resident":
+            resident = (2 * 132 if _numba.simulator_enabled()
+                        else _numba.resident_blocks(kernel, args, plan.threads, shared))
+            work = ops.c.shape[0] if ops.c.ndim == 3 else math.prod(-(-s // t) for s, t in
+                                                                    zip(ops.c.shape, self.shape))
+            grid = max(min(resident, work), 1)
+            if plan.grid == "even":  # (4096 products on 132 blocks: 128 blocks of 32 each leave no GPU idle)
+                grid = -(-work // -(-work // grid)) if work else 1
+        return grid, plan.block, shared
+
+    def launch(self, kernel, *args, grid=None, stream=0):
+        """Launch ``kernel`` with ``args``, one of which is ``ops = mm.operands(a, b, c)``: with the block and the
+        dynamic shared memory its ``mm.tile`` or ``mm.batched`` needs, the kernel let to take it, and ``grid``:
+
+        - by default, for ``mm.tile``, one block a tile of C, ``(tile columns, tile rows)``: the kernel calls
+          ``mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, ...)``; for ``mm.batched``, the grid its
+          implementation runs best with;
+        - ``"resident"``: as many blocks as the GPU runs at once (the driver's occupancy query), at most one
+          a tile or product: for a kernel's own persistent loop over C's tiles (``cuda.gridDim.x`` apart);
+        - or a grid of your own.
+
+        Example::
+
+            MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
+        """
+        grid, block, shared = self.launch_config(kernel, *args, grid=grid)
+        kernel[grid, block, stream, shared](*args)
 
     def _key(self):
-        return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision)
+        return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision, self.stages)
 
     def __eq__(self, other):
         return isinstance(other, Matmul) and self._key() == other._key()
@@ -564,13 +460,16 @@ class Matmul:
 
     def __repr__(self):
         return (f"Matmul(shape={self.shape}, dtype={self.dtype}, accumulator={self.accumulator}, "
-                f"block_dim={self.block_dim}, arrangement={self.arrangement}, precision={self.precision})")
+                f"block_dim={self.block_dim}, arrangement={self.arrangement}, precision={self.precision}"
+                + (f", stages={self.stages})" if self.stages else ")"))
+
+    # ---- what the kernels' calls check and instantiate ----
 
     def _template(self, function, **more):
         m, n, k = self.shape
         ta, tc = self._types
         bx, by, bz = self.block_dim
-        row_a, row_b = (_ORDERS[a] for a in self.arrangement)
+        row_a, row_b = (_matrices.ORDERS[a] for a in self.arrangement)
         return MATMUL.template(function, M=m, N=n, K=k, PA=self._compute, PB=self._compute, PC=tc.cxx, RowA=row_a,
                                RowB=row_b, BX=bx, BY=by, BZ=bz, AItems=self.a_items, BItems=self.b_items,
                                CItems=self.accumulator_items, **more)
@@ -580,7 +479,7 @@ class Matmul:
         ta = ext.element(name, param, args[param])
         if ta != self._types[0]:
             raise ext.error(name, f"{param} holds {ta.name}; this Matmul's tiles hold {self.dtype}",
-                        f"allocate cuda.shared.array(mm.{items}, {self.dtype}, alignment=16)")
+                            f"allocate cuda.shared.array(mm.{items}, {self.dtype}, alignment=16)")
         return ta
 
     def _result(self, name, param, td):
@@ -597,44 +496,116 @@ class Matmul:
         tc = ext.element(name, "acc", args["acc"])
         if tc != self._types[1] or not isinstance(args["acc"], types.Array):
             raise ext.error(name, f"acc must be an array of {self.accumulator}, got {args['acc']}",
-                        f"allocate cuda.local.array(mm.accumulator_items, {self.accumulator})")
+                            f"allocate cuda.local.array(mm.accumulator_items, {self.accumulator})")
         return tc
 
+    # ---- in kernels ----
 
-def _bind(declaration, mm, name=None, **fixed):
-    """The intrinsic ``declaration`` with the description ``mm`` (and ``fixed``) bound, named ``Matmul.<name>``
-    (the description's class, and by default the declaration's name): ``mm.load_a`` etc."""
-    consts = {"mm": lambda intrinsic, value: value, "block_dim": ext.block_dim, **declaration.consts}
-    for param in fixed:
-        consts.setdefault(param, lambda intrinsic, value: value)
-    function = pytypes.FunctionType(declaration.__code__, declaration.__globals__, None, declaration.__defaults__)
-    function.__kwdefaults__, function.__doc__ = declaration.__kwdefaults__, declaration.__doc__
-    function.__name__ = function.__qualname__ = f"{type(mm).__name__}.{name or declaration.__name__.lstrip('_')}"
-    return intrinsic(consts=consts, rule=declaration.rule, simulate=declaration.simulate,
-                     fixed={"mm": mm, "block_dim": mm.block_dim, **fixed})(function)
+    @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: _load_rule(n, a, 0),
+                simulate=lambda i, a: simulator.matmul_load(i, {**a, "operand": 0}))
+    def load_a(self, src, tile, row, col, fill=0, *, asynchronous=False):
+        """Copy A's tile of the 2-D array ``src`` at ``src[row, col]`` (M x K items, ``fill`` past ``src``'s
+        edges) into ``tile``, a shared array of ``mm.a_items`` items of ``dtype`` (``alignment=16``), in
+        cuBLASDx's layout, by the whole block: 16-byte ``cp.async`` copies inside the matrix. It ends with a
+        barrier, unless ``asynchronous=True``: then it returns at once and ``mm.wait`` completes it. Example::
+
+            sa = cuda.shared.array(MM.a_items, float16, alignment=16)
+            MM.load_a(a, sa, row, k)
+        """
+
+    @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: _load_rule(n, a, 1),
+                simulate=lambda i, a: simulator.matmul_load(i, {**a, "operand": 1}))
+    def load_b(self, src, tile, row, col, fill=0, *, asynchronous=False):
+        """Copy B's tile of ``src`` at ``src[row, col]`` (K x N items) into ``tile`` (``mm.b_items`` items): as
+        `load_a`. Example::
+
+            sb = cuda.shared.array(MM.b_items, float16, alignment=16)
+            MM.load_b(b, sb, k, col)
+        """
+
+    @ext.method(fixed=_BLOCK, rule=lambda n, a: _wait_rule(n, a), simulate=simulator.tile_wait)
+    def wait(self, pending=0):
+        """Wait for this block's asynchronous `load_a`\\ s and `load_b`\\ s (all, or all but the last ``pending``),
+        then a barrier, so the tiles they fill are ready. Example::
+
+            MM.load_a(a, sa, row, k, asynchronous=True)
+            MM.load_b(b, sb, k, col, asynchronous=True)
+            MM.wait()
+        """
+
+    @ext.method(fixed=_BLOCK, rule=lambda n, a: _multiply_rule(n, a), simulate=simulator.matmul_multiply)
+    def multiply(self, a, b, acc):
+        """``acc += a @ b`` for the shared tiles ``a`` and ``b`` (`load_a`, `load_b`) and ``acc``, each thread's
+        ``cuda.local.array(mm.accumulator_items, accumulator)`` (zero it first), by the whole block on tensor
+        cores for fp16, bf16, tf32 and fp64; ends with a barrier, so the tiles may be refilled. Example::
+
+            acc = cuda.local.array(MM.accumulator_items, float32)
+            for i in range(MM.accumulator_items):
+                acc[i] = 0
+            MM.multiply(sa, sb, acc)
+        """
+
+    @ext.method(consts=_callback.CONSTS, fixed=_BLOCK, rule=lambda n, a: _store_rule(n, a),
+                simulate=simulator.matmul_store)
+    def store(self, acc, dst, row, col, alpha=1.0, beta=0.0, stage=None, *, epilogue=None, epilogue_args=None):
+        """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators, items past
+        ``dst``'s edge dropped (``beta=0``: dst is not read); ``dst`` holds the accumulator's dtype or A's
+        (rounded to it, as cuBLAS does for half precision). Each thread stores its own items; with ``stage``
+        (``cuda.shared.array(mm.c_items, accumulator, alignment=16)``) C goes through shared memory and out in
+        16-byte vectors: faster, and it ends with a barrier. ``epilogue=f, epilogue_args=(x, ...)``: each item
+        stored as ``f(value, row, col, x, ...)`` (see `Matmul`). Example::
+
+            MM.store(acc, c, row, col, alpha, beta)
+        """
+
+    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _tile_rule(n, a), simulate=simulator.matmul_tile)
+    def tile(self, ops, i, j, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
+        """C's tile (i, j) = ``alpha * A @ B + beta * C`` for ``ops = mm.operands(a, b, c)`` of 2-D arrays, the
+        whole K loop inside, by the whole block; see `Matmul` and `Matmul.operands`. Example::
+
+            @cuda.jit
+            def gemm(ops, alpha, beta):
+                MM.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
+
+            MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
+        """
+
+    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _batched_rule(n, a), simulate=simulator.matmul_batched)
+    def batched(self, ops, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
+        """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for the whole batch of ``ops = mm.operands(a, b, c)`` (3-D
+        arrays), a persistent loop over the launch's blocks; see `Matmul` and `Matmul.operands`. Example::
+
+            @cuda.jit
+            def bmm(ops):
+                MM.batched(ops)
+
+            MM.launch(bmm, MM.operands(a, b, c))
+        """
+
+    @ext.method(consts={"stages": _STAGES}, rule=lambda n, a: _pipeline.prepare_instance(n, a["mm"], a["stages"], a),
+                simulate=None)
+    def _prepare_pipeline(self, pipe, a, b, stages):
+        """Fill ``pipe``, libmathdx's device-pipeline object, for A and B (one thread): `Matmul.operands`."""
 
 
-def _declares(consts, rule, simulate):
-    def mark(declaration):
-        declaration.consts, declaration.rule, declaration.simulate = consts, rule, simulate
-        return declaration
-    return mark
-
-
-def _load_operand_rule(name, args):
-    mm, operand = args["mm"], args["operand"]
+def _load_rule(name, args, operand):
+    mm = args["mm"]
     ta = mm._shared_tile(name, args, "tile", "ab"[operand] + "_items")
-    _matrix(name, args, "src", like=("tile", ta))
-    _origin(name, args)
+    _matrices.matrix(name, args, "src", like=("tile", ta))
+    _matrices.origin(name, args)
     template = mm._template("numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
     return Instance(name, MATMUL, template, types.none,
                     (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
-                     ("tile", args["tile"], None), ("fill", ta.numba, 0)))
+                     ("tile", args["tile"], None), ("fill", ta.numba, 0)), threads=mm.threads)
 
 
-@_declares({"asynchronous": ext.flag("asynchronous")}, _load_operand_rule, simulator.matmul_load)
-def _load_operand(src, tile, row, col, fill=0, *, asynchronous=False):
-    """Copy the tile of the 2-D array ``src`` at ``src[row, col]`` into the shared tile for this Matmul; see `Matmul`."""
+def _wait_rule(name, args):
+    mm = args["mm"]
+    pending = args["pending"]
+    if pending is not None:
+        ext.integer(name, "pending", pending)
+    return Instance(name, TILE, TILE.template("numba_tiles::tile_wait", **_matrices.block_shape(args)), types.none,
+                    (("pending", types.int32, 0),), threads=mm.threads)
 
 
 def _multiply_rule(name, args):
@@ -644,120 +615,93 @@ def _multiply_rule(name, args):
     tc = mm._accumulator(name, args)
     template = mm._template("numba_tiles::matmul_multiply", TA=ta.cxx, TB=ta.cxx, TC=tc.cxx)
     return Instance(name, MATMUL, template, types.none,
-                    (("a", args["a"], None), ("b", args["b"], None), ("acc", args["acc"], None)))
-
-
-@_declares({}, _multiply_rule, simulator.matmul_multiply)
-def _multiply(a, b, acc):
-    """``acc += a @ b`` for this Matmul's shared tiles, by the whole block; see `Matmul`."""
+                    (("a", args["a"], None), ("b", args["b"], None), ("acc", args["acc"], None)), threads=mm.threads)
 
 
 def _store_rule(name, args):
     mm = args["mm"]
     tc = mm._accumulator(name, args)
-    td, result = mm._result(name, "dst", _matrix(name, args, "dst"))
-    _origin(name, args)
-    _scales(name, args)
+    td, result = mm._result(name, "dst", _matrices.matrix(name, args, "dst"))
+    _matrices.origin(name, args)
+    _matrices.scales(name, args)
     params = (("acc", args["acc"], None), ("dst", args["dst"], None), ("row", types.int64, None),
               ("col", types.int64, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
     function = "numba_tiles::matmul_store"
     if args["stage"] is not None:
         if ext.element(name, "stage", args["stage"]) != tc or not isinstance(args["stage"], types.Array):
             raise ext.error(name, f"stage must be a shared array of {tc.name}, got {args['stage']}",
-                        f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
+                            f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
         function, params = "numba_tiles::matmul_store_staged", params + (("stage", args["stage"], None),)
     fused, prelude = _callback.fused(name, args, tc.numba, 2)
     return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none,
-                    params + fused, prelude=prelude)
+                    params + fused, prelude=prelude, threads=mm.threads)
 
 
-def _batched_c_and_shared(name, args, nbytes):
-    """Check ``c``, ``shared`` (whose size ``mm.<nbytes>(stages)`` gives), ``alpha`` and ``beta`` of a batched
-    call; their template arguments."""
-    td, result = args["mm"]._result(name, "c", _matrix(name, args, "c", ndim=3))
-    if not (isinstance(args["shared"], types.Array) and args["shared"].ndim == 1):
-        raise ext.error(name, f"shared must be a 1-D array, got {args['shared']}",
-                        "pass cuda.shared.array(0, uint8, alignment=16) and launch with "
-                        f"mm.{nbytes}(stages) bytes of dynamic shared memory")
-    _scales(name, args)
-    return {"PD": result, "TD": td.cxx, "TS": ext.element(name, "shared", args["shared"]).cxx}
+def _operands_of(name, args, ndim):
+    """The description, its `_Plan` for the kernel's GPU and C's `Dtype`, of the call's ``ops``: `Operands` of this
+    description (``ndim``: 2 for tile, 3 for batched)."""
+    mm, ops = args["mm"], args["ops"]
+    made = ops.info if isinstance(ops, _numba.Handle) else None
+    call = {2: "tile", 3: "batched"}[ndim]
+    if made is None:
+        raise ext.error(name, f"ops must be what mm.operands(a, b, c) returns, got {ops}",
+                        f"pass ops = mm.operands(a, b, c), made on the host, to the kernel")
+    if made["mm"] != mm:
+        raise ext.error(name, f"ops were made by another description, {made['mm']!r}; this is {mm!r}",
+                        f"make them with this description's operands(a, b, c)")
+    if made["ndim"] != ndim:
+        raise ext.error(name, f"ops describe {'a batch (3-D arrays)' if made['ndim'] == 3 else '2-D arrays'}",
+                        f"call mm.{'batched' if made['ndim'] == 3 else 'tile'}(ops, ...), or make ops of "
+                        f"{ndim}-D arrays for mm.{call}")
+    _matrices.scales(name, args)
+    td = ext.scalar(name, "c", made["c"], verb="holds")
+    mm._result(name, "c", td)
+    cc = None if _numba.simulator_enabled() else _numba.target_flags()[0]
+    if cc is not None and cc < (8, 0):
+        raise ext.error(name, f"it needs sm_80 or later (cp.async copies); this kernel compiles for sm_{cc[0]}{cc[1]}",
+                        "compile for sm_80 or later, or write the loop of load_a, load_b, multiply and store with "
+                        "tiles.matmul")
+    return mm, mm._plan(name, cc, td.name, ndim), td
+
+
+def _register_params(mm, ndim, td, args, name, plan, coordinates):
+    """The cp.async loop's parameters: the operands' arrays, the launch's dynamic shared memory, the scales."""
+    ta, tc = mm._types
+    arrays = tuple((f"ops.{p}", types.Array(t.numba, ndim, "A"), None) for p, t in (("a", ta), ("b", ta), ("c", td)))
+    return arrays + coordinates + (("shared", _SHARED, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
+
+
+def _tile_rule(name, args):
+    mm, plan, td = _operands_of(name, args, 2)
+    _matrices.origin(name, args, ("i", "j"))
+    if plan.implementation == "libmathdx":
+        if _numba.simulator_enabled():
+            return Instance(name, MATMUL, "", types.none, ())
+        return _pipeline.tile_instance(name, mm, plan.stages, td, args)
+    ta, tc = mm._types
+    _, result = mm._result(name, "c", td)
+    fused, prelude = _callback.fused(name, args, tc.numba, 2)
+    template = mm._template("numba_tiles::matmul_tile", Stages=plan.stages, T=ta.cxx, TC=tc.cxx, PD=result,
+                            TD=td.cxx, TS="unsigned char")
+    params = _register_params(mm, 2, td, args, name, plan, (("i", types.int64, None), ("j", types.int64, None)))
+    return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)
 
 
 def _batched_rule(name, args):
-    mm = args["mm"]
+    mm, plan, td = _operands_of(name, args, 3)
+    if plan.implementation == "wgmma":
+        return _pipeline.batched_instance(name, mm, plan.stages, td, args)
     ta, tc = mm._types
-    if _matrix(name, args, "a", ndim=3) != ta:
-        raise ext.error(name, f"a holds {args['a'].dtype}; this Matmul multiplies {mm.dtype}",
-                        f"pass A and B of {mm.dtype}")
-    _matrix(name, args, "b", like=("a", ta), ndim=3)
-    template = mm._template("numba_tiles::matmul_batched", Stages=args["stages"], T=ta.cxx, TC=tc.cxx,
-                            **_batched_c_and_shared(name, args, "batched_shared_memory_bytes"))
+    _, result = mm._result(name, "c", td)
     fused, prelude = _callback.fused(name, args, tc.numba, 3)
-    return Instance(name, MATMUL, template, types.none,
-                    (("a", args["a"], None), ("b", args["b"], None), ("c", args["c"], None),
-                     ("shared", args["shared"], None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0)) + fused,
-                    prelude=prelude)
-
-
-def _batched_tma_rule(name, args):
-    mm = args["mm"]
-    ta, tc = mm._types
-    _hopper_or_later(name)
-    mm._tma_tiles(name)
-    pipe = _pipe(name, args, "prepare_batched")
-    template = mm._template("numba_tiles::matmul_batched_tma", Stages=args["stages"], TC=tc.cxx,
-                            **_batched_c_and_shared(name, args, "batched_tma_shared_memory_bytes"))
-    fused, prelude = _callback.fused(name, args, tc.numba, 3)
-    return Instance(name, MATMUL, template, types.none,
-                    (("pipe", pipe, None), ("c", args["c"], None), ("shared", args["shared"], None),
-                     ("alpha", tc.numba, 1), ("beta", tc.numba, 0)) + fused, prelude=prelude)
-
-
-def _pipe(name, args, prepare, arrays="a, b"):
-    """``args["pipe"]``, which must be the 1-D uint8 array ``mm.<prepare>(<arrays>)`` made on the host."""
-    pipe = args["pipe"]
-    if not (isinstance(pipe, types.Array) and pipe.ndim == 1 and pipe.dtype == types.uint8):
-        raise ext.error(name, f"pipe must be the uint8 array mm.{prepare}({arrays}) returned, got {pipe}",
-                        f"pass pipe = mm.{prepare}({arrays}), made on the host, to the kernel")
-    return pipe
-
-
-def _hopper_or_later(name):
-    if _numba.simulator_enabled():
-        return
-    cc = _numba.target_flags()[0]
-    if cc < (9, 0):
-        raise ext.error(name, f"TMA copies need sm_90 or later; this kernel compiles for sm_{cc[0]}{cc[1]}",
-                        "use mm.batched (cp.async copies) on this GPU")
-
-
-@_declares({"stages": _STAGES, **_callback.CONSTS}, _batched_tma_rule, simulator.matmul_batched_tma)
-def _batched_tma(pipe, c, shared, alpha=1.0, beta=0.0, *, stages=2, epilogue=None, epilogue_args=None):
-    """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for this block's share of the batch, A and B by TMA; see `Matmul`."""
-
-
-@_declares({"stages": _STAGES, **_callback.CONSTS}, _batched_rule, simulator.matmul_batched)
-def _batched(a, b, c, shared, alpha=1.0, beta=0.0, *, stages=2, epilogue=None, epilogue_args=None):
-    """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for this block's share of the batch; see `Matmul`."""
-
-
-@_declares(_callback.CONSTS, _store_rule, simulator.matmul_store)
-def _store(acc, dst, row, col, alpha=1.0, beta=0.0, stage=None, *, epilogue=None, epilogue_args=None):
-    """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators; see `Matmul`."""
-
-
-@_declares({}, _wait_rule, simulator.tile_wait)
-def _wait(pending=0):
-    """Wait for this block's asynchronous loads (all but the last ``pending``), then a barrier; see `Matmul`."""
-
-
-def _kernel_attribute(mm, name):
-    """What ``mm.<name>`` is inside a kernel: a size (an int constant) or a bound intrinsic."""
-    if name in ("a_items", "b_items", "c_items", "accumulator_items", "shared_memory_bytes", "threads", "load_a",
-                "load_b", "multiply", "store", "wait", "batched", "batched_tma"):
-        return getattr(mm, name)
-    return None
-
-
-if not _numba.simulator_enabled():
-    _numba.register_description(Matmul, _kernel_attribute)
+    if plan.implementation == "tma":
+        template = mm._template("numba_tiles::matmul_batched_tma", Stages=plan.stages, TC=tc.cxx, PD=result,
+                                TD=td.cxx, TS="unsigned char")
+        params = (("ops.pipe", types.Array(types.uint8, 1, "C"), None), ("ops.c", types.Array(td.numba, 3, "A"), None),
+                  ("shared", _SHARED, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
+        return Instance(name, MATMUL, template, types.none, params + fused, prelude=_operands.CHECKS["batched_maps"] + "\n" + prelude,
+                        threads=plan.threads)
+    template = mm._template("numba_tiles::matmul_batched", Stages=plan.stages, T=ta.cxx, TC=tc.cxx, PD=result,
+                            TD=td.cxx, TS="unsigned char")
+    params = _register_params(mm, 3, td, args, name, plan, ())
+    return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)

@@ -515,77 +515,47 @@ def matmul_store(instance, args):
             dst[r, c] = _bf16_bits(value) if bits else value
 
 
-def matmul_batched(instance, args, accumulator=None):
-    mm, a, b, c = args["mm"], args["a"], args["b"], args["c"]
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
-    grid = _numba.simulated_grid_dim(thread)
-    block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
-    m, n, _ = mm.shape
-    if not (len({a.shape[0], b.shape[0], c.shape[0]}) == 1 and a.shape[2] == b.shape[1]
-            and c.shape[1:] == (a.shape[1], b.shape[2]) and a.shape[1] <= m and b.shape[2] <= n):
-        raise error(instance.intrinsic, f"A is {a.shape}, B {b.shape}, C {c.shape}; they must be count x m x k, "
-                    f"count x k x n and count x m x n with m <= {m} and n <= {n}",
-                    "pass matching batches; a larger product is a loop of load_a, load_b, multiply and store")
+def _ops(instance, args):
+    """The description, A, B and C of the call's ``ops`` (`Matmul.operands`), after checking the launch's block
+    (the one `Matmul.launch` gives)."""
+    ops = args["ops"]
+    block = ops.plan.block
+    return args["mm"], ops.a, ops.b, ops.c, {**args, "block_dim": block + (1,) * (3 - len(block))}
 
-    finish = _epilogue(instance, args, accumulator or mm._types[1].numpy)
+
+def _product(mm, a, b, c, rows, cols, alpha, beta, finish, lead=(), origin=(0, 0)):
+    """alpha * A[rows, :] @ B[:, cols] + beta * C[rows, cols], with the epilogue, as C holds it."""
+    precision = mm.precision
+    value = alpha * (_operand(np.asarray(a[rows, :]), precision) @ _operand(np.asarray(b[:, cols]), precision))
+    if beta != 0:
+        value = value + beta * _operand(np.asarray(c[rows, cols]), precision if c.dtype.kind in "iu" else None)
+    return _rounded(_epilogued(finish, value, lead, origin), c.dtype)
+
+
+def matmul_tile(instance, args):
+    mm, a, b, c, args = _ops(instance, args)
+    finish = _epilogue(instance, args, mm._types[1].numpy)
 
     def work():
-        for i in range(block, a.shape[0], math.prod(grid)):
-            value = args["alpha"] * (_operand(a[i], mm.precision) @ _operand(b[i], mm.precision))
-            if args["beta"] != 0:
-                value = value + args["beta"] * _operand(c[i], mm.precision if c.dtype.kind in "iu" else None)
-            c[i] = _rounded(_epilogued(finish, value, (i,)), c.dtype)
+        m, n, _ = mm.shape
+        r0, c0 = int(args["i"]) * m, int(args["j"]) * n
+        rows, cols = slice(r0, min(r0 + m, c.shape[0])), slice(c0, min(c0 + n, c.shape[1]))
+        if rows.start < rows.stop and cols.start < cols.stop:
+            c[rows, cols] = _product(mm, a, b, c, rows, cols, args["alpha"], args["beta"], finish, origin=(r0, c0))
     _by_first_thread(instance, args, work)
 
 
-def matmul_batched_tma(instance, args):
-    """Matmul.batched_tma: Matmul.batched over the A and B that prepare_batched kept (pipeline_prepare)."""
-    a, b = pipeline_kept(args["pipe"])
-    matmul_batched(instance, {**args, "a": a, "b": b})
-
-
-# The pipelined form (tiles.PipelineMatmul): prepare keeps A and B under a number that the pipe
-# array holds, and a tile is their float64 product over the whole K, stored as the GPU does.
-
-_pipes = {}
-
-
-def pipeline_prepare(a, b):
-    """The simulator's ``pipe``: an array holding the number under which A and B are kept."""
-    number = len(_pipes) + 1
-    _pipes[number] = (a, b)
-    return np.frombuffer(np.int64(number).tobytes(), np.uint8).copy()
-
-
-def pipeline_kept(pipe):
-    """The A and B that `pipeline_prepare` kept under the number ``pipe`` holds."""
-    return _pipes[int(np.asarray(pipe[:8]).view(np.int64)[0])]
-
-
-def pipeline_batched(instance, args):
-    """PipelineMatmul.batched: Matmul.batched's twin over the A and B that prepare_batched kept (the order of
-    the products, dynamic on the GPU, does not change them)."""
-    a, b = pipeline_kept(args["pipe"])
-    matmul_batched(instance, {**args, "a": a, "b": b}, accumulator=np.dtype(np.float32))
-
-
-def pipeline_tile(instance, args):
-    mm, c = args["mm"], args["c"]
+def matmul_batched(instance, args):
+    mm, a, b, c, args = _ops(instance, args)
+    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    grid = _numba.simulated_grid_dim(thread)
+    block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
+    finish = _epilogue(instance, args, mm._types[1].numpy)
 
     def work():
-        a, b = pipeline_kept(args["pipe"])
-        r0, c0 = int(args["i"]) * mm.m, int(args["j"]) * mm.n
-        rows, cols = slice(r0, min(r0 + mm.m, c.shape[0])), slice(c0, min(c0 + mm.n, c.shape[1]))
-        if rows.start >= rows.stop or cols.start >= cols.stop:
-            return
-        precision = mm.precision  # ("fp16" items widen as they are; bf16 bits and tf32 as _operand reads them)
-        product = _operand(np.asarray(a[rows, :]), precision) @ _operand(np.asarray(b[:, cols]), precision)
-        value = np.float32(args["alpha"]) * product.astype(np.float32)
-        if args["beta"] != 0:
-            old = _operand(np.asarray(c[rows, cols]), precision if c.dtype.kind in "iu" else None)
-            value = value + np.float32(args["beta"]) * old.astype(np.float32)
-        finish = _epilogue(instance, args, np.dtype(np.float32))
-        c[rows, cols] = _rounded(_epilogued(finish, value, origin=(r0, c0)), c.dtype)
+        whole = slice(None)
+        for i in range(block, a.shape[0], math.prod(grid)):
+            c[i] = _product(mm, a[i], b[i], c[i], whole, whole, args["alpha"], args["beta"], finish, (i,))
     _by_first_thread(instance, args, work)
 
 
