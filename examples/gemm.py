@@ -1,11 +1,9 @@
 """GEMMs with the tile API, C = alpha * A @ B + beta * C, checked against NumPy: the forms a kernel takes.
 
-- `make_gemm`: `tiles.matmul` on shared tiles. Each block loads C's tile, then for each K-tile loads A's
-  and B's tiles (`tiles.tile_load`, zeros past the edges) and multiplies them into C's (cuBLASDx), then
-  stores it (`tiles.tile_store`, nothing past the edges). Any dtype, complex ones too.
-- `make_tile_gemm`: `tiles.Matmul`'s whole-tile call, one line of kernel; `Matmul.operands` chooses the
-  code for the GPU (cuBLASDx's TMA + wgmma pipeline on Hopper) and `Matmul.launch` its launch.
-- `make_batched`: a batch of small products in one call, `Matmul.batched`.
+- `make_gemm`: `tiles.matmul` on shared tiles that `tiles.tile_load` fills (zeros past the edges) and
+  `tiles.tile_store` empties (nothing past the edges); any dtype, complex ones too.
+- `make_tile_gemm`, `make_batched`: `tiles.Matmul`'s whole calls, one line of kernel each, whose code
+  `Matmul.operands` chooses for the GPU and whose launch `Matmul.launch` makes.
 - `make_own_loop`: the register form's steps in a kernel's own K loop, ``stages`` K-tiles in flight.
 
     python examples/gemm.py                          # on a GPU
@@ -83,9 +81,8 @@ def run_described(mm, kernel, a, b, c, alpha, beta, *extras):
 
 
 def make_own_loop(mm, staged=False, stages=2):
-    """``gemm(a, b, c, alpha, beta)`` of `tiles.Matmul` ``mm``'s steps: the accumulator in registers, A and B in
-    cuBLASDx's shared layouts, the next ``stages - 1`` K-tiles loading while each product runs (``stages`` buffers
-    of A and B in dynamic shared memory, ``gemm.shared_bytes`` of it); ``staged``: C out through shared memory."""
+    """``gemm(a, b, c, alpha, beta)`` of ``mm``'s steps: the accumulator in registers, ``stages`` K-tiles of A and B in
+    flight in dynamic shared memory (``gemm.shared_bytes`` of it); ``staged``: C out through shared memory."""
     TM, TN, TK = mm.shape
     ab, acc_type = getattr(types, mm.dtype), getattr(types, mm.accumulator)
     A, B, S = mm.a_items, mm.b_items, stages
@@ -120,48 +117,32 @@ def make_own_loop(mm, staged=False, stages=2):
     return gemm
 
 
-def bf16_bits(x):
-    """float32 values → the int16 bits of their bfloat16 rounding (to nearest even)."""
-    bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16).view(np.int16)
-
-
-def values(x, precision=None):
-    """What A or B holds, as float64 (bfloat16 bits widened)."""
-    if precision == "bf16":
-        return (np.asarray(x).view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return np.asarray(x, np.complex128 if np.iscomplexobj(x) else np.float64)
-
-
-def relative_error(result, a, b, c, alpha, beta, precision=None):
+def relative_error(result, a, b, c, alpha, beta):
     """‖result − (alpha·A·B + beta·C)‖_F / ‖reference‖_F, the reference in float64."""
-    expected = alpha * (values(a, precision) @ values(b, precision)) + beta * values(c)
-    return float(np.linalg.norm(values(result) - expected) / np.linalg.norm(expected))
+    expected = alpha * (np.asarray(a, np.float64) @ np.asarray(b, np.float64)) + beta * np.asarray(c, np.float64)
+    return float(np.linalg.norm(result - expected) / np.linalg.norm(expected))
 
 
 def main():
     rng = np.random.default_rng()
-    small = cuda.config.ENABLE_CUDASIM
-    (m, n, k), batch = ((40, 50, 36), 3) if small else ((1000, 1100, 900), 1000)
-    alpha, beta = 0.75, -1.25
+    small, m, n, k = (True, 40, 50, 36) if cuda.config.ENABLE_CUDASIM else (False, 1000, 1104, 904)  # (16-byte rows)
     for dtype, acc, tile, bound in (("float16", "float32", (64, 64, 32), 1e-2), ("float64", "float64", (32, 32, 16), 1e-12)):
         tile = (16, 16, 16) if small else tile
-        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
-        c = rng.standard_normal((m, n)).astype(acc)
+        a, b, c = (rng.standard_normal(s).astype(t) for s, t in (((m, k), dtype), ((k, n), dtype), ((m, n), acc)))
         mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=32 if small else None)
-        for form, result in (("tiles.matmul", lambda: run(make_gemm(tile, dtype, acc, mm.threads), a, b, c, alpha,
-                                                                 beta, tile, mm.threads)),
-                             ("Matmul.tile", lambda: run_described(mm, make_tile_gemm(mm), a, b, c, alpha, beta)),
-                             ("own loop", lambda: run(make_own_loop(mm), a, b, c, alpha, beta, tile, mm.block_dim))):
-            error = relative_error(result(), a, b, c, alpha, beta)
+        for form, result in (("tiles.matmul", lambda: run(make_gemm(tile, dtype, acc, mm.threads), a, b, c, 0.75, -1.25,
+                                                                 tile, mm.threads)),
+                             ("Matmul.tile", lambda: run_described(mm, make_tile_gemm(mm), a, b, c, 0.75, -1.25)),
+                             ("own loop", lambda: run(make_own_loop(mm), a, b, c, 0.75, -1.25, tile, mm.block_dim))):
+            error = relative_error(result(), a, b, c, 0.75, -1.25)
             print(f"{form:12} {m} x {n} x {k} {dtype} -> {acc}, tiles {tile}: relative error {error:.1e}")
             assert error < bound, f"{form}: {error:.1e} is over {bound:g}"
     mm = tiles.Matmul((16, 16, 16) if small else (64, 64, 64), "float16", block_dim=32 if small else None)
-    M, N, K = mm.shape
-    a, b = (rng.standard_normal((batch, *s)).astype(np.float16) for s in ((M, K), (K, N)))
-    c = np.zeros((batch, M, N), np.float16)
+    a, b = (rng.standard_normal((3 if small else 1000, 16 if small else 64, 16 if small else 64)).astype(np.float16)
+            for _ in "ab")
+    c = np.zeros(a.shape, np.float16)
     error = relative_error(run_described(mm, make_batched(mm), a, b, c, 1.0, 0.0), a, b, c, 1.0, 0.0)
-    print(f"Matmul.batched {batch} x {M} x {N} x {K} float16: relative error {error:.1e}")
+    print(f"Matmul.batched {a.shape[0]} products of {a.shape[1]}^3 float16: relative error {error:.1e}")
     assert error < 1e-2
 
 

@@ -380,10 +380,10 @@ inline constexpr int staged_pitch = sizeof(TS) < sizeof(TC) ? N + 16 / static_ca
 template <int M, int N, typename TC, typename TD>
 inline constexpr int batched_stage_items = M * staged_pitch<N, TC, batched_stage<TC, TD>>;
 
-// Whether Matmul.batched_tma's stage of TS items (`stage` bytes) lives in the bytes of a buffer of A
+// Whether the TMA loop's stage of TS items (`stage` bytes) lives in the bytes of a buffer of A
 // and B tiles (`buffer` bytes) that the block has multiplied: when it fits, and goes out by the
 // threads' copy, not bulk_out's (a bulk copy would still read it while the buffer refills).
-// numba_tiles.Matmul.batched_tma_shared_memory_bytes mirrors it.
+// numba_tiles.Matmul._tma_bytes mirrors it.
 template <typename TS, typename TD>
 __device__ constexpr bool batched_tma_aliased(long long stage, long long buffer) {
   return !bulk_out<TS, TD> && stage <= buffer;
@@ -630,7 +630,7 @@ __device__ __forceinline__ void tma_store(const void* map, int x, int y, int z, 
 __device__ __forceinline__ void tma_wait(unsigned long long* bar, unsigned phase) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Inline PTX: the loop must be inside the asm. Around cuda::ptx::mbarrier_try_wait_parity it is a loop the
-  // compiler sees, and PipelineMatmul.batched's loops then stayed rolled (its SASS halved, 14 wgmma copies to 2);
+  // compiler sees, and the wgmma loop of Matmul.batched then stayed rolled (its SASS halved, 14 wgmma copies to 2);
   // CUTLASS's ClusterBarrier::wait gives try_wait a time limit (a NANOSLEEP in each retry).
   asm volatile(
       "{\n .reg .pred done;\n wait:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
@@ -792,8 +792,7 @@ __device__ __forceinline__ void check_batch(long long count, long long m, long l
   if (count != b_count || count != c_count || k != bk || cm != m || cn != bn || m > M || bn > N) {
     if (first_thread()) {
       printf("tiles.Matmul.batched: A is %lld x %lld x %lld, B %lld x %lld x %lld, C %lld x %lld x %lld; they must "
-             "be count x m x k, count x k x n and count x m x n with m <= %d and n <= %d (a larger product: a loop "
-             "of load_a, load_b, multiply and store over its tiles)\n",
+             "be count x m x k, count x k x n and count x m x n with m <= %d and n <= %d (a larger product: mm.tile over its tiles)\n",
              count, m, k, b_count, bk, bn, c_count, cm, cn, M, N);
     }
     fail();
@@ -807,7 +806,7 @@ __device__ __forceinline__ void check_batched_shared(const array_ref<TS>& shared
       reinterpret_cast<unsigned long long>(shared.data) % 16 != 0) {
     if (first_thread()) {
       printf("tiles.Matmul.batched: shared holds %lld bytes (stride %lld); it needs %lld contiguous bytes, 16-byte "
-             "aligned: mm.batched_shared_memory_bytes(stages) of dynamic shared memory\n",
+             "aligned: launch it with mm.launch, which gives the dynamic shared memory it needs\n",
              shared.size * static_cast<long long>(sizeof(TS)), shared.stride, bytes);
     }
     fail();
@@ -956,7 +955,7 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
   if (maps.size < static_cast<long long>(sizeof(batched_maps)) || maps.stride != 1 ||
       reinterpret_cast<unsigned long long>(maps.data) % 64 != 0) {
     if (first_thread()) {
-      printf("tiles.Matmul.batched: pipe is not what mm.prepare_batched(a, b) returns\n");
+      printf("tiles.Matmul.batched: ops.pipe is not what mm.operands(a, b, c) made\n");
     }
     fail();
   }

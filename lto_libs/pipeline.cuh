@@ -28,8 +28,8 @@ __device__ __forceinline__ void pipeline_prepare(array_ref<unsigned char> pipe, 
   const long long lda = leading_dimension<RowA>(a), ldb = leading_dimension<RowB>(b);
   const bool aligned = (reinterpret_cast<unsigned long long>(pipe.data) % DeviceAlign) == 0;
   if (pipe.size < DeviceBytes || pipe.stride != 1 || !aligned || lda < 0 || ldb < 0 || a.cols != b.rows) {
-    printf("tiles.PipelineMatmul.prepare: pipe has %lld bytes (needs %d, %d-byte aligned), A is %lld x %lld with "
-           "strides (%lld, %lld), B %lld x %lld with strides (%lld, %lld): not what this PipelineMatmul was made for\n",
+    printf("tiles.Matmul.operands: pipe has %lld bytes (needs %d, %d-byte aligned), A is %lld x %lld with "
+           "strides (%lld, %lld), B %lld x %lld with strides (%lld, %lld): not what this Matmul was made for\n",
            pipe.size, DeviceBytes, DeviceAlign, a.rows, a.cols, a.row_stride, a.col_stride, b.rows, b.cols,
            b.row_stride, b.col_stride);
     fail();
@@ -62,8 +62,8 @@ __device__ __forceinline__ void pipeline_tile(array_ref<unsigned char> pipe, mat
                                               float alpha, float beta, Epi epi = {}) {
   extern __shared__ __align__(1024) unsigned char buffer[];
   stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes,
-                     "tiles.PipelineMatmul.tile: launched with %u threads and %u bytes of dynamic shared memory; it "
-                     "needs %d threads and %d bytes (kernel[grid, mm.threads, stream, mm.shared_memory_bytes])\n",
+                     "tiles.Matmul.tile: launched with %u threads and %u bytes of dynamic shared memory; it "
+                     "needs %d threads and %d bytes (launch it with mm.launch)\n",
                      blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
   alignas(TileAlign < 8 ? 8 : TileAlign) unsigned char tile[TileBytes];
   alignas(AccAlign < 16 ? 16 : AccAlign) unsigned char acc[AccBytes];

@@ -1,5 +1,5 @@
-// PipelineMatmul.batched: a batch of one-tile products on Hopper's warpgroup MMA (wgmma, sm_90a), A
-// and B loaded by TMA (the tensor maps and tiles of Matmul.batched_tma, matmul.cuh), C stored by TMA.
+// Matmul.batched by wgmma: a batch of one-tile products on Hopper's warpgroup MMA (wgmma, sm_90a), A
+// and B loaded by TMA (the tensor maps and tiles of the TMA loop, matmul.cuh), C stored by TMA.
 // The products come from CuTe's GMMA atoms (MathDx's CuTe): cuBLASDx 0.4 itself issues mma.sync only.
 #pragma once
 
@@ -23,7 +23,7 @@ struct wgmma_pipe {
 // The dynamic shared memory the loop takes: 1 KiB of alignment, Stages buffers of A's and B's K-tiles,
 // each multiplying warpgroup's 64 rows of C (TMA's swizzled boxes), a full and an empty barrier and the
 // product of each buffer, and a barrier for each warpgroup's loads of C (beta != 0; two at most).
-// PipelineMatmul.batched_shared_memory_bytes mirrors it.
+// numba_tiles/_pipeline.py's wgmma_shared_bytes mirrors it.
 template <int M, int N, int Stages, int BufferBytes, typename TD>
 inline constexpr int wgmma_shared_bytes =
     1024 + Stages * BufferBytes + M * N * static_cast<int>(sizeof(TD)) + Stages * 20 + 16;
@@ -86,7 +86,7 @@ __device__ __forceinline__ void barrier_arrive(unsigned long long* bar) {
 
 // The 128 threads of multiplying warpgroup `w` wait for each other: named barrier 1 + w (0 is __syncthreads's), by
 // CUTLASS's bar.sync with a raw id. (Its user ids start past the 8 CUTLASS reserves: w + 8, one more value live,
-// took PipelineMatmul.batched's K loop 30 instructions more. cuda::ptx has no bar.sync; the CUDA headers'
+// took the loop's K loop 30 instructions more. cuda::ptx has no bar.sync; the CUDA headers'
 // __barrier_sync_count is barrier.sync, not aligned, which ptxas wraps in WARPSYNC.COLLECTIVE.)
 __device__ __forceinline__ void warpgroup_barrier(int w) {
   cutlass::arch::NamedBarrier::sync(128, static_cast<cutlass::arch::ReservedNamedBarriers>(1 + w));
@@ -127,9 +127,8 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
                          dynamic_shared_bytes() < wgmma_shared_bytes<M, N, Stages, BufferBytes, TD> ||
                          maps.size < static_cast<long long>(sizeof(wgmma_pipe)) || maps.stride != 1 ||
                          reinterpret_cast<unsigned long long>(maps.data) % 64 != 0,
-                     "tiles.PipelineMatmul.batched: launched with other threads or less dynamic shared memory than "
-                     "mm.batched_threads and mm.batched_shared_memory_bytes, or pipe is not what "
-                     "mm.prepare_batched(a, b, c) returned\n");
+                     "tiles.Matmul.batched: launched with other threads or less dynamic shared memory than mm.launch "
+                     "gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
   const unsigned base = shared_address(shared);
   P* const tiles = reinterpret_cast<P*>(shared + ((base + 1023) / 1024 * 1024 - base));
   char* const stage = reinterpret_cast<char*>(tiles) + Stages * BufferBytes;
@@ -163,12 +162,12 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
     issue(block, 0);
   }
   __syncthreads();
-  const int ksteps = static_cast<int>((pipe->ab.k + K - 1) / K);  // (k >= 1: prepare_batched)
+  const int ksteps = static_cast<int>((pipe->ab.k + K - 1) / K);  // (k >= 1: Matmul.operands)
   if (group == 0) {
     if (t == 0) {
-      const int count = static_cast<int>(pipe->ab.count);  // (prepare_batched: below 2^31, as TMA's coordinates)
+      const int count = static_cast<int>(pipe->ab.count);  // (Matmul.operands: below 2^31, as TMA's coordinates)
       stop_without_calls(c.count != count || c.rows != pipe->ab.m || c.cols != pipe->ab.n,
-                         "tiles.PipelineMatmul.batched: pipe is not mm.prepare_batched(a, b, c) of this c\n");
+                         "tiles.Matmul.batched: ops.pipe is not mm.operands(a, b, c) of this c\n");
       const int blocks = static_cast<int>(gridDim.x * gridDim.y * gridDim.z);
       const auto take = [&] { return blocks + static_cast<int>(wgmma_ticket(&pipe->tickets)); };
       int queue[Ahead];  // (indexed by constants in the unrolled loop below: no copies that would wait on a ticket)

@@ -67,11 +67,11 @@ def _tool(name):
 
 
 def _libmathdx_row():
-    """libmathdx's version and file (cuBLASDx's pipelines: tiles.PipelineMatmul), or why there is none."""
+    """libmathdx's version and file (cuBLASDx's pipelines: tiles.Matmul.tile on Hopper), or why there is none."""
     from . import _toolchain
 
     try:
-        return f"{_toolchain.libmathdx_version()} (cuBLASDx 0.7 pipelines: PipelineMatmul)  {_toolchain.libmathdx_path()}"
+        return f"{_toolchain.libmathdx_version()} (cuBLASDx 0.7 pipelines: Matmul.tile on Hopper)  {_toolchain.libmathdx_path()}"
     except Exception as exc:  # (the rest of the library works without it)
         return f"not found: {exc}"
 

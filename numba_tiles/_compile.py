@@ -570,7 +570,7 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
     if not arch.endswith("a") and any(m in arch_specific for m in modules):
         from ._errors import error
 
-        raise error("compile", f"the kernel calls PipelineMatmul.tile or .batched (TMA and wgmma: arch-specific "
+        raise error("compile", f"the kernel calls Matmul.tile or .batched on Hopper (TMA and wgmma: arch-specific "
                     f"code), which links only for {arch}a, not {arch} (nvJitLink rejects wgmma and tensormap.replace "
                     "there)", f"pass arch='{arch}a'")
     linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,

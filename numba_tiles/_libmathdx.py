@@ -233,7 +233,7 @@ def _announce(pipeline):
             return
         _announced.add(pipeline)
     p = pipeline
-    say(f"generating tiles.PipelineMatmul {p.m}x{p.n}x{p.k} ({p.precision}, {p.stages} stages, {p.threads} threads) "
+    say(f"generating tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}, {p.stages} stages, {p.threads} threads) "
         f"with libmathdx for sm_{SM // 10}a (its NVRTC, usually 15-60 s the first time; cached afterwards)")
 
 

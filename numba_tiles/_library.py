@@ -189,6 +189,6 @@ MATHDX = Library(
     per_entry=True,
 )
 
-# PipelineMatmul.batched's loop (wgmma.cuh): MathDx's CuTe GMMA atoms, which need the arch-specific
+# Matmul.batched's wgmma loop (wgmma.cuh): MathDx's CuTe GMMA atoms, which need the arch-specific
 # target (sm_90a); a library of its own so that its programs alone are compiled for it.
 MATHDX_SM90A = dataclasses.replace(MATHDX, name="numba_tiles.mathdx.sm90a", arch_specific=True)

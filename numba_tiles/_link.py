@@ -58,7 +58,7 @@ _SERIALIZED = re.compile(r"wgmma\.mma_async instructions are serialized due to (
 
 def warn_if_serialized(log):
     """A ``NumbaPerformanceWarning`` for each kernel whose ``wgmma`` ptxas serialized (each then waits for the
-    one before; tiles.PipelineMatmul's 8192^3 GEMMs took 14% longer on an H200 so), as nvJitLink's info
+    one before; tiles.Matmul.tile's 8192^3 GEMMs on Hopper took 14% longer on an H200 so), as nvJitLink's info
     ``log`` reports it. A call in the kernel does it (``print``, or NUMBA_TILES_DEBUG's messages). Shown when
     the kernel is linked, not when the link comes from the disk cache."""
     from ._numba import NumbaPerformanceWarning  # (numba-cuda's, as its own launch warnings)
@@ -68,7 +68,7 @@ def warn_if_serialized(log):
         warnings.warn(f"numba_tiles: ptxas serialized the wgmma (tensor-core products) of kernel {kernel}, "
                       f"due to {why}: each waits for the one before. A call in the kernel does this: print(), or the "
                       "messages NUMBA_TILES_DEBUG=1 compiles in; keep calls out of kernels that call "
-                      "PipelineMatmul.tile", NumbaPerformanceWarning, stacklevel=2)
+                      "Matmul.tile", NumbaPerformanceWarning, stacklevel=2)
 
 
 def _python_name(symbol):

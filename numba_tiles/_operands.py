@@ -54,7 +54,7 @@ class Operands:
     gives them, with a grid). Example::
 
         ops = MM.operands(a, b, c)           # device arrays; c = a @ b is what the kernel's call computes
-        MM.launch(gemm, ops, 1.0, 0.0)       # gemm[ops.grid, ops.threads, 0, ops.shared_memory_bytes](...)
+        MM.launch(gemm, ops, 1.0, 0.0)       # the block, shared memory and grid it needs
     """
 
     def __init__(self, mm, plan, pipe, a, b, c):

@@ -108,10 +108,10 @@ def libmathdx_path():
         for found in sorted(root.glob("cu1[0-9]/lib/libmathdx.so.*")):
             return found
     if cuda_line() == "cu12":
-        raise FileNotFoundError("libmathdx 0.4 (cuBLASDx 0.7's pipelines, which tiles.PipelineMatmul generates) is "
+        raise FileNotFoundError("libmathdx 0.4 (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper) is "
                                 "published for CUDA 13 only, as nvidia-libmathdx-cu13 (the newest "
                                 "nvidia-libmathdx-cu12 on PyPI is 0.3.1)")
-    raise FileNotFoundError("libmathdx (cuBLASDx 0.7's pipelines, which tiles.PipelineMatmul generates) is not "
+    raise FileNotFoundError("libmathdx (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper) is not "
                             "installed: it is the nvidia-libmathdx-cu13 wheel of numba-tiles[cu13]")
 
 

@@ -78,7 +78,7 @@ def stats():
     """Counters of this process: disk ``hits`` and ``misses``, ``nvrtc`` programs compiled and
     ``nvrtc_seconds`` spent, ``pch_used`` programs that took their base header precompiled
     (``pch_wait_seconds`` waiting for it to be made), ``memo`` reuses in memory, ``writes``, ``evictions``, ``rejected`` (bad entries removed),
-    ``libmathdx`` pipelines generated (`PipelineMatmul`) and ``libmathdx_seconds`` spent on them, and
+    ``libmathdx`` pipelines generated (`Matmul.tile` on Hopper) and ``libmathdx_seconds`` spent on them, and
     ``links`` that nvJitLink ran (a linked kernel from the cache counts as a hit instead) and ``link_seconds``.
 
     Example::
