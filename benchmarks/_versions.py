@@ -1,12 +1,16 @@
-"""The versions a benchmark's JSON records: installed distributions, and numba_tiles' own; and the device's name.
+"""The versions a benchmark's JSON records: installed distributions, and numba_tiles' own; the device's name;
+and the record written.
 
-    from _versions import commit, device_name, versions
+    from _versions import commit, device_name, versions, write_result
     versions("numba", "torch")   # {"numba": "0.68.0", "numba-tiles": "0.1.0"}: absent ones are left out
     device_name(cuda.get_current_device())   # "NVIDIA H200"
     commit()   # "5e2b222", or "5e2b222-dirty" when the tree measured has uncommitted changes
+    write_result("matmul", "2026-11-28", "h100", rows, device=..., commit=..., repeats=20, versions=...)
 """
 
+import json
 import os
+import platform
 import re
 import subprocess
 from importlib import metadata
@@ -42,3 +46,15 @@ def commit(tree=None):
     tree = tree or str(Path(__file__).resolve().parents[1])
     return subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True,
                           text=True).stdout.strip()
+
+
+def write_result(name, date, label, rows, **fields):
+    """Write a benchmark's record, ``{"benchmark": name, "date": date, **fields, "label": label, "python": ...,
+    "rows": rows}`` (``fields``: the device and commit its table printed, its repeats, versions and its own), to
+    benchmarks/results/NAME-DATE[-LABEL].json; returns the path."""
+    record = {"benchmark": name, "date": date, **fields, "label": label, "python": platform.python_version(),
+              "rows": rows}
+    path = Path(__file__).resolve().parent / "results" / (f"{name}-{date}" + (f"-{label}" if label else "") + ".json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path

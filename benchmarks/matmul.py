@@ -1,20 +1,21 @@
 """Tile matmul on the GPU: batched small GEMMs and one large GEMM written with the tile API, against cuBLAS (PyTorch).
 
-Batched: `Matmul.batched` (examples/gemm.py's `make_batched_gemm`: the whole persistent loop in one
-call, K-tiles loading a few stages ahead into dynamic shared memory, the accumulator in registers, C
-through a shared stage) in several tiles, blocks and stages, each launched as many blocks as fit at once
-and as blocks of 1, 2, 3 or 4 products (``--per-block``); last time's best kernel-written loop of
-the register form (load/multiply/store, several products a block); the shared-C form (`tile_load`,
-`tiles.matmul`, `tile_store`); for fp16 and bf16, `PipelineMatmul.batched` (examples/gemm.py's
-`make_hopper_batched`: warp-specialized TMA and wgmma, products in a dynamic order, as many blocks as
-fit). Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096
+Batched: `Matmul.batched` (examples/gemm.py's `make_batched`: the whole persistent loop in one call) of
+several descriptions (tiles, blocks and stages), each run by the implementation `Matmul.operands` chooses
+for it on this GPU (labelled by it: on Hopper "wgmma", warp-specialized TMA and wgmma for 128-row 16-bit
+tiles, products in a dynamic order; "tma", the register form's loop with A and B loaded by TMA; else
+"cp.async", A and B copied by the threads), launched on its default grid (`Matmul.launch`) and, but for
+wgmma, on grids of 1, 2, 3 or 4 products a block (``--per-block``); last time's best kernel-written loop
+of the register form (load/multiply/store, several products a block); the shared-C form (`tile_load`,
+`tiles.matmul`, `tile_store`). Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096
 with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large, 8192^3 bf16
-against ``torch.matmul``: examples/gemm.py's `make_pipelined_gemm` (the register form in a loop over
-K-tiles) and `make_hopper_gemm` (`tiles.PipelineMatmul`, TMA + wgmma; ``prepare``, a one-thread
-kernel a pair of A and B, is not timed); and 8192^3 float32 multiplied as tf32 by `PipelineMatmul` (B
-column-major) against ``torch.matmul`` with TF32 allowed (``--large-cases`` picks among the three).
-Each output is checked against PyTorch's (relative Frobenius error) before timing; then 3 warm-ups and
-``--repeats`` runs timed by CUDA events, median.
+against ``torch.matmul``: examples/gemm.py's `make_own_loop` (the register form in a loop over K-tiles,
+"tile loop") and `Matmul.tile` in a persistent loop (benchmarks/gemm_variants.py's `make_grouped`; on
+Hopper libmathdx's pipeline of TMA and wgmma, the case named "PipelineMatmul" as before; its one-thread
+``prepare`` kernel in `Matmul.operands` is not timed); and 8192^3 float32 multiplied as tf32 by
+`Matmul.tile` (B column-major) against ``torch.matmul`` with TF32 allowed (``--large-cases`` picks among
+the three). Each output is checked against PyTorch's (relative Frobenius error) before timing; then 3
+warm-ups and ``--repeats`` runs timed by CUDA events, median.
 For each case's fastest variant and its peer, the profiler (CUPTI) also gives the kernels' own durations
 and the gaps between them over 20 back-to-back launches: the events' time per launch is about their sum.
 Both are also timed sustained (``--sustained`` seconds of back-to-back launches after one second of
@@ -32,119 +33,66 @@ benchmarks/results/ (each case's row also lists every variant's TFLOP/s).
 
 import argparse
 import datetime
-import json
-import platform
+import functools
 import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 from numba import cuda
 from numba.cuda import types
 
 import numba_tiles as tiles
 
-from _versions import commit as git_commit, device_name, versions
+import gemm_variants
+from _versions import commit as git_commit, device_name, versions, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from examples import gemm  # noqa: E402
 
 
-def shared_kernel(size, dtype, accumulator, block_dim, alignment=None):
-    """The shared-C form: one product a block; ``alignment=16``: aligned tiles, which cuBLASDx moves with
-    ldmatrix/stmatrix."""
-    ab, acc = getattr(types, dtype), getattr(types, accumulator)
-
-    @cuda.jit
-    def batched(a, b, c):
-        i = cuda.blockIdx.x
-        sa = cuda.shared.array((size, size), ab, alignment=alignment)
-        sb = cuda.shared.array((size, size), ab, alignment=alignment)
-        sc = cuda.shared.array((size, size), acc, alignment=alignment)
-        tiles.tile_load(a[i], sa, 0, 0, block_dim=block_dim)
-        tiles.tile_load(b[i], sb, 0, 0, block_dim=block_dim)
-        tiles.matmul(sa, sb, sc, shape=(size, size, size), block_dim=block_dim, alignment=alignment)
-        tiles.tile_store(sc, c[i], 0, 0, block_dim=block_dim)
-
-    return batched
+def batched_kernel(tile, dtype, accumulator, block_dim, precision, stages):
+    """`Matmul.batched` of one description (examples/gemm.py's `make_batched`), the description as ``kernel.mm``."""
+    mm = tiles.Matmul(tile, dtype, accumulator=accumulator, block_dim=block_dim, precision=precision, stages=stages)
+    kernel = gemm.make_batched(mm)
+    kernel.mm = mm
+    return kernel
 
 
-def batched_kernel(tile, dtype, accumulator, block_dim, precision, stages, tma=False, out=None):
-    """`Matmul.batched` or `Matmul.batched_tma` (examples/gemm.py's `make_batched_gemm`) for a C of ``out``: the
-    whole persistent loop in one call."""
+def own_loop_kernel(tile, dtype, accumulator, block_dim, precision, stages):
+    """examples/gemm.py's `make_own_loop` of one description: the register form, ``stages`` K-tiles in flight."""
     mm = tiles.Matmul(tile, dtype, accumulator=accumulator, block_dim=block_dim, precision=precision)
-    kernel = gemm.make_batched_gemm(mm, stages, tma, out)
-    kernel.mm = mm
-    return kernel
+    return gemm.make_own_loop(mm, stages=stages)
 
 
-def hopper_batched_kernel(shape, dtype, precision, stages, out):
-    """`PipelineMatmul.batched` (examples/gemm.py's `make_hopper_batched`) for a C of ``out``: sm_90a only."""
-    mm = tiles.PipelineMatmul(shape, dtype, precision=precision, c_dtype=out, stages=stages)
-    kernel = gemm.make_hopper_batched(mm)
-    kernel.mm = mm
-    return kernel
+KERNELS = {"register": gemm_variants.register_kernel, "batched": batched_kernel, "shared": gemm_variants.shared_kernel,
+           "own_loop": own_loop_kernel}
 
 
-def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, precision=None, staged=False, stages=2):
-    """The register form (`tiles.Matmul`): ``per_block`` products a block, each over K-tiles of ``k_tile``,
-    the next ``stages - 1`` K-tiles' A and B loading (asynchronously) during each product; C (of the
-    accumulator's dtype or A's) stored from the registers, or (``staged``) through shared memory in 16-byte
-    vectors. The buffers are dynamic shared memory, ``kernel.shared_bytes`` of it."""
-    mm = tiles.Matmul((size, size, k_tile), dtype, accumulator=accumulator, block_dim=block_dim, precision=precision)
-    ab, acc_type = getattr(types, dtype), getattr(types, accumulator)
-    A, B, C, S, ksteps = mm.a_items, mm.b_items, mm.c_items, stages, size // k_tile
-    STAGE = S * (A + B) * np.dtype(dtype).itemsize // np.dtype(accumulator).itemsize
-
-    @cuda.jit
-    def batched(a, b, c):
-        shared = cuda.shared.array(0, ab, alignment=16)
-        acc = cuda.local.array(mm.accumulator_items, acc_type)
-        first = cuda.blockIdx.x * per_block
-        steps = per_block * ksteps
-        for s in range(-(S - 1), steps):
-            ahead = s + S - 1
-            if ahead < steps:
-                j, kk, slot = ahead // ksteps, ahead % ksteps, ahead % S
-                mm.load_a(a[first + j], shared[slot * A:(slot + 1) * A], 0, kk * k_tile, asynchronous=True)
-                mm.load_b(b[first + j], shared[S * A + slot * B:S * A + (slot + 1) * B], kk * k_tile, 0,
-                          asynchronous=True)
-            if s >= 0:
-                mm.wait(2 * min(steps - 1 - s, S - 1))  # later K-tiles' loads (2 each) may still run
-                j, kk, slot = s // ksteps, s % ksteps, s % S
-                if kk == 0:
-                    for i in range(mm.accumulator_items):
-                        acc[i] = 0
-                mm.multiply(shared[slot * A:(slot + 1) * A], shared[S * A + slot * B:S * A + (slot + 1) * B], acc)
-                if kk == ksteps - 1:
-                    if staged:
-                        stage = cuda.shared.array(0, acc_type, alignment=16)
-                        mm.store(acc, c[first + j], 0, 0, 1.0, 0.0, stage[STAGE:STAGE + C])
-                    else:
-                        mm.store(acc, c[first + j], 0, 0)
-
-    batched.shared_bytes = S * (A + B) * np.dtype(dtype).itemsize + (C * np.dtype(accumulator).itemsize
-                                                                      if staged else 0)
-    return batched
+@functools.cache
+def kernel_of(kind, args):
+    """The kernel ``KERNELS[kind](*args)``, made once: a variant launched on several grids compiles once."""
+    return KERNELS[kind](*args)
 
 
 def _compile_one(job):
-    """Compile one benchmark kernel for this GPU's arch into the disk cache (a worker process)."""
+    """Compile one benchmark kernel into the disk cache (a worker process). ``signature``: a string (for sm_90), or
+    a described kernel's (C's dtype, whether batched, the types after its `Operands`), for sm_90a, where
+    `Matmul.operands` may choose Hopper's implementations."""
     kind, args, signature = job
     kernel = KERNELS[kind](*args)
+    arch = "sm_90"
+    if not isinstance(signature, str):
+        out, batched, *rest = signature
+        signature, arch = (kernel.mm.operands_type(out, batched=batched), *rest), "sm_90a"
     start = time.perf_counter()
     try:
-        tiles.compile(kernel, signature, arch="sm_90a" if kind == "hopper_batched" else "sm_90")
+        tiles.compile(kernel, signature, arch=arch)
     except Exception as exc:  # noqa: BLE001 (reported again when the variant runs)
         print(f"precompiling {kind}{args}: {str(exc)[:200]}", flush=True)
     return time.perf_counter() - start
-
-
-KERNELS = {"register": register_kernel, "batched": batched_kernel, "shared": shared_kernel,
-           "pipelined_gemm": gemm.make_pipelined_gemm, "hopper_batched": hopper_batched_kernel}
 
 
 def precompile(jobs, processes):
@@ -279,17 +227,18 @@ def measure(case, label, start, output, reference, bound, flops, repeats):
     return label, ms, err, launch
 
 
-def measure_pipelines(pipelines, da, db, dc, c, reference, bound, flops, repeats):
-    """`measure` each `tiles.PipelineMatmul` of ``pipelines`` as examples/gemm.py's persistent ``make_hopper_gemm``
-    on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch tensor of ``dc``)."""
-    with ThreadPoolExecutor(len(pipelines)) as pool:  # libmathdx makes them side by side
-        list(pool.map(lambda mm: mm.shared_memory_bytes, pipelines))
+
+def measure_tiles(descriptions, da, db, dc, c, reference, bound, flops, repeats):
+    """`measure` `Matmul.tile` of each of ``descriptions`` in benchmarks/gemm_variants.py's persistent
+    `make_grouped` kernel on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch tensor of ``dc``)."""
+    with ThreadPoolExecutor(len(descriptions)) as pool:  # (libmathdx makes their pipelines side by side)
+        plans = list(pool.map(lambda mm: gemm_variants.plan(mm, str(dc.dtype), ndim=2), descriptions))
     results = []
-    for mm in pipelines:
-        kernel = gemm.make_hopper_gemm(mm)
-        start = lambda: gemm.run_hopper(mm, kernel, da, db, dc, 1.0, 0.0)  # noqa: E731
-        results.append(measure("large", f"pipeline {mm.shape} x {mm.threads}, {mm.stages} stages", start, c,
-                               reference, bound, flops, repeats))
+    for mm, plan in zip(descriptions, plans):
+        kernel = gemm_variants.make_grouped(mm)
+        start = lambda: gemm_variants.launch_grouped(mm, kernel, mm.operands(da, db, dc), 1.0, 0.0)  # noqa: E731
+        results.append(measure("large", f"{plan.implementation} {mm.shape} x {plan.threads}, {plan.stages} stages",
+                               start, c, reference, bound, flops, repeats))
     return results
 
 
@@ -312,6 +261,8 @@ def best_row(case, results, flops, peer, peer_ms, peer_launch, sustained):
     return row
 
 
+
+
 def main():
     import torch
 
@@ -320,16 +271,17 @@ def main():
     parser.add_argument("--label", default="")
     parser.add_argument("--large", type=int, default=8192, help="M = N = K of the large GEMM (0: skip it)")
     parser.add_argument("--large-cases", default="tile loop,PipelineMatmul,tf32",
-                        help="which large GEMMs: bf16 by the tile loop, bf16 by PipelineMatmul, tf32 by PipelineMatmul")
+                        help="which large GEMMs: bf16 by the own loop of the register form, bf16 by Matmul.tile (on "
+                             "Hopper libmathdx's pipeline, the case's name from PipelineMatmul), tf32 by Matmul.tile")
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
     parser.add_argument("--only", default="",
-                        help="only the variants whose label holds this text (e.g. TMA), or one of these |-separated")
+                        help="only the variants whose label holds this text (e.g. tma), or one of these |-separated")
     parser.add_argument("--sustained", type=float, default=2.0,
                         help="seconds of back-to-back launches timing each case's fastest variant and its peer at "
                              "the GPU's power limit (0: skip)")
     parser.add_argument("--per-block", default="1,2,3,4", type=lambda v: [int(x) for x in v.split(",") if x],
-                        help="batched launches of this many products a block, besides as many blocks as fit")
+                        help="batched launches of this many products a block, besides the default grid")
     parser.add_argument("--case", default="",
                         help="only the batched cases whose name holds this text, or one of these comma-separated")
     args = parser.parse_args()
@@ -340,8 +292,10 @@ def main():
              ("fp16 64^3 x 16384, fp32 C", "float16", None, "float32", "float32", 64, 16384, "float16"),
              ("bf16 128^3 x 4096, bf16 C", "int16", "bf16", "float32", "int16", 128, 4096, "bfloat16"),
              ("fp32 64^3 x 16384", "float32", None, "float32", "float32", 64, 16384, "float32")]
-    # Matmul.batched (tile, block_dim, stages) per size: the 64^3 cases are bound by memory, so the
-    # stages are what keeps loads in flight; at 128^3 a K-tile of 32 leaves room for more stages.
+    # Matmul.batched descriptions (tile, block_dim, stages) per size: the 64^3 cases are bound by memory, so the
+    # stages are what keeps loads in flight; at 128^3 a K-tile of 32 leaves room for more stages. (wgmma, which
+    # Hopper's 128-row 16-bit tiles get, has a block of its own: descriptions differing in block_dim alone are
+    # one variant there.)
     batched = {64: [((64, 64, 64), 128, 2), ((64, 64, 64), 128, 3), ((64, 64, 64), 128, 4), ((64, 64, 32), 128, 3),
                     ((64, 64, 64), 128, 6), ((64, 64, 32), 128, 4), ((64, 64, 32), 128, 6), ((64, 64, 32), 128, 10),
                     ((64, 64, 32), 128, 12), ((64, 64, 64), 256, 3)],
@@ -351,41 +305,37 @@ def main():
                      ((128, 128, 64), 256, 2), ((128, 128, 64), 256, 3), ((128, 128, 64), 128, 3),
                      # 128 threads, two blocks an SM (a 64 x 64 warp tile: a third fewer ldmatrix a product)
                      ((128, 128, 32), 128, 3), ((128, 128, 32), 128, 4), ((128, 128, 64), 128, 2)]}
-    # PipelineMatmul.batched (tile, stages) per size: a product's K-steps in flight did best in the probes
-    hopper = {64: [((64, 64, 64), 2), ((64, 64, 64), 3), ((64, 64, 32), 4), ((64, 64, 32), 6)],
-              128: [((128, 128, 32), 4), ((128, 128, 32), 5), ((128, 128, 64), 3)]}
     # the best of the kernel's own loop of load/multiply/store (register form) last time: (block_dim,
     # K-tile, products a block, C through shared memory, stages)
     register = {64: (128, 64, 8, True, 2), 128: (256, 64, 2, True, 3)}
     jobs, plans = [], []
     chosen = [c for c in cases if any(part in c[0] for part in args.case.split(","))]
     for name, dtype, precision, acc, out, size, batch, torch_dtype in chosen:
-        arrays = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1]"
-        variants = []
+        found = {}  # label: (kind, factory arguments, launch); a label met again is the same kernel and launch
         for tile, block_dim, stages in batched[size]:
-            mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=precision)
-            for tma in (False, True):
-                nbytes = (mm.batched_tma_shared_memory_bytes if tma else mm.batched_shared_memory_bytes)(stages, out)
-                if nbytes <= 227 * 1024:  # Hopper's opt-in limit a block
-                    variants.append((f"batched{' TMA' if tma else ''}, K-tile {tile[2]} x {stages}, {block_dim}",
-                                     ("batched", (tile, dtype, acc, block_dim, precision, stages, tma, out))))
-        if dtype != "float32":
-            for shape, stages in hopper[size]:
-                variants.append((f"PipelineMatmul.batched, K-tile {shape[2]} x {stages}",
-                                 ("hopper_batched", (shape, dtype, precision, stages, out))))
+            factory_args = (tile, dtype, acc, block_dim, precision, stages)
+            plan = gemm_variants.plan(kernel_of("batched", factory_args).mm, out)
+            if plan.shared_bytes > 227 * 1024:  # Hopper's opt-in limit a block
+                continue
+            label = f"{plan.implementation}, K-tile {tile[2]} x {stages}, {plan.threads}"
+            grids = {label + (", 1 a block" if plan.grid == "products" else ""): None}  # (None: Matmul.launch's)
+            if plan.implementation != "wgmma":  # (its blocks take products in a dynamic order, as many as run)
+                grids.update({f"{label}, {p} a block": -(-batch // p) for p in args.per_block})
+            for key, grid in grids.items():
+                found.setdefault(key, ("batched", factory_args, grid))
         block_dim, k_tile, per_block, staged, stages = register[size]
         if not args.batched_only:
-            variants.append((f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
-                             + (", staged C" if staged else ""),
-                             ("register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages))))
+            found[f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
+                  + (", staged C" if staged else "")] = (
+                "register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages),
+                (batch // per_block, block_dim))
         if precision is None and out == acc and not args.batched_only:
-            variants.append(("shared C, 128, aligned", ("shared", (size, dtype, acc, 128, 16))))
-        tma_arrays = f"void(uint8[::1], {out}[:, :, ::1]"
-        variants = [v for v in variants if any(part in v[0] for part in args.only.split("|"))]
-        for kind, factory_args in (factory for _, factory in variants):
-            piped = kind == "hopper_batched" or kind == "batched" and factory_args[6]  # (a TMA pipe, not A and B)
-            jobs.append((kind, factory_args, (tma_arrays if piped else arrays)
-                         + (", float64, float64)" if "batched" in kind else ")")))
+            found["shared C, 128, aligned"] = ("shared", (size, dtype, acc, 128, 16), (batch, 128))
+        variants = [(label, v) for label, v in found.items() if any(part in label for part in args.only.split("|"))]
+        arrays = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1])"
+        for kind, factory_args in dict.fromkeys((kind, f) for _, (kind, f, _) in variants):
+            jobs.append((kind, factory_args, (out, True, types.float64, types.float64) if kind == "batched"
+                         else arrays))
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
     large = set(args.large_cases.split(",")) if args.large and not args.batched_only else set()
@@ -393,9 +343,8 @@ def main():
         for tile, block_dim, stages in (((128, 128, 32), 128, 2), ((128, 128, 64), 128, 2), ((128, 128, 64), 128, 3),
                                         ((128, 256, 64), 256, 2)):
             large_variants.append((f"{tile} x {block_dim}, {stages} stages",
-                                   ("pipelined_gemm", (tile, "int16", "float32", block_dim, "bf16",
-                                                       ("row_major", "row_major"), False, stages))))
-        jobs += [(*f, "void(int16[:, ::1], int16[:, ::1], int16[:, ::1], float32, float32)") for _, f in large_variants]
+                                   ("own_loop", (tile, "int16", "float32", block_dim, "bf16", stages))))
+        jobs += [(*f, "void(int16[:, ::1], int16[:, ::1], int16[:, ::1], float64, float64)") for _, f in large_variants]
     if args.jobs:
         precompile(jobs, args.jobs)
 
@@ -412,21 +361,13 @@ def main():
         da, db, dc = (to_numba(t) for t in (a, b, c))
         results = []
         bound = 1e-5 if dtype == "float32" else 1e-2
-        for label, (kind, factory_args) in variants:
-            kernel = KERNELS[kind](*factory_args)
+        for label, (kind, factory_args, launch) in variants:
+            kernel = kernel_of(kind, factory_args)
             if kind == "batched":
-                for per_block in (None, *args.per_block):
-                    start = lambda: gemm.run_batched(kernel.mm, kernel, da, db, dc, 1.0, 0.0,  # noqa: E731
-                                                     per_block=per_block)
-                    results.append(measure(name, label + (f", {per_block} a block" if per_block else ""), start, c,
-                                           reference, bound, flops, args.repeats))
-                continue
-            if kind == "hopper_batched":
-                start = lambda: gemm.run_hopper_batched(kernel.mm, kernel, da, db, dc, 1.0, 0.0)  # noqa: E731
-                results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
-                continue
-            per_block = factory_args[5] if kind == "register" else 1
-            start = lambda: started(kernel, (batch // per_block, factory_args[3]), da, db, dc)  # noqa: E731
+                start = lambda: gemm_variants.launcher(kernel.mm, kernel, kernel.mm.operands(da, db, dc),  # noqa: E731
+                                                       1.0, 0.0, grid=launch)
+            else:
+                start = lambda: started(kernel, launch, da, db, dc)  # noqa: E731
             results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
         rows.append(best_row(name, results, flops, "torch.bmm", peer_ms, lambda: torch.bmm(a, b), args.sustained))
         # The memory bound: the least time in which A and B can be read and C written, at the bandwidth of an
@@ -436,6 +377,7 @@ def main():
         rows[-1]["memory_bound_ms"] = add_ms * (a.nbytes + b.nbytes + c.nbytes) / (3 * a.nbytes)
     n = args.large
     flops, repeats = 2 * n ** 3, max(args.repeats // 4, 5)  # (fewer samples: each is 10 launches of milliseconds)
+    # (the cases keep the names their results have had since PipelineMatmul: benchmarks/report.py finds them by it)
     if large & {"tile loop", "PipelineMatmul"}:
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -446,17 +388,17 @@ def main():
         results = []
         for label, (kind, factory_args) in large_variants:  # (none unless "tile loop")
             tile, block_dim = factory_args[0], factory_args[3]
-            kernel = gemm.make_pipelined_gemm(*factory_args)
+            kernel = kernel_of(kind, factory_args)
             start = lambda: started(kernel, ((n // tile[1], n // tile[0]), block_dim), da, db, dc, 1.0, 0.0)  # noqa: E731
             results.append(measure("large", label, start, c, reference, 1e-2, flops, repeats))
         if results:
             rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms,
                                  lambda: torch.matmul(a, b), args.sustained))
         if "PipelineMatmul" in large:
-            pipelines = [tiles.PipelineMatmul(shape, "int16", precision="bf16", c_dtype="int16", stages=stages)
-                         for shape, stages in (((128, 128, 64), 2), ((128, 128, 64), 3), ((128, 256, 64), 3))]
+            descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=stages)
+                            for shape, stages in (((128, 128, 64), 2), ((128, 128, 64), 3), ((128, 256, 64), 3))]
             rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)",
-                                 measure_pipelines(pipelines, da, db, dc, c, reference, 1e-2, flops, repeats), flops,
+                                 measure_tiles(descriptions, da, db, dc, c, reference, 1e-2, flops, repeats), flops,
                                  "torch.matmul", peer_ms, lambda: torch.matmul(a, b), args.sustained))
     if "tf32" in large:
         # float32 A and B multiplied as tf32, B column-major (tf32's wgmma reads B along K), against cuBLAS's tf32
@@ -466,11 +408,11 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = True
         try:
             peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
-            pipelines = [tiles.PipelineMatmul(shape, "float32", precision="tf32", stages=stages,
-                                              arrangement=("row_major", "col_major"))
-                         for shape, stages in (((128, 128, 32), 2), ((128, 128, 32), 4), ((128, 256, 32), 3))]
-            results = measure_pipelines(pipelines, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3,
-                                        flops, repeats)
+            descriptions = [tiles.Matmul(shape, "float32", precision="tf32", stages=stages,
+                                         arrangement=("row_major", "col_major"))
+                            for shape, stages in (((128, 128, 32), 2), ((128, 128, 32), 4), ((128, 256, 32), 3))]
+            results = measure_tiles(descriptions, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3,
+                                    flops, repeats)
             rows.append(best_row(f"tf32 {n}^3, fp32 C (PipelineMatmul)", results, flops, "torch.matmul (tf32)",
                                  peer_ms, lambda: torch.matmul(a, b), args.sustained))
         finally:
@@ -492,14 +434,9 @@ def main():
               f"{r['peer_kernel_ms'] * 1e3:>12.1f}/{r['peer_gap_ms'] * 1e3:<5.1f}{sustained}")
     for case, why in skipped.items():
         print(f"{case}: skipped ({why})")
-    record = {"benchmark": "matmul", "date": date, "device": name, "commit": commit, "label": args.label,
-              "python": platform.python_version(), "repeats": args.repeats,
-              "versions": versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
-                                  "nvidia-cuda-nvrtc"),
-              "rows": rows, "skipped": skipped}
-    path = ROOT / "benchmarks" / "results" / (f"matmul-{date}" + (f"-{args.label}" if args.label else "") + ".json")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path = write_result("matmul", date, args.label, rows, device=name, commit=commit, repeats=args.repeats,
+                        versions=versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
+                                          "nvidia-cuda-nvrtc"), skipped=skipped)
     print(f"wrote {path}")
 
 

@@ -24,7 +24,7 @@ def make_gemm(tile=(64, 64, 32), dtype="float16", accumulator="float32", block_d
     TM, TN, TK = tile
     ab, acc = getattr(types, dtype), getattr(types, accumulator)
     a_shape, b_shape = (TM, TK) if order[0] == "C" else (TK, TM), (TK, TN) if order[1] == "C" else (TN, TK)
-    a_col, b_col = order[0] == "F", order[1] == "F"
+    a_col, b_col, threads = order[0] == "F", order[1] == "F", int(np.prod(block_dim))
 
     @cuda.jit
     def gemm(a, b, c, alpha, beta):
@@ -35,12 +35,16 @@ def make_gemm(tile=(64, 64, 32), dtype="float16", accumulator="float32", block_d
         row, col = TM * cuda.blockIdx.y, TN * cuda.blockIdx.x
         tiles.tile_load(c, sc, row, col, block_dim=block_dim)
         scale = beta
-        for k in range(0, max(a.shape[1], 1), TK):  # (no K-tiles: one of zeros, C = beta * C)
+        for k in range(0, a.shape[1], TK):
             tiles.tile_load(a, ta, row, k, block_dim=block_dim)
             tiles.tile_load(b, tb, k, col, block_dim=block_dim)
             tiles.matmul(ta, tb, sc, alpha, scale, shape=tile, block_dim=block_dim, precision=precision,
                          alignment=alignment)
             scale = 1.0  # later K-tiles accumulate
+        if a.shape[1] == 0:  # no K-tiles: C = beta * C
+            for i in range(cuda.threadIdx.x + cuda.blockDim.x * cuda.threadIdx.y, TM * TN, threads):  # (1-D or 2-D)
+                sc[i // TN, i % TN] *= beta
+            cuda.syncthreads()
         tiles.tile_store(sc, c, row, col, block_dim=block_dim)
 
     return gemm
@@ -83,8 +87,7 @@ def run_described(mm, kernel, a, b, c, alpha, beta, *extras):
 def make_own_loop(mm, staged=False, stages=2):
     """``gemm(a, b, c, alpha, beta)`` of ``mm``'s steps: the accumulator in registers, ``stages`` K-tiles of A and B in
     flight in dynamic shared memory (``gemm.shared_bytes`` of it); ``staged``: C out through shared memory."""
-    TM, TN, TK = mm.shape
-    ab, acc_type = getattr(types, mm.dtype), getattr(types, mm.accumulator)
+    (TM, TN, TK), ab, acc_type = mm.shape, getattr(types, mm.dtype), getattr(types, mm.accumulator)
     A, B, S = mm.a_items, mm.b_items, stages
     STAGE = S * (A + B) * np.dtype(mm.dtype).itemsize // np.dtype(mm.accumulator).itemsize  # (C's, in acc items)
     aligned = None if cuda.config.ENABLE_CUDASIM else 16  # (the simulator has no alignment=)
@@ -117,8 +120,7 @@ def make_own_loop(mm, staged=False, stages=2):
     return gemm
 
 
-def relative_error(result, a, b, c, alpha, beta):
-    """‖result − (alpha·A·B + beta·C)‖_F / ‖reference‖_F, the reference in float64."""
+def relative_error(result, a, b, c, alpha, beta):  # ‖result − (alpha·A·B + beta·C)‖_F / ‖reference‖_F
     expected = alpha * (np.asarray(a, np.float64) @ np.asarray(b, np.float64)) + beta * np.asarray(c, np.float64)
     return float(np.linalg.norm(result - expected) / np.linalg.norm(expected))
 
@@ -126,24 +128,22 @@ def relative_error(result, a, b, c, alpha, beta):
 def main():
     rng = np.random.default_rng()
     small, m, n, k = (True, 40, 50, 36) if cuda.config.ENABLE_CUDASIM else (False, 1000, 1104, 904)  # (16-byte rows)
-    for dtype, acc, tile, bound in (("float16", "float32", (64, 64, 32), 1e-2), ("float64", "float64", (32, 32, 16), 1e-12)):
-        tile = (16, 16, 16) if small else tile
-        a, b, c = (rng.standard_normal(s).astype(t) for s, t in (((m, k), dtype), ((k, n), dtype), ((m, n), acc)))
+    for dtype, acc, tile, bound in (("float16", "float32", (64, 64, 32), 1e-2), ("float64", "float64", (32, 32, 16),
+                                                                                 1e-12)):
+        (tm, tn, tk) = tile = (16, 16, 16) if small else tile
         mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=32 if small else None)
-        for form, result in (("tiles.matmul", lambda: run(make_gemm(tile, dtype, acc, mm.threads), a, b, c, 0.75, -1.25,
-                                                                 tile, mm.threads)),
-                             ("Matmul.tile", lambda: run_described(mm, make_tile_gemm(mm), a, b, c, 0.75, -1.25)),
-                             ("own loop", lambda: run(make_own_loop(mm), a, b, c, 0.75, -1.25, tile, mm.block_dim))):
-            error = relative_error(result(), a, b, c, 0.75, -1.25)
-            print(f"{form:12} {m} x {n} x {k} {dtype} -> {acc}, tiles {tile}: relative error {error:.1e}")
+        a, b, c = (rng.standard_normal(s).astype(t) for s, t in (((m, k), dtype), ((k, n), dtype), ((m, n), acc)))
+        a3, b3, c3 = (rng.standard_normal((50, *s)).astype(t) for s, t in (((tm, tk), dtype), ((tk, tn), dtype),
+                                                                          ((tm, tn), acc)))  # a batch
+        for form, args, launch in (
+                ("tiles.matmul", (a, b, c), lambda *x: run(make_gemm(tile, dtype, acc, mm.threads), *x, tile,
+                                                             mm.threads)),
+                ("own loop", (a, b, c), lambda *x: run(make_own_loop(mm), *x, tile, mm.block_dim)),
+                ("Matmul.tile", (a, b, c), lambda *x: run_described(mm, make_tile_gemm(mm), *x)),
+                ("Matmul.batched", (a3, b3, c3), lambda *x: run_described(mm, make_batched(mm), *x))):
+            error = relative_error(launch(*args, 0.75, -1.25), *args, 0.75, -1.25)
+            print(f"{form:14} {dtype} -> {acc}, tiles {tile}: relative error {error:.1e}")
             assert error < bound, f"{form}: {error:.1e} is over {bound:g}"
-    mm = tiles.Matmul((16, 16, 16) if small else (64, 64, 64), "float16", block_dim=32 if small else None)
-    a, b = (rng.standard_normal((3 if small else 1000, 16 if small else 64, 16 if small else 64)).astype(np.float16)
-            for _ in "ab")
-    c = np.zeros(a.shape, np.float16)
-    error = relative_error(run_described(mm, make_batched(mm), a, b, c, 1.0, 0.0), a, b, c, 1.0, 0.0)
-    print(f"Matmul.batched {a.shape[0]} products of {a.shape[1]}^3 float16: relative error {error:.1e}")
-    assert error < 1e-2
 
 
 if __name__ == "__main__":

@@ -14,11 +14,10 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import (_callback, _compile, _matrices, _numba, _operands, _pipeline, _tensor_maps, extending as ext,
-               simulator)
+from . import _callback, _compile, _matrices, _numba, _operands, _pipeline, _tensor_maps, extending as ext, simulator
 from ._operands import Operands
 from .extending import MATHDX, Instance, intrinsic
-from .tile import TILE
+from .tile import wait_rule
 
 MATMUL = MATHDX.header("matmul.cuh")
 _STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # shared buffers of A and B in tile and batched
@@ -362,19 +361,21 @@ class Matmul:
                 raise ext.error(name, f"{param} must be a {ndim}-D array of {' or '.join(dtypes)} like a, got "
                                 f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}",
                                 f"pass {param} of {dtypes[0]}, {ndim}-D like a")
-            if not (_numba.simulator_enabled() or hasattr(array, "__cuda_array_interface__")):
-                raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
         self._result(name, "c", ext.named(name, "c", str(c.dtype)))
         lead = a.shape[:1] if ndim == 3 else ()
         (m, k), (bk, n) = a.shape[-2:], b.shape[-2:]
         if (k, *lead) != (bk, *b.shape[:ndim - 2]) or tuple(c.shape) != (*lead, m, n):
             raise ext.error(name, f"A is {tuple(a.shape)}, B {tuple(b.shape)} and C {tuple(c.shape)}; they must be "
-                            + ("count x m x k, count x k x n and count x m x n" if ndim == 3 else "m x k, k x n and m x n"),
+                            + ("count x m x k, count x k x n and count x m x n" if ndim == 3
+                               else "m x k, k x n and m x n"),
                             "pass A, B and C of one product, A's columns B's rows")
         if ndim == 3 and (m > self.shape[0] or n > self.shape[1]):
             raise ext.error(name, f"C is {tuple(c.shape)}: each product of a batch is one {self.shape[0]} x "
                             f"{self.shape[1]} tile of this Matmul", "make the Matmul with a larger shape, or compute "
                             "each product's tiles with mm.tile")
+        for param, array in (("a", a), ("b", b), ("c", c)):
+            if not (_numba.simulator_enabled() or hasattr(array, "__cuda_array_interface__")):
+                raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
         cc = None if _numba.simulator_enabled() else tuple(cuda.get_current_device().compute_capability)
         plan = self._plan(name, cc, str(c.dtype), ndim)
         if plan.implementation == "libmathdx":
@@ -523,7 +524,8 @@ class Matmul:
             MM.load_b(b, sb, k, col)
         """
 
-    @ext.method(fixed=_BLOCK, rule=lambda n, a: _wait_rule(n, a), simulate=simulator.tile_wait)
+    @ext.method(fixed=_BLOCK, rule=lambda n, a: wait_rule(n, a, a["mm"].threads),
+                simulate=simulator.tile_wait)
     def wait(self, pending=0):
         """Wait for this block's asynchronous `load_a`\\ s and `load_b`\\ s (all, or all but the last ``pending``),
         then a barrier, so the tiles they fill are ready. Example::
@@ -597,15 +599,6 @@ def _load_rule(name, args, operand):
     return Instance(name, MATMUL, template, types.none,
                     (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
                      ("tile", args["tile"], None), ("fill", ta.numba, 0)), threads=mm.threads)
-
-
-def _wait_rule(name, args):
-    mm = args["mm"]
-    pending = args["pending"]
-    if pending is not None:
-        ext.integer(name, "pending", pending)
-    return Instance(name, TILE, TILE.template("numba_tiles::tile_wait", **_matrices.block_shape(args)), types.none,
-                    (("pending", types.int32, 0),), threads=mm.threads)
 
 
 def _multiply_rule(name, args):
@@ -699,8 +692,8 @@ def _batched_rule(name, args):
                                 TD=td.cxx, TS="unsigned char")
         params = (("ops.pipe", types.Array(types.uint8, 1, "C"), None), ("ops.c", types.Array(td.numba, 3, "A"), None),
                   ("shared", _SHARED, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
-        return Instance(name, MATMUL, template, types.none, params + fused, prelude=_operands.CHECKS["batched_maps"] + "\n" + prelude,
-                        threads=plan.threads)
+        return Instance(name, MATMUL, template, types.none, params + fused,
+                        prelude=_operands.CHECKS["batched_maps"] + "\n" + prelude, threads=plan.threads)
     template = mm._template("numba_tiles::matmul_batched", Stages=plan.stages, T=ta.cxx, TC=tc.cxx, PD=result,
                             TD=td.cxx, TS="unsigned char")
     params = _register_params(mm, 3, td, args, name, plan, ())

@@ -68,7 +68,8 @@ def tile_load(src, tile, row, col, fill=0, *, block_dim, asynchronous=False):
     """
 
 
-def _wait_rule(name, args):
+def wait_rule(name, args, threads=0):
+    """`tile_wait`'s rule, which `Matmul.wait` shares (``threads``: the description's block, its launch bound)."""
     pending = args["pending"]
     if pending is not None:
         ext.integer(name, "pending", pending)
@@ -76,10 +77,10 @@ def _wait_rule(name, args):
             raise ext.error(name, f"pending must be a non-negative int, got {pending.literal_value}",
                             "pass how many of the last asynchronous loads may still run, e.g. pending=2, or 0")
     return Instance(name, TILE, TILE.template("numba_tiles::tile_wait", **_shape(args)), types.none,
-                    (("pending", types.int32, 0),))
+                    (("pending", types.int32, 0),), threads=threads)
 
 
-@intrinsic(consts={"block_dim": ext.block_dim}, rule=_wait_rule, simulate=simulator.tile_wait)
+@intrinsic(consts={"block_dim": ext.block_dim}, rule=wait_rule, simulate=simulator.tile_wait)
 def tile_wait(pending=0, *, block_dim):
     """Wait for this block's ``asynchronous=True`` `tile_load`\\ s: all of them, or all but the last ``pending``,
     then a barrier, so the tiles they filled are ready for the block.

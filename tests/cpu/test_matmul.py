@@ -177,7 +177,7 @@ def test_aligned_tiles_are_read_with_ldmatrix(tmp_path):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import matmul as bench
+    import gemm_variants as bench
 
     kernel = bench.shared_kernel(64, "float16", "float16", 128, alignment=16)
     code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
@@ -191,7 +191,7 @@ def test_tiles_inside_the_matrix_move_in_16_byte_vectors(tmp_path):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import matmul as bench
+    import gemm_variants as bench
 
     kernel = bench.shared_kernel(64, "float16", "float16", 128)
     code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
@@ -209,6 +209,8 @@ def test_a_matmul_description_checks_and_sizes_itself_with_no_compile():
     assert mm == tiles.Matmul([64, 32, 16], cuda.types.float16, block_dim=(128,)) and len({mm, mm}) == 1
     bf16 = tiles.Matmul((32, 32, 32), "int16", block_dim=64, precision="bf16", arrangement=("col_major", "row_major"))
     assert bf16.accumulator == "float32" and bf16.accumulator_items == 16
+    # the default block: 128 threads for tiles of up to 64 x 64, else 256
+    assert tiles.Matmul((64, 64, 16), "float16").threads == 128 and tiles.Matmul((128, 64, 16), "float16").threads == 256
     for kwargs, message in [
         (dict(shape=(64, 64), dtype="float16", block_dim=128), "shape must be a tuple (M, N, K)"),
         (dict(shape=(16, 16, 16), dtype="float16", block_dim=512), "does not divide among the block's 512 threads"),
@@ -218,6 +220,7 @@ def test_a_matmul_description_checks_and_sizes_itself_with_no_compile():
         (dict(shape=(16, 16, 16), dtype="float32", block_dim=32, arrangement=("row",)), "arrangement must be"),
         (dict(shape=(16, 16, 16), dtype="quaternion", block_dim=32), "not a dtype numba_tiles knows"),
         (dict(shape=(16, 16, 16), dtype="complex64", block_dim=32), "the register form takes real types"),
+        (dict(shape=(16, 16, 16), dtype="float16", stages=1), "stages=1 is not supported"),
     ]:
         with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
             tiles.Matmul(**kwargs)
@@ -237,11 +240,12 @@ def test_cublasdx_suggests_a_block_with_no_gpu():
 
 @pytest.mark.heavy
 def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory(tmp_path):
-    """examples/gemm.py's pipelined kernel (fp16 -> fp32, C staged): HMMA fed by LDSM from cuBLASDx's
+    """examples/gemm.py's own-loop kernel (fp16 -> fp32, C staged): HMMA fed by LDSM from cuBLASDx's
     swizzled tiles, 16-byte cp.async loads (LDGSTS), C through shared memory in vectors, the
     accumulator in registers (no LDL/STL), no calls but the checks' message; its (dynamic) shared
     memory is two buffers of A and B and the stage."""
-    kernel = gemm.make_pipelined_gemm((64, 64, 32), "float16", "float32", 128, staged=True)
+    mm = tiles.Matmul((64, 64, 32), "float16", block_dim=128)
+    kernel = gemm.make_own_loop(mm, staged=True)
     signature = "void(float16[:, ::1], float16[:, ::1], float32[:, ::1], float64, float64)"
     code = sass(tiles.compile(kernel, signature, arch="sm_90"), tmp_path)
     for instruction in ("HMMA.16816.F32", "LDSM.16", "LDGSTS.E.LTC128B.128", "LDS.128", "STG.E.128"):
@@ -250,7 +254,6 @@ def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory
     assert not opcodes & {"LDL", "STL"}, sorted(opcodes)
     # the only calls are the run-time checks' message and stop (a global matrix's strides are run-time)
     assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
-    mm = tiles.Matmul((64, 64, 32), "float16", block_dim=128)
     assert kernel.shared_bytes == 2 * mm.shared_memory_bytes + mm.c_items * 4
     assert tiles.shared_memory(kernel, signature)["total"] == 0  # all of it dynamic
 
@@ -273,17 +276,24 @@ def test_an_epilogue_is_inlined_into_the_store(tmp_path):
     assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
 
 
+def batched_kernel(mm, c, arch):
+    """examples/gemm.py's batched kernel of ``mm`` compiled for ``arch`` with a C of ``c``: (SASS, cubin, plan)."""
+    kernel = gemm.make_batched(mm)
+    signature = (mm.operands_type(c, batched=True), cuda.types.float64, cuda.types.float64)
+    cubin = tiles.compile(kernel, signature, arch=arch)
+    assert tiles.shared_memory(kernel, signature, arch=arch)["total"] == 0  # all of it dynamic
+    return cubin, mm._plan("test", (int(arch[3]), int(arch[4])), c, 3)
+
+
 @pytest.mark.heavy
 def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
-    """examples/gemm.py's batched kernel (fp16 64^3, fp16 C, 3 stages): HMMA fed by LDSM, 16-byte cp.async
+    """Matmul.batched by cp.async (fp16 64^3, fp16 C, 3 stages, sm_80): HMMA fed by LDSM, 16-byte cp.async
     loads (LDGSTS) and the group waits of a pipeline (DEPBAR), C through shared memory in 16-byte vectors; no
     local memory but the run-time checks' message arguments (before any product); its shared memory is
-    all dynamic, three buffers of A and B and the stage. At most 128 registers a thread, so that four blocks
+    all dynamic, three buffers of A and B and the fp16 stage. At most 128 registers a thread, so that four blocks
     fit an SM (with its edge path unrolled, the kernel took 229: two blocks an SM)."""
-    mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
-    kernel = gemm.make_batched_gemm(mm, 3)
-    signature = "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1], float64, float64)"
-    cubin = tiles.compile(kernel, signature, arch="sm_90")
+    mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128, stages=3)
+    cubin, plan = batched_kernel(mm, "float16", "sm_80")
     code = sass(cubin, tmp_path)
     for instruction in ("HMMA.16816.F32", "LDSM.16", "LDGSTS.E.LTC128B.128", "DEPBAR.LE SB0, 0x1", "LDS.128",
                         "STG.E.128"):
@@ -294,44 +304,38 @@ def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
     assert not any("LDL" in line for line in lines)
     assert all(i < first_product for i, line in enumerate(lines) if "STL" in line)
     assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
-    assert kernel.shared_bytes == mm.batched_shared_memory_bytes(3) == 3 * 16384 + 64 * 72 * 4
-    assert tiles.shared_memory(kernel, signature)["total"] == 0
+    assert plan.implementation == "cp.async" and plan.shared_bytes == 3 * 16384 + 64 * 72 * 2
 
 
 @pytest.mark.heavy
 def test_batched_tma_products_load_with_tma(tmp_path):
-    """examples/gemm.py's TMA batched kernel (fp16 64^3, fp16 C, 3 stages): the tiles come by TMA (UTMALDG)
+    """Matmul.batched of 16-bit operands on sm_90 (fp16 64^3, fp16 C, 3 stages): the tiles come by TMA (UTMALDG)
     counted on mbarriers (SYNCS), no cp.async; HMMA fed by LDSM from the swizzled boxes; C rounded to fp16 in
-    registers, staged as such (half the float32 stage's bytes) and out in 16-byte vectors; no local-memory
+    registers, staged as such (over the buffer just multiplied) and out in 16-byte vectors; no local-memory
     loads; all its shared memory dynamic."""
-    mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
-    kernel = gemm.make_batched_gemm(mm, 3, tma=True, c="float16")
-    signature = "void(uint8[::1], float16[:, :, ::1], float64, float64)"
-    code = sass(tiles.compile(kernel, signature, arch="sm_90"), tmp_path)
+    mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128, stages=3)
+    cubin, plan = batched_kernel(mm, "float16", "sm_90")
+    code = sass(cubin, tmp_path)
     for instruction in ("UTMALDG.3D", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "HMMA.16816.F32",
                         "LDSM.16", "F2FP.F16.F32.PACK_AB", "LDS.128", "STG.E.128"):
         assert instruction in code, instruction
     assert "LDGSTS" not in code and "LDL" not in code
     # (the fp16 stage written over the buffer just multiplied; a float32 one, copied out in bulk, of its own)
-    assert kernel.shared_bytes == mm.batched_tma_shared_memory_bytes(3, "float16") == 1008 + 3 * 2 * 8192 + 24
-    assert mm.batched_tma_shared_memory_bytes(3, "float32") == mm.batched_tma_shared_memory_bytes(3) == \
-        1008 + 3 * 2 * 8192 + 64 * 72 * 4 + 24
-    assert tiles.shared_memory(kernel, signature)["total"] == 0
+    assert plan.implementation == "tma" and plan.shared_bytes == 1008 + 3 * 2 * 8192 + 24
+    assert mm._plan("test", (9, 0), "float32", 3).shared_bytes == 1008 + 3 * 2 * 8192 + 64 * 72 * 4 + 24
 
 
 @pytest.mark.heavy
-def test_batched_tma_float64_accumulates_on_plain_dmma(tmp_path):
-    """float64 by TMA (32 x 32 x 16 tiles, 128 threads, products over several K-tiles): ptxas would fold the
+def test_batched_float64_accumulates_on_plain_dmma(tmp_path):
+    """float64 (32 x 32 x 16 tiles, 128 threads, products over several K-tiles): ptxas would fold the
     accumulator's zero at a product's first K-tile into the first DMMAs' zero-accumulator form (a uniform
     predicate operand), which left rows 8-15 of every 16 of C wrong on an H200; the zero it cannot see
-    keeps every DMMA a plain accumulate. Tiles by TMA; no local memory among the products."""
-    mm = tiles.Matmul((32, 32, 16), "float64", block_dim=128)
-    kernel = gemm.make_batched_gemm(mm, 2, tma=True, c="float64")
-    code = sass(tiles.compile(kernel, "void(uint8[::1], float64[:, :, ::1], float64, float64)", arch="sm_90"),
-                tmp_path)
-    lines = code.splitlines()
+    keeps every DMMA a plain accumulate. No local memory among the products."""
+    mm = tiles.Matmul((32, 32, 16), "float64", block_dim=128, stages=2)
+    cubin, _ = batched_kernel(mm, "float64", "sm_90")
+    lines = sass(cubin, tmp_path).splitlines()
     dmma = [i for i, line in enumerate(lines) if "DMMA" in line]
-    assert dmma and "UTMALDG.3D" in code
+    assert dmma
     assert not [lines[i] for i in dmma if re.search(r"DMMA[^;]*,\s*!?UP\d", lines[i])]
     assert not [line for line in lines[dmma[0]:dmma[-1]] if "LDL" in line or "STL" in line]
 
@@ -341,10 +345,8 @@ def test_batched_float_c_goes_out_by_one_bulk_copy(tmp_path):
     """A float C's stage goes out by the copy engine on sm_90 (one bulk copy a whole product, UBLKCP, after the
     threads' shared writes are fenced for it), the threads' 16-byte copy kept for the rest (a blend, a ragged
     product); on sm_80 only the threads' copy."""
-    mm = tiles.Matmul((16, 16, 16), "float32", block_dim=32)
-    kernel = gemm.make_batched_gemm(mm, 2)
-    signature = "void(float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float64, float64)"
-    hopper, ampere = (sass(tiles.compile(kernel, signature, arch=arch), tmp_path) for arch in ("sm_90", "sm_80"))
+    mm = tiles.Matmul((16, 16, 16), "float32", block_dim=32, stages=2)
+    hopper, ampere = (sass(batched_kernel(mm, "float32", arch)[0], tmp_path) for arch in ("sm_90", "sm_80"))
     for instruction in ("UBLKCP.G.S", "FENCE.VIEW.ASYNC.S", "STG.E.128"):
         assert instruction in hopper, instruction
     assert "UBLKCP" not in ampere and "STG.E.128" in ampere
@@ -352,45 +354,29 @@ def test_batched_float_c_goes_out_by_one_bulk_copy(tmp_path):
 
 BATCHED_KERNEL = """
 MM = tiles.Matmul((64, 64, 32), float16, block_dim=128)
-MM64 = tiles.Matmul((32, 32, 32), float64, block_dim=128)
-MM24 = tiles.Matmul((64, 64, 24), float16, block_dim=128)
-def kernel(a, b, c, a2, n, p):
-    shared = cuda.shared.array(0, uint8, alignment=16)
-    b32 = cuda.local.array((2, 2, 2), float32)
-    c64 = cuda.local.array((2, 2, 2), float64)
+def kernel(ops, a2, n):
     {body}
 """
 
 
 @pytest.mark.parametrize("body,message", [
-    ("MM.batched(a2, b, c, shared)", r"a must be a 3-D array \(count x rows x cols\)"),
-    ("MM.batched(c, b, c, shared)", r"a holds float32; this Matmul multiplies float16"),
-    ("MM.batched(a, b32, c, shared)", r"b holds float32 but a holds float16"),
-    ("MM.batched(a, b, c64, shared)", r"c holds float64; this Matmul stores its float32 accumulator"),
-    ("MM.batched(a, b, c, c)", r"shared must be a 1-D array"),
-    ("MM.batched(a, b, c, shared, a2)", r"alpha must be a number"),
-    ("MM.batched(a, b, c, shared, stages=1)", r"stages=1 is not supported"),
-    ("MM.batched(a, b, c, shared, stages=n)", r"stages must be a compile-time constant"),
-    ("MM.batched_tma(a, c, shared)", r"pipe must be the uint8 array mm.prepare_batched\(a, b\) returned"),
-    ("MM.batched_tma(p, a2, shared)", r"c must be a 3-D array"),
-    ("MM.batched_tma(p, c64, shared)", r"c holds float64; this Matmul stores its float32 accumulator"),
-    ("MM.batched_tma(p, c, shared, stages=17)", r"stages=17 is not supported"),
-    ("MM64.batched_tma(p, c, shared)", r"c holds float32; this Matmul stores its float64 accumulator"),
-    ("MM24.batched_tma(p, c, shared)", r"A's 64 x 24 row_major tile has lines of 48 bytes.*Fix: use mm.batched"),
-    ("MM.batched_tma(p, c, shared)@sm_80", r"TMA copies need sm_90 or later.*Fix: use mm.batched"),
+    ("MM.batched(a2)", r"ops must be what mm.operands\(a, b, c\) returns"),
+    ("MM.batched(ops, a2)", r"alpha must be a number"),
+    ("MM.batched(ops, stages=2)", r"unknown keyword argument 'stages'"),
+    ("MM.tile(ops, 0, 0)", r"ops describe a batch \(3-D arrays\).*Fix: call mm.batched\(ops, ...\)"),
+    ("MM.batched(ops, epilogue=abs)", r"epilogue must be a @cuda.jit\(device=True\) function"),
 ])
 def test_batched_misuse_is_a_clear_compile_time_error(body, message):
-    from numba.cuda.types import float16, float32, float64, uint8
+    from numba.cuda.types import float16
 
-    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64,
-                 "uint8": uint8}
-    body, _, arch = body.partition("@")
+    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16}
     exec(BATCHED_KERNEL.format(body=body), namespace)
+    mm = namespace["MM"]
     with pytest.raises(tiles.TilesError) as info:
-        tiles.compile(namespace["kernel"], "void(float16[:, :, :], float16[:, :, :], float32[:, :, :], "
-                      "float16[:, :], int64, uint8[::1])", arch=arch or "sm_90", output="ltoir")
+        tiles.compile(namespace["kernel"], (mm.operands_type("float32", batched=True), cuda.types.float16[:, :],
+                                            cuda.types.int64), arch="sm_90", output="ltoir")
     text = str(info.value).splitlines()[0]
-    assert re.match(r"tiles\.Matmul\.batched(_tma)?:", text) and "Fix:" in text, text
+    assert re.match(r"tiles\.Matmul\.(batched|tile):", text) and "Fix:" in text, text
     assert re.search(message, text), text
 
 
@@ -449,10 +435,9 @@ def test_matmul_misuse_is_a_clear_compile_time_error(body, message):
     assert re.search(message, text), text
 
 
-@pytest.mark.skipif(_toolchain.cuda_line() != "cu12", reason="the CUDA 12 line's refusal: make test-compile CUDA=cu12")
-def test_pipeline_matmul_on_the_cuda_12_line_names_the_fix():
-    """libmathdx 0.4 (the pipelines' producer) has no CUDA 12 wheel: PipelineMatmul says so, and what to use."""
-    mm = tiles.PipelineMatmul((128, 128, 64), "int16", precision="bf16", c_dtype="int16")
-    with pytest.raises(tiles.TilesError, match=r"tiles\.PipelineMatmul: libmathdx 0\.4 .* CUDA 13 only.*"
-                                                r"Fix: on the CUDA 12 line use tiles\.Matmul"):
-        mm.shared_memory_bytes
+@pytest.mark.skipif(_toolchain.cuda_line() != "cu12", reason="the CUDA 12 line's choice: make test-compile CUDA=cu12")
+def test_the_cuda_12_line_computes_hopper_tiles_with_the_register_form():
+    """libmathdx 0.4 (the pipelines' producer) has no CUDA 12 wheel: Matmul.tile on Hopper is the register form's
+    loop there."""
+    mm = tiles.Matmul((128, 128, 64), "int16", precision="bf16")
+    assert mm._plan("test", (9, 0), "float32", 2).implementation == "cp.async"

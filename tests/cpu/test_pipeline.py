@@ -1,55 +1,73 @@
-"""tiles.PipelineMatmul with no GPU: the description's checks, libmathdx's code linked for sm_90a (SASS: wgmma and
-TMA, a K-tile's wgmma issued back to back, no calls, no local memory read or in the K loop; the launch check's
-message only under NUMBA_TILES_DEBUG), and misuse as a TilesError naming the fix.
+"""tiles.Matmul's Hopper code with no GPU: which implementation a description gets, libmathdx's pipeline linked for
+sm_90a for ``tile`` and our wgmma loop for ``batched`` (SASS: wgmma and TMA, a K-tile's wgmma issued back to back,
+no calls, no local memory read or in the K loop; the launch check's message only under NUMBA_TILES_DEBUG), and
+misuse of the operands as a TilesError naming the fix.
 
-Two pipelines are made here (bf16 128 x 128 x 64, 2 stages, 256 threads; tf32 128 x 128 x 32): libmathdx takes
+Two libmathdx pipelines are made here (bf16 128 x 128 x 64, 2 stages; tf32 128 x 128 x 32): libmathdx takes
 15-35 s each on 2 cores the first time, then the disk cache answers (tests/gpu/test_pipeline.py runs the others).
 """
 
 import re
 
+import numpy as np
 import pytest
 from numba import cuda
+from numba.cuda import types
 
 import numba_tiles as tiles
 
 from .test_sass import external_calls, instructions, sass
 
-MM = tiles.PipelineMatmul((128, 128, 64), "int16", precision="bf16")  # (the one of its docstring's example)
+MM = tiles.Matmul((128, 128, 64), "int16", precision="bf16")
 
 
 @cuda.jit
-def gemm(pipe, c, alpha, beta):
+def gemm(ops, alpha, beta):
     t = cuda.blockIdx.x
     while t < 6:
-        MM.tile(pipe, c, t // 3, t % 3, alpha, beta)
+        MM.tile(ops, t // 3, t % 3, alpha, beta)
         t += cuda.gridDim.x
 
 
-SIGNATURE = "void(uint8[::1], float32[:, ::1], float32, float32)"
+SIGNATURE = (MM.operands_type("float32"), types.float32, types.float32)
 
 
-def test_the_description_checks_and_sizes_itself_with_no_compile():
-    mm = tiles.PipelineMatmul((64, 64, 32), "float16", block_dim=128, stages=3)
-    assert (mm.m, mm.n, mm.k, mm.threads, mm.c_dtype) == (64, 64, 32, 128, "float32")
-    assert mm.grid((130, 64)) == (3, 1) and mm == tiles.PipelineMatmul((64, 64, 32), "float16", block_dim=128, stages=3)
-    for kwargs, message in (
-            (dict(shape=(100, 128, 64), dtype="float16"), "wgmma tiles are multiples of 64 rows"),
-            (dict(shape=(128, 128, 64), dtype="float32"), "or dtype=float32 with precision='tf32'"),
-            (dict(shape=(128, 128, 32), dtype="float16", precision="tf32"), "dtype float16 with precision='tf32'"),
-            (dict(shape=(128, 128, 32), dtype="float32", precision="tf32"), "A row-major and B column-major"),
-            (dict(shape=(128, 128, 32), dtype="float32", precision="tf32", arrangement=("row_major", "col_major"),
-                  c_dtype="float16"), "C is float32 or A's dtype"),
-            (dict(shape=(128, 128, 64), dtype="float16", precision="bf16"), "dtype float16 with precision='bf16'"),
-            (dict(shape=(128, 128, 64), dtype="float16", c_dtype="float64"), "C is float32 or A's dtype"),
-            (dict(shape=(128, 128, 64), dtype="float16", stages=0), "stages must be an int from 1 to 16"),
-            (dict(shape=(128, 128, 64), dtype="float16", block_dim=96), "whole warpgroups of 128 threads"),
-            (dict(shape=(128, 128, 64), dtype="float16", block_dim=(128, 2)), "whole warpgroups of 128 threads"),
-            (dict(shape=(128, 128), dtype="float16"), "shape must be a tuple (M, N, K)"),
-            (dict(shape=(128, 128, 64), dtype="float16", arrangement=("row_major",)), "arrangement must be a 2-tuple")):
+def names_of(text):
+    return {(i[1:] if i[0].startswith("@") else i)[0].split(".")[0] for i in instructions(text) if i}
+
+
+def test_the_implementation_is_chosen_by_gpu_dtypes_and_shape():
+    """`Matmul._plan` (what operands() and the kernel's typing both ask): Hopper's code where it serves, the
+    register form's loops elsewhere; the block and shared memory each launch needs."""
+    f16 = tiles.Matmul((64, 64, 64), "float16", stages=2)
+    bf16 = tiles.Matmul((128, 128, 32), "int16", precision="bf16", stages=4)
+    f32 = tiles.Matmul((64, 64, 32), "float32", stages=4)
+    cases = [(bf16, (9, 0), "int16", 3, "wgmma", (384, 1, 1)), (f16, (9, 0), "float16", 3, "tma", (128, 1, 1)),
+             (f16, (10, 0), "float16", 3, "tma", (128, 1, 1)), (f16, (8, 0), "float16", 3, "cp.async", (128, 1, 1)),
+             (bf16, (8, 6), "int16", 3, "cp.async", (256, 1, 1)), (f32, (9, 0), "float32", 3, "cp.async", (128, 1, 1)),
+             (f32, (9, 0), "float32", 2, "cp.async", (128, 1, 1)), (MM, (9, 0), "float32", 2, "libmathdx", (256, 1, 1)),
+             (MM, (8, 0), "float32", 2, "cp.async", (256, 1, 1)), (f16, (9, 0), "float64", 2, "cp.async", (128, 1, 1))]
+    for mm, cc, c, ndim, implementation, block in cases:
+        plan = mm._plan("test", cc, c, ndim)
+        assert (plan.implementation, plan.block) == (implementation, block), (mm, cc, c, ndim, plan)
+    # 1 KiB of alignment, 4 stages of A's 128 x 32 and B's 32 x 128 bf16 tiles, C's 128 x 128 tile, the barriers
+    assert bf16._plan("test", (9, 0), "int16", 3).shared_bytes == 1024 + 4 * 2 * 8192 + 32768 + 4 * 20 + 16
+    # the cp.async loop: 4 stages of A's and B's 64 x 32 float32 tiles, C's stage of 64 rows of 64 + 8 floats
+    assert f32._plan("test", (8, 0), "float32", 3).shared_bytes == 4 * 2 * 64 * 32 * 4 + 64 * 72 * 4
+    # the TMA loop: up to 1 KiB of alignment, 2 stages of 8 KiB tiles, a float16 C's stage over a buffer, barriers
+    assert f16._plan("test", (9, 0), "float16", 3).shared_bytes == 1008 + 2 * 2 * 8192 + 2 * 8
+
+
+def test_operands_check_the_arrays_naming_the_fix():
+    for arrays, message in (
+            (((128, 64), (64, 128), (128, 64)), "they must be m x k, k x n and m x n"),
+            (((4, 128, 64), (4, 64, 128), (4, 128, 64)), "they must be count x m x k, count x k x n and count x m x n"),
+            (((4, 160, 64), (4, 64, 128), (4, 160, 128)), "each product of a batch is one 128 x 128 tile"),
+            (((4, 128, 64), (4, 64, 128), (128, 128)), "c must be a 3-D array of float32 or int16 like a"),
+            (((128, 64), (64, 128), (128, 128)), "a is a host array")):
         with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
-            tiles.PipelineMatmul(**kwargs)
-        assert "tiles.PipelineMatmul" in str(info.value) and "Fix:" in str(info.value)
+            MM.operands(*(np.zeros(s, np.int16) for s in arrays[:2]), np.zeros(arrays[2], np.float32))
+        assert str(info.value).startswith("tiles.Matmul.operands: ") and "Fix:" in str(info.value)
 
 
 def test_the_kernel_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(tmp_path):
@@ -88,7 +106,7 @@ def test_debug_builds_keep_the_launch_check_message(tmp_path, monkeypatch):
 
 
 def test_a_kernel_whose_wgmma_ptxas_serializes_warns_at_its_link(tmp_path):
-    """A print() in a PipelineMatmul kernel is a call, so ptxas serializes its wgmma: the link warns, naming the
+    """A print() in a kernel of Hopper's tile is a call, so ptxas serializes its wgmma: the link warns, naming the
     kernel and the fix. (A fresh string in the kernel each run, so that its link is not in the disk cache.)"""
     import uuid
 
@@ -96,10 +114,10 @@ def test_a_kernel_whose_wgmma_ptxas_serializes_warns_at_its_link(tmp_path):
 
     source = f"""
 @cuda.jit
-def noisy(pipe, c, alpha, beta):
+def noisy(ops, alpha, beta):
     if cuda.threadIdx.x == 0 and cuda.blockIdx.x == 0:
         print("{uuid.uuid4().hex}")
-    MM.tile(pipe, c, 0, 0, alpha, beta)
+    MM.tile(ops, 0, 0, alpha, beta)
 """
     scope = {"cuda": cuda, "MM": MM}
     exec(compile(source, str(tmp_path / "noisy.py"), "exec"), scope)
@@ -108,79 +126,75 @@ def noisy(pipe, c, alpha, beta):
         tiles.compile(scope["noisy"], SIGNATURE, arch="sm_90a")
 
 
-TF32 = tiles.PipelineMatmul((128, 128, 32), "float32", precision="tf32", arrangement=("row_major", "col_major"))
+TF32 = tiles.Matmul((128, 128, 32), "float32", precision="tf32", arrangement=("row_major", "col_major"))
 
 
 @cuda.jit
-def gemm_tf32(pipe, c, alpha, beta):
-    TF32.tile(pipe, c, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
+def gemm_tf32(ops, alpha, beta):
+    TF32.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
 
 
 def test_tf32_links_to_wgmma_of_tf32_from_tma_tiles(tmp_path):
-    text = sass(tiles.compile(gemm_tf32, SIGNATURE, arch="sm_90a"), tmp_path)
-    names = {(i[1:] if i[0].startswith("@") else i)[0].split(".")[0] for i in instructions(text) if i}
-    assert {"HGMMA", "UTMALDG"} <= names and "LDL" not in names, sorted(names)
+    text = sass(tiles.compile(gemm_tf32, (TF32.operands_type("float32"), types.float32, types.float32),
+                              arch="sm_90a"), tmp_path)
+    assert {"HGMMA", "UTMALDG"} <= names_of(text) and "LDL" not in names_of(text), sorted(names_of(text))
     assert any(" HGMMA.64x128x8.F32.TF32" in line for line in text.splitlines())
     assert_wgmma_not_serialized(text)
 
 
-@pytest.mark.parametrize("arch,message", [
-    ("sm_90", r"which links only for sm_90a, not sm_90 .*Fix: pass arch='sm_90a'"),
-    ("sm_80", r"runs on Hopper \(sm_90\) only.*Fix: use tiles.Matmul on other GPUs"),
-])
-def test_other_targets_are_refused_naming_the_fix(arch, message):
-    with pytest.raises(tiles.TilesError, match=re.compile(message, re.S)):
-        tiles.compile(gemm, SIGNATURE, arch=arch)
+def test_sm_90_without_its_arch_specific_features_is_refused_naming_the_fix():
+    with pytest.raises(tiles.TilesError, match=re.compile(r"which links only for sm_90a, not sm_90 .*Fix: pass "
+                                                          r"arch='sm_90a'", re.S)):
+        tiles.compile(gemm, SIGNATURE, arch="sm_90")
+
+
+OTHER = tiles.Matmul((128, 128, 32), "int16", precision="bf16")
 
 
 @pytest.mark.parametrize("signature,message", [
-    ("void(int32[::1], float32[:, ::1], float32, float32)", "pipe must be the uint8 array mm.prepare(a, b) returned"),
-    ("void(uint8[::1], int16[:, ::1], float32, float32)", "c holds int16; this PipelineMatmul's C is float32"),
-    ("void(uint8[::1], float32[::1], float32, float32)", "c must be a 2-D array"),
-])
+    ((types.int32[::1], types.float32, types.float32), "ops must be what mm.operands(a, b, c) returns"),
+    ((OTHER.operands_type("float32"), types.float32, types.float32), "ops were made by another description"),
+    ((MM.operands_type("float32", batched=True), types.float32, types.float32), "ops describe a batch (3-D arrays)"),
+    ((MM.operands_type("float64"), types.float32, types.float32), "c holds float64; this Matmul stores its float32"),
+    ((MM.operands_type("float32"), types.float32[::1], types.float32), "alpha must be a number"),
+], ids=str)
 def test_misuse_in_a_kernel_is_a_clear_compile_time_error(signature, message):
     with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
         tiles.compile(gemm, signature, arch="sm_90a")
     first = str(info.value).splitlines()[0]
-    assert first.startswith("tiles.PipelineMatmul.tile: ") and message in first and "Fix:" in first
+    assert first.startswith("tiles.Matmul.tile: ") and message in first and "Fix:" in first
 
 
-# PipelineMatmul.batched: our warp-specialized loop on CuTe's GMMA atoms (lto_libs/wgmma.cuh), no libmathdx.
-BMM = tiles.PipelineMatmul((128, 128, 32), "int16", precision="bf16", c_dtype="int16", stages=4)
+# Matmul.batched by wgmma: our warp-specialized loop on CuTe's GMMA atoms (lto_libs/wgmma.cuh), no libmathdx.
+BMM = tiles.Matmul((128, 128, 32), "int16", precision="bf16", stages=4)
 
 
 @cuda.jit
-def bmm(pipe, c, alpha, beta):
-    BMM.batched(pipe, c, alpha, beta)
+def bmm(ops, alpha, beta):
+    BMM.batched(ops, alpha, beta)
 
 
-BATCHED = "void(uint8[::1], int16[:, :, ::1], float32, float32)"
-
-
-def test_batched_sizes_itself_on_the_host():
-    # 1 KiB of alignment, 4 stages of A's 128 x 32 and B's 32 x 128 bf16 tiles, C's 128 x 128 tile, the barriers
-    assert BMM.batched_threads == 384 and BMM.batched_shared_memory_bytes == 1024 + 4 * 2 * 8192 + 32768 + 4 * 20 + 16
-    assert tiles.PipelineMatmul((64, 256, 64), "float16", stages=2).batched_threads == 256
+BATCHED = (BMM.operands_type("int16", batched=True), types.float32, types.float32)
 
 
 @pytest.mark.parametrize("shape,dtype,c_dtype,arrangement,stages,atom", [
     ((128, 128, 32), "int16", "int16", ("row_major", "row_major"), 4, "64x128x16.F32.BF16"),
-    ((64, 256, 64), "float16", "float32", ("col_major", "col_major"), 2, "64x256x16.F32"),
     ((128, 192, 16), "float16", "float16", ("row_major", "col_major"), 8, "64x192x16.F32"),
     ((128, 64, 128), "int16", "float32", ("col_major", "row_major"), 2, "64x64x16.F32.BF16"),
 ], ids=str)
 def test_batched_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(shape, dtype, c_dtype, arrangement, stages,
                                                                         atom, tmp_path):
-    mm = tiles.PipelineMatmul(shape, dtype, precision="bf16" if dtype == "int16" else None, c_dtype=c_dtype,
-                              arrangement=arrangement, stages=stages)
+    mm = tiles.Matmul(shape, dtype, precision="bf16" if dtype == "int16" else None, arrangement=arrangement,
+                      stages=stages)
 
     @cuda.jit
-    def kernel(pipe, c, alpha, beta):
-        mm.batched(pipe, c, alpha, beta)
+    def kernel(ops, alpha, beta):
+        mm.batched(ops, alpha, beta)
 
-    text = sass(tiles.compile(kernel, f"void(uint8[::1], {c_dtype}[:, :, ::1], float32, float32)", arch="sm_90a"),
-                tmp_path)
-    names = {(i[1:] if i[0].startswith("@") else i)[0].split(".")[0] for i in instructions(text) if i}
+    assert mm._plan("test", (9, 0), c_dtype, 3).implementation == "wgmma"
+    text = sass(tiles.compile(kernel, (mm.operands_type(c_dtype, batched=True), types.float32, types.float32),
+                              arch="sm_90a"), tmp_path)
+    names = names_of(text)
     # TMA loads and stores, the products' counter, and no local memory: N / 2 floats of C a thread stay in registers
     assert {"HGMMA", "UTMALDG", "UTMASTG", "ATOMG", "SYNCS"} <= names and not {"LDL", "STL"} & names, sorted(names)
     assert any(f" HGMMA.{atom}" in line for line in text.splitlines())
@@ -189,51 +203,13 @@ def test_batched_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(shape, d
         assert_wgmma_not_serialized(text)
 
 
-@pytest.mark.parametrize("make,signature,arch,message", [
-    (dict(shape=(128, 128, 32), dtype="float32", precision="tf32", arrangement=("row_major", "col_major")),
-     "void(uint8[::1], float32[:, :, ::1], float32, float32)", "sm_90a", "it multiplies fp16 and bf16 operands"),
-    (dict(shape=(128, 256, 64), dtype="float16", c_dtype="float16"), "void(uint8[::1], float16[:, :, ::1], "
-     "float32, float32)", "sm_90a", "use M = 64 with N of 64 to 256, or M = 128 with N of 64 to 192"),
-    (dict(shape=(128, 128, 64), dtype="float16", c_dtype="float16", stages=8), "void(uint8[::1], float16[:, :, ::1], "
-     "float32, float32)", "sm_90a", "over the 232448 a block can have"),
-    (dict(shape=(128, 128, 32), dtype="float16"), "void(uint8[::1], float16[:, :, ::1], float32, float32)", "sm_90a",
-     "c holds float16; this PipelineMatmul's C is float32"),
-    (dict(shape=(128, 128, 32), dtype="float16"), "void(uint8[::1], float32[:, ::1], float32, float32)", "sm_90a",
-     "c must be a 3-D array"),
-    (dict(shape=(128, 128, 32), dtype="float16"), "void(int64[::1], float32[:, :, ::1], float32, float32)", "sm_90a",
-     "pipe must be the uint8 array mm.prepare_batched(a, b, c) returned"),
-    (dict(shape=(128, 128, 32), dtype="float16"), "void(uint8[::1], float32[:, :, ::1], float32, float32)", "sm_80",
-     "runs on Hopper (sm_90) only"),
-    (dict(shape=(128, 128, 32), dtype="float16"), "void(uint8[::1], float32[:, :, ::1], float32, float32)", "sm_90",
-     "which links only for sm_90a, not sm_90"),
-], ids=lambda v: v if isinstance(v, str) and v.startswith("sm_") else None)
-def test_batched_misuse_is_a_clear_compile_time_error(make, signature, arch, message):
-    mm = tiles.PipelineMatmul(**make)
-
+def test_batched_ops_in_a_tile_call_is_a_clear_compile_time_error():
     @cuda.jit
-    def kernel(pipe, c, alpha, beta):
-        mm.batched(pipe, c, alpha, beta)
+    def kernel(ops):
+        BMM.tile(ops, 0, 0)
 
-    with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
-        tiles.compile(kernel, signature, arch=arch)
-    first = str(info.value).splitlines()[0]
-    assert first.startswith("tiles.") and "PipelineMatmul" in first and message in first and "Fix:" in first
-
-
-@pytest.mark.parametrize("shapes,message", [
-    (((4, 128, 64), (4, 64, 128), (4, 128, 64)), "they must be count x m x k, count x k x n and count x m x n"),
-    (((4, 160, 64), (4, 64, 128), (4, 160, 128)), "each product is one 128 x 128 tile here"),
-    (((4, 128, 64), (4, 64, 128)), "c must be a 3-D array of int16"),
-])
-def test_batched_prepare_checks_the_arrays_naming_the_fix(shapes, message):
-    import numpy as np
-
-    arrays = [np.zeros(s, np.int16) for s in shapes]
-    if len(arrays) == 2:  # (a 2-D C)
-        arrays.append(np.zeros((128, 128), np.int16))
-    with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
-        BMM.prepare_batched(*arrays)
-    assert "tiles.PipelineMatmul.prepare_batched" in str(info.value) and "Fix:" in str(info.value)
+    with pytest.raises(tiles.TilesError, match=re.escape("tiles.Matmul.tile: ops describe a batch (3-D arrays)")):
+        tiles.compile(kernel, BATCHED[:1], arch="sm_90a")
 
 
 def test_the_batched_loop_links_in_a_second_kernel_after_a_refused_one(tmp_path):

@@ -6,6 +6,8 @@ why; and the copy engine's instructions those calls issue are in the SASS of a b
 import re
 from pathlib import Path
 
+from numba import cuda
+
 import numba_tiles as tiles
 from examples import gemm
 
@@ -42,14 +44,14 @@ def test_the_counter_sees_asm_statements_and_ignores_comments():
 
 
 def test_batched_tma_issues_the_copy_engines_instructions(tmp_path):
-    """Matmul.batched_tma of float32 16^3 tiles with a float32 C (sm_90): the tiles by TMA (UTMALDG) counted on
+    """Matmul.batched of fp16 16^3 tiles with a float32 C (sm_90, by TMA): the tiles by TMA (UTMALDG) counted on
     mbarriers (initialized: SYNCS.EXCH; the leader's arrival with the bytes it expects; the threads' parity
     waits; invalidated at the end: SYNCS.CCTL.IV), C's stage fenced for the copy engine and out by one bulk
     copy (UBLKCP), whose group is waited for (DEPBAR on SB0)."""
-    mm = tiles.Matmul((16, 16, 16), "float32", block_dim=32)
-    kernel = gemm.make_batched_gemm(mm, 2, tma=True, c="float32")
-    code = sass(tiles.compile(kernel, "void(uint8[::1], float32[:, :, ::1], float64, float64)", arch="sm_90"),
-                tmp_path)
+    mm = tiles.Matmul((16, 16, 16), "float16", block_dim=32, stages=2)
+    assert mm._plan("test", (9, 0), "float32", 3).implementation == "tma"
+    signature = (mm.operands_type("float32", batched=True), cuda.types.float64, cuda.types.float64)
+    code = sass(tiles.compile(gemm.make_batched(mm), signature, arch="sm_90"), tmp_path)
     opcodes = {" ".join(ins[1:] if ins[0].startswith("@") else ins) for ins in instructions(code) if ins}
     for expected in ("UTMALDG.3D", "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT",
                      "SYNCS.CCTL.IV", "FENCE.VIEW.ASYNC.S", "UBLKCP.G.S", "DEPBAR.LE SB0, 0x0"):
