@@ -28,6 +28,7 @@ CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from numba import cuda
+from numba.cuda import types
 import numba_tiles as tiles
 t1 = time.perf_counter()
 import_s = t1 - t0
@@ -48,26 +49,28 @@ sys.path.insert(0, ".")
 from examples import gemm
 with_matmul = gemm.make_gemm((64, 64, 64), "float16", "float32", 128)  # one fp16 product a K-tile, fp32 C
 # the register form (tiles.Matmul): loads, product, C staged through shared memory
-with_register = gemm.make_pipelined_gemm((64, 64, 32), "float16", "float32", 128, staged=True)
+with_register = gemm.make_own_loop(tiles.Matmul((64, 64, 32), "float16", block_dim=128), staged=True)
 
 def without_matmul(a, b, c, alpha, beta):  # the same arguments, no product
     c[cuda.threadIdx.x, 0] = alpha * a[0, 0] * b[0, 0] + beta
 
-# PipelineMatmul.batched (sm_90a: CuTe's GMMA atoms, no cuBLASDx GEMM)
-BMM = tiles.PipelineMatmul((128, 128, 32), "int16", precision="bf16", c_dtype="int16", stages=4)
+# Matmul.batched by wgmma, Hopper's choice for these tiles ("hopper batched": sm_90a, CuTe's GMMA atoms, no
+# cuBLASDx GEMM)
+BMM = tiles.Matmul((128, 128, 32), "int16", precision="bf16", stages=4)
 
-def with_batched(pipe, c, alpha, beta):
-    BMM.batched(pipe, c, alpha, beta)
+def with_batched(ops, alpha, beta):
+    BMM.batched(ops, alpha, beta)
 
-def without_batched(pipe, c, alpha, beta):  # the same arguments, no product
-    c[0, 0, cuda.threadIdx.x] = pipe[0] + int(alpha * beta)
+def without_batched(pipe, a, b, c, alpha, beta):  # the same arguments (what ops passes: its arrays), no product
+    c[0, 0, cuda.threadIdx.x] = pipe[0] + a[0, 0, 0] + b[0, 0, 0] + int(alpha * beta)
 
 kernel = {"without": without, "matmul": with_matmul, "register matmul": with_register,
           "without matmul": without_matmul, "hopper batched": with_batched,
           "without batched": without_batched}.get(sys.argv[1].split(",")[0], with_reduce)
 sig = ("void(float16[:, :], float16[:, :], float32[:, :], float64, float64)" if "matmul" in sys.argv[1]
-       else "void(uint8[::1], int16[:, :, ::1], float32, float32)" if "batched" in sys.argv[1]
-       else "void(float32[:], float32[:])")
+       else (BMM.operands_type("int16", batched=True), types.float32, types.float32) if "hopper batched" in sys.argv[1]
+       else "void(uint8[::1], int16[:, :, :], int16[:, :, :], int16[:, :, :], float32, float32)"
+       if "batched" in sys.argv[1] else "void(float32[:], float32[:])")
 arch = "sm_90a" if "batched" in sys.argv[1] else "sm_90"
 if ", kernel " in sys.argv[1]:
     # Other instantiations first (untimed): the 2nd kernel of a process, or the 3rd once its
@@ -128,7 +131,7 @@ def main():
     parser.add_argument("--matmul", action="store_true",
                         help="also a first tiles.matmul and a first tiles.Matmul kernel (~15-30 s a cold run)")
     parser.add_argument("--batched", action="store_true",
-                        help="also a first PipelineMatmul.batched kernel (sm_90a; its own loop, no cuBLASDx GEMM)")
+                        help="also a first Matmul.batched kernel by wgmma (sm_90a; its own loop, no cuBLASDx GEMM)")
     args = parser.parse_args()
     variants = ("without", "block_reduce, cold cache", "block_reduce, warm cache",
                 "block_reduce, kernel 2 of the process, cold cache",

@@ -1,7 +1,8 @@
 """Fused epilogues on the GPU: C = act(A @ B + bias) by the tile matmul in one kernel, against PyTorch.
 
-Each case times our kernel (examples/gemm_epilogue.py's, the epilogue inlined into the store), PyTorch's
-eager ``act(matmul + bias)`` (three kernels), cuBLASLt's own fused epilogue where PyTorch reaches it
+Each case times our kernel (examples/gemm_epilogue.py's `Matmul.batched` kernel, or `Matmul.tile` in
+benchmarks/gemm_variants.py's persistent loop; the epilogue inlined into the store), PyTorch's eager
+``act(matmul + bias)`` (three kernels), cuBLASLt's own fused epilogue where PyTorch reaches it
 (``torch._addmm_activation(..., use_gelu=True)``: tanh-approximated GELU, not batched) and the bare product
 (``torch.bmm`` / ``torch.matmul``), all in one run. Ours computes the erf GELU, as eager PyTorch does, and is
 checked against eager's result first. Prints a table and writes ``benchmarks/results/matmul_epilogue-DATE.json``.
@@ -11,8 +12,6 @@ checked against eager's result first. Prints a table and writes ``benchmarks/res
 
 import argparse
 import datetime
-import json
-import platform
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,12 +20,13 @@ from numba import cuda
 
 import numba_tiles as tiles
 
-from _versions import commit as git_commit, device_name, versions
+import gemm_variants
+from _versions import commit as git_commit, device_name, versions, write_result
 from matmul import error, median_ms
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from examples import gemm, gemm_epilogue  # noqa: E402
+from examples import gemm_epilogue  # noqa: E402
 
 
 def to_numba(t):
@@ -36,34 +36,31 @@ def to_numba(t):
 
 
 def batched_case(name, dtype, size, count, repeats):
-    """relu(bmm(a, b) + bias[col]): ours, eager and the bare bmm."""
+    """relu(bmm(a, b) + bias[col]): ours (`Matmul.batched`; on Hopper wgmma for the bf16 128-row tiles, TMA
+    one product a block for the fp16 ones), eager and the bare bmm."""
     import torch
 
     dtype = getattr(torch, dtype)
     a, b = (torch.randn(count, size, size, device="cuda", dtype=dtype) for _ in range(2))
     bias = torch.randn(size, device="cuda", dtype=dtype)
     c = torch.empty(count, size, size, device="cuda", dtype=dtype)
-    extras = (to_numba(bias.float()),)
-    if dtype == torch.bfloat16:  # PipelineMatmul.batched: warp-specialized TMA and wgmma
-        mm = tiles.PipelineMatmul((size, size, 32), "int16", precision="bf16", c_dtype="int16", stages=4)
-        kernel = gemm_epilogue.make_hopper_batched(mm, gemm_epilogue.batched_bias_relu)
-        start = lambda: gemm.run_hopper_batched(mm, kernel, to_numba(a), to_numba(b), to_numba(c),  # noqa: E731
-                                                1.0, 0.0, extras)
-        label = f"PipelineMatmul.batched {mm.shape} x {mm.stages} stages"
-    else:  # Matmul.batched_tma, one product a block
-        mm = tiles.Matmul((size, size, size), "float16", block_dim=128)
-        kernel = gemm_epilogue.make_batched(mm, gemm_epilogue.batched_bias_relu, stages=2, tma=True, c="float16")
-        start = lambda: gemm.run_batched(mm, kernel, to_numba(a), to_numba(b), to_numba(c), 1.0, 0.0,  # noqa: E731
-                                         extras, per_block=1)
-        label = f"Matmul.batched_tma {mm.shape} x 2 stages"
+    if dtype == torch.bfloat16:
+        mm = tiles.Matmul((size, size, 32), "int16", precision="bf16", stages=4)
+    else:
+        mm = tiles.Matmul((size, size, size), "float16", block_dim=128, stages=2)
+    ops = mm.operands(to_numba(a), to_numba(b), to_numba(c))
+    kernel = gemm_epilogue.make_batched(mm, gemm_epilogue.batched_bias_relu)
+    start = lambda: gemm_variants.launcher(mm, kernel, ops, 1.0, 0.0, (to_numba(bias.float()),))  # noqa: E731
     eager = lambda: torch.relu(torch.bmm(a, b) + bias)  # noqa: E731
-    return finish(measure(name, label, start, c, eager, {}, repeats),
-                  {"eager_ms": eager, "bare_ms": lambda: torch.bmm(a, b)}, repeats)
+    row = measure(name, f"Matmul.batched {ops.implementation} {mm.shape} x {mm.stages} stages", start, c, eager,
+                  repeats)
+    return finish(row, {"eager_ms": eager, "bare_ms": lambda: torch.bmm(a, b)}, repeats)
 
 
 def large_case(name, m, n, k, repeats):
-    """gelu(a @ w + bias[col]) in bf16: ours (PipelineMatmul.tile, persistent: the fastest of two tiles; and its
-    bare product, for the epilogue's cost), eager, cuBLASLt's fused and the bare product."""
+    """gelu(a @ w + bias[col]) in bf16: ours (`Matmul.tile` in benchmarks/gemm_variants.py's persistent loop, on
+    Hopper libmathdx's pipeline: the fastest of two tiles; and its bare product, for the epilogue's cost), eager,
+    cuBLASLt's fused and the bare product."""
     import torch
 
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -71,28 +68,28 @@ def large_case(name, m, n, k, repeats):
     bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     extras = (to_numba(bias.float()),)
-    pipelines = [tiles.PipelineMatmul(shape, "int16", precision="bf16", c_dtype="int16", stages=stages)
-                 for shape, stages in (((128, 128, 64), 2), ((128, 256, 64), 3))]
-    with ThreadPoolExecutor(len(pipelines)) as pool:  # (libmathdx makes them side by side)
-        list(pool.map(lambda mm: mm.shared_memory_bytes, pipelines))
+    descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=stages)
+                    for shape, stages in (((128, 128, 64), 2), ((128, 256, 64), 3))]
+    with ThreadPoolExecutor(len(descriptions)) as pool:  # (libmathdx makes their pipelines side by side)
+        list(pool.map(lambda mm: gemm_variants.plan(mm, "int16", ndim=2), descriptions))
     eager = lambda: torch.nn.functional.gelu(a @ w + bias)  # noqa: E731
-    rows = []
-    for mm in pipelines:
-        kernel, bare = gemm_epilogue.make_hopper_gemm(mm, gemm_epilogue.bias_gelu), gemm.make_hopper_gemm(mm)
-        args = (to_numba(a), to_numba(w), to_numba(c), 1.0, 0.0)
-        start = lambda: gemm.run_hopper(mm, kernel, *args, extras)  # noqa: E731
-        rows.append(measure(name, f"PipelineMatmul.tile {mm.shape} x {mm.stages} stages", start, c, eager,
-                            {"ours_bare_ms": gemm.run_hopper(mm, bare, *args)}, max(repeats // 4, 5)))
+    rows, repeats = [], max(repeats // 4, 5)
+    for mm in descriptions:
+        ops = mm.operands(to_numba(a), to_numba(w), to_numba(c))
+        kernel, bare = gemm_variants.make_grouped(mm, gemm_epilogue.bias_gelu), gemm_variants.make_grouped(mm)
+        start = lambda: gemm_variants.launch_grouped(mm, kernel, ops, 1.0, 0.0, extras)  # noqa: E731
+        rows.append(measure(name, f"Matmul.tile {ops.implementation} {mm.shape} x {mm.stages} stages", start, c,
+                            eager, repeats, ours_bare_ms=gemm_variants.launch_grouped(mm, bare, ops, 1.0, 0.0)))
     row = min(rows, key=lambda r: r["ms"])
     row["variants"] = {r["kernel"]: r["ms"] for r in rows}
     peers = {"eager_ms": eager, "cublaslt_fused_ms": lambda: torch._addmm_activation(bias, a, w, use_gelu=True),
              "bare_ms": lambda: a @ w}
-    return finish(row, peers, max(repeats // 4, 5))
+    return finish(row, peers, repeats)
 
 
-def measure(name, label, start, c, eager, peers, repeats):
-    """Our kernel's row: ``start()`` launches it (and returns its relaunch), checked against ``eager``, timed,
-    then each of ``peers`` ({key: launch}) timed."""
+def measure(name, label, start, c, eager, repeats, **peers):
+    """Our kernel's row: ``start()`` launches it (and returns its relaunch), checked against ``eager``, then it and
+    each of ``peers`` (``key=launch``) timed."""
     import torch
 
     c.fill_(float("nan"))  # (every item must be written)
@@ -100,16 +97,18 @@ def measure(name, label, start, c, eager, peers, repeats):
     torch.cuda.synchronize()
     err = error(c.float(), eager().float())
     assert err < 1e-2, f"{name}: relative error {err:.2e} against eager PyTorch"
-    row = {"case": name, "kernel": label, "ms": median_ms(launch, repeats), "error": err}
-    for key, peer in peers.items():
-        row[key] = median_ms(peer, repeats)
+    return timed({"case": name, "kernel": label, "error": err}, {"ms": launch, **peers}, repeats)
+
+
+def timed(row, launches, repeats):
+    """``row`` with the median time of each of ``launches`` ({key: launch}) under its key."""
+    row.update((key, median_ms(launch, repeats)) for key, launch in launches.items())
     return row
 
 
 def finish(row, peers, repeats):
-    """``row`` with the peers' times ({key: launch}) and the ratios."""
-    for key, peer in peers.items():
-        row[key] = median_ms(peer, repeats)
+    """``row`` with the peers' times ({key: launch}) and the ratios, printed."""
+    timed(row, peers, repeats)
     row["speedup_vs_eager"] = row["eager_ms"] / row["ms"]
     row["ratio_vs_bare"] = row["bare_ms"] / row["ms"]
     if "cublaslt_fused_ms" in row:
@@ -142,13 +141,9 @@ def main():
         print(f"{r['case']:<40}{r['ms']:>8.3f}{r['eager_ms']:>8.3f}{fused or float('nan'):>8.3f}{r['bare_ms']:>8.3f}"
               f"{r['speedup_vs_eager']:>9.2f}{r.get('ratio_vs_cublaslt_fused', float('nan')):>9.2f}"
               f"{r['ratio_vs_bare']:>8.2f}")
-    record = {"benchmark": "matmul_epilogue", "date": date, "device": device, "commit": commit, "label": args.label,
-              "python": platform.python_version(), "repeats": args.repeats,
-              "versions": versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
-                                  "nvidia-cuda-nvrtc"), "rows": rows}
-    path = ROOT / "benchmarks" / "results" / (f"matmul_epilogue-{date}" + (f"-{args.label}" if args.label else "")
-                                              + ".json")
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path = write_result("matmul_epilogue", date, args.label, rows, device=device, commit=commit, repeats=args.repeats,
+                        versions=versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
+                                          "nvidia-cuda-nvrtc"))
     print(f"wrote {path}")
 
 

@@ -1,9 +1,11 @@
 """Where the batched bf16 case's time goes: the same kernel over part of the batch, on chosen grids.
 
-The bf16 128^3 x 4096 case of benchmarks/matmul.py (its best launch: `Matmul.batched_tma`, 128 x 128 x 32
-tiles, 6 stages, 256 threads, a persistent grid) run over ``count`` products on ``blocks`` blocks, so
-that each block does ``count / blocks`` products ("rounds"): 32 rounds on 128 blocks (the benchmark's
-launch), 31 on 128, 124 or 132 blocks (do more SMs help?), 1 round (a launch's start and end alone).
+The bf16 128^3 x 4096 case of benchmarks/matmul.py (`Matmul.batched` of 128 x 128 x 32 tiles, 6 stages, 256
+threads: the TMA loop's best launch when it was measured, a persistent grid; on Hopper `Matmul.operands` now
+gives these tiles the wgmma loop, whose blocks take products in a dynamic order) run over ``count`` products
+on ``blocks`` blocks, so that each block does ``count / blocks`` products ("rounds"): 32 rounds on 128 blocks
+(the TMA loop's launch), 31 on 128, 124 or 132 blocks (do more SMs help?), 1 round (a launch's start and end
+alone). A row's ``launch`` names the implementation.
 Each row: the median time a launch (CUDA events, back to back), the kernel's own duration and the gap
 (profiler), products a microsecond, and the DRAM bytes a second that the products need (A and B read, C
 written once); for comparison, ``torch.bmm`` over each row's count of products (cuBLAS's start and
@@ -15,8 +17,6 @@ writes JSON under benchmarks/results/.
 
 import argparse
 import datetime
-import json
-import platform
 import sys
 from pathlib import Path
 
@@ -25,7 +25,8 @@ from numba import cuda
 
 import numba_tiles as tiles
 
-from _versions import commit, device_name, versions
+import gemm_variants
+from _versions import commit, device_name, versions, write_result
 from matmul import error, kernel_ms, median_ms
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from examples import gemm  # noqa: E402
 
 BATCH, SIZE = 4096, 128
-# (products, blocks): the benchmark's launch, then 31 rounds on fewer and more blocks, then single rounds
+# (products, blocks): the TMA loop's launch, then 31 rounds on fewer and more blocks, then single rounds
 GRIDS = ((4096, 128), (4096, 132), (3968, 128), (3844, 124), (4092, 132), (128, 128), (132, 132), (16, 16))
 
 
@@ -42,8 +43,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--label", default="")
     args = parser.parse_args()
-    mm = tiles.Matmul((SIZE, SIZE, 32), "int16", accumulator="float32", block_dim=256, precision="bf16")
-    kernel = gemm.make_batched_gemm(mm, 6, tma=True, c="int16")
+    mm = tiles.Matmul((SIZE, SIZE, 32), "int16", accumulator="float32", block_dim=256, precision="bf16", stages=6)
+    kernel = gemm.make_batched(mm)
     a, b = (torch.randn(BATCH, SIZE, SIZE, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     c = torch.empty_like(a)
     bits = lambda t: cuda.as_cuda_array(t.view(torch.int16))  # noqa: E731 (bfloat16 as int16 bits)
@@ -59,29 +60,25 @@ def main():
 
     for count, blocks in GRIDS:
         c.fill_(float("nan"))
-        launch = gemm.run_batched(mm, kernel, bits(a[:count]), bits(b[:count]), bits(c[:count]), 1.0, 0.0,
-                                  blocks=blocks)
+        ops = mm.operands(bits(a[:count]), bits(b[:count]), bits(c[:count]))
+        launch = gemm_variants.launcher(mm, kernel, ops, 1.0, 0.0, grid=blocks)
         torch.cuda.synchronize()
         err = error(c[:count].float(), torch.bmm(a[:count].float(), b[:count].float()))
         assert err < 1e-2, f"{count} products on {blocks} blocks: relative error {err:.2e}"
-        row("batched_tma", count, blocks, launch, err)
+        row(ops.implementation, count, blocks, launch, err)
     for count in sorted({count for count, _ in GRIDS}, reverse=True):
         row("torch.bmm", count, None, lambda count=count: torch.bmm(a[:count], b[:count], out=c[:count]), 0.0)
     row("torch.add", BATCH, None, lambda: torch.add(a, b, out=c), None)
-    name, date = device_name(cuda.get_current_device()), datetime.date.today().isoformat()
-    print(f"bf16 {SIZE}^3 batched by rounds ({name}, {date}, commit {commit()})")
+    name, date, measured = device_name(cuda.get_current_device()), datetime.date.today().isoformat(), commit()
+    print(f"bf16 {SIZE}^3 batched by rounds ({name}, {date}, commit {measured})")
     print(f"{'launch':<12}{'products':>9}{'blocks':>7}{'rounds':>7}{'ms':>9}{'kernel us':>10}{'gap us':>7}"
           f"{'products/us':>12}{'TB/s':>6}")
     for r in rows:
         rounds = -(-r["products"] // r["blocks"]) if r["blocks"] else ""  # (the most any block does)
         print(f"{r['launch']:<12}{r['products']:>9}{r['blocks'] or '':>7}{rounds:>7}{r['ms']:>9.4f}"
               f"{r['kernel_ms'] * 1e3:>10.1f}{r['gap_ms'] * 1e3:>7.1f}{r['products_per_us']:>12.2f}{r['dram_tb_s']:>6.2f}")
-    record = {"benchmark": "matmul_rounds", "date": date, "device": name, "commit": commit(), "label": args.label,
-              "python": platform.python_version(), "repeats": args.repeats,
-              "versions": versions("numba", "numba-cuda", "torch", "nvidia-mathdx"), "rows": rows}
-    path = ROOT / "benchmarks" / "results" / (f"matmul_rounds-{date}" + (f"-{args.label}" if args.label else "")
-                                              + ".json")
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path = write_result("matmul_rounds", date, args.label, rows, device=name, commit=measured, repeats=args.repeats,
+                        versions=versions("numba", "numba-cuda", "torch", "nvidia-mathdx"))
     print(f"wrote {path}")
 
 

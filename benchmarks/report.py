@@ -113,7 +113,19 @@ def matmul_row(found, case, *fields):
 
 
 def case_name(case):
-    return case.replace("^3", "³").replace(" x ", " × ")
+    return case.replace("^3", "³").replace(" x ", " × ").replace("(PipelineMatmul)", "(Matmul.tile, Hopper pipeline)")
+
+
+# Kernels the result files label by the API's earlier names, under today's: PipelineMatmul's tile and batched
+# and Matmul.batched_tma are implementations of Matmul.tile and Matmul.batched now (`Matmul.operands`' names).
+RENAMED = {"PipelineMatmul.batched,": "wgmma,", "PipelineMatmul.batched ": "Matmul.batched wgmma ",
+           "PipelineMatmul.tile ": "Matmul.tile libmathdx ", "Matmul.batched_tma ": "Matmul.batched tma ",
+           "batched TMA,": "tma,", "batched,": "cp.async,", "pipeline ": "libmathdx "}
+
+
+def kernel_name(label):
+    old = next((old for old in RENAMED if label.startswith(old)), None)
+    return label if old is None else RENAMED[old] + label[len(old):]
 
 
 def matmul_batched(found):
@@ -128,7 +140,7 @@ def matmul_batched(found):
         if row.get("kernel_ms"):
             gaps = (f"{row['kernel_ms'] * 1e3:.1f} / {row['gap_ms'] * 1e3:.1f} against "
                     f"{row['peer_kernel_ms'] * 1e3:.1f} / {row['peer_gap_ms'] * 1e3:.1f}")
-        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}",
+        rows.append([case_name(case), kernel_name(row["block_dim"]), f"{row['tflops']:.1f}",
                      f"{row['peer']} {row['peer_tflops']:.1f}", ratio(row["peer_ms"] / row["ms"]), bound, gaps,
                      f"`{r.name}`"])
     header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "of the memory bound",
@@ -162,7 +174,7 @@ def matmul_large(found):
         if not r:
             continue
         cited.append(r)
-        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}",
+        rows.append([case_name(case), kernel_name(row["block_dim"]), f"{row['tflops']:.1f}",
                      f"{row['peer']} {row['peer_tflops']:.1f}", ratio(row["peer_ms"] / row["ms"]), f"`{r.name}`"])
     header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "file"]
     return table(header, rows) + "\n\n" + sources(cited)
@@ -175,7 +187,7 @@ def matmul_epilogue(found):
     rows = []
     for row in r.data["rows"]:
         fused = row.get("cublaslt_fused_ms")
-        rows.append([case_name(row["case"]), row["kernel"], f"{row['ms']:.3f}", f"{row['eager_ms']:.3f}",
+        rows.append([case_name(row["case"]), kernel_name(row["kernel"]), f"{row['ms']:.3f}", f"{row['eager_ms']:.3f}",
                      f"{fused:.3f}" if fused else "—", f"{row['bare_ms']:.3f}", ratio(row["speedup_vs_eager"]),
                      ratio(fused / row["ms"]) if fused else "—", ratio(row["bare_ms"] / row["ms"])])
     header = ["case", "kernel", "numba_tiles ms", "eager PyTorch ms", "cuBLASLt fused ms", "bare product ms",
@@ -223,7 +235,7 @@ KERNELS = [  # (row, the case measured, the plain kernel of the same arguments)
     ("one `block_reduce`", "block_reduce", "without"),
     ("`tiles.matmul` (shared C), 64×64×64 fp16", "matmul", "without matmul"),
     ("`tiles.Matmul` (register form, staged C), 64×64×32 fp16", "register matmul", "without matmul"),
-    ("`PipelineMatmul.batched`, bf16 128×128×32 (sm_90a)", "hopper batched", "without batched"),
+    ("`Matmul.batched` (wgmma), bf16 128×128×32 (sm_90a)", "hopper batched", "without batched"),
 ]
 
 

@@ -64,7 +64,7 @@ class Operands:
 
     @property
     def _numba_type_(self):  # (Numba's typeof reads it: a kernel argument, on the simulator too)
-        return handle_type(self.mm, str(self.a.dtype), str(self.c.dtype), self.c.ndim)
+        return handle_type(self.mm, str(self.a.dtype), str(self.c.dtype), self.c.ndim, self.implementation)
 
     def __iter__(self):  # (the members a kernel launch passes, in the order of the type's)
         return iter((self.pipe, self.a, self.b, self.c))
@@ -76,14 +76,17 @@ class Operands:
         return f"<{self.mm!r}.operands: {self.implementation}, C {tuple(self.c.shape)} {self.c.dtype}>"
 
 
-def handle_type(mm, a_dtype, c_dtype, ndim):
+def handle_type(mm, a_dtype, c_dtype, ndim, implementation=None):
     """The Numba type of `Operands` of ``mm`` with A and B of ``a_dtype``, C of ``c_dtype``, ``ndim``-D (2: a
-    matrix, 3: a batch): what ``tiles.compile`` signatures name (`Matmul.operands_type`)."""
+    matrix, 3: a batch), for ``implementation`` (None: the fastest for the kernel's arch): what ``tiles.compile``
+    signatures name (`Matmul.operands_type`)."""
     ta, tc = (types.Array(getattr(types, d), ndim, "A") for d in (a_dtype, c_dtype))
-    name = f"Matmul.operands({'batch' if ndim == 3 else 'matrix'}, A {a_dtype}, C {c_dtype}; {mm!r})"
-    return _numba.Handle(name, ("Matmul.operands", mm, a_dtype, c_dtype, ndim),
+    name = (f"Matmul.operands({'batch' if ndim == 3 else 'matrix'}, A {a_dtype}, C {c_dtype}"
+            + (f", {implementation}" if implementation else "") + f"; {mm!r})")
+    return _numba.Handle(name, ("Matmul.operands", mm, a_dtype, c_dtype, ndim, implementation),
                          (("pipe", types.Array(types.uint8, 1, "C")), ("a", ta), ("b", ta), ("c", tc)),
-                         info={"mm": mm, "ndim": ndim, "a": getattr(types, a_dtype), "c": getattr(types, c_dtype)})
+                         info={"mm": mm, "ndim": ndim, "a": getattr(types, a_dtype), "c": getattr(types, c_dtype),
+                               "implementation": implementation})
 
 
 if not _numba.simulator_enabled():

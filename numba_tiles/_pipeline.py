@@ -44,10 +44,10 @@ def libmathdx_takes(mm, c_dtype):
 
 
 def wgmma_takes(mm, c_dtype, stages):
-    """Whether the wgmma loop computes ``mm``'s batch (128-row tiles: with 64 rows the register form's TMA loop was
-    the faster on an H200) into a C of ``c_dtype`` with ``stages`` buffers."""
+    """Whether the wgmma loop computes ``mm``'s batch into a C of ``c_dtype`` with ``stages`` buffers: each of its
+    warpgroups multiplies 64 rows by all N columns, N / 2 floats a thread (N = 256 with M = 128 spilled them)."""
     m, n, k = mm.shape
-    return (precision(mm) in ("fp16", "bf16") and m == 128 and n % 64 == 0 and n <= 384 - m * 3 // 2
+    return (precision(mm) in ("fp16", "bf16") and m in (64, 128) and n % 64 == 0 and n <= 384 - m * 3 // 2
             and k % 16 == 0 and c_dtype in ("float32", mm.dtype)
             and wgmma_shared_bytes(mm, c_dtype, stages) <= MAX_SHARED_BYTES)
 

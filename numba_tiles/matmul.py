@@ -204,7 +204,7 @@ class Matmul:
 
     Example::
 
-        from numba import cuda
+        from numba import cuda, float32
         import numba_tiles as tiles
 
         MM = tiles.Matmul((64, 64, 32), "float16")
@@ -213,7 +213,8 @@ class Matmul:
         def gemm(ops, alpha, beta):                  # c = alpha * a @ b + beta * c, any sizes
             MM.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
 
-        cubin = tiles.compile(gemm, (MM.operands_type("float32"), "float32", "float32"))
+        sig = (MM.operands_type("float32"), float32, float32)
+        cubin = tiles.compile(gemm, sig, arch="sm_80")   # for sm_90a: cuBLASDx's TMA + wgmma pipeline
         # on a GPU, with device arrays a (m x k), b (k x n) and c (m x n, float32):
         #     MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
     """
@@ -276,24 +277,44 @@ class Matmul:
 
     # ---- the host side of tile and batched ----
 
-    def _plan(self, name, cc, c_dtype, ndim):
-        """The `_Plan` of ``tile`` (``ndim`` 2) or ``batched`` (3) for a C of ``c_dtype`` on a GPU of compute
-        capability ``cc`` (None: the simulator's, the register form's)."""
-        default = max(2, min(4, 256 // (self.shape[2] * self._types[0].numpy.itemsize)))
-        stages = self.stages or default
-        hopper = cc == (9, 0)
+    def _implementations(self, cc, c_dtype, ndim):
+        """The implementations that compute ``tile`` (``ndim`` 2) or ``batched`` (3) into a C of ``c_dtype`` on a GPU
+        of compute capability ``cc`` (None: the simulator, where they compute alike), the fastest first."""
         if ndim == 2:
-            if hopper and _pipeline.libmathdx_takes(self, c_dtype):
-                stages = self.stages or 2
-                return _Plan("libmathdx", stages, (_pipeline.pipeline_threads(self), 1, 1),
-                             _pipeline.pipeline_shared_bytes(name, self, stages), "tiles")
-            return _Plan("cp.async", stages, self.block_dim, self._copied_bytes(stages, c_dtype), "tiles")
-        if cc is not None and cc >= (9, 0) and self._types[0].numpy.itemsize == 2 and _tma_fits(self):
-            if hopper and _pipeline.wgmma_takes(self, c_dtype, stages):
-                return _Plan("wgmma", stages, (_pipeline.wgmma_threads(self), 1, 1),
-                             _pipeline.wgmma_shared_bytes(self, c_dtype, stages), "resident")
-            return _Plan("tma", stages, self.block_dim, self._tma_bytes(stages, c_dtype), "products")
-        return _Plan("cp.async", stages, self.block_dim, self._copied_bytes(stages, c_dtype), "even")
+            hopper = cc == (9, 0) and _pipeline.libmathdx_takes(self, c_dtype)
+            return ("libmathdx", "cp.async") if hopper else ("cp.async",)
+        if cc is None:
+            return "cp.async", "tma", "wgmma"
+        tma = cc >= (9, 0) and _tma_fits(self)
+        wgmma = cc == (9, 0) and tma and _pipeline.wgmma_takes(self, c_dtype, self.stages or 4)
+        if self._types[0].numpy.itemsize > 2:  # (float32 and float64 load faster by cp.async)
+            return ("cp.async",) + ("tma",) * tma
+        # (with 64 rows the register form's TMA loop was faster than wgmma's on an H200)
+        order = ("wgmma", "tma", "cp.async") if self.shape[0] == 128 else ("tma", "wgmma", "cp.async")
+        return tuple(i for i in order if {"wgmma": wgmma, "tma": tma}.get(i, True))
+
+    def _plan(self, name, cc, c_dtype, ndim, implementation=None):
+        """The `_Plan` of ``tile`` (``ndim`` 2) or ``batched`` (3) for a C of ``c_dtype`` on a GPU of compute
+        capability ``cc`` (None: the simulator's): ``implementation``'s, or the fastest."""
+        possible = self._implementations(cc, c_dtype, ndim)
+        chosen = implementation or possible[0]
+        if chosen not in possible:
+            where = "the simulator" if cc is None else f"sm_{cc[0]}{cc[1]}"
+            raise ext.error(name, f"implementation={chosen!r} does not compute this {'batch' if ndim == 3 else 'tile'} "
+                            f"on {where} (C of {c_dtype}); {', '.join(map(repr, possible))} do",
+                            "leave implementation out (the fastest is chosen), or pass one of those")
+        default = max(2, min(4, 256 // (self.shape[2] * self._types[0].numpy.itemsize)))
+        stages = self.stages or (2 if chosen == "libmathdx" else default)
+        if chosen == "libmathdx":
+            return _Plan(chosen, stages, (_pipeline.pipeline_threads(self), 1, 1),
+                         _pipeline.pipeline_shared_bytes(name, self, stages), "tiles")
+        if chosen == "wgmma":
+            return _Plan(chosen, stages, (_pipeline.wgmma_threads(self), 1, 1),
+                         _pipeline.wgmma_shared_bytes(self, c_dtype, stages), "resident")
+        if chosen == "tma":
+            return _Plan(chosen, stages, self.block_dim, self._tma_bytes(stages, c_dtype), "products")
+        return _Plan(chosen, stages, self.block_dim, self._copied_bytes(stages, c_dtype),
+                     "tiles" if ndim == 2 else "even")
 
     def _copied_bytes(self, stages, c_dtype):
         """The dynamic shared memory of the cp.async loop (batched_shared_bytes in matmul.cuh): ``stages`` tiles
@@ -323,7 +344,7 @@ class Matmul:
             return m * (n + 16 // td) * td
         return self.c_items * tc
 
-    def operands(self, a, b, c, stream=0):
+    def operands(self, a, b, c, stream=0, implementation=None):
         """A, B and C described to ``mm.tile`` (2-D arrays: A is m x k, B k x n, C m x n) or ``mm.batched``
         (3-D: count x m x k, count x k x n, count x m x n, each product at most M x N), as an `Operands`: the
         first argument of the kernel, of a Numba type of this description's own. Made on the host for the
@@ -344,6 +365,9 @@ class Matmul:
         - ``batched`` on sm_90 and later for other 16-bit tiles whose lines TMA loads: ``"tma"``, the
           register form's loop with A and B loaded by TMA;
         - otherwise ``"cp.async"``: the register form's loop, A and B copied by the threads (any GPU).
+
+        ``implementation=`` takes one of those where it computes the product (a TilesError names those that
+        do): the kernel compiles for it, whatever the GPU it runs on.
 
         Example::
 
@@ -377,26 +401,27 @@ class Matmul:
             if not (_numba.simulator_enabled() or hasattr(array, "__cuda_array_interface__")):
                 raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
         cc = None if _numba.simulator_enabled() else tuple(cuda.get_current_device().compute_capability)
-        plan = self._plan(name, cc, str(c.dtype), ndim)
-        if plan.implementation == "libmathdx":
+        plan = self._plan(name, cc, str(c.dtype), ndim, implementation)
+        if _numba.simulator_enabled():  # (the twins read A, B and C)
+            pipe = np.zeros(_operands.PIPE.itemsize, np.uint8)
+        elif plan.implementation == "libmathdx":
             pipe = _pipeline.prepare(name, self, plan.stages, a, b, stream)
         elif plan.implementation in ("tma", "wgmma"):
             pipe = _tensor_maps.prepare(name, self, a, b, c if plan.implementation == "wgmma" else None, stream)
-        elif _numba.simulator_enabled():
-            pipe = np.zeros(_operands.PIPE.itemsize, np.uint8)
         else:
             pipe = cuda.device_array(_operands.PIPE.itemsize, np.uint8, stream=stream)
         return Operands(self, plan, pipe, a, b, c)
 
-    def operands_type(self, c="float32", batched=False):
-        """The Numba type of this description's `Operands` with a C of ``c``'s dtype (``batched``: 3-D arrays):
-        what a ``tiles.compile`` signature names for the kernel's ``ops``. Example::
+    def operands_type(self, c="float32", batched=False, implementation=None):
+        """The Numba type of this description's `Operands` with a C of ``c``'s dtype (``batched``: 3-D arrays; an
+        ``implementation`` as `operands` takes it, else the fastest for the arch the kernel compiles for): what a
+        ``tiles.compile`` signature names for the kernel's ``ops``. Example::
 
-            sig = (MM.operands_type("float32"), "float32", "float32")
+            sig = (MM.operands_type("float32"), float32, float32)
             cubin = tiles.compile(gemm, sig, arch="sm_90a")
         """
         return _operands.handle_type(self, self.dtype, ext.named("Matmul.operands_type", "c", c).name,
-                                     3 if batched else 2)
+                                     3 if batched else 2, implementation)
 
     def launch_config(self, kernel, *args, grid=None):
         """``(grid, block, shared)`` for launching ``kernel`` with ``args``, one of which is an `Operands` of this
@@ -654,7 +679,7 @@ def _operands_of(name, args, ndim):
         raise ext.error(name, f"it needs sm_80 or later (cp.async copies); this kernel compiles for sm_{cc[0]}{cc[1]}",
                         "compile for sm_80 or later, or write the loop of load_a, load_b, multiply and store with "
                         "tiles.matmul")
-    return mm, mm._plan(name, cc, td.name, ndim), td
+    return mm, mm._plan(name, cc, td.name, ndim, made["implementation"]), td
 
 
 def _register_params(mm, ndim, td, args, name, plan, coordinates):

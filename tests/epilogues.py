@@ -1,5 +1,5 @@
 """Fused epilogues against NumPy, for both sides: tests/gpu/test_epilogue.py runs these checks at the GPU's
-tile sizes, tests/simulator/test_matmul_sim.py at small ones (examples/gemm_epilogue.py's kernels).
+tile sizes, tests/simulator/test_matmul_sim.py at small ones.
 
 Each form gets sizes that are not multiples of its tile, alpha and beta not 0 or 1 (the epilogue sees
 alpha * A @ B + beta * C), and epilogues that use every coordinate and several arrays of
@@ -10,11 +10,14 @@ import math
 
 import numpy as np
 from numba import cuda, float32
+from numba.cuda import types
 
 import numba_tiles as tiles
-from examples import gemm, gemm_epilogue
+from examples import gemm
 
-ZERO = float32(0)
+from . import matrices
+
+ZERO, HALF, SQRT_HALF = float32(0), float32(0.5), float32(math.sqrt(0.5))
 
 
 @cuda.jit(device=True)
@@ -29,15 +32,65 @@ def batched_scaled(value, item, row, col, per_item, scale, bias):
     return value * per_item[item] * scale[row] + bias[col]
 
 
+@cuda.jit(device=True)
+def bias_gelu(value, row, col, bias):
+    """gelu(value + bias[col]) (the erf form)."""
+    v = value + bias[col]
+    return HALF * v * (1 + math.erf(v * SQRT_HALF))
+
+
+def register_kernel(mm, epilogue, staged=False):
+    """``c = epilogue(alpha * a @ b + beta * c, row, col, *extras)`` by ``mm``'s steps, a tile of C a block."""
+    TM, TN, TK = mm.shape
+    ab, acc_type = getattr(types, mm.dtype), getattr(types, mm.accumulator)
+    aligned = None if cuda.config.ENABLE_CUDASIM else 16
+
+    @cuda.jit
+    def kernel(a, b, c, alpha, beta, extras):
+        sa = cuda.shared.array(mm.a_items, ab, alignment=aligned)
+        sb = cuda.shared.array(mm.b_items, ab, alignment=aligned)
+        acc = cuda.local.array(mm.accumulator_items, acc_type)
+        for i in range(mm.accumulator_items):
+            acc[i] = 0
+        row, col = TM * cuda.blockIdx.y, TN * cuda.blockIdx.x
+        for k in range(0, a.shape[1], TK):
+            mm.load_a(a, sa, row, k)
+            mm.load_b(b, sb, k, col)
+            mm.multiply(sa, sb, acc)
+        if staged:
+            stage = cuda.shared.array(mm.c_items, acc_type, alignment=aligned)
+            mm.store(acc, c, row, col, alpha, beta, stage, epilogue=epilogue, epilogue_args=extras)
+        else:
+            mm.store(acc, c, row, col, alpha, beta, epilogue=epilogue, epilogue_args=extras)
+
+    return kernel
+
+
+def tile_kernel(mm, epilogue):
+    @cuda.jit
+    def kernel(ops, alpha, beta, extras):
+        mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta, epilogue=epilogue, epilogue_args=extras)
+
+    return kernel
+
+
+def batched_kernel(mm, epilogue):
+    @cuda.jit
+    def kernel(ops, alpha, beta, extras):
+        mm.batched(ops, alpha, beta, epilogue=epilogue, epilogue_args=extras)
+
+    return kernel
+
+
 def _operands(rng, shape_a, shape_b, precision):
     a, b = (rng.standard_normal(s).astype(np.float32) for s in (shape_a, shape_b))
-    return (gemm.bf16_bits(a), gemm.bf16_bits(b)) if precision == "bf16" else (a.astype(np.float16),
-                                                                                b.astype(np.float16))
+    return (matrices.bf16_bits(a), matrices.bf16_bits(b)) if precision == "bf16" else (a.astype(np.float16),
+                                                                                        b.astype(np.float16))
 
 
 def _c(rng, shape, out):
     c = rng.standard_normal(shape).astype(np.float32)
-    return gemm.bf16_bits(c) if out == "int16" else c.astype(out)
+    return matrices.bf16_bits(c) if out == "int16" else c.astype(out)
 
 
 def _scales(rng):
@@ -45,7 +98,7 @@ def _scales(rng):
 
 
 def _check(result, expected, out, kind):
-    error = np.linalg.norm(gemm.values(result, kind) - expected) / np.linalg.norm(expected)
+    error = np.linalg.norm(matrices.values(result, kind) - expected) / np.linalg.norm(expected)
     assert error < (1e-2 if out != "float32" else 1e-5), error
 
 
@@ -57,73 +110,46 @@ def register_form(rng, tile, block_dim, precision, out, staged):
     c = _c(rng, (m, n), out)
     scale, bias = rng.uniform(0.5, 2, m).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     alpha, beta = _scales(rng)
-    kernel = gemm_epilogue.make_tile_gemm(mm, scaled_relu, staged=staged)
-    result = gemm.run(kernel, a, b, c, alpha, beta, tile, block_dim,
+    result = gemm.run(register_kernel(mm, scaled_relu, staged), a, b, c, alpha, beta, tile, block_dim,
                       extras=((cuda.to_device(scale), cuda.to_device(bias)),))
     kind = precision if out == "int16" else None
-    blended = alpha * gemm.values(a, precision) @ gemm.values(b, precision) + beta * gemm.values(c, kind)
+    blended = alpha * matrices.values(a, precision) @ matrices.values(b, precision) + beta * matrices.values(c, kind)
     _check(result, np.maximum(blended * scale[:, None] + bias, 0), out, kind)
 
 
-def _batch(rng, count, m, n, k, precision, out):
+def batch(rng, tile, block_dim, precision, out, implementation, stages=2):
+    """Matmul.batched by ``implementation``: each item with its (item, row, col); products smaller than the tile, K
+    not a multiple of the K-tile; fewer blocks than products."""
+    mm = tiles.Matmul(tile, "int16" if precision == "bf16" else "float16", block_dim=block_dim, precision=precision,
+                      stages=stages)
+    count = int(rng.integers(8, 12)) if tile[0] < 64 else int(rng.integers(40, 90))
+    m, n, k = int(rng.integers(tile[0] // 2 + 1, tile[0] + 1)), tile[1], int(rng.integers(1, 4) * tile[2] + 8)
     a, b = _operands(rng, (count, m, k), (count, k, n), precision)
     c = _c(rng, (count, m, n), out)
     extras = [rng.uniform(0.5, 2, s).astype(np.float32) for s in (count, m, n)]
-    return a, b, c, extras
-
-
-def _batched_expected(a, b, c, alpha, beta, extras, precision, kind):
-    per_item, scale, bias = extras
-    blended = alpha * np.einsum("imk,ikn->imn", gemm.values(a, precision), gemm.values(b, precision)) \
-        + beta * gemm.values(c, kind)
-    return blended * per_item[:, None, None] * scale[None, :, None] + bias
-
-
-def batch(rng, tile, block_dim, precision, out, tma):
-    """Matmul.batched and batched_tma: each item with its (item, row, col); products smaller than the tile, K not
-    a multiple of the K-tile; fewer blocks than products."""
-    mm = tiles.Matmul(tile, "int16" if precision == "bf16" else "float16", block_dim=block_dim, precision=precision)
-    count = int(rng.integers(8, 12)) if tile[0] < 64 else int(rng.integers(40, 90))
-    m, n, k = int(rng.integers(tile[0] // 2 + 1, tile[0] + 1)), tile[1], int(rng.integers(1, 4) * tile[2] + 8)
-    a, b, c, extras = _batch(rng, count, m, n, k, precision, out)
     alpha, beta = _scales(rng)
     d_c = cuda.to_device(c)
-    kernel = gemm_epilogue.make_batched(mm, batched_scaled, stages=2, tma=tma, c=out)
-    gemm.run_batched(mm, kernel, cuda.to_device(a), cuda.to_device(b), d_c, alpha, beta,
-                     tuple(cuda.to_device(x) for x in extras), blocks=int(rng.integers(1, count // 3)))
+    ops = mm.operands(cuda.to_device(a), cuda.to_device(b), d_c, implementation=implementation)
+    mm.launch(batched_kernel(mm, batched_scaled), ops, alpha, beta, tuple(cuda.to_device(x) for x in extras),
+              grid=int(rng.integers(1, count // 3)))
     kind = precision if out == "int16" else None
-    _check(d_c.copy_to_host(), _batched_expected(a, b, c, alpha, beta, extras, precision, kind), out, kind)
+    per_item, scale, bias = extras
+    blended = alpha * np.einsum("imk,ikn->imn", matrices.values(a, precision), matrices.values(b, precision)) \
+        + beta * matrices.values(c, kind)
+    _check(d_c.copy_to_host(), blended * per_item[:, None, None] * scale[None, :, None] + bias, out, kind)
 
 
-def hopper_batch(rng, shape, precision, out):
-    """PipelineMatmul.batched (warp-specialized wgmma): products smaller than the tile."""
-    mm = tiles.PipelineMatmul(shape, "int16" if precision == "bf16" else "float16", precision=precision,
-                              c_dtype=out, stages=4)
-    count = int(rng.integers(8, 12)) if shape[0] < 128 else int(rng.integers(40, 90))
-    m, n, k = int(rng.integers(shape[0] // 2 + 1, shape[0] + 1)), shape[1], int(rng.integers(33, 200)) // 8 * 8
-    a, b, c, extras = _batch(rng, count, m, n, k, precision, out)
-    alpha, beta = _scales(rng)
-    d_c = cuda.to_device(c)
-    gemm.run_hopper_batched(mm, gemm_epilogue.make_hopper_batched(mm, batched_scaled), cuda.to_device(a),
-                            cuda.to_device(b), d_c, alpha, beta, tuple(cuda.to_device(x) for x in extras),
-                            blocks=int(rng.integers(1, count // 3)))
-    _check(d_c.copy_to_host(), _batched_expected(a, b, c, alpha, beta, extras, precision, None), out, None)
-
-
-def hopper_tile(rng, shape, block_dim, out):
-    """PipelineMatmul.tile in a persistent loop: C = gelu(alpha A @ B + beta C + bias[col]), bf16 A and B."""
-    mm = tiles.PipelineMatmul(shape, "int16", precision="bf16", c_dtype=out, block_dim=block_dim)
+def tile(rng, shape, out, implementation):
+    """Matmul.tile by ``implementation``: C = gelu(alpha A @ B + beta C + bias[col]), bf16 A and B."""
+    mm = tiles.Matmul(shape, "int16", precision="bf16", block_dim=32 if shape[0] < 64 else None)
     m, n, k = (int(v) for v in rng.integers(2, 5, 3) * np.array(shape) + rng.integers(1, 100, 3) // 8 * 8)
     a, b = _operands(rng, (m, k), (k, n), "bf16")
     c = _c(rng, (m, n), out)
     bias = rng.standard_normal(n).astype(np.float32)
     alpha, beta = _scales(rng)
-    d_c, d_a, d_b, extras = cuda.to_device(c), cuda.to_device(a), cuda.to_device(b), (cuda.to_device(bias),)
-    kernel = gemm_epilogue.make_hopper_gemm(mm, gemm_epilogue.bias_gelu)
-    if cuda.config.ENABLE_CUDASIM:  # (two blocks take the tiles in turn: no occupancy to ask the simulator)
-        kernel[2, mm.threads](mm.prepare(d_a, d_b), d_c, alpha, beta, extras)
-    else:
-        gemm.run_hopper(mm, kernel, d_a, d_b, d_c, alpha, beta, extras)
+    d_c = cuda.to_device(c)
+    ops = mm.operands(cuda.to_device(a), cuda.to_device(b), d_c, implementation=implementation)
+    mm.launch(tile_kernel(mm, bias_gelu), ops, alpha, beta, (cuda.to_device(bias),))
     kind = "bf16" if out == "int16" else None
-    v = alpha * gemm.values(a, "bf16") @ gemm.values(b, "bf16") + beta * gemm.values(c, kind) + bias
+    v = alpha * matrices.values(a, "bf16") @ matrices.values(b, "bf16") + beta * matrices.values(c, kind) + bias
     _check(d_c.copy_to_host(), 0.5 * v * (1 + np.vectorize(math.erf)(v * math.sqrt(0.5))), out, kind)

@@ -151,7 +151,7 @@ def test_a_cpp_error_in_a_downstream_header_blames_it(tmp_path):
     tiles.compile(kernels.top_means, (F32, F32))  # and the process goes on
 
 
-FACES = ("block.py", "warp.py", "matmul.py")
+FACES = ("block.py", "warp.py", "tile.py", "matmul.py")
 
 
 @pytest.mark.parametrize("face", FACES)

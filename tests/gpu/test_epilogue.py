@@ -6,6 +6,8 @@ from numba import cuda
 from .. import epilogues
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
+HOPPER = cuda.is_available() and cuda.get_current_device().compute_capability == (9, 0)
+hopper = pytest.mark.skipif(not HOPPER, reason="no Hopper (sm_90) GPU")
 
 
 @pytest.mark.parametrize("precision,out,staged", [(None, "float32", False), (None, "float32", True),
@@ -14,17 +16,19 @@ def test_the_register_form_stores_through_the_epilogue(precision, out, staged, r
     epilogues.register_form(rng, (64, 64, 32), 128, precision, out, staged)
 
 
-@pytest.mark.parametrize("tma", [False, True])
+@pytest.mark.parametrize("implementation", ["cp.async", pytest.param("tma", marks=hopper)])
 @pytest.mark.parametrize("precision,out", [(None, "float16"), (None, "float32"), ("bf16", "int16")])
-def test_a_batch_stores_through_the_epilogue(precision, out, tma, rng):
-    epilogues.batch(rng, (64, 64, 64), 128, precision, out, tma)
+def test_a_batch_stores_through_the_epilogue(precision, out, implementation, rng):
+    epilogues.batch(rng, (64, 64, 64), 128, precision, out, implementation)
 
 
+@hopper
 @pytest.mark.parametrize("precision,out", [(None, "float16"), ("bf16", "float32")])
-def test_the_hopper_batch_stores_through_the_epilogue(precision, out, rng):
-    epilogues.hopper_batch(rng, (128, 128, 32), precision, out)
+def test_the_wgmma_batch_stores_through_the_epilogue(precision, out, rng):
+    epilogues.batch(rng, (128, 128, 32), 256, precision, out, "wgmma", stages=4)
 
 
+@pytest.mark.parametrize("implementation", [pytest.param("libmathdx", marks=hopper), "cp.async"])
 @pytest.mark.parametrize("out", ["int16", "float32"])
-def test_the_hopper_tile_stores_through_the_epilogue(out, rng):
-    epilogues.hopper_tile(rng, (128, 128, 64), 256, out)
+def test_a_tile_stores_through_the_epilogue(out, implementation, rng):
+    epilogues.tile(rng, (128, 128, 64), out, implementation)

@@ -14,6 +14,8 @@ from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
 from examples import gemm
 
+from .. import matrices
+
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
 BOUND = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12, "tf32": 1e-3, "bf16": 1e-5,  # by C's (or the named)
@@ -52,7 +54,7 @@ def test_gemm_against_numpy(precision, tile, block_dim, order, alignment, rng):
     a, b = (random(rng, shape, "float32" if named == "bf16" else dtype)
             for shape in ((k, m) if transposed[0] else (m, k), (n, k) if transposed[1] else (k, n)))
     if named == "bf16":  # bfloat16 values, stored as their bits
-        a, b = gemm.bf16_bits(a), gemm.bf16_bits(b)
+        a, b = matrices.bf16_bits(a), matrices.bf16_bits(b)
     a, b = (a.T if transposed[0] else a), (b.T if transposed[1] else b)
     c = random(rng, (m, n), acc)
     alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
@@ -60,7 +62,7 @@ def test_gemm_against_numpy(precision, tile, block_dim, order, alignment, rng):
         alpha, beta = np.dtype(acc).type(alpha - 0.5j), np.dtype(acc).type(beta + 0.75j)
     kernel = gemm.make_gemm(tile, dtype, acc, block_dim, order, named, alignment)
     result = gemm.run(kernel, a, b, c, alpha, beta, tile, block_dim)
-    error = gemm.relative_error(result, a, b, c, alpha, beta, named)
+    error = matrices.relative_error(result, a, b, c, alpha, beta, named)
     assert error < BOUND[named or acc], f"{m}x{n}x{k}: relative error {error:.2e}"
 
 
@@ -107,7 +109,7 @@ def test_tile_load_store_copy_every_item(dtype, order, cols, asynchronous, rng):
     assert d_fills.copy_to_host().sum() == expected
 
 
-# The register form (tiles.Matmul): examples/gemm.py's pipelined kernel. (A and B's dtype,
+# The register form (tiles.Matmul): examples/gemm.py's own-loop kernel. (A and B's dtype,
 # accumulator, precision name, C's dtype)
 REGISTER_PRECISIONS = [("float16", "float32", None, "float32"), ("float16", "float32", None, "float16"),
                        ("float16", "float16", None, "float16"), ("float32", "float32", None, "float32"),
@@ -144,16 +146,19 @@ def test_register_form_gemm_against_numpy(precision, tile, block_dim, arrangemen
     a, b = (np.asarray(rng.standard_normal(shape), dtype="float32" if named == "bf16" else dtype, order=o)
             for shape, o in (((m, k), orders[0]), ((k, n), orders[1])))
     if named == "bf16":
-        a, b = (np.asarray(gemm.bf16_bits(x), order=o) for x, o in ((a, orders[0]), (b, orders[1])))
+        a, b = (np.asarray(matrices.bf16_bits(x), order=o) for x, o in ((a, orders[0]), (b, orders[1])))
     c = rng.standard_normal((m, n)).astype("float32" if out == "int16" else out)
-    c_in = gemm.bf16_bits(c) if out == "int16" else c
+    c_in = matrices.bf16_bits(c) if out == "int16" else c
     alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
-    kernel = gemm.make_pipelined_gemm(tile, dtype, acc, block_dim, named, arrangement, staged, stages)
+    import numba_tiles as tiles
+
+    mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named, arrangement=arrangement)
+    kernel = gemm.make_own_loop(mm, staged, stages)
     result = gemm.run(kernel, a, b, c_in, alpha, beta, tile, block_dim)
     if out == "int16":
-        result = gemm.values(result, "bf16")
-        c = gemm.values(c_in, "bf16")
-    error = gemm.relative_error(result, a, b, c, alpha, beta, named)
+        result = matrices.values(result, "bf16")
+        c = matrices.values(c_in, "bf16")
+    error = matrices.relative_error(result, a, b, c, alpha, beta, named)
     bound = max(BOUND_OF[out], BOUND.get(named, 0), BOUND_OF[acc])
     assert error < bound, f"{m}x{n}x{k}, A {orders[0]}, B {orders[1]}: relative error {error:.2e}"
 
@@ -168,7 +173,7 @@ def batch_scales(sizes, rng):
     return float(rng.uniform(0.5, 2)), 0.0 if "beta 0" in sizes else float(rng.uniform(-2, -0.5))
 
 
-# Matmul.batched: examples/gemm.py's persistent batched kernel. (precision, tile, block, stages)
+# Matmul.batched by cp.async (any GPU): examples/gemm.py's batched kernel. (precision, tile, block, stages)
 BATCHED_CASES = ([(p, (64, 64, 64), 128, 3) for p in REGISTER_PRECISIONS]
                  + [(p, (32, 64, 16), 128, 2) for p in REGISTER_PRECISIONS[::2]]
                  + [(p, (16, 16, 16), 32, 4) for p in REGISTER_PRECISIONS[1::2]]
@@ -185,20 +190,25 @@ def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, r
 
     dtype, acc, named, out = precision
     m, n, k, count = batch_sizes(tile, sizes, rng)
-    mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named)
+    mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named, stages=stages)
     wide, b, c = (rng.standard_normal(shape).astype("float32") for shape in ((count, m, k + 3), (count, k, n),
                                                                              (count, m, n)))
     if named == "bf16":
-        wide, b = gemm.bf16_bits(wide), gemm.bf16_bits(b)
+        wide, b = matrices.bf16_bits(wide), matrices.bf16_bits(b)
     else:
         wide, b = wide.astype(dtype), b.astype(dtype)
     a = wide[:, :, 1:k + 1]  # strided rows, an offset
-    c_in = gemm.bf16_bits(c) if out == "int16" else c.astype(out)
+    c_in = matrices.bf16_bits(c) if out == "int16" else c.astype(out)
     alpha, beta = batch_scales(sizes, rng)
     d_a, d_b, d_c = cuda.to_device(wide)[:, :, 1:k + 1], cuda.to_device(b), cuda.to_device(c_in)
-    gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, c=out), d_a, d_b, d_c, alpha, beta,
-                     blocks=int(rng.integers(1, count // 3)))
+    launch(mm, "cp.async", d_a, d_b, d_c, alpha, beta, grid=int(rng.integers(1, count // 3)))
     check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}")
+
+
+def launch(mm, implementation, a, b, c, alpha, beta, grid=None):
+    """examples/gemm.py's batched kernel of ``mm`` on device arrays, by ``implementation``."""
+    ops = mm.operands(a, b, c, implementation=implementation)
+    mm.launch(gemm.make_batched(mm), ops, alpha, beta, grid=grid)
 
 
 def batch_sizes(tile, sizes, rng):
@@ -216,22 +226,25 @@ def check_batched(d_c, c_in, a, b, alpha, beta, precision, case):
     about 1/count of it, far over the bound; one small product's own relative error is not bounded: its few
     sums may cancel)."""
     _, acc, named, out = precision
-    result = gemm.values(d_c.copy_to_host(), "bf16" if out == "int16" else None)
-    old = gemm.values(c_in, "bf16" if out == "int16" else None)
-    expected = alpha * np.einsum("imk,ikn->imn", gemm.values(a, named), gemm.values(b, named)) + beta * old
+    result = matrices.values(d_c.copy_to_host(), "bf16" if out == "int16" else None)
+    old = matrices.values(c_in, "bf16" if out == "int16" else None)
+    expected = alpha * np.einsum("imk,ikn->imn", matrices.values(a, named), matrices.values(b, named)) + beta * old
     bound = max(BOUND_OF[out], BOUND.get(named, 0), BOUND_OF[acc])
     error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
     assert error < bound, f"{case}: relative error {error:.2e}"
 
 
-# Matmul.batched_tma: the same loop, A and B by TMA from tensor maps made on the host. (precision, tile,
-# block, stages, arrangement)
+# Matmul.batched by TMA (sm_90 and later): the same loop, A and B by TMA from tensor maps made on the host.
+# (precision, tile, block, stages, arrangement)
+tma = pytest.mark.skipif(not (cuda.is_available() and cuda.get_current_device().compute_capability >= (9, 0)),
+                         reason="TMA needs sm_90 or later")
 TMA_CASES = ([(p, (64, 64, 64), 128, 3, ("row_major", "row_major")) for p in REGISTER_PRECISIONS]
              + [(p, (32, 64, 16), 128, 2, ("col_major", "row_major")) for p in REGISTER_PRECISIONS[::2]]
              + [(p, (64, 32, 32), 64, 4, ("row_major", "col_major")) for p in REGISTER_PRECISIONS[1::2]]
              + [(REGISTER_PRECISIONS[6], (128, 128, 64), 256, 3, ("col_major", "col_major"))])
 
 
+@tma
 @pytest.mark.parametrize("precision,tile,block_dim,stages,arrangement", TMA_CASES, ids=str)
 @pytest.mark.parametrize("sizes", BATCH_SIZES)
 def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arrangement, sizes, rng):
@@ -242,10 +255,11 @@ def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arra
 
     dtype, acc, named, out = precision
     m, n, k, count = batch_sizes(tile, sizes, rng)
-    mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named, arrangement=arrangement)
+    mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named, arrangement=arrangement,
+                      stages=stages)
     a, b, c = (rng.standard_normal(shape).astype("float32") for shape in ((count, m, k), (count, k, n), (count, m, n)))
-    a, b = (gemm.bf16_bits(x) if named == "bf16" else x.astype(dtype) for x in (a, b))
-    c_in = gemm.bf16_bits(c) if out == "int16" else c.astype(out)
+    a, b = (matrices.bf16_bits(x) if named == "bf16" else x.astype(dtype) for x in (a, b))
+    c_in = matrices.bf16_bits(c) if out == "int16" else c.astype(out)
 
     def lined(x, order):
         """x on the device in ``order``, its lines padded to a multiple of 16 bytes plus 16 (a view)."""
@@ -260,29 +274,29 @@ def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arra
 
     alpha, beta = batch_scales(sizes, rng)
     d_a, d_b, d_c = lined(a, arrangement[0]), lined(b, arrangement[1]), cuda.to_device(c_in)
-    gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, tma=True, c=out), d_a, d_b, d_c, alpha, beta,
-                     blocks=int(rng.integers(1, count // 3)))
+    launch(mm, "tma", d_a, d_b, d_c, alpha, beta, grid=int(rng.integers(1, count // 3)))
     check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}, {arrangement}")
 
 
+@pytest.mark.parametrize("implementation", ["cp.async", pytest.param("tma", marks=tma)])
 @pytest.mark.parametrize("tile,stages", [((32, 32, 16), 2), ((64, 64, 16), 3)], ids=str)
-def test_batched_tma_float64_over_several_k_tiles(tile, stages, rng):
+def test_batched_float64_over_several_k_tiles(tile, stages, implementation, rng):
     """float64 products of the whole tile over 2 to 6 K-tiles, 128 threads: before the accumulator's zero was
     hidden from ptxas (see matmul.cuh's batched_loop), rows 8-15 of every 16 of C came out wrong whenever a
     product took more than one K-tile."""
     import numba_tiles as tiles
 
     precision = REGISTER_PRECISIONS[4]
-    mm = tiles.Matmul(tile, "float64", block_dim=128)
+    mm = tiles.Matmul(tile, "float64", block_dim=128, stages=stages)
     m, n, k, count = tile[0], tile[1], tile[2] * int(rng.integers(2, 7)), int(rng.integers(40, 90))
     a, b, c_in = (rng.standard_normal(shape) for shape in ((count, m, k), (count, k, n), (count, m, n)))
     d_a, d_b, d_c = cuda.to_device(a), cuda.to_device(b), cuda.to_device(c_in)
     alpha, beta = batch_scales("ragged", rng)
-    gemm.run_batched(mm, gemm.make_batched_gemm(mm, stages, tma=True, c="float64"), d_a, d_b, d_c, alpha, beta,
-                     blocks=int(rng.integers(1, count // 3)))
+    launch(mm, implementation, d_a, d_b, d_c, alpha, beta, grid=int(rng.integers(1, count // 3)))
     check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}")
 
 
+@tma
 @pytest.mark.parametrize("precision", REGISTER_PRECISIONS[:2], ids=str)
 def test_batched_tma_with_more_blocks_than_products(precision, rng):
     """Each block starts its first K-tile before it reads the batch's sizes: blocks left without a product
@@ -292,8 +306,7 @@ def test_batched_tma_with_more_blocks_than_products(precision, rng):
     import numba_tiles as tiles
 
     dtype, acc, named, out = precision
-    mm = tiles.Matmul((64, 64, 64), dtype, accumulator=acc, block_dim=128)
-    kernel = gemm.make_batched_gemm(mm, 2, tma=True, c=out)
+    mm = tiles.Matmul((64, 64, 64), dtype, accumulator=acc, block_dim=128, stages=2)
     for blocks in ("more", "fewer"):
         # (m under the tile; n and k whole 16-byte lines, as TMA takes A and B)
         m, n, k, count = int(rng.integers(1, 65)), 8 * int(rng.integers(1, 9)), 8 * int(rng.integers(1, 30)), 60
@@ -302,7 +315,7 @@ def test_batched_tma_with_more_blocks_than_products(precision, rng):
         d_a, d_b, d_c = cuda.to_device(a), cuda.to_device(b), cuda.to_device(c_in)
         alpha, beta = batch_scales("ragged", rng)
         grid = count + int(rng.integers(1, 300)) if blocks == "more" else int(rng.integers(1, count // 3))
-        gemm.run_batched(mm, kernel, d_a, d_b, d_c, alpha, beta, blocks=grid)
+        launch(mm, "tma", d_a, d_b, d_c, alpha, beta, grid=grid)
         check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}, {grid} blocks")
 
 
@@ -312,31 +325,32 @@ from numba import cuda
 import numba_tiles as tiles
 from examples import gemm
 
-mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128)
-kernel = gemm.make_batched_gemm(mm, 2, tma=True, c="float16")
+mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128, stages=2)
+kernel = gemm.make_batched(mm)
 a, b = (cuda.to_device(np.ones((8, 64, 64), np.float16)) for _ in range(2))
 c = cuda.to_device(np.zeros((8, 64, 64), np.float16))
-pipe = mm.prepare_batched(a, b)
-need = kernel.shared_bytes
+ops = mm.operands(a, b, c, implementation="{implementation}")
+grid, block, need = mm.launch_config(kernel, ops, 1.0, 0.0)
 print("NEED", need, flush=True)
-kernel[4, 128, 0, need](pipe, c, 1.0, 0.0)   # the bytes batched_tma_shared_memory_bytes gives: fine
+kernel[4, block, 0, need](ops, 1.0, 0.0)   # the bytes mm.launch gives: fine
 assert (c.copy_to_host() == 64).all()
-kernel[4, 128, 0, need - 16](pipe, c, 1.0, 0.0)   # 16 bytes less: stops with a message, before any load
+kernel[4, block, 0, need - 16](ops, 1.0, 0.0)   # 16 bytes less: stops with a message, before any load
 cuda.synchronize()
 """
 
 
-def test_batched_tma_with_too_little_shared_memory_stops_with_a_message():
-    """The size check comes before the block's early first load: too little dynamic shared memory is the
-    message naming batched_tma_shared_memory_bytes, not a fault from a copy into bytes the block lacks."""
+@pytest.mark.parametrize("implementation", ["cp.async", pytest.param("tma", marks=tma)])
+def test_batched_with_too_little_shared_memory_stops_with_a_message(implementation):
+    """The size check comes before the block's early first load: too little dynamic shared memory (a launch not by
+    mm.launch) is a message, not a fault from a copy into bytes the block lacks."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.run([sys.executable, "-c", TOO_LITTLE_SHARED_CHILD], capture_output=True, text=True, timeout=300,
-                         env=env)
+    run = subprocess.run([sys.executable, "-c", TOO_LITTLE_SHARED_CHILD.replace("{implementation}", implementation)],
+                         capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
     need = int(run.stdout.split("NEED ")[1].split()[0])
     assert f"tiles.Matmul.batched: shared holds {need - 16} bytes (stride 1); it needs {need} contiguous" in run.stdout, \
