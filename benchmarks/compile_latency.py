@@ -54,8 +54,7 @@ with_register = gemm.make_own_loop(tiles.Matmul((64, 64, 32), "float16", block_d
 def without_matmul(a, b, c, alpha, beta):  # the same arguments, no product
     c[cuda.threadIdx.x, 0] = alpha * a[0, 0] * b[0, 0] + beta
 
-# Matmul.batched by wgmma, Hopper's choice for these tiles ("hopper batched": sm_90a, CuTe's GMMA atoms, no
-# cuBLASDx GEMM)
+# Matmul.batched by wgmma ("hopper batched": sm_90a, CuTe's GMMA atoms, no cuBLASDx GEMM)
 BMM = tiles.Matmul((128, 128, 32), "int16", precision="bf16", stages=4)
 
 def with_batched(ops, alpha, beta):
@@ -68,7 +67,8 @@ kernel = {"without": without, "matmul": with_matmul, "register matmul": with_reg
           "without matmul": without_matmul, "hopper batched": with_batched,
           "without batched": without_batched}.get(sys.argv[1].split(",")[0], with_reduce)
 sig = ("void(float16[:, :], float16[:, :], float32[:, :], float64, float64)" if "matmul" in sys.argv[1]
-       else (BMM.operands_type("int16", batched=True), types.float32, types.float32) if "hopper batched" in sys.argv[1]
+       else (BMM.operands_type("int16", batched=True, implementation="wgmma"), types.float32, types.float32)
+       if "hopper batched" in sys.argv[1]
        else "void(uint8[::1], int16[:, :, :], int16[:, :, :], int16[:, :, :], float32, float32)"
        if "batched" in sys.argv[1] else "void(float32[:], float32[:])")
 arch = "sm_90a" if "batched" in sys.argv[1] else "sm_90"
@@ -145,8 +145,8 @@ def main():
     commit = git_commit(args.tree)
     device = f"CPU only: {cpu_name()}, {os.cpu_count()} cores"
     date = datetime.date.today().isoformat()
-    print(f"compile latency to a linked sm_90 (batched: sm_90a) cubin, fresh process, median of {args.runs} ({device}, {date}, "
-          f"commit {commit})")
+    print(f"compile latency to a linked sm_90 (batched: sm_90a) cubin, fresh process, median of {args.runs} "
+          f"({device}, {date}, commit {commit})")
     print(f"{'kernel':<62}{'import s':>10}{'compile s':>11}{'NVRTC s':>9}")
     for variant, r in results.items():
         print(f"{variant:<62}{r['import_s']:>10.2f}{r['compile_s']:>11.2f}{r['nvrtc_s']:>9.2f}")

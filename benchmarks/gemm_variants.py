@@ -1,9 +1,10 @@
 """The benchmarks' GEMM kernels besides examples/gemm.py's, and what they need on the host.
 
-- `make_grouped`: `Matmul.tile` in a persistent loop over C's tiles in a grouped order (the large GEMMs);
+- `make_grouped`, `launch_grouped`: `Matmul.tile` in a persistent loop over C's tiles in a grouped order (the
+  large GEMMs), launched on as many blocks as run at once;
 - `register_kernel`: the register form's steps in a kernel's own loop, several products of a batch a block;
 - `shared_kernel`: the shared-C form (`tile_load`, `tiles.matmul`, `tile_store`), one product a block;
-- `plan`: what `Matmul.operands` will choose for a description on this GPU, before any array is made;
+- `plan`: how a description runs on this GPU by an implementation (by default the fastest), before any array;
 - `launcher`: a described kernel launched as `Matmul.launch` does, and a function that launches it again;
 - `bf16_bits`, `values`: bfloat16 bits for host arrays, and what arrays hold as float64.
 """
@@ -115,12 +116,13 @@ def shared_kernel(size, dtype, accumulator, block_dim, alignment=None):
     return batched
 
 
-def plan(mm, c_dtype, ndim=3):
-    """How ``mm.tile`` (``ndim`` 2) or ``mm.batched`` (3) will run for a C of ``c_dtype`` on the current GPU:
-    ``implementation``, ``threads``, ``shared_bytes``, ``grid`` (the rule of its default grid), as
-    `Matmul.operands` will choose it (its private ``_plan``), known before the arrays are made: the benchmarks
-    name and filter their variants by it. For ``tile`` on Hopper, libmathdx makes the pipeline (the first time)."""
-    return mm._plan("benchmarks", tuple(cuda.get_current_device().compute_capability), c_dtype, ndim)
+def plan(mm, c_dtype, ndim=3, implementation=None):
+    """How ``mm.tile`` (``ndim`` 2) or ``mm.batched`` (3) will run for a C of ``c_dtype`` on the current GPU by
+    ``implementation`` (by default the fastest): ``implementation``, ``threads``, ``shared_bytes``, ``grid`` (the
+    rule of its default grid), as `Matmul.operands` makes it (its private ``_plan``; a TilesError where that
+    implementation does not compute it), known before the arrays are made: the benchmarks name and filter their
+    variants by it. For ``tile`` on Hopper, libmathdx makes the pipeline (the first time)."""
+    return mm._plan("benchmarks", tuple(cuda.get_current_device().compute_capability), c_dtype, ndim, implementation)
 
 
 def launcher(mm, kernel, *args, grid=None):

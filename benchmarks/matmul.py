@@ -1,9 +1,9 @@
 """Tile matmul on the GPU: batched small GEMMs and one large GEMM written with the tile API, against cuBLAS (PyTorch).
 
 Batched: `Matmul.batched` (examples/gemm.py's `make_batched`: the whole persistent loop in one call) of
-several descriptions (tiles, blocks and stages), each run by the implementation `Matmul.operands` chooses
-for it on this GPU (labelled by it: on Hopper "wgmma", warp-specialized TMA and wgmma for 128-row 16-bit
-tiles, products in a dynamic order; "tma", the register form's loop with A and B loaded by TMA; else
+several descriptions (tiles, blocks and stages), each by every implementation that computes it on this GPU
+(`Matmul.operands(..., implementation=)`, the label's first word: "wgmma", Hopper's warp-specialized loop of
+TMA loads and wgmma, products in a dynamic order; "tma", the register form's loop with A and B loaded by TMA;
 "cp.async", A and B copied by the threads), launched on its default grid (`Matmul.launch`) and, but for
 wgmma, on grids of 1, 2, 3 or 4 products a block (``--per-block``); last time's best kernel-written loop
 of the register form (load/multiply/store, several products a block); the shared-C form (`tile_load`,
@@ -79,14 +79,15 @@ def kernel_of(kind, args):
 
 def _compile_one(job):
     """Compile one benchmark kernel into the disk cache (a worker process). ``signature``: a string (for sm_90), or
-    a described kernel's (C's dtype, whether batched, the types after its `Operands`), for sm_90a, where
-    `Matmul.operands` may choose Hopper's implementations."""
+    a described kernel's (C's dtype, whether batched, the implementation, the types after its `Operands`), for
+    sm_90a, where Hopper's implementations are."""
     kind, args, signature = job
     kernel = KERNELS[kind](*args)
     arch = "sm_90"
     if not isinstance(signature, str):
-        out, batched, *rest = signature
-        signature, arch = (kernel.mm.operands_type(out, batched=batched), *rest), "sm_90a"
+        out, batched, implementation, *rest = signature
+        signature = (kernel.mm.operands_type(out, batched=batched, implementation=implementation), *rest)
+        arch = "sm_90a"
     start = time.perf_counter()
     try:
         tiles.compile(kernel, signature, arch=arch)
@@ -293,9 +294,8 @@ def main():
              ("bf16 128^3 x 4096, bf16 C", "int16", "bf16", "float32", "int16", 128, 4096, "bfloat16"),
              ("fp32 64^3 x 16384", "float32", None, "float32", "float32", 64, 16384, "float32")]
     # Matmul.batched descriptions (tile, block_dim, stages) per size: the 64^3 cases are bound by memory, so the
-    # stages are what keeps loads in flight; at 128^3 a K-tile of 32 leaves room for more stages. (wgmma, which
-    # Hopper's 128-row 16-bit tiles get, has a block of its own: descriptions differing in block_dim alone are
-    # one variant there.)
+    # stages are what keeps loads in flight; at 128^3 a K-tile of 32 leaves room for more stages. (wgmma has a
+    # block of its own: descriptions differing in block_dim alone are one variant there.)
     batched = {64: [((64, 64, 64), 128, 2), ((64, 64, 64), 128, 3), ((64, 64, 64), 128, 4), ((64, 64, 32), 128, 3),
                     ((64, 64, 64), 128, 6), ((64, 64, 32), 128, 4), ((64, 64, 32), 128, 6), ((64, 64, 32), 128, 10),
                     ((64, 64, 32), 128, 12), ((64, 64, 64), 256, 3)],
@@ -311,31 +311,36 @@ def main():
     jobs, plans = [], []
     chosen = [c for c in cases if any(part in c[0] for part in args.case.split(","))]
     for name, dtype, precision, acc, out, size, batch, torch_dtype in chosen:
-        found = {}  # label: (kind, factory arguments, launch); a label met again is the same kernel and launch
+        found = {}  # label: (kind, factory arguments, implementation, launch); a label found again: the same variant
         for tile, block_dim, stages in batched[size]:
             factory_args = (tile, dtype, acc, block_dim, precision, stages)
-            plan = gemm_variants.plan(kernel_of("batched", factory_args).mm, out)
-            if plan.shared_bytes > 227 * 1024:  # Hopper's opt-in limit a block
-                continue
-            label = f"{plan.implementation}, K-tile {tile[2]} x {stages}, {plan.threads}"
-            grids = {label + (", 1 a block" if plan.grid == "products" else ""): None}  # (None: Matmul.launch's)
-            if plan.implementation != "wgmma":  # (its blocks take products in a dynamic order, as many as run)
-                grids.update({f"{label}, {p} a block": -(-batch // p) for p in args.per_block})
-            for key, grid in grids.items():
-                found.setdefault(key, ("batched", factory_args, grid))
+            mm = kernel_of("batched", factory_args).mm
+            for implementation in ("wgmma", "tma", "cp.async"):
+                try:
+                    plan = gemm_variants.plan(mm, out, implementation=implementation)
+                except tiles.TilesError:  # (it does not compute this product on this GPU)
+                    continue
+                if plan.shared_bytes > 227 * 1024:  # Hopper's opt-in limit a block
+                    continue
+                label = f"{implementation}, K-tile {tile[2]} x {stages}, {plan.threads}"
+                grids = {label + (", 1 a block" if plan.grid == "products" else ""): None}  # (None: Matmul.launch's)
+                if implementation != "wgmma":  # (its blocks take products in a dynamic order, as many as run)
+                    grids.update({f"{label}, {p} a block": -(-batch // p) for p in args.per_block})
+                for key, grid in grids.items():
+                    found.setdefault(key, ("batched", factory_args, implementation, grid))
         block_dim, k_tile, per_block, staged, stages = register[size]
         if not args.batched_only:
             found[f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
                   + (", staged C" if staged else "")] = (
-                "register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages),
+                "register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages), None,
                 (batch // per_block, block_dim))
         if precision is None and out == acc and not args.batched_only:
-            found["shared C, 128, aligned"] = ("shared", (size, dtype, acc, 128, 16), (batch, 128))
+            found["shared C, 128, aligned"] = ("shared", (size, dtype, acc, 128, 16), None, (batch, 128))
         variants = [(label, v) for label, v in found.items() if any(part in label for part in args.only.split("|"))]
         arrays = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1])"
-        for kind, factory_args in dict.fromkeys((kind, f) for _, (kind, f, _) in variants):
-            jobs.append((kind, factory_args, (out, True, types.float64, types.float64) if kind == "batched"
-                         else arrays))
+        for kind, factory_args, implementation in dict.fromkeys(v[:3] for _, v in variants):
+            jobs.append((kind, factory_args, (out, True, implementation, types.float64, types.float64)
+                         if kind == "batched" else arrays))
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
     large = set(args.large_cases.split(",")) if args.large and not args.batched_only else set()
@@ -361,11 +366,12 @@ def main():
         da, db, dc = (to_numba(t) for t in (a, b, c))
         results = []
         bound = 1e-5 if dtype == "float32" else 1e-2
-        for label, (kind, factory_args, launch) in variants:
+        for label, (kind, factory_args, implementation, launch) in variants:
             kernel = kernel_of(kind, factory_args)
             if kind == "batched":
-                start = lambda: gemm_variants.launcher(kernel.mm, kernel, kernel.mm.operands(da, db, dc),  # noqa: E731
-                                                       1.0, 0.0, grid=launch)
+                start = lambda: gemm_variants.launcher(  # noqa: E731
+                    kernel.mm, kernel, kernel.mm.operands(da, db, dc, implementation=implementation), 1.0, 0.0,
+                    grid=launch)
             else:
                 start = lambda: started(kernel, launch, da, db, dc)  # noqa: E731
             results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
@@ -389,7 +395,8 @@ def main():
         for label, (kind, factory_args) in large_variants:  # (none unless "tile loop")
             tile, block_dim = factory_args[0], factory_args[3]
             kernel = kernel_of(kind, factory_args)
-            start = lambda: started(kernel, ((n // tile[1], n // tile[0]), block_dim), da, db, dc, 1.0, 0.0)  # noqa: E731
+            grid = (n // tile[1], n // tile[0])
+            start = lambda: started(kernel, (grid, block_dim), da, db, dc, 1.0, 0.0)  # noqa: E731
             results.append(measure("large", label, start, c, reference, 1e-2, flops, repeats))
         if results:
             rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms,

@@ -1,11 +1,10 @@
 """Where the batched bf16 case's time goes: the same kernel over part of the batch, on chosen grids.
 
-The bf16 128^3 x 4096 case of benchmarks/matmul.py (`Matmul.batched` of 128 x 128 x 32 tiles, 6 stages, 256
-threads: the TMA loop's best launch when it was measured, a persistent grid; on Hopper `Matmul.operands` now
-gives these tiles the wgmma loop, whose blocks take products in a dynamic order) run over ``count`` products
-on ``blocks`` blocks, so that each block does ``count / blocks`` products ("rounds"): 32 rounds on 128 blocks
-(the TMA loop's launch), 31 on 128, 124 or 132 blocks (do more SMs help?), 1 round (a launch's start and end
-alone). A row's ``launch`` names the implementation.
+The bf16 128^3 x 4096 case of benchmarks/matmul.py (its best launch when this was measured: `Matmul.batched`
+by TMA, ``implementation="tma"``, 128 x 128 x 32 tiles, 6 stages, 256 threads, a persistent grid) run over
+``count`` products on ``blocks`` blocks, so that each block does ``count / blocks`` products ("rounds"): 32
+rounds on 128 blocks (the benchmark's launch), 31 on 128, 124 or 132 blocks (do more SMs help?), 1 round (a
+launch's start and end alone).
 Each row: the median time a launch (CUDA events, back to back), the kernel's own duration and the gap
 (profiler), products a microsecond, and the DRAM bytes a second that the products need (A and B read, C
 written once); for comparison, ``torch.bmm`` over each row's count of products (cuBLAS's start and
@@ -20,7 +19,6 @@ import datetime
 import sys
 from pathlib import Path
 
-import torch
 from numba import cuda
 
 import numba_tiles as tiles
@@ -34,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from examples import gemm  # noqa: E402
 
 BATCH, SIZE = 4096, 128
-# (products, blocks): the TMA loop's launch, then 31 rounds on fewer and more blocks, then single rounds
+# (products, blocks): the benchmark's launch, then 31 rounds on fewer and more blocks, then single rounds
 GRIDS = ((4096, 128), (4096, 132), (3968, 128), (3844, 124), (4092, 132), (128, 128), (132, 132), (16, 16))
 
 
@@ -43,6 +41,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--label", default="")
     args = parser.parse_args()
+    import torch  # (here: --help needs no torch)
+
     mm = tiles.Matmul((SIZE, SIZE, 32), "int16", accumulator="float32", block_dim=256, precision="bf16", stages=6)
     kernel = gemm.make_batched(mm)
     a, b = (torch.randn(BATCH, SIZE, SIZE, device="cuda", dtype=torch.bfloat16) for _ in range(2))
@@ -60,7 +60,7 @@ def main():
 
     for count, blocks in GRIDS:
         c.fill_(float("nan"))
-        ops = mm.operands(bits(a[:count]), bits(b[:count]), bits(c[:count]))
+        ops = mm.operands(bits(a[:count]), bits(b[:count]), bits(c[:count]), implementation="tma")
         launch = gemm_variants.launcher(mm, kernel, ops, 1.0, 0.0, grid=blocks)
         torch.cuda.synchronize()
         err = error(c[:count].float(), torch.bmm(a[:count].float(), b[:count].float()))
@@ -76,7 +76,8 @@ def main():
     for r in rows:
         rounds = -(-r["products"] // r["blocks"]) if r["blocks"] else ""  # (the most any block does)
         print(f"{r['launch']:<12}{r['products']:>9}{r['blocks'] or '':>7}{rounds:>7}{r['ms']:>9.4f}"
-              f"{r['kernel_ms'] * 1e3:>10.1f}{r['gap_ms'] * 1e3:>7.1f}{r['products_per_us']:>12.2f}{r['dram_tb_s']:>6.2f}")
+              f"{r['kernel_ms'] * 1e3:>10.1f}{r['gap_ms'] * 1e3:>7.1f}{r['products_per_us']:>12.2f}"
+              f"{r['dram_tb_s']:>6.2f}")
     path = write_result("matmul_rounds", date, args.label, rows, device=name, commit=measured, repeats=args.repeats,
                         versions=versions("numba", "numba-cuda", "torch", "nvidia-mathdx"))
     print(f"wrote {path}")

@@ -359,7 +359,8 @@ def summary(found):
 
 
 BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "matmul_batched": matmul_batched,
-          "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "matmul_epilogue": matmul_epilogue, "compile_latency": compile_latency,
+          "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "matmul_epilogue": matmul_epilogue,
+          "compile_latency": compile_latency,
           "compile_later": compile_later, "first_result": first_result, "startup": startup, "files": files}
 
 
