@@ -61,10 +61,8 @@ class Operands:
         self.mm, self.plan, self.pipe, self.a, self.b, self.c = mm, plan, pipe, a, b, c
         self.implementation, self.threads = plan.implementation, plan.threads
         self.shared_memory_bytes = plan.shared_bytes
-
-    @property
-    def _numba_type_(self):  # (Numba's typeof reads it: a kernel argument, on the simulator too)
-        return handle_type(self.mm, str(self.a.dtype), str(self.c.dtype), self.c.ndim, self.implementation)
+        # (Numba's typeof reads it at every launch, on the simulator too)
+        self._numba_type_ = handle_type(mm, str(a.dtype), str(c.dtype), c.ndim, self.implementation)
 
     def __iter__(self):  # (the members a kernel launch passes, in the order of the type's)
         return iter((self.pipe, self.a, self.b, self.c))

@@ -397,9 +397,14 @@ class Matmul:
             raise ext.error(name, f"C is {tuple(c.shape)}: each product of a batch is one {self.shape[0]} x "
                             f"{self.shape[1]} tile of this Matmul", "make the Matmul with a larger shape, or compute "
                             "each product's tiles with mm.tile")
-        for param, array in (("a", a), ("b", b), ("c", c)):
-            if not (_numba.simulator_enabled() or hasattr(array, "__cuda_array_interface__")):
-                raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
+        if not _numba.simulator_enabled():
+            for param, array in (("a", a), ("b", b), ("c", c)):
+                if not hasattr(array, "__cuda_array_interface__"):
+                    raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
+            # Numba's own device arrays, once: a launch then passes them as they are (another library's arrays,
+            # PyTorch's tensors say, are converted at every launch, which took longer than a 64^3 batch's kernel).
+            a, b, c = (x if cuda.is_cuda_array(x) and hasattr(x, "gpu_data") else cuda.as_cuda_array(x)
+                       for x in (a, b, c))
         cc = None if _numba.simulator_enabled() else tuple(cuda.get_current_device().compute_capability)
         plan = self._plan(name, cc, str(c.dtype), ndim, implementation)
         if _numba.simulator_enabled():  # (the twins read A, B and C)
