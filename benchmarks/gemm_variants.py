@@ -35,15 +35,19 @@ def make_grouped(mm, epilogue=None, group=8):
     if epilogue is None:
         @cuda.jit
         def gemm(ops, rows, cols, alpha, beta):
-            for t in range(cuda.blockIdx.x, rows * cols, cuda.gridDim.x):
+            t = cuda.blockIdx.x
+            while t < rows * cols:  # (a range() of a run-time step: more registers live in the wgmma loop)
                 i, j = _grouped(t, rows, cols, group)
                 mm.tile(ops, i, j, alpha, beta)
+                t += cuda.gridDim.x
     else:
         @cuda.jit
         def gemm(ops, rows, cols, alpha, beta, extras):
-            for t in range(cuda.blockIdx.x, rows * cols, cuda.gridDim.x):
+            t = cuda.blockIdx.x
+            while t < rows * cols:
                 i, j = _grouped(t, rows, cols, group)
                 mm.tile(ops, i, j, alpha, beta, epilogue=epilogue, epilogue_args=extras)
+                t += cuda.gridDim.x
     return gemm
 
 
