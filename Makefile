@@ -5,10 +5,14 @@ CUDA   ?= cu13
 SUFFIX := $(if $(filter cu13,$(CUDA)),,-$(CUDA))
 VENV   ?= .venv$(SUFFIX)
 PY     := $(VENV)/bin/python
-# The tests of the compile path (typing, C++, NVRTC, linking, SASS, the cache, downstream intrinsics), which
-# `make test-compile CUDA=cu12` runs under the other CUDA line.
+# The tests of the compile path (typing, C++, NVRTC, linking, SASS, the cache, downstream intrinsics); of them,
+# those whose outcome depends on the toolkit (NVRTC, NVVM, nvJitLink, ptxas, the headers) are what
+# `make test-compile CUDA=cu12` runs under the other CUDA line, a cuBLASDx GEMM kernel standing for the matmul.
 COMPILE_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test_library.py tests/cpu/test_errors.py \
                  tests/cpu/test_extending.py tests/cpu/test_cache.py tests/cpu/test_line_info.py tests/cpu/test_matmul.py
+TOOLKIT_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test_library.py tests/cpu/test_cache.py \
+                 tests/cpu/test_line_info.py \
+                 tests/cpu/test_matmul.py::test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory
 
 # The GPU machines have no package index and ship numpy 2.5 (which breaks numba-cuda 0.30):
 # `make gpu-wheels` (here) downloads the pinned cp312 wheels they lack into .gpu-wheels/ (what the tests
@@ -68,12 +72,12 @@ test: $(PY)
 	$(PY) -m pytest tests -q -ra -n auto --dist worksteal
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra -n auto --dist worksteal
 
-# The compile path's tests under one CUDA line (CUDA=cu12: in .venv-cu12), and what doctor says of it; on
-# the CUDA 12 line without the tests marked heavy (each compiles cuBLASDx programs of its own: one cuBLASDx
-# GEMM kernel, test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory, stands for them there).
+# The compile path's tests under one CUDA line (CUDA=cu12: in .venv-cu12, the toolkit-sensitive ones without
+# those marked heavy, which compile cuBLASDx programs of their own), and what doctor says of it.
 test-compile: $(PY)
 	$(PY) -m numba_tiles doctor | grep -E "^(CUDA line|NVRTC|nvJitLink|CCCL|CUDA headers) "
-	$(PY) -m pytest $(COMPILE_TESTS) -q -ra -n auto --dist worksteal $(if $(filter cu12,$(CUDA)),-m "not heavy")
+	$(PY) -m pytest $(if $(filter cu12,$(CUDA)),$(TOOLKIT_TESTS) -m "not heavy",$(COMPILE_TESTS)) -q -ra -n auto \
+	  --dist worksteal
 
 # The documentation site (docs/, Sphinx + MyST), warnings as errors: docs/_build/html/index.html.
 docs: $(PY)
