@@ -6,7 +6,6 @@
 - `shared_kernel`: the shared-C form (`tile_load`, `tiles.matmul`, `tile_store`), one product a block;
 - `plan`: how a description runs on this GPU by an implementation (by default the fastest), before any array;
 - `launcher`: a described kernel launched as `Matmul.launch` does, and a function that launches it again;
-- `bf16_bits`, `values`: bfloat16 bits for host arrays, and what arrays hold as float64.
 """
 
 import numpy as np
@@ -140,16 +139,3 @@ def launcher(mm, kernel, *args, grid=None):
 
     launch()
     return launch
-
-
-def bf16_bits(x):
-    """float32 values → the int16 bits of their bfloat16 rounding (to nearest even)."""
-    bits = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16).view(np.int16)
-
-
-def values(x, precision=None):
-    """What an array holds, as float64 (``precision="bf16"``: bfloat16 bits, widened)."""
-    if precision == "bf16":
-        return (np.asarray(x).view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return np.asarray(x, np.float64)

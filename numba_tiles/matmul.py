@@ -668,10 +668,10 @@ def _operands_of(name, args, ndim):
     call = {2: "tile", 3: "batched"}[ndim]
     if made is None:
         raise ext.error(name, f"ops must be what mm.operands(a, b, c) returns, got {ops}",
-                        f"pass ops = mm.operands(a, b, c), made on the host, to the kernel")
+                        "pass ops = mm.operands(a, b, c), made on the host, to the kernel")
     if made["mm"] != mm:
         raise ext.error(name, f"ops were made by another description, {made['mm']!r}; this is {mm!r}",
-                        f"make them with this description's operands(a, b, c)")
+                        "make them with this description's operands(a, b, c)")
     if made["ndim"] != ndim:
         raise ext.error(name, f"ops describe {'a batch (3-D arrays)' if made['ndim'] == 3 else '2-D arrays'}",
                         f"call mm.{'batched' if made['ndim'] == 3 else 'tile'}(ops, ...), or make ops of "

@@ -1,5 +1,5 @@
 """Fused epilogues against NumPy, for both sides: tests/gpu/test_epilogue.py runs these checks at the GPU's
-tile sizes, tests/simulator/test_matmul_sim.py at small ones.
+tile sizes, tests/simulator/test_matmul_sim.py at small ones (examples/gemm_epilogue.py's kernels).
 
 Each form gets sizes that are not multiples of its tile, alpha and beta not 0 or 1 (the epilogue sees
 alpha * A @ B + beta * C), and epilogues that use every coordinate and several arrays of
@@ -10,14 +10,13 @@ import math
 
 import numpy as np
 from numba import cuda, float32
-from numba.cuda import types
 
 import numba_tiles as tiles
-from examples import gemm
+from examples import gemm, gemm_epilogue
 
 from . import matrices
 
-ZERO, HALF, SQRT_HALF = float32(0), float32(0.5), float32(math.sqrt(0.5))
+ZERO = float32(0)
 
 
 @cuda.jit(device=True)
@@ -30,56 +29,6 @@ def scaled_relu(value, row, col, scale, bias):
 def batched_scaled(value, item, row, col, per_item, scale, bias):
     """value * per_item[item] * scale[row] + bias[col]."""
     return value * per_item[item] * scale[row] + bias[col]
-
-
-@cuda.jit(device=True)
-def bias_gelu(value, row, col, bias):
-    """gelu(value + bias[col]) (the erf form)."""
-    v = value + bias[col]
-    return HALF * v * (1 + math.erf(v * SQRT_HALF))
-
-
-def register_kernel(mm, epilogue, staged=False):
-    """``c = epilogue(alpha * a @ b + beta * c, row, col, *extras)`` by ``mm``'s steps, a tile of C a block."""
-    TM, TN, TK = mm.shape
-    ab, acc_type = getattr(types, mm.dtype), getattr(types, mm.accumulator)
-    aligned = None if cuda.config.ENABLE_CUDASIM else 16
-
-    @cuda.jit
-    def kernel(a, b, c, alpha, beta, extras):
-        sa = cuda.shared.array(mm.a_items, ab, alignment=aligned)
-        sb = cuda.shared.array(mm.b_items, ab, alignment=aligned)
-        acc = cuda.local.array(mm.accumulator_items, acc_type)
-        for i in range(mm.accumulator_items):
-            acc[i] = 0
-        row, col = TM * cuda.blockIdx.y, TN * cuda.blockIdx.x
-        for k in range(0, a.shape[1], TK):
-            mm.load_a(a, sa, row, k)
-            mm.load_b(b, sb, k, col)
-            mm.multiply(sa, sb, acc)
-        if staged:
-            stage = cuda.shared.array(mm.c_items, acc_type, alignment=aligned)
-            mm.store(acc, c, row, col, alpha, beta, stage, epilogue=epilogue, epilogue_args=extras)
-        else:
-            mm.store(acc, c, row, col, alpha, beta, epilogue=epilogue, epilogue_args=extras)
-
-    return kernel
-
-
-def tile_kernel(mm, epilogue):
-    @cuda.jit
-    def kernel(ops, alpha, beta, extras):
-        mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta, epilogue=epilogue, epilogue_args=extras)
-
-    return kernel
-
-
-def batched_kernel(mm, epilogue):
-    @cuda.jit
-    def kernel(ops, alpha, beta, extras):
-        mm.batched(ops, alpha, beta, epilogue=epilogue, epilogue_args=extras)
-
-    return kernel
 
 
 def _operands(rng, shape_a, shape_b, precision):
@@ -110,7 +59,7 @@ def register_form(rng, tile, block_dim, precision, out, staged):
     c = _c(rng, (m, n), out)
     scale, bias = rng.uniform(0.5, 2, m).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     alpha, beta = _scales(rng)
-    result = gemm.run(register_kernel(mm, scaled_relu, staged), a, b, c, alpha, beta, tile, block_dim,
+    result = gemm.run(gemm_epilogue.make_own_loop(mm, scaled_relu, staged), a, b, c, alpha, beta, tile, block_dim,
                       extras=((cuda.to_device(scale), cuda.to_device(bias)),))
     kind = precision if out == "int16" else None
     blended = alpha * matrices.values(a, precision) @ matrices.values(b, precision) + beta * matrices.values(c, kind)
@@ -130,7 +79,7 @@ def batch(rng, tile, block_dim, precision, out, implementation, stages=2):
     alpha, beta = _scales(rng)
     d_c = cuda.to_device(c)
     ops = mm.operands(cuda.to_device(a), cuda.to_device(b), d_c, implementation=implementation)
-    mm.launch(batched_kernel(mm, batched_scaled), ops, alpha, beta, tuple(cuda.to_device(x) for x in extras),
+    mm.launch(gemm_epilogue.make_batched(mm, batched_scaled), ops, alpha, beta, tuple(cuda.to_device(x) for x in extras),
               grid=int(rng.integers(1, count // 3)))
     kind = precision if out == "int16" else None
     per_item, scale, bias = extras
@@ -149,7 +98,7 @@ def tile(rng, shape, out, implementation):
     alpha, beta = _scales(rng)
     d_c = cuda.to_device(c)
     ops = mm.operands(cuda.to_device(a), cuda.to_device(b), d_c, implementation=implementation)
-    mm.launch(tile_kernel(mm, bias_gelu), ops, alpha, beta, (cuda.to_device(bias),))
+    mm.launch(gemm_epilogue.make_tile_gemm(mm, gemm_epilogue.bias_gelu), ops, alpha, beta, (cuda.to_device(bias),))
     kind = "bf16" if out == "int16" else None
     v = alpha * matrices.values(a, "bf16") @ matrices.values(b, "bf16") + beta * matrices.values(c, kind) + bias
     _check(d_c.copy_to_host(), 0.5 * v * (1 + np.vectorize(math.erf)(v * math.sqrt(0.5))), out, kind)

@@ -260,13 +260,15 @@ def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory
 
 @pytest.mark.heavy
 def test_an_epilogue_is_inlined_into_the_store(tmp_path):
-    """tests/epilogues.py's register-form kernel, C staged, with relu(value * scale[row] + bias[col]) of
+    """examples/gemm_epilogue.py's register-form kernel, C staged, with relu(value * scale[row] + bias[col]) of
     two arrays passed along: the user's function inlined into the store's loops (FMNMX, no calls but the
     checks' message), nothing in local memory (the epilogue's arrays and the fragments stay in registers)."""
+    from examples import gemm_epilogue
+
     from .. import epilogues
 
     mm = tiles.Matmul((64, 64, 32), "float16", block_dim=128)
-    kernel = epilogues.register_kernel(mm, epilogues.scaled_relu, staged=True)
+    kernel = gemm_epilogue.make_own_loop(mm, epilogues.scaled_relu, staged=True)
     code = sass(tiles.compile(kernel, "void(float16[:, ::1], float16[:, ::1], float32[:, ::1], float64, float64, "
                               "UniTuple(float32[::1], 2))", arch="sm_90"), tmp_path)
     opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
