@@ -11,8 +11,10 @@ names the parameters that take a thread-local array of ``items_per_thread`` item
 spec come typing, lowering, NVRTC → LTO-IR, the disk cache (your headers' content in its key),
 ``tiles.compile``/``precompile``, ``tiles.shared_memory``/``temp_bytes``/``temp=`` and the
 simulator, exactly as for ``tiles.block_reduce`` (declared in ``numba_tiles/block.py`` with the
-names below). Errors in a rule are `error(name, problem, fix)`, a `TilesError` (a ``TypeError``) that
-leaves the compiler with its message first and the call's source line after it.
+names below). A family whose calls share compile-time arguments is a `description` class whose
+`method`\ s are intrinsics bound to each instance (as ``tiles.Matmul``'s). Errors in a rule are
+`error(name, problem, fix)`, a `TilesError` (a ``TypeError``) that leaves the compiler with its message
+first and the call's source line after it.
 
 Example (the C++ goes in ``include/mine.cuh`` beside the module)::
 
