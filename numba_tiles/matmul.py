@@ -286,7 +286,7 @@ class Matmul:
         if cc is None:
             return "cp.async", "tma", "wgmma"
         tma = cc >= (9, 0) and _tma_fits(self)
-        wgmma = cc == (9, 0) and tma and _pipeline.wgmma_takes(self, c_dtype, self.stages or 4)
+        wgmma = cc == (9, 0) and tma and _pipeline.wgmma_takes(self, c_dtype, self._stages("wgmma"))
         if self._types[0].numpy.itemsize > 2:  # (float32 and float64 load faster by cp.async)
             return ("cp.async",) + ("tma",) * tma
         # (with 64 rows the register form's TMA loop was faster than wgmma's on an H200)
@@ -303,8 +303,7 @@ class Matmul:
             raise ext.error(name, f"implementation={chosen!r} does not compute this {'batch' if ndim == 3 else 'tile'} "
                             f"on {where} (C of {c_dtype}); {', '.join(map(repr, possible))} do",
                             "leave implementation out (the fastest is chosen), or pass one of those")
-        default = max(2, min(4, 256 // (self.shape[2] * self._types[0].numpy.itemsize)))
-        stages = self.stages or (2 if chosen == "libmathdx" else default)
+        stages = self._stages(chosen)
         if chosen == "libmathdx":
             return _Plan(chosen, stages, (_pipeline.pipeline_threads(self), 1, 1),
                          _pipeline.pipeline_shared_bytes(name, self, stages), "tiles")
@@ -315,6 +314,13 @@ class Matmul:
             return _Plan(chosen, stages, self.block_dim, self._tma_bytes(stages, c_dtype), "products")
         return _Plan(chosen, stages, self.block_dim, self._copied_bytes(stages, c_dtype),
                      "tiles" if ndim == 2 else "even")
+
+    def _stages(self, implementation):
+        """The description's stages, or by default: libmathdx's tested 2, else 2 to 4, as many as keep about 256
+        bytes of each line of A and B in flight."""
+        if self.stages or implementation == "libmathdx":
+            return self.stages or 2
+        return max(2, min(4, 256 // (self.shape[2] * self._types[0].numpy.itemsize)))
 
     def _copied_bytes(self, stages, c_dtype):
         """The dynamic shared memory of the cp.async loop (batched_shared_bytes in matmul.cuh): ``stages`` tiles
