@@ -831,8 +831,8 @@ inline constexpr long long batched_shared_bytes = Stages * (AItems + BItems) * s
 // the edges otherwise) into the suggested layouts, each step one cp.async group. `shared` holds Stages A
 // tiles, Stages B tiles and the stage (16-byte aligned).
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, int Stages, typename PD, typename T, typename TC, typename TD,
-          typename TS, typename Epi>
+          int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename PD, typename T,
+          typename TC, typename TD, typename TS, typename Epi>
 __device__ __forceinline__ void copied_loop(const char* name, const batch_ref<T>& a, const batch_ref<T>& b,
                                             const batch_ref<TD>& c, const array_ref<TS>& shared, TC alpha, TC beta,
                                             Epi epi, long long block, long long blocks) {
@@ -840,7 +840,9 @@ __device__ __forceinline__ void copied_loop(const char* name, const batch_ref<T>
   static_assert(AItems * sizeof(T) % 16 == 0 && BItems * sizeof(T) % 16 == 0, "tiles of whole 16-byte vectors");
   check_launch<BX, BY, BZ>(name);
   using Staged = batched_stage<TC, TD>;
-  check_batched_shared(shared, batched_shared_bytes<M, N, AItems, BItems, Stages, T, TC, TD>);
+  static_assert(SharedBytes == batched_shared_bytes<M, N, AItems, BItems, Stages, T, TC, TD>,
+                "numba_tiles.Matmul._copied_bytes counts these bytes");
+  check_batched_shared(shared, SharedBytes);
   T* const tiles_a = reinterpret_cast<T*>(__builtin_assume_aligned(shared.data, 16));
   T* const tiles_b = tiles_a + Stages * AItems;
   struct {
@@ -867,22 +869,23 @@ __device__ __forceinline__ void copied_loop(const char* name, const batch_ref<T>
   __syncthreads();
 }
 
-// Matmul.batched(ops, ...) by cp.async (any GPU): the batch's products over a persistent grid.
+// Matmul.batched(ops, ...) by cp.async (any GPU): the batch's products over a persistent grid. SharedBytes: the
+// dynamic shared memory numba_tiles.Matmul counts for it (and launches it with), checked here.
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, int Stages, typename T, typename TC, typename PD, typename TD,
-          typename TS, typename Epi = no_epilogue>
+          int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename T, typename TC,
+          typename PD, typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
                                                TC alpha, TC beta, Epi epi = {}) {
   check_batch<M, N>(a.count, a.rows, a.cols, b.count, b.rows, b.cols, c.count, c.rows, c.cols);
-  copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, PD>(
+  copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
       "Matmul.batched", a, b, c, shared, alpha, beta, epi, linear_block(), grid_blocks());
 }
 
 // Matmul.tile(ops, i, j, ...) by cp.async (any GPU): C's tile (i, j) as one product of batched's loop, the M
 // rows of A from i * M by the N columns of B from j * N, the epilogue given C's coordinates.
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, int Stages, typename T, typename TC, typename PD, typename TD,
-          typename TS, typename Epi = no_epilogue>
+          int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename T, typename TC,
+          typename PD, typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_tile(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, long long i,
                                             long long j, array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
   const long long r0 = i * M, c0 = j * N;
@@ -902,10 +905,10 @@ __device__ __forceinline__ void matmul_tile(matrix_ref<T> a, matrix_ref<T> b, ma
   const batch_ref<TD> pc{&c(r0, c0), 1, m, n, 0, c.row_stride, c.col_stride};
   const auto at = [&](TC value, long long, long long r, long long q) { return epi(value, r0 + r, c0 + q); };
   if constexpr (has_epilogue<Epi>) {
-    copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, PD>(
+    copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
         "Matmul.tile", pa, pb, pc, shared, alpha, beta, at, 0, 1);
   } else {
-    copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, PD>(
+    copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
         "Matmul.tile", pa, pb, pc, shared, alpha, beta, epi, 0, 1);
   }
 }
@@ -937,8 +940,8 @@ struct batched_maps {
 // a block's start then waits on one load less (with the aliased stage's sixth block an SM, fp16
 // 64^3 x 16384 on an H200 went from 0.98x to 1.00x torch.bmm: benchmarks/results/matmul-2026-11-24-early-load-fp16*.json).
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, int Stages, typename TC, typename PD, typename TD, typename TS,
-          typename Epi = no_epilogue>
+          int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename TC, typename PD,
+          typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps, batch_ref<TD> c,
                                                    array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
   using T = PA;
@@ -960,7 +963,9 @@ __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps
     fail();
   }
   // (before the first load writes into it)
-  check_batched_shared(shared, 1008 + Stages * (TileA::bytes + TileB::bytes) + StageBytes + Stages * 8);
+  static_assert(SharedBytes == 1008 + Stages * (TileA::bytes + TileB::bytes) + StageBytes + Stages * 8,
+                "numba_tiles.Matmul._tma_bytes counts these bytes");
+  check_batched_shared(shared, SharedBytes);
   const unsigned base = shared_address(shared.data);
   T* const tiles_a = reinterpret_cast<T*>(reinterpret_cast<char*>(shared.data) + ((base + 1023) / 1024 * 1024 - base));
   T* const tiles_b = tiles_a + TileA::items;

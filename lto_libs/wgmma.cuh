@@ -105,8 +105,8 @@ __device__ __forceinline__ void warpgroup_barrier(int w) {
 // back to zero: one call of a pipe a launch, launches of a pipe in order.
 // P: the operands' type; PD: C's precision (float, __half, __nv_bfloat16); TD: the type C's array holds.
 // epi(value, item, row, col): the epilogue, applied to each item of C inside C before it is rounded.
-template <int M, int N, int K, int Stages, bool RowA, bool RowB, typename P, typename PD, typename TD,
-          typename Epi = no_epilogue>
+template <int M, int N, int K, int Stages, long long SharedBytes, bool RowA, bool RowB, typename P, typename PD,
+          typename TD, typename Epi = no_epilogue>
 __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, batch_ref<TD> c, float alpha,
                                                  float beta, Epi epi = {}) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -123,8 +123,9 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
   static_assert(M % 64 == 0 && N % 64 == 0 && K % 16 == 0 && TileA::tma && TileB::tma, "refused at typing");
   extern __shared__ __align__(1024) unsigned char shared[];
   wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);
-  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads ||
-                         dynamic_shared_bytes() < wgmma_shared_bytes<M, N, Stages, BufferBytes, TD> ||
+  static_assert(SharedBytes == wgmma_shared_bytes<M, N, Stages, BufferBytes, TD>,
+                "numba_tiles/_pipeline.py's wgmma_shared_bytes counts these bytes");
+  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < SharedBytes ||
                          maps.size < static_cast<long long>(sizeof(wgmma_pipe)) || maps.stride != 1 ||
                          reinterpret_cast<unsigned long long>(maps.data) % 64 != 0,
                      "tiles.Matmul.batched: launched with other threads or less dynamic shared memory than mm.launch "

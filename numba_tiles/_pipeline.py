@@ -181,7 +181,7 @@ def batched_instance(name, mm, stages, c_dtype, args):
     m, n, k = mm.shape
     p = precision(mm)
     template = WGMMA.template("numba_tiles::pipeline_batched", M=m, N=n, K=k, Stages=stages,
-                              RowA=ORDERS[mm.arrangement[0]], RowB=ORDERS[mm.arrangement[1]], P=_CXX[p],
+                              SharedBytes=wgmma_shared_bytes(mm, c_dtype.name, stages), RowA=ORDERS[mm.arrangement[0]], RowB=ORDERS[mm.arrangement[1]], P=_CXX[p],
                               PD=_CXX["float32" if c_dtype.name == "float32" else p], TD=c_dtype.cxx)
     params = (("ops.pipe", types.Array(types.uint8, 1, "C"), None), ("ops.c", types.Array(c_dtype.numba, 3, "A"), None),
               ("alpha", types.float32, 1), ("beta", types.float32, 0)) + fused

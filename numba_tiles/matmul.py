@@ -710,8 +710,8 @@ def _tile_rule(name, args):
     ta, tc = mm._types
     _, result = mm._result(name, "c", td)
     fused, prelude = _callback.fused(name, args, tc.numba, 2)
-    template = mm._template("numba_tiles::matmul_tile", Stages=plan.stages, T=ta.cxx, TC=tc.cxx, PD=result,
-                            TD=td.cxx, TS="unsigned char")
+    template = mm._template("numba_tiles::matmul_tile", Stages=plan.stages, SharedBytes=plan.shared_bytes, T=ta.cxx,
+                            TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
     params = _register_params(mm, 2, td, args, name, plan, (("i", types.int64, None), ("j", types.int64, None)))
     return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)
 
@@ -724,13 +724,13 @@ def _batched_rule(name, args):
     _, result = mm._result(name, "c", td)
     fused, prelude = _callback.fused(name, args, tc.numba, 3)
     if plan.implementation == "tma":
-        template = mm._template("numba_tiles::matmul_batched_tma", Stages=plan.stages, TC=tc.cxx, PD=result,
-                                TD=td.cxx, TS="unsigned char")
+        template = mm._template("numba_tiles::matmul_batched_tma", Stages=plan.stages, SharedBytes=plan.shared_bytes,
+                                TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
         params = (("ops.pipe", types.Array(types.uint8, 1, "C"), None), ("ops.c", types.Array(td.numba, 3, "A"), None),
                   ("shared", _SHARED, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
         return Instance(name, MATMUL, template, types.none, params + fused,
                         prelude=_operands.CHECKS["batched_maps"] + "\n" + prelude, threads=plan.threads)
-    template = mm._template("numba_tiles::matmul_batched", Stages=plan.stages, T=ta.cxx, TC=tc.cxx, PD=result,
-                            TD=td.cxx, TS="unsigned char")
+    template = mm._template("numba_tiles::matmul_batched", Stages=plan.stages, SharedBytes=plan.shared_bytes,
+                            T=ta.cxx, TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
     params = _register_params(mm, 3, td, args, name, plan, ())
     return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)
