@@ -12,7 +12,7 @@ spec come typing, lowering, NVRTC → LTO-IR, the disk cache (your headers' cont
 ``tiles.compile``/``precompile``, ``tiles.shared_memory``/``temp_bytes``/``temp=`` and the
 simulator, exactly as for ``tiles.block_reduce`` (declared in ``numba_tiles/block.py`` with the
 names below). A family whose calls share compile-time arguments is a `description` class whose
-`method`\ s are intrinsics bound to each instance (as ``tiles.Matmul``'s). Errors in a rule are
+`method`\\ s are intrinsics bound to each instance (as ``tiles.Matmul``'s). Errors in a rule are
 `error(name, problem, fix)`, a `TilesError` (a ``TypeError``) that leaves the compiler with its message
 first and the call's source line after it.
 
