@@ -273,13 +273,33 @@ def for_call(instance, target, code_library):
         return program.code
 
 
+_making = {}  # the cache key of each program a thread of this process is making → (its Future, when it started)
+_making_lock = threading.Lock()
+
+
 def build(instances, target, isolated=False, announce=_announce):
     """LTO-IR bytes for one translation unit of one library: from the disk cache, else NVRTC (then
     stored); ``isolated``: NVRTC in a worker process, and an oversized storage is the caller's to find;
-    ``announce(instances, target)`` is called before NVRTC starts (by default: a notice if it is long)."""
+    ``announce(instances, target)`` is called before NVRTC starts (by default: a notice if it is long).
+    A program another thread of this process is making (a description's, compiled ahead) is waited for,
+    with a notice, not made twice."""
+    from concurrent.futures import Future
+
     library = instances[0].header.library
     source = translation_unit(instances, lines=target.lineinfo)
     name = instances[0].symbol if len(instances) == 1 else f"numba_tiles_{len(instances)}"
+    parts = key_parts(source, library, target, "ltoir")
+    digest = cache.key(parts)
+    with _making_lock:
+        mine = digest not in _making
+        if mine:
+            _making[digest] = (Future(), time.perf_counter())
+        making, started = _making[digest]
+    if not mine:
+        if not making.done():
+            say(f"waiting for {_described(instances)} for {target.arch}, which NVRTC has been compiling in the "
+                f"background for {time.perf_counter() - started:.0f} s")
+        return making.result()
 
     def make():
         announce(instances, target)
@@ -288,9 +308,17 @@ def build(instances, target, isolated=False, announce=_announce):
         except NVRTCError as exc:
             raise (None if isolated else _too_big(instances, target)) or exc from None
 
-    code = cache.cached(key_parts(source, library, target, "ltoir"), make)
-    if library.arch_specific:
-        arch_specific.add(code)
+    try:
+        code = cache.cached(parts, make)
+        if library.arch_specific:
+            arch_specific.add(code)
+        making.set_result(code)
+    except BaseException as exc:
+        making.set_exception(exc)
+        raise
+    finally:
+        with _making_lock:
+            del _making[digest]
     return code
 
 

@@ -9,12 +9,16 @@ it chooses by the GPU, the dtypes and the shape (`Matmul.operands`).
 
 import dataclasses
 import math
+import os
+import threading
 
 import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import _callback, _compile, _matrices, _numba, _operands, _pipeline, _tensor_maps, extending as ext, simulator
+from . import (_callback, _compile, _matrices, _numba, _operands, _pipeline, _tensor_maps, _toolchain,
+               extending as ext, simulator)
+from ._target import Target
 from ._operands import Operands
 from .extending import MATHDX, Instance, intrinsic
 from .tile import wait_rule
@@ -237,6 +241,7 @@ class Matmul:
         self.accumulator_items = m * n // threads
         self.c_items = m * (n + 32 // tc.numpy.itemsize)  # rows padded by 32 bytes: stage_pitch in matmul.cuh
         self.shared_memory_bytes = (self.a_items + self.b_items) * ta.numpy.itemsize
+        _compile_ahead(self)
 
     def _describe(self, name, shape, dtype, accumulator, arrangement, precision):
         """Check and keep what the product is, the block aside."""
@@ -693,7 +698,7 @@ def _operands_of(name, args, ndim):
     return mm, mm._plan(name, cc, td.name, ndim, made["implementation"]), td
 
 
-def _register_params(mm, ndim, td, args, name, plan, coordinates):
+def _register_params(mm, ndim, td, coordinates):
     """The cp.async loop's parameters: the operands' arrays, the launch's dynamic shared memory, the scales."""
     ta, tc = mm._types
     arrays = tuple((f"ops.{p}", types.Array(t.numba, ndim, "A"), None) for p, t in (("a", ta), ("b", ta), ("c", td)))
@@ -703,6 +708,11 @@ def _register_params(mm, ndim, td, args, name, plan, coordinates):
 def _tile_rule(name, args):
     mm, plan, td = _operands_of(name, args, 2)
     _matrices.origin(name, args, ("i", "j"))
+    return _tile_instance(name, mm, plan, td, args)
+
+
+def _tile_instance(name, mm, plan, td, args):
+    """``mm.tile``'s `Instance` by ``plan`` for a C of ``td`` (``args``: its epilogue's)."""
     if plan.implementation == "libmathdx":
         if _numba.simulator_enabled():
             return Instance(name, MATMUL, "", types.none, ())
@@ -712,12 +722,17 @@ def _tile_rule(name, args):
     fused, prelude = _callback.fused(name, args, tc.numba, 2)
     template = mm._template("numba_tiles::matmul_tile", Stages=plan.stages, SharedBytes=plan.shared_bytes, T=ta.cxx,
                             TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
-    params = _register_params(mm, 2, td, args, name, plan, (("i", types.int64, None), ("j", types.int64, None)))
+    params = _register_params(mm, 2, td, (("i", types.int64, None), ("j", types.int64, None)))
     return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)
 
 
 def _batched_rule(name, args):
     mm, plan, td = _operands_of(name, args, 3)
+    return _batched_instance(name, mm, plan, td, args)
+
+
+def _batched_instance(name, mm, plan, td, args):
+    """``mm.batched``'s `Instance` by ``plan`` for a C of ``td`` (``args``: its epilogue's)."""
     if plan.implementation == "wgmma":
         return _pipeline.batched_instance(name, mm, plan.stages, td, args)
     ta, tc = mm._types
@@ -732,5 +747,35 @@ def _batched_rule(name, args):
                         prelude=_operands.CHECKS["batched_maps"] + "\n" + prelude, threads=plan.threads)
     template = mm._template("numba_tiles::matmul_batched", Stages=plan.stages, SharedBytes=plan.shared_bytes,
                             T=ta.cxx, TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
-    params = _register_params(mm, 3, td, args, name, plan, ())
+    params = _register_params(mm, 3, td, ())
     return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)
+
+
+def _compile_ahead(mm):
+    """Start making the C++ of ``mm.tile`` and ``mm.batched`` (into a C of the accumulator's dtype, with no
+    epilogue) for this machine's GPU, in background threads, NVRTC and libmathdx in worker processes: a kernel
+    that calls them finds their LTO-IR made, or waits for what is left (`_compile.build` says so). Nothing on a
+    machine with no GPU, on the simulator, or with ``NUMBA_TILES_BACKGROUND=0``."""
+    if _numba.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
+        return
+
+    def make(cc, ndim, instance_of):
+        name = f"Matmul.{'tile' if ndim == 2 else 'batched'}"
+        td = ext.named(name, "c", mm.accumulator)
+        try:
+            plan = mm._plan(name, cc, td.name, ndim)
+            instance = instance_of(name, mm, plan, td, {"epilogue": None, "epilogue_args": None})
+            _compile.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
+                           announce=lambda *_: None)
+        except Exception:  # (a kernel that calls it compiles it itself, and raises what is wrong there)
+            pass
+
+    def start():
+        cc = _toolchain.current_device_cc()
+        if cc is not None and "sm_%d%d" % cc in _toolchain.supported_archs():
+            for ndim, instance_of in ((2, _tile_instance), (3, _batched_instance)):
+                # (daemons: a process that ends meanwhile does not wait for them; NVRTC runs in a child)
+                threading.Thread(target=make, args=(cc, ndim, instance_of), daemon=True,
+                                 name="numba_tiles ahead").start()
+
+    threading.Thread(target=start, daemon=True, name="numba_tiles ahead").start()

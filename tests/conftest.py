@@ -21,6 +21,8 @@ def pytest_configure(config):
         import tempfile
 
         os.environ["NUMBA_TILES_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba_tiles_test_cache_")
+    # The tests make hundreds of Matmul descriptions: none compiles ahead (tests/cpu/test_pipeline.py's own does).
+    os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")
 
 
 @pytest.fixture

@@ -218,3 +218,33 @@ def test_the_batched_loop_links_in_a_second_kernel_after_a_refused_one(tmp_path)
         tiles.compile(bmm, BATCHED, arch="sm_90")
     text = sass(tiles.compile(bmm, BATCHED, arch="sm_90a"), tmp_path)
     assert " HGMMA.64x128x16.F32.BF16" in text
+
+
+def test_a_description_compiles_its_code_ahead_and_a_kernel_waits_for_it(monkeypatch, capfd):
+    """On a machine with a GPU (here an sm_80 one, as the driver would say), a description makes the C++ of its
+    tile and batched in the background at once; a kernel compiled meanwhile waits for what is being made, with a
+    notice, and compiles none of it again: two NVRTC programs in all."""
+    import threading
+
+    from numba_tiles import _stats, _toolchain
+
+    monkeypatch.setenv("NUMBA_TILES_BACKGROUND", "1")
+    monkeypatch.delenv("NUMBA_TILES_QUIET", raising=False)
+    monkeypatch.setattr(_toolchain, "current_device_cc", lambda: (8, 0))
+    before = _stats.snapshot()["nvrtc"]
+    mm = tiles.Matmul((32, 32, 16), "float32", block_dim=64, stages=3)  # (a description no other test compiles)
+
+    @cuda.jit
+    def tile_gemm(ops):
+        mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x)
+
+    @cuda.jit
+    def bmm(ops):
+        mm.batched(ops)
+
+    tiles.compile(tile_gemm, (mm.operands_type("float32"),), arch="sm_80")
+    tiles.compile(bmm, (mm.operands_type("float32", batched=True),), arch="sm_80")
+    assert "which NVRTC has been compiling in the background" in capfd.readouterr().err
+    for thread in [t for t in threading.enumerate() if t.name == "numba_tiles ahead"]:
+        thread.join()
+    assert _stats.snapshot()["nvrtc"] - before == 2
