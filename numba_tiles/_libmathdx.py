@@ -18,9 +18,7 @@ the description, this toolchain and libmathdx's version.
 
 import ctypes
 import dataclasses
-import functools
 import json
-import os
 import pickle
 import sys
 import threading
@@ -237,29 +235,50 @@ def _announce(pipeline):
         f"with libmathdx for sm_{SM // 10}a (its NVRTC, usually 15-60 s the first time; cached afterwards)")
 
 
-@functools.cache
-def _pool():
-    from concurrent.futures import ThreadPoolExecutor
-
-    return ThreadPoolExecutor(max(2, os.cpu_count() or 1), thread_name_prefix="numba_tiles libmathdx")
-
-
 def _future(pipeline, part):
+    """The Future of ``part`` of ``pipeline``, made once a process in a daemon thread (a process that ends
+    meanwhile, say one whose description compiled ahead, does not wait for it; the worker process runs on)."""
+    from concurrent.futures import Future
+
     with _lock:
         if (pipeline, part) not in _made:
-            _made[pipeline, part] = _pool().submit(_make, pipeline, part)
+            future = Future()
+            future.started = time.perf_counter()
+
+            def run():
+                try:
+                    future.set_result(_make(pipeline, part))
+                except BaseException as exc:  # (the caller's result() raises it)
+                    future.set_exception(exc)
+
+            threading.Thread(target=run, daemon=True, name="numba_tiles libmathdx").start()
+            _made[pipeline, part] = future
         return _made[pipeline, part]
+
+
+def _result(pipeline, part):
+    """``part`` of ``pipeline``, saying so on stderr when it waits for one that started a while ago (in the
+    background, as a description compiles ahead)."""
+    from ._compile import say
+
+    future = _future(pipeline, part)
+    waited = time.perf_counter() - future.started
+    if not future.done() and waited >= 1:
+        p = pipeline
+        say(f"waiting for tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}), which libmathdx has been "
+            f"generating in the background for {waited:.0f} s")
+    return future.result()
 
 
 def traits(pipeline):
     """The symbols and sizes of ``pipeline`` (its code starts being made beside them, for the link)."""
     _future(pipeline, "code")
-    return _future(pipeline, "traits").result()
+    return _result(pipeline, "traits")
 
 
 def code(pipeline):
     """The LTO-IR defining ``pipeline``'s functions (the symbols of its `traits`)."""
-    found = _future(pipeline, "code").result()
+    found = _result(pipeline, "code")
     if found["symbols"] != traits(pipeline)["symbols"]:
         raise RuntimeError(f"libmathdx named {pipeline}'s functions differently in two processes")
     (ltoir,) = found["ltoir"]
