@@ -24,6 +24,8 @@ from pathlib import Path
 
 from _versions import commit as git_commit
 
+os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
+
 CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()

@@ -35,6 +35,7 @@ import argparse
 import datetime
 import functools
 import statistics
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,8 @@ import numba_tiles as tiles
 
 import gemm_variants
 from _versions import commit as git_commit, device_name, versions, write_result
+
+os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

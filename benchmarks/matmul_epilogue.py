@@ -12,6 +12,7 @@ checked against eager's result first. Prints a table and writes ``benchmarks/res
 
 import argparse
 import datetime
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +23,8 @@ import numba_tiles as tiles
 
 import gemm_variants
 from _versions import commit as git_commit, device_name, versions, write_result
+
+os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
 from matmul import error, median_ms
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,6 +16,7 @@ writes JSON under benchmarks/results/.
 
 import argparse
 import datetime
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +26,8 @@ import numba_tiles as tiles
 
 import gemm_variants
 from _versions import commit, device_name, versions, write_result
+
+os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
 from matmul import error, kernel_ms, median_ms
 
 ROOT = Path(__file__).resolve().parents[1]

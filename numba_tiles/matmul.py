@@ -751,6 +751,11 @@ def _batched_instance(name, mm, plan, td, args):
     return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)
 
 
+# Programs compiled ahead at once, at most: each NVRTC of cuBLASDx takes about 2.2 GB while it runs, and a
+# module may define many descriptions.
+_AHEAD = threading.BoundedSemaphore(2)
+
+
 def _compile_ahead(mm):
     """Start making the C++ of ``mm.tile`` and ``mm.batched`` (into a C of the accumulator's dtype, with no
     epilogue) for this machine's GPU, in background threads, NVRTC and libmathdx in worker processes: a kernel
@@ -763,10 +768,11 @@ def _compile_ahead(mm):
         name = f"Matmul.{'tile' if ndim == 2 else 'batched'}"
         td = ext.named(name, "c", mm.accumulator)
         try:
-            plan = mm._plan(name, cc, td.name, ndim)
-            instance = instance_of(name, mm, plan, td, {"epilogue": None, "epilogue_args": None})
-            _compile.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
-                           announce=lambda *_: None)
+            with _AHEAD:
+                plan = mm._plan(name, cc, td.name, ndim)
+                instance = instance_of(name, mm, plan, td, {"epilogue": None, "epilogue_args": None})
+                _compile.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
+                               announce=lambda *_: None)
         except Exception:  # (a kernel that calls it compiles it itself, and raises what is wrong there)
             pass
 
