@@ -38,7 +38,8 @@ def _checks(struct, members):
             f'"numba_tiles/_operands.py\'s PIPE: {struct}");')
 
 
-CHECKS = {"batched_maps": _checks("batched_maps", [(f, _start(f), _end(f)) for f in ("a", "b", "count", "m", "k", "n")]),
+CHECKS = {"batched_maps": _checks("batched_maps", [(f, _start(f), _end(f))
+                                                   for f in ("a", "b", "count", "m", "k", "n")]),
           "wgmma_pipe": _checks("wgmma_pipe", [("ab", 0, _end("n")), ("pad", _end("n"), _start("c")),
                                                ("c", _start("c"), _end("c")),
                                                ("tickets", _start("tickets"), _end("tickets")),
@@ -83,8 +84,7 @@ def handle_type(mm, a_dtype, c_dtype, ndim, implementation=None):
             + (f", {implementation}" if implementation else "") + f"; {mm!r})")
     return _numba.Handle(name, ("Matmul.operands", mm, a_dtype, c_dtype, ndim, implementation),
                          (("pipe", types.Array(types.uint8, 1, "C")), ("a", ta), ("b", ta), ("c", tc)),
-                         info={"mm": mm, "ndim": ndim, "a": getattr(types, a_dtype), "c": getattr(types, c_dtype),
-                               "implementation": implementation})
+                         info={"mm": mm, "ndim": ndim, "c": getattr(types, c_dtype), "implementation": implementation})
 
 
 if not _numba.simulator_enabled():

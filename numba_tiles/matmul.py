@@ -396,7 +396,6 @@ class Matmul:
                 raise ext.error(name, f"{param} must be a {ndim}-D array of {' or '.join(dtypes)} like a, got "
                                 f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}",
                                 f"pass {param} of {dtypes[0]}, {ndim}-D like a")
-        self._result(name, "c", ext.named(name, "c", str(c.dtype)))
         lead = a.shape[:1] if ndim == 3 else ()
         (m, k), (bk, n) = a.shape[-2:], b.shape[-2:]
         if (k, *lead) != (bk, *b.shape[:ndim - 2]) or tuple(c.shape) != (*lead, m, n):
@@ -408,19 +407,18 @@ class Matmul:
             raise ext.error(name, f"C is {tuple(c.shape)}: each product of a batch is one {self.shape[0]} x "
                             f"{self.shape[1]} tile of this Matmul", "make the Matmul with a larger shape, or compute "
                             "each product's tiles with mm.tile")
-        if not _numba.simulator_enabled():
-            for param, array in (("a", a), ("b", b), ("c", c)):
-                if not hasattr(array, "__cuda_array_interface__"):
-                    raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
-            # Numba's own device arrays, once: a launch then passes them as they are (another library's arrays,
-            # PyTorch's tensors say, are converted at every launch, which took longer than a 64^3 batch's kernel).
-            a, b, c = (x if cuda.is_cuda_array(x) and hasattr(x, "gpu_data") else cuda.as_cuda_array(x)
-                       for x in (a, b, c))
-        cc = None if _numba.simulator_enabled() else tuple(cuda.get_current_device().compute_capability)
-        plan = self._plan(name, cc, str(c.dtype), ndim, implementation)
         if _numba.simulator_enabled():  # (the twins read A, B and C)
-            pipe = np.zeros(_operands.PIPE.itemsize, np.uint8)
-        elif plan.implementation == "libmathdx":
+            plan = self._plan(name, None, str(c.dtype), ndim, implementation)
+            return Operands(self, plan, np.zeros(_operands.PIPE.itemsize, np.uint8), a, b, c)
+        for param, array in (("a", a), ("b", b), ("c", c)):
+            if not hasattr(array, "__cuda_array_interface__"):
+                raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
+        # Numba's own device arrays, once: a launch then passes them as they are (another library's arrays,
+        # PyTorch's tensors say, are converted at every launch, which took longer than a 64^3 batch's kernel).
+        a, b, c = (x if cuda.is_cuda_array(x) and hasattr(x, "gpu_data") else cuda.as_cuda_array(x) for x in (a, b, c))
+        cc = tuple(cuda.get_current_device().compute_capability)
+        plan = self._plan(name, cc, str(c.dtype), ndim, implementation)
+        if plan.implementation == "libmathdx":
             pipe = _pipeline.prepare(name, self, plan.stages, a, b, stream)
         elif plan.implementation in ("tma", "wgmma"):
             pipe = _tensor_maps.prepare(name, self, a, b, c if plan.implementation == "wgmma" else None, stream)

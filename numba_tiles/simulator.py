@@ -516,8 +516,8 @@ def matmul_store(instance, args):
 
 
 def _ops(instance, args):
-    """The description, A, B and C of the call's ``ops`` (`Matmul.operands`), after checking the launch's block
-    (the one `Matmul.launch` gives)."""
+    """The description, A, B and C of the call's ``ops`` (`Matmul.operands`), and the call's arguments with the
+    block its plan runs on (`Matmul.launch` gives it; the twins check the launch's against it)."""
     ops = args["ops"]
     block = ops.plan.block
     return args["mm"], ops.a, ops.b, ops.c, {**args, "block_dim": block + (1,) * (3 - len(block))}
