@@ -234,13 +234,17 @@ def measure(case, label, start, output, reference, bound, flops, repeats):
 
 def measure_tiles(descriptions, da, db, dc, c, reference, bound, flops, repeats):
     """`measure` `Matmul.tile` of each of ``descriptions`` in benchmarks/gemm_variants.py's persistent
-    `make_grouped` kernel on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch tensor of ``dc``)."""
-    with ThreadPoolExecutor(len(descriptions)) as pool:  # (libmathdx makes their pipelines side by side)
-        plans = list(pool.map(lambda mm: gemm_variants.plan(mm, str(dc.dtype), ndim=2), descriptions))
+    `make_grouped` kernel on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch tensor of ``dc``), by each
+    implementation that computes it on this GPU but the threads' copies (cp.async: not a large GEMM's loop)."""
+    cc = tuple(cuda.get_current_device().compute_capability)
+    variants = [(mm, i) for mm in descriptions for i in mm._implementations(cc, str(dc.dtype), 2) if i != "cp.async"]
+    with ThreadPoolExecutor(len(variants)) as pool:  # (libmathdx makes their pipelines side by side)
+        plans = list(pool.map(lambda v: gemm_variants.plan(v[0], str(dc.dtype), 2, v[1]), variants))
     results = []
-    for mm, plan in zip(descriptions, plans):
+    for (mm, implementation), plan in zip(variants, plans):
         kernel = gemm_variants.make_grouped(mm)
-        start = lambda: gemm_variants.launch_grouped(mm, kernel, mm.operands(da, db, dc), 1.0, 0.0)  # noqa: E731
+        start = lambda: gemm_variants.launch_grouped(  # noqa: E731
+            mm, kernel, mm.operands(da, db, dc, implementation=implementation), 1.0, 0.0)
         results.append(measure("large", f"{plan.implementation} {mm.shape} x {plan.threads}, {plan.stages} stages",
                                start, c, reference, bound, flops, repeats))
     return results
@@ -406,7 +410,8 @@ def main():
                                  lambda: torch.matmul(a, b), args.sustained))
         if "PipelineMatmul" in large:
             descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=stages)
-                            for shape, stages in (((128, 128, 64), 2), ((128, 128, 64), 3), ((128, 256, 64), 3))]
+                            for shape, stages in (((128, 128, 64), 3), ((128, 128, 64), 4), ((128, 128, 64), 5),
+                                                  ((128, 192, 64), 4), ((64, 256, 64), 4), ((128, 256, 64), 3))]
             rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)",
                                  measure_tiles(descriptions, da, db, dc, c, reference, 1e-2, flops, repeats), flops,
                                  "torch.matmul", peer_ms, lambda: torch.matmul(a, b), args.sustained))

@@ -1,12 +1,13 @@
-// Matmul.batched by wgmma: a batch of one-tile products on Hopper's warpgroup MMA (wgmma, sm_90a), A
-// and B loaded by TMA (the tensor maps and tiles of the TMA loop, matmul.cuh), C stored by TMA.
+// Matmul.batched and Matmul.tile by wgmma: a batch of one-tile products, or one tile of C, on Hopper's warpgroup
+// MMA (wgmma, sm_90a), A and B loaded by TMA (the tensor maps and tiles of the TMA loop, matmul.cuh), C stored by
+// TMA.
 // The products come from CuTe's GMMA atoms (MathDx's CuTe): cuBLASDx 0.4 itself issues mma.sync only.
 #pragma once
 
-#include <cute/arch/mma_sm90_gmma.hpp>
+#include <cute/arch/mma_sm90.hpp>
 #include <cutlass/arch/barrier.h>
 
-#include "matmul.cuh"
+#include "tma.cuh"
 
 namespace numba_tiles {
 
@@ -92,75 +93,226 @@ __device__ __forceinline__ void warpgroup_barrier(int w) {
   cutlass::arch::NamedBarrier::sync(128, static_cast<cutlass::arch::ReservedNamedBarriers>(1 + w));
 }
 
-// C[i] = alpha A[i] B[i] + beta C[i] for the batch `pipe` describes, each product one M x N tile, by a
-// persistent block of M / 64 + 1 warpgroups. Warp-specialized: the first thread loads each K-tile of A and
-// B with TMA into a ring of Stages buffers, a full barrier each; the other warpgroups multiply 64 rows of
-// C each, straight from the buffers by wgmma (one K-tile's products in flight), marking each buffer's
-// empty barrier when done with it, then round their C into a swizzled stage that one of their threads
-// stores with TMA while they go on with the next product.
-// The products' order is dynamic: each block's first is its own index; it then takes the next from the
-// pipe's counter, Ahead products ahead, so that the SMs that draw memory faster take more. On an H200 the
-// same loop in the grid's order (every block its equal share) was 8% slower for bf16 128^3 x 4096 (probes:
-// docs/notes/2026-11-25-batched-matmul.md). The last block to finish sets the counters
-// back to zero: one call of a pipe a launch, launches of a pipe in order.
+// What the wgmma loop's blocks share, Matmul.batched's and Matmul.tile's: the layout of the dynamic shared memory
+// (wgmma_shared_bytes), the loading thread's K-tiles and the multiplying warpgroups' product of one tile of C, stored
+// by TMA. A block is M / 64 + 1 warpgroups: the first thread loads each K-tile of A and B with TMA into a ring
+// of Stages buffers, a full barrier each; the other warpgroups multiply 64 rows of C each, straight from the
+// buffers by wgmma (one K-tile's products in flight), marking each buffer's empty barrier when done with it, then
+// round their C into a swizzled stage that one of their threads stores with TMA.
 // P: the operands' type; PD: C's precision (float, __half, __nv_bfloat16); TD: the type C's array holds.
-// epi(value, item, row, col): the epilogue, applied to each item of C inside C before it is rounded.
-template <int M, int N, int K, int Stages, long long SharedBytes, bool RowA, bool RowB, typename P, typename PD,
-          typename TD, typename Epi = no_epilogue>
-__device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, batch_ref<TD> c, float alpha,
-                                                 float beta, Epi epi = {}) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <int M, int N, int K, int Stages, bool RowA, bool RowB, typename P, typename PD, typename TD>
+struct wgmma_block {
   using TileA = tma_tile<M, K, RowA, P>;
   using TileB = tma_tile<K, N, RowB, P>;
   using E = cuda::std::conditional_t<cuda::std::is_same_v<P, __half>, cute::half_t, cute::bfloat16_t>;
-  constexpr auto MajorA = RowA ? cute::SM90::GMMA::Major::K : cute::SM90::GMMA::Major::MN;
-  constexpr auto MajorB = RowB ? cute::SM90::GMMA::Major::MN : cute::SM90::GMMA::Major::K;
+  static constexpr auto MajorA = RowA ? cute::SM90::GMMA::Major::K : cute::SM90::GMMA::Major::MN;
+  static constexpr auto MajorB = RowB ? cute::SM90::GMMA::Major::MN : cute::SM90::GMMA::Major::K;
   using Op = decltype(cute::SM90::GMMA::ss_op_selector<E, E, float, cute::Shape<cute::_64, cute::Int<N>, cute::_16>,
                                                        MajorA, MajorB>());
-  constexpr int Groups = M / 64, Threads = 128 * (Groups + 1), Ahead = 2;
-  constexpr int Buffer = TileA::items + TileB::items, BufferBytes = TileA::bytes + TileB::bytes;
-  constexpr int CBox = 128 / static_cast<int>(sizeof(TD)), StageBytes = 64 * N * static_cast<int>(sizeof(TD));
+  static constexpr int Groups = M / 64, Threads = 128 * (Groups + 1);
+  static constexpr int Buffer = TileA::items + TileB::items, BufferBytes = TileA::bytes + TileB::bytes;
+  static constexpr int CBox = 128 / static_cast<int>(sizeof(TD)), StageBytes = 64 * N * static_cast<int>(sizeof(TD));
+  static constexpr long long SharedBytes = wgmma_shared_bytes<M, N, Stages, BufferBytes, TD>;
   static_assert(M % 64 == 0 && N % 64 == 0 && K % 16 == 0 && TileA::tma && TileB::tma, "refused at typing");
-  extern __shared__ __align__(1024) unsigned char shared[];
-  wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);
-  static_assert(SharedBytes == wgmma_shared_bytes<M, N, Stages, BufferBytes, TD>,
-                "numba_tiles/_pipeline.py's wgmma_shared_bytes counts these bytes");
-  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < SharedBytes ||
-                         maps.size < static_cast<long long>(sizeof(wgmma_pipe)) || maps.stride != 1 ||
-                         reinterpret_cast<unsigned long long>(maps.data) % 64 != 0,
-                     "tiles.Matmul.batched: launched with other threads or less dynamic shared memory than mm.launch "
-                     "gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
-  const unsigned base = shared_address(shared);
-  P* const tiles = reinterpret_cast<P*>(shared + ((base + 1023) / 1024 * 1024 - base));
-  char* const stage = reinterpret_cast<char*>(tiles) + Stages * BufferBytes;
-  unsigned long long* const full = reinterpret_cast<unsigned long long*>(stage + M * N * sizeof(TD));
-  unsigned long long* const empty = full + Stages;
-  unsigned long long* const loaded = empty + Stages;  // (C's tile of each warpgroup, for beta)
-  int* const products = reinterpret_cast<int*>(loaded + 2);
-  const int t = threadIdx.x, group = t / 128;
-  const int block = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+
+  const wgmma_pipe* pipe;
+  P* tiles;
+  char* stage;
+  unsigned long long *full, *empty, *loaded;  // (loaded: C's tile of each warpgroup, for beta)
+  int* products;
   int slot = 0;
-  unsigned phase = 0;
-  // K-tile ks of product `item` into the next buffer, once the multiplying warps are done with it
-  const auto issue = [&](int item, int ks) {
-    tma_wait(empty + slot, phase ^ 1);
-    if (ks == 0) products[slot] = item;
-    tma_expect(full + slot, TileA::loaded + TileB::loaded);
-    P* const a = tiles + slot * Buffer;
-    tma_tile_load<TileA>(pipe->ab.a, a, 0, ks * K, item, full + slot);
-    tma_tile_load<TileB>(pipe->ab.b, a + TileA::items, ks * K, 0, item, full + slot);
-    if (++slot == Stages) { slot = 0; phase ^= 1; }
-  };
-  if (t == 0) {
+  unsigned phase = 0, c_phase = 0;
+
+  __device__ __forceinline__ wgmma_block(const wgmma_pipe* pipe, unsigned char* shared) : pipe(pipe) {
+    const unsigned base = shared_address(shared);
+    tiles = reinterpret_cast<P*>(shared + ((base + 1023) / 1024 * 1024 - base));
+    stage = reinterpret_cast<char*>(tiles) + Stages * BufferBytes;
+    full = reinterpret_cast<unsigned long long*>(stage + M * N * sizeof(TD));
+    empty = full + Stages;
+    loaded = empty + Stages;
+    products = reinterpret_cast<int*>(loaded + 2);
+  }
+
+  // The barriers, by the first thread (the block's barrier after it comes from the caller).
+  __device__ __forceinline__ void start() {
     for (int s = 0; s < Stages; ++s) {
       tma_barrier_init(full + s);
       cuda::ptx::mbarrier_init(empty + s, 4 * Groups);  // (each multiplying warp arrives once)
     }
     for (int w = 0; w < Groups; ++w) tma_barrier_init(loaded + w);
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+
+  // By the first thread, once every barrier's last phase is waited for.
+  __device__ __forceinline__ void finish() {
+    for (int s = 0; s < Stages; ++s) {
+      tma_barrier_inval(full + s);
+      tma_barrier_inval(empty + s);
+    }
+    for (int w = 0; w < Groups; ++w) tma_barrier_inval(loaded + w);
+  }
+
+  __device__ __forceinline__ void next() {
+    if (++slot == Stages) {
+      slot = 0;
+      phase ^= 1;
+    }
+  }
+
+  // K-tile ks of the tile at (row0, col0) of product z into the next buffer, once the multiplying warps are done
+  // with it; `product` (the batch's loop's order) goes with the buffer's first K-tile.
+  __device__ __forceinline__ void issue(int z, int row0, int col0, int ks, int product) {
+    tma_wait(empty + slot, phase ^ 1);
+    if (ks == 0) products[slot] = product;
+    tma_expect(full + slot, TileA::loaded + TileB::loaded);
+    P* const a = tiles + slot * Buffer;
+    tma_tile_load<TileA>(pipe->ab.a, a, row0, ks * K, z, full + slot);
+    tma_tile_load<TileB>(pipe->ab.b, a + TileA::items, ks * K, col0, z, full + slot);
+    next();
+  }
+
+  // Warpgroup w's 64 rows of C's tile at (row0, col0) of product z, whose K-tiles start in the current buffer:
+  // their product, then `alpha d + beta C` (fin(value, row, col) on each item inside C when Fused) rounded into
+  // the warpgroup's stage in TMA's boxes (64 rows x 128 bytes, 16-byte units of a row XOR the row mod 8), once its
+  // last store has read the stage, and stored by one of its threads. With beta, C's old tile comes first into
+  // the stage by TMA (zeros past C's edges), and each thread blends its items.
+  template <bool Fused, class Fin>
+  __device__ __forceinline__ void multiply_store(int w, int z, int row0, int col0, int ksteps, long long rows,
+                                                 long long cols, float alpha, float beta, Fin fin) {
+    const int t = threadIdx.x, warp = t % 128 / 32, lane = t % 32;
+    char* const mine = stage + w * StageBytes;
+    float d[N / 2];
+    int used = -1;
+    for (int ks = 0; ks < ksteps; ++ks) {
+      if (ks > 0) tma_wait(full + slot, phase);
+      const P* const a = tiles + slot * Buffer;
+      const P* const b = a + TileA::items;
+      cute::warpgroup_arrive();
+#pragma unroll
+      for (int kk = 0; kk < K; kk += 16) {
+        wgmma_fma<Op>(d, wgmma_operand<TileA, RowA>(a, 64 * w, kk), wgmma_operand<TileB, !RowB>(b, 0, kk),
+                      ks > 0 || kk > 0, cuda::std::make_integer_sequence<int, N / 2>{});
+      }
+      cute::warpgroup_commit_batch();
+      cute::warpgroup_wait<1>();  // (the K-tile before this one is multiplied: its buffer is free)
+      wgmma_hold(d);
+      if (lane == 0 && used >= 0) barrier_arrive(empty + used);
+      used = slot;
+      next();
+    }
+    cute::warpgroup_wait<0>();
+    wgmma_hold(d);
+    if (lane == 0) barrier_arrive(empty + used);
+    if (t % 128 == 0) {
+      bulk_wait<true>();
+      if (beta != 0.0f) {
+        tma_expect(loaded + w, StageBytes);
+#pragma unroll
+        for (int box = 0; box < N / CBox; ++box) {
+          tma_load(mine + box * 64 * 128, pipe->c, col0 + box * CBox, row0 + 64 * w, z, loaded + w);
+        }
+      }
+    }
+    if (beta != 0.0f) {
+      tma_wait(loaded + w, c_phase);
+      c_phase ^= 1;
+    } else {
+      warpgroup_barrier(w);
+    }
+    // (thread's items: rows r0 and r0 + 8, columns 8 j + q and the next; q < 8 lies in the 16-byte unit
+    // q / U, U items a unit: the rest of each address is known at compile time)
+    constexpr unsigned U = 16 / sizeof(TD);
+    const unsigned r0 = warp * 16 + lane / 4, q = 2 * (lane % 4), swizzle = r0 % 8;
+    char* const row_start = mine + r0 * 128 + q % U * sizeof(TD);
+    const auto to_stage = [&](auto blend) {  // (blend: a compile-time bool, so that beta == 0 costs nothing)
+#pragma unroll
+      for (int j = 0; j < N / 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          char* const unit = row_start + 8 * j / CBox * (64 * 128) + h * 8 * 128 +
+                             (((8 * j % CBox / U + q / U) ^ swizzle) << 4);
+          float x[2] = {alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1]};
+          if constexpr (decltype(blend)::value) {
+            const TD* const old = reinterpret_cast<const TD*>(unit);
+            x[0] += beta * static_cast<float>(cuda::std::bit_cast<PD>(old[0]));
+            x[1] += beta * static_cast<float>(cuda::std::bit_cast<PD>(old[1]));
+          }
+          if constexpr (Fused) {
+            const long long row = row0 + 64 * w + r0 + 8 * h, col = col0 + 8 * j + q;
+            if (row < rows) {  // (only items inside C: the epilogue may index arrays of C's rows or columns)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                if (col + e < cols) x[e] = fin(x[e], row, col + e);
+              }
+            }
+          }
+          if constexpr (sizeof(TD) == 2) {
+            const auto bits = [](float v) {
+              return static_cast<unsigned>(cuda::std::bit_cast<unsigned short>(static_cast<PD>(v)));
+            };
+            *reinterpret_cast<unsigned*>(unit) = bits(x[0]) | bits(x[1]) << 16;
+          } else {
+            *reinterpret_cast<float2*>(unit) = make_float2(x[0], x[1]);
+          }
+        }
+      }
+    };
+    if (beta != 0.0f) {
+      to_stage(cuda::std::true_type{});
+    } else {
+      to_stage(cuda::std::false_type{});
+    }
+    bulk_fence();
+    warpgroup_barrier(w);
+    if (t % 128 == 0) {
+#pragma unroll
+      for (int box = 0; box < N / CBox; ++box) {
+        tma_store(pipe->c, col0 + box * CBox, row0 + 64 * w, z, mine + box * 64 * 128);
+      }
+      cuda::ptx::cp_async_bulk_commit_group();
+    }
+  }
+};
+
+// The launch check of both calls (its message under NUMBA_TILES_DEBUG, else a trap).
+template <class Block>
+__device__ __forceinline__ void wgmma_check_launch(const array_ref<unsigned char>& maps, const char* message) {
+  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Block::Threads ||
+                         dynamic_shared_bytes() < Block::SharedBytes ||
+                         maps.size < static_cast<long long>(sizeof(wgmma_pipe)) || maps.stride != 1 ||
+                         reinterpret_cast<unsigned long long>(maps.data) % 64 != 0,
+                     message);
+}
+
+// C[i] = alpha A[i] B[i] + beta C[i] for the batch `pipe` describes, each product one M x N tile, by a
+// persistent block of wgmma_block's warpgroups; the multiplying warpgroups go on with the next product while
+// their C is stored.
+// The products' order is dynamic: each block's first is its own index; it then takes the next from the
+// pipe's counter, Ahead products ahead, so that the SMs that draw memory faster take more. On an H200 the
+// same loop in the grid's order (every block its equal share) was 8% slower for bf16 128^3 x 4096 (probes:
+// docs/notes/2026-11-25-batched-matmul.md). The last block to finish sets the counters
+// back to zero: one call of a pipe a launch, launches of a pipe in order.
+// epi(value, item, row, col): the epilogue, applied to each item of C inside C before it is rounded.
+template <int M, int N, int K, int Stages, long long SharedBytes, bool RowA, bool RowB, typename P, typename PD,
+          typename TD, typename Epi = no_epilogue>
+__device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, batch_ref<TD> c, float alpha,
+                                                 float beta, Epi epi = {}) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
+  constexpr int Ahead = 2;
+  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_pipeline.py's wgmma_shared_bytes counts these bytes");
+  wgmma_check_launch<Block>(maps, "tiles.Matmul.batched: launched with other threads or less dynamic shared memory "
+                                  "than mm.launch gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
+  extern __shared__ __align__(1024) unsigned char shared[];
+  wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);
+  Block at(pipe, shared);
+  const int t = threadIdx.x, group = t / 128;
+  const int block = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  if (t == 0) {
+    at.start();
     // The block's first K-tile before it reads the batch's sizes: a launch's start waits on one load less.
     // (A block past the batch's end loads zeros there, and its C tile, stored past C's end, is dropped.)
-    issue(block, 0);
+    at.issue(block, 0, 0, 0, block);
   }
   __syncthreads();
   const int ksteps = static_cast<int>((pipe->ab.k + K - 1) / K);  // (k >= 1: Matmul.operands)
@@ -180,7 +332,7 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
 #pragma unroll
         for (int j = 0; j < Ahead; ++j) {
           if (more) {
-            for (int ks = from; ks < ksteps; ++ks) issue(item, ks);
+            for (int ks = from; ks < ksteps; ++ks) at.issue(item, 0, 0, ks, item);
             from = 0;
             item = queue[j];
             more = item < count;
@@ -188,9 +340,9 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
           }
         }
       }
-      tma_wait(empty + slot, phase ^ 1);
-      products[slot] = -1;  // (the multiplying warps stop here)
-      barrier_arrive(full + slot);
+      tma_wait(at.empty + at.slot, at.phase ^ 1);
+      at.products[at.slot] = -1;  // (the multiplying warps stop here)
+      barrier_arrive(at.full + at.slot);
       __threadfence();  // (this block's tickets are all taken)
       if (wgmma_ticket(&pipe->finished) == static_cast<unsigned>(blocks - 1)) {
         pipe->tickets = 0;
@@ -198,118 +350,62 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
       }
     }
   } else {
-    const int w = group - 1, warp = t % 128 / 32, lane = t % 32;
-    char* const mine = stage + w * StageBytes;
-    unsigned c_phase = 0;
-    float d[N / 2];
+    const int lane = t % 32;
     for (;;) {
-      tma_wait(full + slot, phase);
+      tma_wait(at.full + at.slot, at.phase);
       // The product, read by lane 0 alone: lane 0's arrival on the empty barrier releases only its own
       // accesses, and the loading thread writes the next product here once that barrier completes (read by
       // every lane, compute-sanitizer's racecheck reports the reads and that write as a race).
-      const int item = __shfl_sync(0xffffffffu, lane == 0 ? products[slot] : 0, 0);
+      const int item = __shfl_sync(0xffffffffu, lane == 0 ? at.products[at.slot] : 0, 0);
       if (item < 0) break;
-      int used = -1;
-      for (int ks = 0; ks < ksteps; ++ks) {
-        if (ks > 0) tma_wait(full + slot, phase);
-        const P* const a = tiles + slot * Buffer;
-        const P* const b = a + TileA::items;
-        cute::warpgroup_arrive();
-#pragma unroll
-        for (int kk = 0; kk < K; kk += 16) {
-          wgmma_fma<Op>(d, wgmma_operand<TileA, RowA>(a, 64 * w, kk), wgmma_operand<TileB, !RowB>(b, 0, kk),
-                        ks > 0 || kk > 0, cuda::std::make_integer_sequence<int, N / 2>{});
-        }
-        cute::warpgroup_commit_batch();
-        cute::warpgroup_wait<1>();  // (the K-tile before this one is multiplied: its buffer is free)
-        wgmma_hold(d);
-        if (lane == 0 && used >= 0) barrier_arrive(empty + used);
-        used = slot;
-        if (++slot == Stages) { slot = 0; phase ^= 1; }
-      }
-      cute::warpgroup_wait<0>();
-      wgmma_hold(d);
-      if (lane == 0) barrier_arrive(empty + used);
-      // C: the warpgroup's 64 rows, rounded into its stage in TMA's boxes (64 rows x 128 bytes, 16-byte
-      // units of a row XOR the row mod 8), once its last store has read the stage. With beta, C's old
-      // tile comes first into the stage by TMA (zeros past C's edges), and each thread blends its items.
-      if (t % 128 == 0) {
-        bulk_wait<true>();
-        if (beta != 0.0f) {
-          tma_expect(loaded + w, StageBytes);
-#pragma unroll
-          for (int box = 0; box < N / CBox; ++box) {
-            tma_load(mine + box * 64 * 128, pipe->c, box * CBox, 64 * w, item, loaded + w);
-          }
-        }
-      }
-      if (beta != 0.0f) {
-        tma_wait(loaded + w, c_phase);
-        c_phase ^= 1;
-      } else {
-        warpgroup_barrier(w);
-      }
-      // (thread's items: rows r0 and r0 + 8, columns 8 j + q and the next; q < 8 lies in the 16-byte unit
-      // q / E, E items a unit: the rest of each address is known at compile time)
-      constexpr unsigned E = 16 / sizeof(TD);
-      const unsigned r0 = warp * 16 + lane / 4, q = 2 * (lane % 4), swizzle = r0 % 8;
-      char* const row0 = mine + r0 * 128 + q % E * sizeof(TD);
-      const auto to_stage = [&](auto blend) {  // (blend: a compile-time bool, so that beta == 0 costs nothing)
-#pragma unroll
-        for (int j = 0; j < N / 8; ++j) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            char* const unit = row0 + 8 * j / CBox * (64 * 128) + h * 8 * 128 +
-                               (((8 * j % CBox / E + q / E) ^ swizzle) << 4);
-            float x[2] = {alpha * d[4 * j + 2 * h], alpha * d[4 * j + 2 * h + 1]};
-            if constexpr (decltype(blend)::value) {
-              const TD* const old = reinterpret_cast<const TD*>(unit);
-              x[0] += beta * static_cast<float>(cuda::std::bit_cast<PD>(old[0]));
-              x[1] += beta * static_cast<float>(cuda::std::bit_cast<PD>(old[1]));
-            }
-            if constexpr (has_epilogue<Epi>) {
-              const long long row = 64 * w + r0 + 8 * h, col = 8 * j + q;
-              if (row < c.rows) {  // (only items inside C: the epilogue may index arrays of C's rows or columns)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                  if (col + e < c.cols) x[e] = epi(x[e], static_cast<long long>(item), row, col + e);
-                }
-              }
-            }
-            if constexpr (sizeof(TD) == 2) {
-              const auto bits = [](float v) {
-                return static_cast<unsigned>(cuda::std::bit_cast<unsigned short>(static_cast<PD>(v)));
-              };
-              *reinterpret_cast<unsigned*>(unit) = bits(x[0]) | bits(x[1]) << 16;
-            } else {
-              *reinterpret_cast<float2*>(unit) = make_float2(x[0], x[1]);
-            }
-          }
-        }
-      };
-      if (beta != 0.0f) {
-        to_stage(cuda::std::true_type{});
-      } else {
-        to_stage(cuda::std::false_type{});
-      }
-      bulk_fence();
-      warpgroup_barrier(w);
-      if (t % 128 == 0) {
-#pragma unroll
-        for (int box = 0; box < N / CBox; ++box) tma_store(pipe->c, box * CBox, 64 * w, item, mine + box * 64 * 128);
-        cuda::ptx::cp_async_bulk_commit_group();
-      }
+      const auto fin = [&](float x, long long row, long long col) { return epi(x, static_cast<long long>(item), row, col); };
+      at.template multiply_store<has_epilogue<Epi>>(group - 1, item, 0, 0, ksteps, c.rows, c.cols, alpha, beta, fin);
     }
     if (t % 128 == 0) bulk_wait<false>();
   }
   __syncthreads();  // (every barrier's last phase waited for)
+  if (t == 0) at.finish();
+#else
+  __trap();  // (refused at typing: the rule compiles this for sm_90a)
+#endif
+}
+
+// C's tile (i, j) = alpha A B + beta C there, for the matrices `pipe` describes, by wgmma_block's warpgroups: the
+// first thread loads the tile's K-tiles, the others multiply and store them. Ends with a barrier, C stored.
+// epi(value, row, col): the epilogue, applied to each item of C inside C before it is rounded.
+template <int M, int N, int K, int Stages, long long SharedBytes, bool RowA, bool RowB, typename P, typename PD,
+          typename TD, typename Epi = no_epilogue>
+__device__ __forceinline__ void pipeline_wgmma_tile(array_ref<unsigned char> maps, matrix_ref<TD> c, long long i,
+                                                    long long j, float alpha, float beta, Epi epi = {}) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
+  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_pipeline.py's wgmma_shared_bytes counts these bytes");
+  wgmma_check_launch<Block>(maps, "tiles.Matmul.tile: launched with other threads or less dynamic shared memory "
+                                  "than mm.launch gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
+  extern __shared__ __align__(1024) unsigned char shared[];
+  const wgmma_pipe* const pipe = reinterpret_cast<const wgmma_pipe*>(maps.data);
+  Block at(pipe, shared);
+  const int t = threadIdx.x;
+  // (TMA's coordinates are 32-bit: Matmul.operands keeps C's sides below 2^31)
+  const int row0 = static_cast<int>(i * M), col0 = static_cast<int>(j * N);
+  const int ksteps = static_cast<int>((pipe->ab.k + K - 1) / K);
   if (t == 0) {
-    for (int s = 0; s < Stages; ++s) {
-      tma_barrier_inval(full + s);
-      tma_barrier_inval(empty + s);
-    }
-    for (int w = 0; w < Groups; ++w) tma_barrier_inval(loaded + w);
+    at.start();
+    stop_without_calls(pipe->ab.count != 1 || c.rows != pipe->ab.m || c.cols != pipe->ab.n,
+                       "tiles.Matmul.tile: ops.pipe is not mm.operands(a, b, c) of this c\n");
   }
+  __syncthreads();
+  if (t < 128) {
+    if (t == 0) {
+      for (int ks = 0; ks < ksteps; ++ks) at.issue(0, row0, col0, ks, 0);
+    }
+  } else {
+    at.template multiply_store<has_epilogue<Epi>>(t / 128 - 1, 0, row0, col0, ksteps, c.rows, c.cols, alpha, beta,
+                                                  epi);
+    if (t % 128 == 0) bulk_wait<false>();
+  }
+  __syncthreads();  // (every barrier's last phase waited for, C stored: the block may compute its next tile)
+  if (t == 0) at.finish();
 #else
   __trap();  // (refused at typing: the rule compiles this for sm_90a)
 #endif

@@ -3,8 +3,8 @@
 - ``libmathdx``: C's tile by cuBLASDx 0.7's pipelined GEMM, whose device functions libmathdx generates
   (`_libmathdx`), called by our entry points (``lto_libs/pipeline.cuh``); ``pipe`` is libmathdx's
   device-pipeline object, which a one-thread kernel fills for A and B (`prepare`).
-- ``wgmma``: a batch of one-tile products by our warp-specialized loop on MathDx's CuTe GMMA atoms
-  (``lto_libs/wgmma.cuh``); ``pipe`` holds the TMA tensor maps of A, B and C (`_operands.PIPE`).
+- ``wgmma``: C's tile, or a batch of one-tile products, by our warp-specialized loop on MathDx's CuTe GMMA
+  atoms (``lto_libs/wgmma.cuh``); ``pipe`` holds the TMA tensor maps of A, B and C (`_operands.PIPE`).
 
 `numba_tiles.matmul` chooses them (`Matmul.operands` says when); this module gives their sizes and C++.
 """
@@ -17,12 +17,12 @@ from numba.cuda import types
 
 from . import _callback, _libmathdx, _numba, _operands, _tensor_maps, _toolchain
 from ._errors import error
-from ._library import CUB, MATHDX_SM90A
+from ._library import CUB, CUTE_SM90A
 from ._matrices import ORDERS
 from ._spec import Instance
 
 PIPELINE = CUB.header("pipeline.cuh")
-WGMMA = MATHDX_SM90A.header("wgmma.cuh")
+WGMMA = CUTE_SM90A.header("wgmma.cuh")
 MAX_SHARED_BYTES = 227 * 1024  # a Hopper block's dynamic shared memory
 _CXX = {"fp16": "__half", "bf16": "__nv_bfloat16", "tf32": "float", "float32": "float"}
 
@@ -44,7 +44,7 @@ def libmathdx_takes(mm, c_dtype):
 
 
 def wgmma_takes(mm, c_dtype, stages):
-    """Whether the wgmma loop computes ``mm``'s batch into a C of ``c_dtype`` with ``stages`` buffers: each of its
+    """Whether the wgmma loop computes ``mm``'s tiles into a C of ``c_dtype`` with ``stages`` buffers: each of its
     warpgroups multiplies 64 rows by all N columns, N / 2 floats a thread (N = 256 with M = 128 spilled them)."""
     m, n, k = mm.shape
     return (precision(mm) in ("fp16", "bf16") and m in (64, 128) and n % 64 == 0 and n <= 384 - m * 3 // 2
@@ -175,15 +175,18 @@ def prepare_instance(name, mm, stages, args):
                                                   ("b", args["b"], None)))
 
 
-def batched_instance(name, mm, stages, c_dtype, args):
-    """``mm.batched(ops, alpha, beta)`` by the wgmma loop."""
-    fused, prelude = _callback.fused(name, args, types.float32, 3)
+def wgmma_instance(name, mm, stages, c_dtype, args, ndim):
+    """``mm.tile(ops, i, j, alpha, beta)`` (``ndim`` 2) or ``mm.batched(ops, alpha, beta)`` (3) by the wgmma loop."""
+    fused, prelude = _callback.fused(name, args, types.float32, ndim)
     m, n, k = mm.shape
     p = precision(mm)
-    template = WGMMA.template("numba_tiles::pipeline_batched", M=m, N=n, K=k, Stages=stages,
-                              SharedBytes=wgmma_shared_bytes(mm, c_dtype.name, stages), RowA=ORDERS[mm.arrangement[0]], RowB=ORDERS[mm.arrangement[1]], P=_CXX[p],
+    function = "numba_tiles::pipeline_wgmma_tile" if ndim == 2 else "numba_tiles::pipeline_batched"
+    template = WGMMA.template(function, M=m, N=n, K=k, Stages=stages,
+                              SharedBytes=wgmma_shared_bytes(mm, c_dtype.name, stages),
+                              RowA=ORDERS[mm.arrangement[0]], RowB=ORDERS[mm.arrangement[1]], P=_CXX[p],
                               PD=_CXX["float32" if c_dtype.name == "float32" else p], TD=c_dtype.cxx)
-    params = (("ops.pipe", types.Array(types.uint8, 1, "C"), None), ("ops.c", types.Array(c_dtype.numba, 3, "A"), None),
-              ("alpha", types.float32, 1), ("beta", types.float32, 0)) + fused
+    tile = (("i", types.int64, None), ("j", types.int64, None)) if ndim == 2 else ()
+    params = (("ops.pipe", types.Array(types.uint8, 1, "C"), None), ("ops.c", types.Array(c_dtype.numba, ndim, "A"), None),
+              *tile, ("alpha", types.float32, 1), ("beta", types.float32, 0)) + fused
     return Instance(name, WGMMA, template, types.none, params, prelude="\n".join((*_operands.CHECKS.values(), prelude)),
                     threads=wgmma_threads(mm))

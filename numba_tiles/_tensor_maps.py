@@ -31,11 +31,34 @@ def tma_tiles(name, shape, itemsize, arrangement):
     return tiles
 
 
+class _BatchOfOne:
+    """A 2-D device array seen as a batch of one product (a map's third dimension)."""
+
+    ndim = 3
+
+    def __init__(self, array):
+        self.shape, self.strides, self.dtype = (1, *array.shape), (0, *array.strides), array.dtype
+        self.__cuda_array_interface__ = array.__cuda_array_interface__
+
+
+def fits(array, order):
+    """Whether TMA can describe the 2-D or 3-D device ``array`` as ``order`` ("row_major" or "col_major"): its
+    lines contiguous, its other strides multiples of 16 bytes and its data 16-byte aligned."""
+    if array.ndim == 2:
+        array = _BatchOfOne(array)
+    inner, outer = (2, 1) if order == "row_major" else (1, 2)
+    return (array.strides[inner] == array.dtype.itemsize and array.__cuda_array_interface__["data"][0] % 16 == 0
+            and array.strides[outer] > 0 and array.strides[outer] % 16 == 0
+            and (array.shape[0] == 1 or array.strides[0] > 0 and array.strides[0] % 16 == 0))
+
+
 def prepare(name, mm, a, b, c=None, stream=0):
-    """``pipe`` (`_operands.PIPE`) over the 3-D device arrays ``a`` and ``b`` (and ``c``, for the wgmma loop) of
-    ``mm``'s batch, whose shapes the caller has checked."""
+    """``pipe`` (`_operands.PIPE`) over the device arrays ``a`` and ``b`` (and ``c``, for the wgmma loop) of ``mm``'s
+    batch (3-D) or matrix product (2-D, a batch of one), whose shapes the caller has checked."""
     from numba import cuda
 
+    if a.ndim == 2:
+        a, b, c = (x if x is None else _BatchOfOne(x) for x in (a, b, c))
     tiles = tma_tiles(name, mm.shape, np.dtype(mm.dtype).itemsize, mm.arrangement)
     if 0 in a.shape or 0 in b.shape:
         raise ext.error(name, f"A is {a.shape} and B {b.shape}: TMA cannot describe an empty array",
@@ -55,12 +78,9 @@ def _tensor_map(name, param, array, order, tile):
     from cuda.bindings import driver
 
     itemsize = array.dtype.itemsize
-    strides = [s // itemsize for s in array.strides]
     inner, outer = (2, 1) if order == "row_major" else (1, 2)
     data = array.__cuda_array_interface__["data"][0]
-    lined = array.strides[outer] > 0 and array.strides[outer] % 16 == 0 and (
-        array.shape[0] == 1 or array.strides[0] > 0 and array.strides[0] % 16 == 0)
-    if strides[inner] != 1 or data % 16 or not lined:
+    if not fits(array, order):
         raise ext.error(name, f"{param} ({array.shape}, strides {array.strides} bytes) is not {order} with its other "
                         "strides multiples of 16 bytes and 16-byte aligned data, as TMA needs",
                         f"pass a {order} array whose lines start every multiple of {16 // itemsize} items (pad it, "

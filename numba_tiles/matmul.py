@@ -285,13 +285,13 @@ class Matmul:
     def _implementations(self, cc, c_dtype, ndim):
         """The implementations that compute ``tile`` (``ndim`` 2) or ``batched`` (3) into a C of ``c_dtype`` on a GPU
         of compute capability ``cc`` (None: the simulator, where they compute alike), the fastest first."""
+        tma = cc is not None and cc >= (9, 0) and _tma_fits(self)
+        wgmma = cc == (9, 0) and tma and _pipeline.wgmma_takes(self, c_dtype, self._stages("wgmma"))
         if ndim == 2:
-            hopper = cc == (9, 0) and _pipeline.libmathdx_takes(self, c_dtype)
-            return ("libmathdx", "cp.async") if hopper else ("cp.async",)
+            libmathdx = cc == (9, 0) and _pipeline.libmathdx_takes(self, c_dtype)
+            return ("wgmma",) * wgmma + ("libmathdx",) * libmathdx + ("cp.async",)
         if cc is None:
             return "cp.async", "tma", "wgmma"
-        tma = cc >= (9, 0) and _tma_fits(self)
-        wgmma = cc == (9, 0) and tma and _pipeline.wgmma_takes(self, c_dtype, self._stages("wgmma"))
         if self._types[0].numpy.itemsize > 2:  # (float32 and float64 load faster by cp.async)
             return ("cp.async",) + ("tma",) * tma
         # (with 64 rows the register form's TMA loop was faster than wgmma's on an H200)
@@ -314,7 +314,7 @@ class Matmul:
                          _pipeline.pipeline_shared_bytes(name, self, stages), "tiles")
         if chosen == "wgmma":
             return _Plan(chosen, stages, (_pipeline.wgmma_threads(self), 1, 1),
-                         _pipeline.wgmma_shared_bytes(self, c_dtype, stages), "resident")
+                         _pipeline.wgmma_shared_bytes(self, c_dtype, stages), "tiles" if ndim == 2 else "resident")
         if chosen == "tma":
             return _Plan(chosen, stages, self.block_dim, self._tma_bytes(stages, c_dtype), "products")
         return _Plan(chosen, stages, self.block_dim, self._copied_bytes(stages, c_dtype),
@@ -365,18 +365,22 @@ class Matmul:
         It chooses the code the kernel's call runs (``ops.implementation``), by the GPU, the dtypes and the
         shape, as fast as this library knows:
 
-        - ``tile`` on Hopper (sm_90) for fp16, bf16 or tf32 (A row-major, B column-major) operands with a
-          float32 accumulator, tiles of multiples of 64 x 16 x 16 and C of float32 or A's dtype:
-          ``"libmathdx"``, cuBLASDx's pipelined GEMM (TMA loads, ``wgmma``), made by libmathdx the first
-          time (15 to 60 s, then the disk cache answers); A's and B's leading dimensions must be multiples
-          of 16 bytes;
-        - ``batched`` on sm_90 for 16-bit operands in 128-row tiles: ``"wgmma"``, a warp-specialized loop
-          of TMA loads and ``wgmma`` whose blocks take products in a dynamic order (C row-major; one such
-          launch of an ``ops`` at a time, in one stream);
+        - ``tile`` on Hopper (sm_90) for fp16 or bf16 operands with a float32 accumulator, tiles of 64 or 128
+          rows and a multiple of 64 columns: ``"wgmma"``, a warp-specialized block of TMA loads and ``wgmma``
+          (its first compile takes seconds);
+        - ``tile`` on sm_90 for other fp16, bf16 or tf32 (A row-major, B column-major) tiles of multiples of
+          64 x 16 x 16: ``"libmathdx"``, cuBLASDx's pipelined GEMM (TMA loads, ``wgmma``), made by libmathdx
+          the first time (15 to 60 s, then the disk cache answers);
+        - ``batched`` on sm_90 for 16-bit operands in 128-row tiles: ``"wgmma"``, the same block in a
+          persistent loop whose blocks take products in a dynamic order (one such launch of an ``ops`` at a
+          time, in one stream);
         - ``batched`` on sm_90 and later for other 16-bit tiles whose lines TMA loads: ``"tma"``, the
           register form's loop with A and B loaded by TMA;
         - otherwise ``"cp.async"``: the register form's loop, A and B copied by the threads (any GPU).
 
+        All but ``"cp.async"`` load A and B by TMA, which takes arrays whose lines are contiguous, with their
+        other strides multiples of 16 bytes and their data 16-byte aligned, and ``"wgmma"`` stores C so
+        (row-major, C of A's dtype or float32); for other arrays the next in that list is chosen.
         ``implementation=`` takes one of those where it computes the product (a TilesError names those that
         do): the kernel compiles for it, whatever the GPU it runs on.
 
@@ -417,6 +421,8 @@ class Matmul:
         # PyTorch's tensors say, are converted at every launch, which took longer than a 64^3 batch's kernel).
         a, b, c = (x if cuda.is_cuda_array(x) and hasattr(x, "gpu_data") else cuda.as_cuda_array(x) for x in (a, b, c))
         cc = tuple(cuda.get_current_device().compute_capability)
+        if implementation is None:  # (the fastest whose copies take these arrays' strides)
+            implementation = next(i for i in self._implementations(cc, str(c.dtype), ndim) if self._takes(i, a, b, c))
         plan = self._plan(name, cc, str(c.dtype), ndim, implementation)
         if plan.implementation == "libmathdx":
             pipe = _pipeline.prepare(name, self, plan.stages, a, b, stream)
@@ -425,6 +431,14 @@ class Matmul:
         else:
             pipe = cuda.device_array(_operands.PIPE.itemsize, np.uint8, stream=stream)
         return Operands(self, plan, pipe, a, b, c)
+
+    def _takes(self, implementation, a, b, c):
+        """Whether ``implementation``'s copies take the device arrays ``a``, ``b`` and ``c``: TMA and libmathdx
+        load A and B by their lines (`_tensor_maps.fits`), and the wgmma loop stores C by TMA, row-major."""
+        if implementation == "cp.async":
+            return True
+        return (all(_tensor_maps.fits(x, order) for x, order in zip((a, b), self.arrangement))
+                and (implementation != "wgmma" or _tensor_maps.fits(c, "row_major")))
 
     def operands_type(self, c="float32", batched=False, implementation=None):
         """The Numba type of this description's `Operands` with a C of ``c``'s dtype (``batched``: 3-D arrays; an
@@ -715,6 +729,8 @@ def _tile_instance(name, mm, plan, td, args):
         if _numba.simulator_enabled():
             return Instance(name, MATMUL, "", types.none, ())
         return _pipeline.tile_instance(name, mm, plan.stages, td, args)
+    if plan.implementation == "wgmma":
+        return _pipeline.wgmma_instance(name, mm, plan.stages, td, args, 2)
     ta, tc = mm._types
     _, result = mm._result(name, "c", td)
     fused, prelude = _callback.fused(name, args, tc.numba, 2)
@@ -732,7 +748,7 @@ def _batched_rule(name, args):
 def _batched_instance(name, mm, plan, td, args):
     """``mm.batched``'s `Instance` by ``plan`` for a C of ``td`` (``args``: its epilogue's)."""
     if plan.implementation == "wgmma":
-        return _pipeline.batched_instance(name, mm, plan.stages, td, args)
+        return _pipeline.wgmma_instance(name, mm, plan.stages, td, args, 3)
     ta, tc = mm._types
     _, result = mm._result(name, "c", td)
     fused, prelude = _callback.fused(name, args, tc.numba, 3)

@@ -28,7 +28,8 @@ def test_the_wgmma_batch_stores_through_the_epilogue(precision, out, rng):
     epilogues.batch(rng, (128, 128, 32), 256, precision, out, "wgmma", stages=4)
 
 
-@pytest.mark.parametrize("implementation", [pytest.param("libmathdx", marks=hopper), "cp.async"])
+@pytest.mark.parametrize("implementation", [pytest.param("wgmma", marks=hopper), pytest.param("libmathdx", marks=hopper),
+                                            "cp.async"])
 @pytest.mark.parametrize("out", ["int16", "float32"])
 def test_a_tile_stores_through_the_epilogue(out, implementation, rng):
     epilogues.tile(rng, (128, 128, 64), out, implementation)
