@@ -171,7 +171,8 @@ struct wgmma_block {
     next();
   }
 
-  // Warpgroup w's 64 rows of C's tile at (row0, col0) of product z, whose K-tiles start in the current buffer:
+  // Warpgroup w's 64 rows of C's tile at (row0, col0) of product z, whose K-tiles start in the current buffer, the
+  // first of them loaded (the caller has waited for its full barrier):
   // their product, then `alpha d + beta C` (fin(value, row, col) on each item inside C when Fused) rounded into
   // the warpgroup's stage in TMA's boxes (64 rows x 128 bytes, 16-byte units of a row XOR the row mod 8), once its
   // last store has read the stage, and stored by one of its threads. With beta, C's old tile comes first into
@@ -400,6 +401,7 @@ __device__ __forceinline__ void pipeline_wgmma_tile(array_ref<unsigned char> map
       for (int ks = 0; ks < ksteps; ++ks) at.issue(0, row0, col0, ks, 0);
     }
   } else {
+    tma_wait(at.full + at.slot, at.phase);  // (multiply_store waits for the K-tiles after the first)
     at.template multiply_store<has_epilogue<Epi>>(t / 128 - 1, 0, row0, col0, ksteps, c.rows, c.cols, alpha, beta,
                                                   epi);
     if (t % 128 == 0) bulk_wait<false>();
