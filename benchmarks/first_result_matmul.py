@@ -1,7 +1,7 @@
 """Time to first result of a `tiles.Matmul` kernel in a fresh Python process, as a notebook user pays it.
 
 Each run is a new process: it imports numba_tiles, defines a description and a one-line kernel of
-``mm.tile`` (bf16 128 x 128 x 64: cuBLASDx's pipeline on Hopper, the register form elsewhere), optionally
+``mm.tile`` (bf16 128 x 128 x 64: our wgmma block on Hopper, the register form elsewhere), optionally
 does ``--work`` seconds of other work (a notebook's next cells: a sleep), then makes the operands, launches,
 and checks C against NumPy. The description starts compiling its code in the background when it is
 created (``NUMBA_TILES_BACKGROUND=0`` turns that off), so the launch after other work waits only for

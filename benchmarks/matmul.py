@@ -11,10 +11,10 @@ of the register form (load/multiply/store, several products a block); the shared
 with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large, 8192^3 bf16
 against ``torch.matmul``: examples/gemm.py's `make_own_loop` (the register form in a loop over K-tiles,
 "tile loop") and `Matmul.tile` in a persistent loop (benchmarks/gemm_variants.py's `make_grouped`; on
-Hopper libmathdx's pipeline of TMA and wgmma, the case named "PipelineMatmul" as before; its one-thread
-``prepare`` kernel in `Matmul.operands` is not timed); and 8192^3 float32 multiplied as tf32 by
-`Matmul.tile` (B column-major) against ``torch.matmul`` with TF32 allowed (``--large-cases`` picks among
-the three). Each output is checked against PyTorch's (relative Frobenius error) before timing; then 3
+Hopper our wgmma block and libmathdx's pipeline, each tile by both, the case named "PipelineMatmul" as
+before; libmathdx's one-thread ``prepare`` kernel in `Matmul.operands` is not timed); and 8192^3 float32
+multiplied as tf32 by `Matmul.tile` (B column-major) against ``torch.matmul`` with TF32 allowed
+(``--large-cases`` picks among the three). Each output is checked against PyTorch's (relative Frobenius error) before timing; then 3
 warm-ups and ``--repeats`` runs timed by CUDA events, median.
 For each case's fastest variant and its peer, the profiler (CUPTI) also gives the kernels' own durations
 and the gaps between them over 20 back-to-back launches: the events' time per launch is about their sum.
@@ -280,7 +280,8 @@ def main():
     parser.add_argument("--large", type=int, default=8192, help="M = N = K of the large GEMM (0: skip it)")
     parser.add_argument("--large-cases", default="tile loop,PipelineMatmul,tf32",
                         help="which large GEMMs: bf16 by the own loop of the register form, bf16 by Matmul.tile (on "
-                             "Hopper libmathdx's pipeline, the case's name from PipelineMatmul), tf32 by Matmul.tile")
+                             "Hopper the wgmma block and libmathdx's pipeline; the case's name from PipelineMatmul), "
+                             "tf32 by Matmul.tile")
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
     parser.add_argument("--only", default="",

@@ -44,7 +44,12 @@ matmul-2026-11-25-large-sustained.json matmul-2026-11-25-pipeline-batched.json
 compile_latency-2026-11-25-hopper-batched.json
 matmul-2026-11-25-memory-bound.json matmul-2026-11-25-memory-bound-repeat.json matmul-2026-11-25-race-fix.json
 segmented_reduce-2026-11-27-h100-peers.json matmul_epilogue-2026-11-27-h100.json matmul-2026-11-27-h100-large-store.json
-matmul-2026-11-27-h100-large-direct-f32.json
+matmul-2026-11-27-h100-large-direct-f32.json matmul_epilogue-2026-11-28-h100-one-matmul-large.json
+matmul_epilogue-2026-11-28-h100-one-matmul-batched.json matmul-2026-11-28-h100-one-matmul-large.json
+matmul-2026-11-28-h100-one-matmul-batched.json first_result_matmul-2026-11-28-h100.json
+matmul-2026-11-28-h100-wgmma-tile.json first_result_matmul-2026-11-28-h100-wgmma-tile.json
+matmul_epilogue-2026-11-28-h100-wgmma-tile.json matmul-2026-11-28-h100-wgmma-batched.json
+matmul_epilogue-2026-11-28-h100-wgmma-tile-f32-gelu.json
 """.split()
 
 BEGIN = re.compile(r"<!-- perf:begin (\S+) -->\n")
@@ -180,19 +185,28 @@ def matmul_large(found):
     return table(header, rows) + "\n\n" + sources(cited)
 
 
+EPILOGUE = ["batched bf16 128^3 x 4096 relu(bias)", "batched fp16 64^3 x 16384 relu(bias)", "bf16 8192^3 gelu(bias)",
+            "bf16 8192x8192x1024 gelu(bias)"]
+
+
 def matmul_epilogue(found):
-    r = newest(found, "matmul_epilogue")
-    if not r:
-        return "No result yet."
-    rows = []
-    for row in r.data["rows"]:
+    """Each case's row from the newest matmul_epilogue result that measured it."""
+    rows, cited = [], []
+    for case in EPILOGUE:
+        r = newest(found, "matmul_epilogue", lambda r: any(row["case"] == case for row in r.data["rows"]))
+        if not r:
+            continue
+        row = next(row for row in r.data["rows"] if row["case"] == case)
+        cited += [r] * (r not in cited)
         fused = row.get("cublaslt_fused_ms")
         rows.append([case_name(row["case"]), kernel_name(row["kernel"]), f"{row['ms']:.3f}", f"{row['eager_ms']:.3f}",
                      f"{fused:.3f}" if fused else "—", f"{row['bare_ms']:.3f}", ratio(row["speedup_vs_eager"]),
                      ratio(fused / row["ms"]) if fused else "—", ratio(row["bare_ms"] / row["ms"])])
+    if not rows:
+        return "No result yet."
     header = ["case", "kernel", "numba_tiles ms", "eager PyTorch ms", "cuBLASLt fused ms", "bare product ms",
               "vs eager", "vs cuBLASLt fused", "vs bare product"]
-    return table(header, rows) + "\n\n" + sources([r])
+    return table(header, rows) + "\n\n" + sources(cited)
 
 
 # ---- segmented reductions -------------------------------------------------------------------------------

@@ -67,7 +67,8 @@ def _tool(name):
 
 
 def _libmathdx_row():
-    """libmathdx's version and file (cuBLASDx's pipelines: tiles.Matmul.tile on Hopper), or why there is none."""
+    """libmathdx's version and file (cuBLASDx's pipelines: tiles.Matmul.tile on Hopper where the wgmma block does
+    not serve), or why there is none."""
     from . import _toolchain
 
     try:

@@ -218,7 +218,7 @@ class Matmul:
             MM.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
 
         sig = (MM.operands_type("float32"), float32, float32)
-        cubin = tiles.compile(gemm, sig, arch="sm_80")   # for sm_90a: cuBLASDx's TMA + wgmma pipeline
+        cubin = tiles.compile(gemm, sig, arch="sm_80")   # for sm_90a: TMA loads and wgmma
         # on a GPU, with device arrays a (m x k), b (k x n) and c (m x n, float32):
         #     MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
     """
