@@ -1,7 +1,7 @@
 """The benchmarks' GEMM kernels besides examples/gemm.py's, and what they need on the host.
 
-- `make_grouped`, `launch_grouped`: `Matmul.tile` in a persistent loop over C's tiles in a grouped order (the
-  large GEMMs), launched on as many blocks as run at once;
+- `make_grouped`, `launch_grouped`: `Matmul.tile` over C's tiles in a grouped order (the large GEMMs): a
+  persistent loop launched on as many blocks as run at once, or one tile a block;
 - `register_kernel`: the register form's steps in a kernel's own loop, several products of a batch a block;
 - `shared_kernel`: the shared-C form (`tile_load`, `tiles.matmul`, `tile_store`), one product a block;
 - `plan`: how a description runs on this GPU by an implementation (by default the fastest), before any array;
@@ -26,12 +26,13 @@ def _grouped(t, rows, cols, group):
     return first + within % height, within // height
 
 
-def make_grouped(mm, epilogue=None, group=8):
+def make_grouped(mm, epilogue=None, group=8, persistent=True):
     """``gemm(ops, rows, cols, alpha, beta)`` (and ``extras``, the tuple of ``epilogue``'s arguments, with one):
-    `Matmul.tile` of C's ``rows`` x ``cols`` tiles in a persistent loop, each block taking tiles ``gridDim.x``
-    apart, in groups of ``group`` rows of tiles that share B's columns (so that they meet in L2). Launch it
-    with `launch_grouped`."""
-    if epilogue is None:
+    `Matmul.tile` of C's ``rows`` x ``cols`` tiles in groups of ``group`` rows of tiles that share B's columns (so
+    that they meet in L2): a persistent loop, each block taking tiles ``gridDim.x`` apart, or (not
+    ``persistent``) one tile a block, in the same order, with no loop (ptxas gives a 128 x 256 wgmma tile the
+    loading warpgroup's registers only outside loops). Launch it with `launch_grouped`."""
+    if persistent and epilogue is None:
         @cuda.jit
         def gemm(ops, rows, cols, alpha, beta):
             t = cuda.blockIdx.x
@@ -39,7 +40,7 @@ def make_grouped(mm, epilogue=None, group=8):
                 i, j = _grouped(t, rows, cols, group)
                 mm.tile(ops, i, j, alpha, beta)
                 t += cuda.gridDim.x
-    else:
+    elif persistent:
         @cuda.jit
         def gemm(ops, rows, cols, alpha, beta, extras):
             t = cuda.blockIdx.x
@@ -47,15 +48,27 @@ def make_grouped(mm, epilogue=None, group=8):
                 i, j = _grouped(t, rows, cols, group)
                 mm.tile(ops, i, j, alpha, beta, epilogue=epilogue, epilogue_args=extras)
                 t += cuda.gridDim.x
+    elif epilogue is None:
+        @cuda.jit
+        def gemm(ops, rows, cols, alpha, beta):
+            i, j = _grouped(cuda.blockIdx.x, rows, cols, group)
+            mm.tile(ops, i, j, alpha, beta)
+    else:
+        @cuda.jit
+        def gemm(ops, rows, cols, alpha, beta, extras):
+            i, j = _grouped(cuda.blockIdx.x, rows, cols, group)
+            mm.tile(ops, i, j, alpha, beta, epilogue=epilogue, epilogue_args=extras)
+    gemm.persistent = persistent
     return gemm
 
 
 def launch_grouped(mm, gemm, ops, alpha, beta, *extras):
-    """Launch a `make_grouped` kernel on ``ops`` (2-D arrays) with as many blocks as run at once; returns a function
-    that launches it again (`launcher`)."""
+    """Launch a `make_grouped` kernel on ``ops`` (2-D arrays) with as many blocks as run at once (persistent) or one
+    a tile; returns a function that launches it again (`launcher`)."""
     m, n, _ = mm.shape
     rows, cols = (-(-s // t) for s, t in zip(ops.c.shape, (m, n)))
-    return launcher(mm, gemm, ops, rows, cols, alpha, beta, *extras, grid="resident")
+    grid = "resident" if gemm.persistent else rows * cols
+    return launcher(mm, gemm, ops, rows, cols, alpha, beta, *extras, grid=grid)
 
 
 def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, precision=None, staged=False, stages=2):

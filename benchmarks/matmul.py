@@ -232,21 +232,24 @@ def measure(case, label, start, output, reference, bound, flops, repeats):
 
 
 
-def measure_tiles(descriptions, da, db, dc, c, reference, bound, flops, repeats):
-    """`measure` `Matmul.tile` of each of ``descriptions`` in benchmarks/gemm_variants.py's persistent
-    `make_grouped` kernel on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch tensor of ``dc``), by each
-    implementation that computes it on this GPU but the threads' copies (cp.async: not a large GEMM's loop)."""
+def measure_tiles(descriptions, da, db, dc, c, reference, bound, flops, repeats, only=""):
+    """`measure` `Matmul.tile` of each of ``descriptions`` in benchmarks/gemm_variants.py's `make_grouped` kernels
+    (persistent, and one tile a block) on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch tensor of
+    ``dc``), by each implementation that computes it on this GPU but the threads' copies (cp.async: not a large
+    GEMM's loop); ``only``: the implementations whose name holds one of these |-separated texts."""
     cc = tuple(cuda.get_current_device().compute_capability)
-    variants = [(mm, i) for mm in descriptions for i in mm._implementations(cc, str(dc.dtype), 2) if i != "cp.async"]
+    variants = [(mm, i, persistent) for mm in descriptions for i in mm._implementations(cc, str(dc.dtype), 2)
+                if i != "cp.async" and any(part in i for part in only.split("|")) for persistent in (True, False)]
     with ThreadPoolExecutor(len(variants)) as pool:  # (libmathdx makes their pipelines side by side)
         plans = list(pool.map(lambda v: gemm_variants.plan(v[0], str(dc.dtype), 2, v[1]), variants))
     results = []
-    for (mm, implementation), plan in zip(variants, plans):
-        kernel = gemm_variants.make_grouped(mm)
+    for (mm, implementation, persistent), plan in zip(variants, plans):
+        kernel = gemm_variants.make_grouped(mm, persistent=persistent)
         start = lambda: gemm_variants.launch_grouped(  # noqa: E731
             mm, kernel, mm.operands(da, db, dc, implementation=implementation), 1.0, 0.0)
-        results.append(measure("large", f"{plan.implementation} {mm.shape} x {plan.threads}, {plan.stages} stages",
-                               start, c, reference, bound, flops, repeats))
+        label = (f"{plan.implementation} {mm.shape} x {plan.threads}, {plan.stages} stages"
+                 + ("" if persistent else ", a tile a block"))
+        results.append(measure("large", label, start, c, reference, bound, flops, repeats))
     return results
 
 
@@ -285,7 +288,8 @@ def main():
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
     parser.add_argument("--only", default="",
-                        help="only the variants whose label holds this text (e.g. tma), or one of these |-separated")
+                        help="only the variants whose label (batched) or implementation (large) holds this text "
+                             "(e.g. tma), or one of these |-separated")
     parser.add_argument("--sustained", type=float, default=2.0,
                         help="seconds of back-to-back launches timing each case's fastest variant and its peer at "
                              "the GPU's power limit (0: skip)")
@@ -413,8 +417,8 @@ def main():
             descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=stages)
                             for shape, stages in (((128, 128, 64), 4), ((128, 192, 64), 4), ((64, 256, 64), 4),
                                                   ((128, 256, 64), 3))]
-            rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)",
-                                 measure_tiles(descriptions, da, db, dc, c, reference, 1e-2, flops, repeats), flops,
+            results = measure_tiles(descriptions, da, db, dc, c, reference, 1e-2, flops, repeats, args.only)
+            rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)", results, flops,
                                  "torch.matmul", peer_ms, lambda: torch.matmul(a, b), args.sustained))
     if "tf32" in large:
         # float32 A and B multiplied as tf32, B column-major (tf32's wgmma reads B along K), against cuBLAS's tf32
@@ -428,7 +432,7 @@ def main():
                                          arrangement=("row_major", "col_major"))
                             for shape, stages in (((128, 128, 32), 2), ((128, 128, 32), 4), ((128, 256, 32), 3))]
             results = measure_tiles(descriptions, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3,
-                                    flops, repeats)
+                                    flops, repeats, args.only)
             rows.append(best_row(f"tf32 {n}^3, fp32 C (PipelineMatmul)", results, flops, "torch.matmul (tf32)",
                                  peer_ms, lambda: torch.matmul(a, b), args.sustained))
         finally:

@@ -61,7 +61,7 @@ def batched_case(name, dtype, size, count, repeats):
 
 def large_case(name, m, n, k, repeats):
     """gelu(a @ w + bias[col]) in bf16: ours (`Matmul.tile` in benchmarks/gemm_variants.py's persistent loop, on
-    Hopper our wgmma block: the faster of two tiles; and its bare product, for the epilogue's cost), eager,
+    Hopper our wgmma block: the fastest of three tiles, each in a persistent loop and one a block; and its bare product, for the epilogue's cost), eager,
     cuBLASLt's fused and the bare product."""
     import torch
 
@@ -70,15 +70,20 @@ def large_case(name, m, n, k, repeats):
     bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     extras = (to_numba(bias.float()),)
-    descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=4) for shape in ((128, 128, 64), (128, 192, 64))]
+    descriptions = [tiles.Matmul((128, n, 64), "int16", precision="bf16", stages=stages)
+                    for n, stages in ((128, 4), (192, 4), (256, 3))]
     eager = lambda: torch.nn.functional.gelu(a @ w + bias)  # noqa: E731
     rows, repeats = [], max(repeats // 4, 5)
     for mm in descriptions:
-        ops, bare_ops = (mm.operands(to_numba(a), to_numba(w), to_numba(c)) for _ in range(2))  # (a pipe each)
-        kernel, bare = gemm_variants.make_grouped(mm, gemm_epilogue.bias_gelu), gemm_variants.make_grouped(mm)
-        start = lambda: gemm_variants.launch_grouped(mm, kernel, ops, 1.0, 0.0, extras)  # noqa: E731
-        rows.append(measure(name, f"Matmul.tile {ops.implementation} {mm.shape} x {mm.stages} stages", start, c,
-                            eager, repeats, ours_bare_ms=gemm_variants.launch_grouped(mm, bare, bare_ops, 1.0, 0.0)))
+        for persistent in (True, False):
+            ops, bare_ops = (mm.operands(to_numba(a), to_numba(w), to_numba(c)) for _ in range(2))  # (a pipe each)
+            kernel, bare = (gemm_variants.make_grouped(mm, epilogue, persistent=persistent)
+                            for epilogue in (gemm_epilogue.bias_gelu, None))
+            start = lambda: gemm_variants.launch_grouped(mm, kernel, ops, 1.0, 0.0, extras)  # noqa: E731
+            label = (f"Matmul.tile {ops.implementation} {mm.shape} x {mm.stages} stages"
+                     + ("" if persistent else ", a tile a block"))
+            rows.append(measure(name, label, start, c, eager, repeats,
+                                ours_bare_ms=gemm_variants.launch_grouped(mm, bare, bare_ops, 1.0, 0.0)))
     row = min(rows, key=lambda r: r["ms"])
     row["variants"] = {r["kernel"]: r["ms"] for r in rows}
     peers = {"eager_ms": eager, "cublaslt_fused_ms": lambda: torch._addmm_activation(bias, a, w, use_gelu=True),
