@@ -30,8 +30,7 @@ def make_grouped(mm, epilogue=None, group=8, persistent=True):
     """``gemm(ops, rows, cols, alpha, beta)`` (and ``extras``, the tuple of ``epilogue``'s arguments, with one):
     `Matmul.tile` of C's ``rows`` x ``cols`` tiles in groups of ``group`` rows of tiles that share B's columns (so
     that they meet in L2): a persistent loop, each block taking tiles ``gridDim.x`` apart, or (not
-    ``persistent``) one tile a block, in the same order, with no loop (ptxas gives a 128 x 256 wgmma tile the
-    loading warpgroup's registers only outside loops). Launch it with `launch_grouped`."""
+    ``persistent``) one tile a block, in the same order. Launch it with `launch_grouped`."""
     if persistent and epilogue is None:
         @cuda.jit
         def gemm(ops, rows, cols, alpha, beta):

@@ -49,7 +49,7 @@ matmul_epilogue-2026-11-28-h100-one-matmul-batched.json matmul-2026-11-28-h100-o
 matmul-2026-11-28-h100-one-matmul-batched.json first_result_matmul-2026-11-28-h100.json
 matmul-2026-11-28-h100-wgmma-tile.json first_result_matmul-2026-11-28-h100-wgmma-tile.json
 matmul_epilogue-2026-11-28-h100-wgmma-tile.json matmul-2026-11-28-h100-wgmma-batched.json
-matmul_epilogue-2026-11-28-h100-wgmma-tile-f32-gelu.json
+matmul_epilogue-2026-11-28-h100-wgmma-tile-f32-gelu.json matmul-2026-11-28-h200-wgmma-256.json
 """.split()
 
 BEGIN = re.compile(r"<!-- perf:begin (\S+) -->\n")

@@ -6,7 +6,6 @@
 
 #include <cute/arch/mma_sm90.hpp>
 #include <cutlass/arch/barrier.h>
-#include <cutlass/arch/reg_reconfig.h>
 
 #include "tma.cuh"
 
@@ -397,28 +396,17 @@ __device__ __forceinline__ void pipeline_wgmma_tile(array_ref<unsigned char> map
                        "tiles.Matmul.tile: ops.pipe is not mm.operands(a, b, c) of this c\n");
   }
   __syncthreads();
-  // 128 x 256 tiles: 128 accumulator floats a multiplying thread, more than the 168 registers a thread of 384
-  // has; the loading warpgroup gives its registers to the multiplying ones (CUTLASS's counts), and takes them
-  // back at the end. ptxas compiles such regions only outside loops: in a kernel's own loop over tiles it spills
-  // and serializes the wgmma (the link warns), so a kernel of such tiles computes one a block.
-  constexpr bool Shift = Block::Groups == 2 && N > 192;
   if (t < 128) {
-    if constexpr (Shift) cutlass::arch::warpgroup_reg_dealloc<40>();
     if (t == 0) {
       for (int ks = 0; ks < ksteps; ++ks) at.issue(0, row0, col0, ks, 0);
     }
   } else {
-    if constexpr (Shift) cutlass::arch::warpgroup_reg_alloc<232>();
     tma_wait(at.full + at.slot, at.phase);  // (multiply_store waits for the K-tiles after the first)
     at.template multiply_store<has_epilogue<Epi>>(t / 128 - 1, 0, row0, col0, ksteps, c.rows, c.cols, alpha, beta,
                                                   epi);
     if (t % 128 == 0) bulk_wait<false>();
-    if constexpr (Shift) cutlass::arch::warpgroup_reg_dealloc<168>();
   }
   __syncthreads();  // (every barrier's last phase waited for, C stored: the block may compute its next tile)
-  if constexpr (Shift) {
-    if (t < 128) cutlass::arch::warpgroup_reg_alloc<168>();
-  }
   if (t == 0) at.finish();
 #else
   __trap();  // (refused at typing: the rule compiles this for sm_90a)

@@ -43,14 +43,11 @@ def libmathdx_takes(mm, c_dtype):
             and (p != "tf32" or mm.arrangement == ("row_major", "col_major")) and _toolchain.cuda_line() == "cu13")
 
 
-def wgmma_takes(mm, c_dtype, stages, ndim):
-    """Whether the wgmma block computes ``mm``'s tiles (``ndim`` 2: ``tile``; 3: ``batched``) into a C of
-    ``c_dtype`` with ``stages`` buffers: each of its warpgroups multiplies 64 rows by all N columns, N / 2 floats a
-    thread. ``tile`` takes N = 256 with M = 128 by giving the loading warpgroup's registers to the multiplying ones
-    (wgmma.cuh); the batched loop does not (it spilled)."""
+def wgmma_takes(mm, c_dtype, stages):
+    """Whether the wgmma loop computes ``mm``'s tiles into a C of ``c_dtype`` with ``stages`` buffers: each of its
+    warpgroups multiplies 64 rows by all N columns, N / 2 floats a thread (N = 256 with M = 128 spilled them)."""
     m, n, k = mm.shape
-    widest = 256 if ndim == 2 else 384 - m * 3 // 2
-    return (precision(mm) in ("fp16", "bf16") and m in (64, 128) and n % 64 == 0 and n <= widest
+    return (precision(mm) in ("fp16", "bf16") and m in (64, 128) and n % 64 == 0 and n <= 384 - m * 3 // 2
             and k % 16 == 0 and c_dtype in ("float32", mm.dtype)
             and wgmma_shared_bytes(mm, c_dtype, stages) <= MAX_SHARED_BYTES)
 

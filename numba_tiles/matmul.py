@@ -286,7 +286,7 @@ class Matmul:
         """The implementations that compute ``tile`` (``ndim`` 2) or ``batched`` (3) into a C of ``c_dtype`` on a GPU
         of compute capability ``cc`` (None: the simulator, where they compute alike), the fastest first."""
         tma = cc is not None and cc >= (9, 0) and _tma_fits(self)
-        wgmma = cc == (9, 0) and tma and _pipeline.wgmma_takes(self, c_dtype, self._stages("wgmma"), ndim)
+        wgmma = cc == (9, 0) and tma and _pipeline.wgmma_takes(self, c_dtype, self._stages("wgmma"))
         if ndim == 2:
             libmathdx = cc == (9, 0) and _pipeline.libmathdx_takes(self, c_dtype)
             return ("wgmma",) * wgmma + ("libmathdx",) * libmathdx + ("cp.async",)

@@ -436,8 +436,18 @@ def test_matmul_misuse_is_a_clear_compile_time_error(body, message):
 
 
 @pytest.mark.skipif(_toolchain.cuda_line() != "cu12", reason="the CUDA 12 line's choice: make test-compile CUDA=cu12")
-def test_the_cuda_12_line_computes_hopper_tiles_with_the_register_form():
-    """libmathdx 0.4 (the pipelines' producer) has no CUDA 12 wheel: Matmul.tile on Hopper is the register form's
-    loop there."""
+def test_the_cuda_12_line_computes_hopper_tiles_without_libmathdx(tmp_path):
+    """libmathdx 0.4 (the pipelines' producer) has no CUDA 12 wheel: Matmul.tile on Hopper is our wgmma block where it
+    takes the tile (NVRTC 12.9 builds it for sm_90a: HGMMA), the register form's loop where libmathdx's pipeline
+    would run (tf32)."""
     mm = tiles.Matmul((128, 128, 64), "int16", precision="bf16")
-    assert mm._plan("test", (9, 0), "float32", 2).implementation == "cp.async"
+    tf32 = tiles.Matmul((128, 128, 32), "float32", precision="tf32", arrangement=("row_major", "col_major"))
+    assert mm._plan("test", (9, 0), "float32", 2).implementation == "wgmma"
+    assert tf32._plan("test", (9, 0), "float32", 2).implementation == "cp.async"
+
+    @cuda.jit
+    def kernel(ops):
+        mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x)
+
+    text = sass(tiles.compile(kernel, (mm.operands_type("float32"),), arch="sm_90a"), tmp_path)
+    assert " HGMMA.64x128x16.F32.BF16" in text

@@ -2,7 +2,7 @@
 float64 NumPy reference, in each implementation the library has.
 
 On Hopper, ``tile`` by our wgmma block (fp16 and bf16 × C's dtype (float32, A's) × arrangement of A and B in global
-memory, tiles of 128 x 128 x 64, 64 x 64 x 32, 128 x 192 x 64 and 128 x 256 x 64; a column-major C, which it does not store, goes
+memory, tiles of 128 x 128 x 64, 64 x 64 x 32 and 128 x 192 x 64; a column-major C, which it does not store, goes
 to libmathdx) and by libmathdx's pipeline (bf16, fp16 128 x 256 x 64, tf32 with its one arrangement), and
 ``batched`` by wgmma (128-row tiles of 16-bit operands) and by TMA (64-row ones); on any GPU, the register form's
 loops (float32 and float64, where Hopper's code does not serve). Sizes not multiples of the tile (K too, through
@@ -27,8 +27,7 @@ ORDERS = [("row_major", "row_major"), ("row_major", "col_major"), ("col_major", 
 # (precision, C's dtype, arrangement, tile, stages, implementation on Hopper)
 CASES = ([("bf16", c, order, (128, 128, 64), 2, "wgmma") for c in ("float32", "int16") for order in ORDERS]
          + [("fp16", c, ("row_major", "row_major"), (64, 64, 32), 2, "wgmma") for c in ("float32", "float16")]
-         + [("fp16", "float16", ("row_major", "col_major"), (128, 192, 64), 4, "wgmma"),
-            ("bf16", "int16", ("row_major", "row_major"), (128, 256, 64), 3, "wgmma")]
+         + [("fp16", "float16", ("row_major", "col_major"), (128, 192, 64), 4, "wgmma")]
          + [("bf16", c, order, (128, 128, 64), 2, "libmathdx") for c, order in (("float32", ORDERS[1]),
                                                                                  ("int16", ORDERS[2]))]
          + [("fp16", "float16", ("col_major", "row_major"), (128, 256, 64), 3, "libmathdx")]
