@@ -13,7 +13,7 @@ COMPILE_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test
 TOOLKIT_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test_library.py tests/cpu/test_cache.py \
                  tests/cpu/test_line_info.py \
                  tests/cpu/test_matmul.py::test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory \
-                 tests/cpu/test_matmul.py::test_the_cuda_12_line_computes_hopper_tiles_with_the_register_form
+                 tests/cpu/test_matmul.py::test_the_cuda_12_line_computes_hopper_tiles_without_libmathdx
 
 # The GPU machines have no package index and ship numpy 2.5 (which breaks numba-cuda 0.30):
 # `make gpu-wheels` (here) downloads the pinned cp312 wheels they lack into .gpu-wheels/ (what the tests
