@@ -48,6 +48,7 @@ GPU_JOBS    ?= 12
 CU12_LIBS   := cuda_nvrtc/lib/libnvrtc.so.12 cuda_nvrtc/lib/libnvrtc-builtins.so.12.9 nvjitlink/lib/libnvJitLink.so.12 \
                cuda_nvcc/nvvm/lib64/libnvvm.so
 space       := $() $()
+comma       := ,
 GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2 \
                $(if $(filter cu13,$(CUDA)),,LD_PRELOAD=$(subst $(space),:,$(addprefix $(CURDIR)/$(GPU_SITE)/nvidia/,$(CU12_LIBS))))
 
@@ -58,10 +59,11 @@ GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JO
 PIP_OUTPUT ?= $(if $(CI),--quiet,)
 $(PY): pyproject.toml
 	@echo "Installing numba_tiles and its $(CUDA) toolchain into $(VENV), once: about 1.4 GB of wheels (numba-cuda," \
-	  "NVRTC, nvJitLink, NVVM, CCCL and MathDx headers, libmathdx, the test and docs tools), a minute or more."
+	  "numba-cuda-mlir on cu13, NVRTC, nvJitLink, NVVM, CCCL and MathDx headers, libmathdx, the test and docs" \
+	  "tools), a minute or more."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install $(PIP_OUTPUT) -e ".[$(CUDA),test]"
+	$(PY) -m pip install $(PIP_OUTPUT) -e ".[$(CUDA),test$(if $(filter cu13,$(CUDA)),$(comma)mlir)]"
 	touch $(PY)
 
 venv: $(PY)

@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 
-from . import _library, _link, _numba, _nvrtc_worker, _stats, _toolchain, cache
+from . import _library, _link, _mlir, _numba, _nvrtc_worker, _stats, _toolchain, cache
 from ._library import STATIC_SHARED_BYTES
 from ._target import Target, checks_requested
 
@@ -586,6 +586,11 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
         raise error("compile", "Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles "
                     "nothing", "unset NUMBA_ENABLE_CUDASIM to compile: no GPU is needed")
     cc = parse_arch(arch)
+    if _mlir.is_kernel(pyfunc):  # (a numba-cuda-mlir kernel: its own compiler links it)
+        if output != "cubin":
+            raise ValueError(f"numba_tiles.compile: a numba-cuda-mlir kernel compiles to a cubin only so far; "
+                             f"got output={output!r}")
+        return _mlir.compile_kernel(pyfunc, signature, cc, arch)
     # A @cuda.jit kernel's own options that shape its code, as its launches compile it
     options = getattr(pyfunc, "targetoptions", {})
     pyfunc = getattr(pyfunc, "py_func", pyfunc)

@@ -107,3 +107,11 @@ def named(intrinsic, param, value):
         raise error(intrinsic, f"{param}={value!r} is not a dtype numba_tiles knows",
                     f"pass one of {', '.join(d.name for d in SCALARS)} (a Numba type, a NumPy dtype or its name)")
     return found
+
+
+def half_bits(ty, value):
+    """float16 / bfloat16 ``value`` as the i16 bit pattern both compilers hold them in."""
+    if ty == types.float16:
+        return int(np.float16(value).view(np.uint16))
+    wide = int(np.float32(value).view(np.uint32))  # bfloat16: float32's bits, rounded to nearest even
+    return (wide + 0x7FFF + ((wide >> 16) & 1)) >> 16 & 0xFFFF

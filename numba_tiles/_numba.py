@@ -45,6 +45,8 @@ from numba import cuda
 from numba.cuda import types
 from numba.cuda.core.errors import NumbaPerformanceWarning  # numba-cuda's own (numba.core's is another)
 
+from ._dtypes import half_bits
+
 __all__ = ["NumbaPerformanceWarning"]
 
 
@@ -283,20 +285,12 @@ def target_flags():
     return tuple(flags.compute_capability)[:2], lineinfo, debuginfo and not lineinfo
 
 
-def _half_bits(ty, value):
-    """float16 / bfloat16 ``value`` as the i16 bit pattern numba-cuda holds them in."""
-    if ty == types.float16:
-        return int(np.float16(value).view(np.uint16))
-    wide = int(np.float32(value).view(np.uint32))  # bfloat16: float32's bits, rounded to nearest even
-    return (wide + 0x7FFF + ((wide >> 16) & 1)) >> 16 & 0xFFFF
-
-
 def constant(context, ty, value):
     """An LLVM constant of ``ty``. numba-cuda's get_constant writes an invalid ``i16 0.0`` for half types."""
     from llvmlite import ir
 
     if ty in (types.float16, types.bfloat16):
-        return ir.Constant(context.get_value_type(ty), _half_bits(ty, value))
+        return ir.Constant(context.get_value_type(ty), half_bits(ty, value))
     return context.get_constant(ty, value)
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from numba.cuda import types
 
-from . import _compile, _dtypes, _numba, _params, simulator
+from . import _compile, _dtypes, _mlir, _numba, _params, simulator
 from ._callback import Callback
 from ._errors import TilesError, error
 from ._target import Target
@@ -303,8 +303,11 @@ class Spec:
                                      if isinstance(shape, tuple) and len(shape) == 1})
         return instance, parsed
 
-    def typing_signature(self, args, kws, origins=None):
-        _, _, debug = _numba.target_flags()
+    def typing_signature(self, args, kws, origins=None, debug=None):
+        """The call's signature for the types ``args`` and ``kws`` (numba.cuda's; ``origins``: `_numba.typing_call`'s,
+        or None; ``debug``: whether the kernel is a debug build, by default numba-cuda's flags say)."""
+        if debug is None:
+            _, _, debug = _numba.target_flags()
         if debug:
             # On an H200 (CUDA 13.0), a -G kernel that called block_reduce then block_scan stored
             # blockIdx.x where it stored the sum: after the second call, ptxas's debug code stored
@@ -336,18 +339,25 @@ class Spec:
         positional = self.pysig.replace(parameters=params)
         return _numba.signature(instance.result, formal, positional)
 
+    def _threads(self, instance, arguments):
+        """The block the call's code needs, if known at compile time: the kernel's launch bound."""
+        if instance.threads:
+            return instance.threads
+        if "block_dim" in self.consts:
+            # The launch's block shape is a constant of the call: compile the kernel for it, so
+            # that ptxas caps its registers to fit (a 1000-thread sort otherwise fails to launch).
+            given = self.fixed["block_dim"] if "block_dim" in self.fixed else _constant(arguments["block_dim"])
+            return math.prod(self._parse("block_dim", given))
+        return 0
+
     def lower(self, context, builder, sig, args):
         cc, lineinfo, _ = _numba.target_flags()
         target = Target.for_lowering(cc, lineinfo)
         arguments = dict(zip(self.pysig.parameters, sig.args))
         instance = self.resolve_types({**arguments, **self.fixed})
-        if instance.threads:
-            _numba.bound_threads(builder, instance.threads)
-        elif "block_dim" in self.consts:
-            # The launch's block shape is a constant of the call: compile the kernel for it, so
-            # that ptxas caps its registers to fit (a 1000-thread sort otherwise fails to launch).
-            given = self.fixed["block_dim"] if "block_dim" in self.fixed else _constant(arguments["block_dim"])
-            _numba.bound_threads(builder, math.prod(self._parse("block_dim", given)))
+        threads = self._threads(instance, arguments)
+        if threads:
+            _numba.bound_threads(builder, threads)
         library = _numba.active_library(context)
         _numba.link(library, _compile.for_call(instance, target, library))
         for symbol, pyfunc, signature in instance.functions:
@@ -373,6 +383,36 @@ class Spec:
                 continue
             passed.append((ty, _numba.constant(context, ty, default) if omitted else values[name]))
         return _numba.call_entry(context, builder, instance.symbol, passed, instance.outputs, instance.result)
+
+    def lower_mlir(self, lowerer, result, args, kws):
+        """`lower` in a numba-cuda-mlir kernel (`_mlir` emits its MLIR): ``args`` and ``kws`` are the call's
+        variables, ``result`` its result's."""
+        variables = self.pysig.bind(*args, **dict(kws)).arguments
+        given = _mlir.argument_types(lowerer, variables)
+        arguments = {name: _mlir.to_numba_cuda(ty) for name, ty in given.items()}
+        for name, p in self.pysig.parameters.items():
+            arguments.setdefault(name, types.Omitted(p.default))
+        instance = self.resolve_types({**arguments, **self.fixed})
+        if instance.functions or instance.modules or any(isinstance(ty, Callback) or "." in name
+                                                         for name, ty, _ in instance.params):
+            raise error(self.name, "this call is not supported in numba-cuda-mlir kernels yet (it compiles a user "
+                        "function, a description's code or a handle)", "compile the kernel with numba-cuda's "
+                        "@cuda.jit (see the numba-cuda-mlir guide)")
+        cc, lineinfo = _mlir.target_flags(lowerer)
+        threads = self._threads(instance, arguments)
+        if threads:
+            _mlir.bound_threads(lowerer, threads)
+        target = Target.for_lowering(cc, lineinfo)
+        _mlir.link(lowerer, _compile.for_call(instance, target, _mlir.code_library(lowerer)))
+        passed = []
+        for name, ty, default in instance.params:
+            if isinstance(ty, str):
+                continue
+            if name not in variables or _left_out(arguments[name]):
+                passed.append((ty, _mlir.constant(ty, default)))
+            else:
+                passed.append((ty, _mlir.value(lowerer, variables[name], given[name], ty)))
+        _mlir.call_entry(lowerer, result, instance.symbol, passed, instance.outputs)
 
 
 def _check_temp(intrinsic, instance, temp):
@@ -423,6 +463,10 @@ def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
         call.spec = spec
         if not _numba.simulator_enabled():
             _numba.register(call, spec.typing_signature, spec.lower, TilesError)
+            if _mlir.available():
+                _mlir.register(call, spec.name,
+                               lambda args, kws, debug: spec.typing_signature(args, kws, debug=debug),
+                               spec.lower_mlir)
         return call
 
     return decorate

@@ -1,0 +1,284 @@
+"""Every place numba_tiles touches numba-cuda-mlir, the MLIR-based successor of numba-cuda: its typing and lowering
+of the spec mechanism's intrinsics (`register`) and `numba_tiles.compile` of its kernels (`compile_kernel`).
+
+numba-cuda-mlir has its own copy of Numba's types. A call's argument types are mapped to numba.cuda's
+(`to_numba_cuda`), the intrinsic's rule types them as it does numba-cuda's, and the signature is mapped back
+(`to_mlir`). Its lowering emits MLIR with the entry points' ABI of `_numba.call_entry`: arrays as (data,
+sizes, strides in items), scalars and results by pointer. Its extension API is young; where it has no public
+way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` pins each:
+
+- ``numba_cuda_mlir.tools._cached_cc``: the compute capability numba-cuda-mlir compiles for takes the host
+  GPU's from the driver even when a chip is given (`compile_kernel` sets it for the arch asked for);
+- ``numba_cuda_mlir.descriptor.mlir_target._typingctx_initialized`` / ``_targetctx_initialized``: whether
+  `register` must refresh the contexts (the first refresh makes them, which takes a second);
+- ``numba_cuda_mlir.lowering_utilities``: ``get_or_insert_function`` (an ``extern "C"`` declaration in the
+  kernel's ``gpu.module``) and ``memref_data_pointer`` (an array's data pointer);
+- the lowerer's ``alloca``, ``get_storage_type``, ``as_storage``, ``from_storage``, ``lower_cast``,
+  ``link_external_item``, ``mlir_funcOp`` and ``metadata["gpu_target"]``.
+
+Supported so far: intrinsics whose parameters are scalars, arrays and compile-time constants (the block and
+warp collectives); a description's methods, handles and user callbacks are numba-cuda's only.
+"""
+
+import functools
+import importlib.util
+import io
+import threading
+
+from numba.cuda import types
+
+from ._dtypes import half_bits
+from ._errors import error
+
+MIN_VERSION, MAX_VERSION = (0, 6), (0, 7)  # numba-cuda-mlir 0.6.*: the versions this adapter is written for
+
+
+@functools.cache
+def available():
+    """Whether numba-cuda-mlir (a supported version) is installed."""
+    if importlib.util.find_spec("numba_cuda_mlir") is None:
+        return False
+    from importlib.metadata import version
+
+    found = tuple(int(p) for p in version("numba-cuda-mlir").split(".")[:2])
+    return MIN_VERSION <= found < MAX_VERSION
+
+
+def is_kernel(value):
+    """Whether ``value`` is a numba-cuda-mlir ``@cuda.jit`` kernel (its dispatcher)."""
+    return type(value).__module__.startswith("numba_cuda_mlir.")
+
+
+# --- types ------------------------------------------------------------------------------------
+
+def _theirs():
+    from numba_cuda_mlir.numba_cuda import types as theirs
+
+    return theirs
+
+
+def _is_theirs(ty):
+    return type(ty).__module__.startswith("numba_cuda_mlir.")
+
+
+def _mapped(ty, target, back):
+    """``ty`` of the other types module as the same type in ``target``; ``back`` maps nested types."""
+    name = type(ty).__name__
+    if isinstance(ty, _literals(ty)):
+        return target.literal(ty.literal_value)
+    if name == "Omitted":
+        return target.Omitted(ty.value)
+    if name == "NoneType":
+        return target.none
+    if name == "Array":
+        return target.Array(back(ty.dtype), ty.ndim, ty.layout, readonly=not ty.mutable)
+    if name in ("UniTuple", "Tuple"):
+        return target.Tuple([back(t) for t in ty])
+    found = getattr(target, _SCALAR_NAMES.get(str(ty), str(ty)), None)
+    if isinstance(found, target.Type) and name in ("Integer", "Float", "Boolean", "Complex"):
+        return found
+    raise TypeError(f"an argument of type {ty}")
+
+
+_SCALAR_NAMES = {"__nv_bfloat16": "bfloat16"}  # (bfloat16's str is its C++ name)
+
+
+def _literals(ty):
+    """The literal type classes of ``ty``'s types module (integer, string, boolean)."""
+    module = _theirs() if _is_theirs(ty) else types
+    return module.IntegerLiteral, module.StringLiteral, module.BooleanLiteral
+
+
+def to_numba_cuda(ty):
+    """A numba-cuda-mlir type as numba.cuda's (what the intrinsics' rules are written in)."""
+    return _mapped(ty, types, to_numba_cuda) if _is_theirs(ty) else ty
+
+
+def to_mlir(ty):
+    """A numba.cuda type as numba-cuda-mlir's."""
+    return ty if _is_theirs(ty) else _mapped(ty, _theirs(), to_mlir)
+
+
+def _debug():
+    """Whether the kernel being typed is a debug build (numba-cuda-mlir's flags: debuginfo without lineinfo)."""
+    from numba_cuda_mlir.numba_cuda.core.targetconfig import ConfigStack
+
+    flags = ConfigStack.top_or_none()
+    return flags is not None and bool(flags.debuginfo) and not flags.dbg_directives_only
+
+
+# --- typing and lowering ------------------------------------------------------------------------
+
+def register(func, name, resolve, lower):
+    """Make ``func`` (the intrinsic ``name``) callable in numba-cuda-mlir kernels: ``resolve(args, kws, debug)`` → a
+    numba.cuda signature
+    for numba.cuda argument types (``debug``: whether the kernel is a debug build), ``lower(lowerer, target,
+    args, kws)`` lowers a call (numba-cuda-mlir's form: the call's variables, its result's)."""
+    from numba_cuda_mlir import extending
+    from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
+
+    theirs = _theirs()
+
+    class Template(AbstractTemplate):
+        key = func
+        prefer_literal = True  # (compile-time parameters arrive as Literal types, as with numba-cuda)
+
+        def generic(self, args, kws):
+            try:
+                args, kws = [to_numba_cuda(a) for a in args], {k: to_numba_cuda(v) for k, v in kws.items()}
+            except TypeError as exc:
+                raise error(name, f"{exc}: this call is not supported in numba-cuda-mlir kernels yet",
+                            "compile the kernel with numba-cuda's @cuda.jit (see the numba-cuda-mlir guide)") from None
+            sig = resolve(args, kws, _debug())
+            return signature(to_mlir(sig.return_type), *(to_mlir(a) for a in sig.args)).replace(pysig=sig.pysig)
+
+    extending.typing_registry.register_global(func, theirs.Function(Template))
+    extending.lower_builtin(func, theirs.VarArg(theirs.Any))(lower)
+    # numba-cuda-mlir reads its registries when it makes its typing and target contexts (its first compile):
+    # refreshed only if they are made already (the first refresh makes them, about a second).
+    from numba_cuda_mlir.descriptor import mlir_target
+
+    if mlir_target._typingctx_initialized or mlir_target._targetctx_initialized:
+        extending.refresh_registries(include_uninitialized_cuda=False)
+
+
+def argument_types(lowerer, variables):
+    """{name: numba-cuda-mlir type} of a call's variables ({name: variable})."""
+    return {name: lowerer.get_numba_type(var.name) for name, var in variables.items()}
+
+
+def target_flags(lowerer):
+    """(compute capability, lineinfo) of the kernel being lowered."""
+    return tuple(lowerer.metadata["gpu_target"]["cc"])[:2], bool(lowerer.targetoptions.get("lineinfo"))
+
+
+class _Library:
+    """What `_compile.for_call` groups the programs of one lowered function by (a weak key)."""
+
+
+def code_library(lowerer):
+    """The stand-in for the code library of the function being lowered (its intrinsics compile together)."""
+    if not hasattr(lowerer, "_numba_tiles_library"):
+        lowerer._numba_tiles_library = _Library()
+    return lowerer._numba_tiles_library
+
+
+def value(lowerer, var, given, entry):
+    """The value of the call's variable ``var`` of type ``given`` (numba-cuda-mlir's), cast to the numba.cuda type
+    ``entry`` (an array as it is)."""
+    loaded = lowerer.load_var(var)
+    wanted = to_mlir(entry)
+    if isinstance(entry, types.Array) or given == wanted:
+        return loaded
+    return lowerer.lower_cast(given, wanted, loaded)
+
+
+def constant(ty, value):
+    """An MLIR constant of the numba.cuda type ``ty`` (half types as their i16 bits, as numba-cuda-mlir holds
+    them)."""
+    from numba_cuda_mlir import models
+    from numba_cuda_mlir.lowering_utilities import constant as make
+
+    if ty in (types.float16, types.bfloat16):
+        value = half_bits(ty, value)
+    return make(value, models.mlir_data_manager.lookup(to_mlir(ty)).get_value_type())
+
+
+def _array_operands(value, ndim):
+    """An array's (data pointer, sizes..., strides... in items) from its memref."""
+    from numba_cuda_mlir._mlir import ir
+    from numba_cuda_mlir._mlir.dialects import arith, memref
+    from numba_cuda_mlir.lowering_utilities import memref_data_pointer
+
+    i64 = ir.IntegerType.get_signless(64)
+    meta = memref.extract_strided_metadata(value)  # (base, offset, sizes..., strides...)
+    sizes = [arith.index_cast(i64, meta[2 + d]) for d in range(ndim)]
+    strides = [arith.index_cast(i64, meta[2 + ndim + d]) for d in range(ndim)]
+    return [memref_data_pointer(value), *sizes, *strides]
+
+
+def call_entry(lowerer, result, symbol, arguments, outputs):
+    """Call ``extern "C" void symbol(args..., outputs*...)`` (``arguments``: (numba.cuda type, MLIR value) pairs;
+    ``outputs``: the types it writes through pointers) and store what it writes into the call's ``result``."""
+    from numba_cuda_mlir._mlir import ir
+    from numba_cuda_mlir._mlir.dialects import func, llvm
+    from numba_cuda_mlir.lowering_utilities import get_or_insert_function
+
+    operands = []
+    for ty, value_ in arguments:
+        if isinstance(ty, types.Array):
+            operands += _array_operands(value_, ty.ndim)
+            continue
+        theirs = to_mlir(ty)
+        slot = lowerer.alloca(lowerer.get_storage_type(theirs))
+        llvm.store(lowerer.as_storage(theirs, value_), slot)
+        operands.append(slot)
+    slots = [(to_mlir(ty), lowerer.alloca(lowerer.get_storage_type(to_mlir(ty)))) for ty in outputs]
+    operands += [slot for _, slot in slots]
+    callee = get_or_insert_function(symbol, ir.FunctionType.get([o.type for o in operands], []),
+                                    lowerer.mlir_gpu_module)
+    func.call([], callee.name.value, operands)
+    loaded = [lowerer.from_storage(ty, llvm.load(lowerer.get_storage_type(ty), slot)) for ty, slot in slots]
+    if loaded:
+        lowerer.store_var(result, loaded[0] if len(loaded) == 1 else tuple(loaded))
+
+
+def bound_threads(lowerer, threads):
+    """The kernel's ``nvvm.maxntid``, the largest its calls ask (a device function's calls do not bound it)."""
+    from numba_cuda_mlir._mlir import ir
+
+    if not getattr(lowerer, "_is_kernel", False):
+        return
+    attributes = lowerer.mlir_funcOp.attributes
+    if "nvvm.maxntid" in attributes and list(ir.DenseI32ArrayAttr(attributes["nvvm.maxntid"]))[0] >= threads:
+        return
+    attributes["nvvm.maxntid"] = ir.DenseI32ArrayAttr.get([threads, 1, 1])
+
+
+class _Deferred(io.BytesIO):
+    """numba-cuda-mlir reads an LTOIR's bytes by ``getvalue()`` when it resolves the kernel's links, after the
+    whole function is lowered: the program of all its intrinsics is made then."""
+
+    def __init__(self, code):
+        super().__init__()
+        self._code = code
+
+    def getvalue(self):
+        return self._code.data
+
+
+_linked = {}  # id of numba-cuda's LTOIR of a program → (it, numba-cuda-mlir's: the same object each time)
+_linked_lock = threading.Lock()
+
+
+def link(lowerer, code):
+    """Link ``code`` (a ``numba.cuda.LTOIR``, made lazily) into the function being lowered."""
+    from numba_cuda_mlir import cuda as theirs_cuda
+
+    with _linked_lock:
+        if id(code) not in _linked:
+            _linked[id(code)] = (code, theirs_cuda.LTOIR(_Deferred(code), name=code.name))
+        theirs = _linked[id(code)][1]
+    lowerer.link_external_item(theirs)  # (it links each object once)
+
+
+# --- compiling with no GPU ------------------------------------------------------------------------
+
+_cc_lock = threading.Lock()
+
+
+def compile_kernel(kernel, signature, cc, arch):
+    """The cubin of the numba-cuda-mlir ``kernel`` for ``signature`` (numba.cuda types or a string) and
+    ``arch`` (compute capability ``cc``), linked with its intrinsics: no GPU needed."""
+    import numba_cuda_mlir.tools as tools
+    from numba_cuda_mlir import cuda as theirs_cuda
+
+    if not isinstance(signature, str):
+        signature = tuple(to_mlir(t) for t in signature)
+    with _cc_lock:  # (numba-cuda-mlir takes the host's cc from the driver, whatever chip it is given)
+        saved = tools._cached_cc
+        tools._cached_cc = tuple(cc[:2])
+        try:
+            return bytes(theirs_cuda.compile_cubin(getattr(kernel, "py_func", kernel), signature, chip=arch))
+        finally:
+            tools._cached_cc = saved
