@@ -1,4 +1,5 @@
-"""numba-cuda's ``numba_cuda_extensions`` entry point (``init``, declared in pyproject.toml).
+"""numba-cuda's ``numba_cuda_extensions`` entry point (``init``, declared in pyproject.toml), and
+numba-cuda-mlir's ``numba_cuda_mlir_extensions``.
 
 numba-cuda calls it before a process's first kernel compile, so that numba_tiles' intrinsics
 and its adaptations of numba-cuda (line tables, device functions, ``cache=True``) are in place

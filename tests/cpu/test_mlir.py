@@ -76,6 +76,25 @@ def test_block_reduce_is_cubs_warp_shuffles_and_barriers(tmp_path):
     assert ours["SHFL"] >= 5 and ours["BAR"] >= 1 and ours["CALL"] == 0, ours
 
 
+def test_a_device_function_calls_them_and_any_arch_compiles(tmp_path):
+    """An intrinsic in a @cuda.jit(device=True) helper of numba-cuda-mlir; the cubin is the arch asked for (its ELF
+    flags), whatever the host (numba-cuda-mlir takes the host's from the driver: `_mlir.compile_kernel`)."""
+    import struct
+
+    @mlir_cuda.jit(device=True)
+    def total(v):
+        return tiles.block_reduce(v, "+", block_dim=128)
+
+    @mlir_cuda.jit
+    def kernel(x, out):
+        out[mlir_cuda.blockIdx.x] = total(x[mlir_cuda.grid(1)])
+
+    for arch, sm in (("sm_80", 80), ("sm_90", 90), ("sm_100", 100)):
+        cubin = tiles.compile(kernel, (types.float32[::1], types.float32[::1]), arch=arch)
+        assert struct.unpack_from("<I", cubin, 0x30)[0] >> 8 & 0xFF == sm, arch
+        assert counts(sass(cubin, tmp_path))[0]["SHFL"] >= 5
+
+
 def test_misuse_is_the_same_clear_error():
     @mlir_cuda.jit
     def kernel(x, out):
@@ -97,6 +116,18 @@ def test_a_call_with_a_user_function_is_refused_naming_the_compiler_that_takes_i
     with pytest.raises(tiles.TilesError, match=r"tiles\.block_reduce: .*not supported in numba-cuda-mlir kernels yet"
                                                r".*Fix: compile the kernel with numba-cuda's @cuda\.jit"):
         tiles.compile(kernel, (types.float32[::1], types.float32[::1]), arch="sm_90")
+
+
+def test_numba_cuda_mlirs_extension_loader_imports_us():
+    """Our numba_cuda_mlir_extensions entry point: numba-cuda-mlir's loader (on its launch path) imports numba_tiles,
+    whose import registers the intrinsics."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom numba_cuda_mlir.numba_cuda.core import entrypoints\nentrypoints.init_all()\n"
+            "print('numba_tiles' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True"], done.stdout + done.stderr
 
 
 def test_the_numba_cuda_mlir_hooks_the_adapter_uses_are_there():
