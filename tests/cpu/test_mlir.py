@@ -35,7 +35,22 @@ CASES = {
                                        "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
     "warp_reduce": "out[i] = tiles.warp_reduce(x[i], 'min')",
     "warp_scan": "out[i] = tiles.warp_scan(x[i], '+', exclusive=True)",
+    "warp_sum, 16 lanes": "out[i] = tiles.warp_sum(x[i], warp_size=16)",
+    "block_shuffle offset": "out[i] = tiles.block_shuffle(x[i], 'offset', block_dim=128, distance=1)",
 }
+# (the same over a loaded tile of int32 items, stored back)
+TILE = {
+    "block_sum of items": "out[i] = tiles.block_sum(items, block_dim=128, items_per_thread=4)",
+    "block_scan of items": "tiles.block_scan(items, '+', block_dim=128, items_per_thread=4)",
+    "merge sort": "tiles.block_merge_sort(items, '<', block_dim=128, items_per_thread=4)",
+    "adjacent difference": "tiles.block_adjacent_difference(items, '-', block_dim=128, items_per_thread=4)",
+    "discontinuity": "flags = cuda.local.array(4, np.int32)\n"
+                     "tiles.block_discontinuity(items, block_dim=128, items_per_thread=4, heads=flags)",
+    "histogram": "counts = cuda.shared.array(16, np.int32)\n"
+                 "tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=16)",
+}
+CASES.update({name: "tiles.block_load(x[base:], items, block_dim=128, items_per_thread=4)\n" + body + "\n"
+              "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)" for name, body in TILE.items()})
 KERNEL = """
 def kernel(x, out):
     items = cuda.local.array(4, np.{dtype})
@@ -62,7 +77,7 @@ def counts(text):
 
 @pytest.mark.parametrize("case", CASES)
 def test_each_collective_compiles_to_the_same_code_as_under_numba_cuda(case, tmp_path):
-    dtype = "int32" if "sort" in case or "exchange" in case else "float32"
+    dtype = "int32" if "sort" in case or "exchange" in case or case in TILE else "float32"
     ours, total = counts(compiled(mlir_cuda.jit, CASES[case], dtype, tmp_path))
     theirs, total_theirs = counts(compiled(cuda.jit, CASES[case], dtype, tmp_path))
     assert ours["CALL"] == 0 and ours["LDL"] == 0 and ours["STL"] == 0, ours
