@@ -172,9 +172,11 @@ def test_python_function_of_a_device_function():
 def test_constant_writes_half_types_as_bit_patterns():
     from numba.cuda import types
 
-    assert _numba._half_bits(types.float16, 1.0) == 0x3C00
-    assert _numba._half_bits(types.bfloat16, 1.0) == 0x3F80
-    assert _numba._half_bits(types.float16, np.inf) == 0x7C00
+    from numba_tiles._dtypes import half_bits
+
+    assert half_bits(types.float16, 1.0) == 0x3C00
+    assert half_bits(types.bfloat16, 1.0) == 0x3F80
+    assert half_bits(types.float16, np.inf) == 0x7C00
 
 
 def test_device_functions_compile_for_the_kernels_arch_without_a_gpu():
