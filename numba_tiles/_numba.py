@@ -40,7 +40,6 @@ import sys
 import weakref
 from dataclasses import dataclass
 
-import numpy as np
 from numba import cuda
 from numba.cuda import types
 from numba.cuda.core.errors import NumbaPerformanceWarning  # numba-cuda's own (numba.core's is another)
