@@ -552,7 +552,8 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
     or, from sm_90 on, its arch-specific form (``"sm_90a"``): what numba-cuda itself links a kernel for on
     such a GPU (Numba's part compiled for ``compute_90a``; the intrinsics' LTO-IR is the same as for sm_90).
 
-    ``pyfunc`` is a Python function or a ``@cuda.jit`` kernel; ``signature`` its argument types
+    ``pyfunc`` is a Python function or a ``@cuda.jit`` kernel (numba-cuda's, or numba-cuda-mlir's: then
+    ``output="cubin"`` only); ``signature`` its argument types
     (``"void(float32[:], float32[:])"`` or a tuple of Numba types). ``output="cubin"`` or
     ``"ptx"`` returns the bytes of the fully linked kernel; ``output="ltoir"`` returns the list of
     LTO-IR modules that the link would take (Numba's first, then the intrinsics'). ``lineinfo``
@@ -665,7 +666,8 @@ def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):
     start = time.perf_counter()
     bar = tqdm(tasks, desc="numba_tiles precompile", unit="kernel", disable=None if progress else True)
     for kernel, sig, a in bar:
-        compile(kernel, sig, arch=a, output="ltoir")  # builds (or loads) the intrinsics' LTO-IR
+        # (builds or loads the intrinsics' LTO-IR; a numba-cuda-mlir kernel's compile gives its cubin only)
+        compile(kernel, sig, arch=a, output="cubin" if _mlir.is_kernel(kernel) else "ltoir")
         done.append((getattr(kernel, "py_func", kernel).__name__, str(sig), a))
     if progress:
         print(f"numba_tiles: precompiled {len(done)} kernel signature(s) in {time.perf_counter() - start:.1f} s"

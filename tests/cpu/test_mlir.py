@@ -60,14 +60,19 @@ def kernel(x, out):
 """
 
 
-def compiled(compiler, body, dtype, tmp_path):
-    """SASS of the case's kernel made with ``compiler`` (``cuda.jit`` of numba-cuda or of numba-cuda-mlir)."""
+def kernel_of(compiler, body, dtype):
+    """The case's kernel made with ``compiler`` (``cuda.jit`` of numba-cuda or of numba-cuda-mlir)."""
     import numpy as np
 
     scope = {"cuda": mlir_cuda if compiler is mlir_cuda.jit else cuda, "tiles": tiles, "np": np}
     exec(KERNEL.format(dtype=dtype, body="\n".join("    " + line for line in body.splitlines())), scope)
+    return compiler(scope["kernel"])
+
+
+def compiled(compiler, body, dtype, tmp_path):
+    """SASS of the case's kernel made with ``compiler``."""
     ty = getattr(types, dtype)
-    return sass(tiles.compile(compiler(scope["kernel"]), (ty[::1], ty[::1]), arch="sm_90"), tmp_path)
+    return sass(tiles.compile(kernel_of(compiler, body, dtype), (ty[::1], ty[::1]), arch="sm_90"), tmp_path)
 
 
 def counts(text):
@@ -108,6 +113,19 @@ def test_a_device_function_calls_them_and_any_arch_compiles(tmp_path):
         cubin = tiles.compile(kernel, (types.float32[::1], types.float32[::1]), arch=arch)
         assert struct.unpack_from("<I", cubin, 0x30)[0] >> 8 & 0xFF == sm, arch
         assert counts(sass(cubin, tmp_path))[0]["SHFL"] >= 5
+
+
+def test_shared_memory_and_precompile_take_its_kernels():
+    """tiles.shared_memory gives a numba-cuda-mlir kernel's static shared memory and its intrinsics' buffers, as for
+    the same kernel under numba-cuda; tiles.precompile compiles it."""
+    sig = (types.int32[::1], types.int32[::1])
+    usage = {jit: tiles.shared_memory(kernel_of(jit, CASES["load, radix sort, store"], "int32"), sig, arch="sm_90")
+             for jit in (mlir_cuda.jit, cuda.jit)}
+    assert usage[mlir_cuda.jit] == usage[cuda.jit] and usage[cuda.jit]["buffers"], usage
+    kernel = kernel_of(mlir_cuda.jit, CASES["block_reduce"], "float32")
+    done = tiles.precompile(kernel, arch=["sm_80", "sm_90"], progress=False,
+                            signatures={kernel: [(types.float32[::1], types.float32[::1])]})
+    assert [arch for _, _, arch in done] == ["sm_80", "sm_90"]
 
 
 def test_misuse_is_the_same_clear_error():
