@@ -6,7 +6,8 @@ class TilesError(TypeError):
 
     The first line of its message names the intrinsic, what was wrong and the fix, e.g.
     ``tiles.block_reduce: op '%' is not supported. Fix: use one of '+', '*', 'min', ...``; raised
-    while a kernel compiles, the message goes on with the file, line and source of the call.
+    while a kernel compiles (numba-cuda's or numba-cuda-mlir's), the message goes on with the file, line and
+    source of the call.
 
     It is a Python ``TypeError``, not a Numba ``TypingError``: numba-cuda lets an
     exception that is not its own leave the compiler as it is, so ``tiles.compile``, a kernel's
@@ -30,3 +31,11 @@ class TilesError(TypeError):
 def error(intrinsic, problem, fix):
     """The `TilesError` for ``intrinsic``: what was wrong and how to fix it."""
     return TilesError(f"tiles.{intrinsic}: {problem}. Fix: {fix}.")
+
+
+def call_location(filename, line, function):
+    """Where a call stands, for the end of its `TilesError`: file, line, function and the line's source."""
+    import linecache
+
+    source = linecache.getline(filename, line).strip()
+    return f'File "{filename}", line {line}, in {function}:' + (f"\n    {source}" if source else "")

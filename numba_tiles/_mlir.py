@@ -14,7 +14,9 @@ way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` p
 - ``numba_cuda_mlir.lowering_utilities``: ``get_or_insert_function`` (an ``extern "C"`` declaration in the
   kernel's ``gpu.module``) and ``memref_data_pointer`` (an array's data pointer);
 - the lowerer's ``alloca``, ``get_storage_type``, ``as_storage``, ``from_storage``, ``lower_cast``,
-  ``link_external_item``, ``mlir_funcOp`` and ``metadata["gpu_target"]``.
+  ``link_external_item``, ``mlir_funcOp`` and ``metadata["gpu_target"]``;
+- the frame of its copy of ``ConstraintNetwork.propagate`` (its ``constraint`` and ``typeinfer``): where a
+  call being typed stands, for an error's location (`_call_location`, as `_numba.typing_call` does).
 
 Supported so far: intrinsics whose parameters are scalars, arrays and compile-time constants (the block and
 warp collectives); a description's methods, handles and user callbacks are numba-cuda's only.
@@ -28,7 +30,7 @@ import threading
 from numba.cuda import types
 
 from ._dtypes import half_bits
-from ._errors import error
+from ._errors import TilesError, call_location, error
 
 MIN_VERSION, MAX_VERSION = (0, 6), (0, 7)  # numba-cuda-mlir 0.6.*: the versions this adapter is written for
 
@@ -129,7 +131,13 @@ def register(func, name, resolve, lower):
             except TypeError as exc:
                 raise error(name, f"{exc}: this call is not supported in numba-cuda-mlir kernels yet",
                             "compile the kernel with numba-cuda's @cuda.jit (see the numba-cuda-mlir guide)") from None
-            sig = resolve(args, kws, _debug())
+            try:
+                sig = resolve(args, kws, _debug())
+            except TilesError as exc:
+                where = _call_location(func)
+                if where:
+                    exc.args = (f"{exc.args[0]}\n\n{where}", *exc.args[1:])
+                raise
             return signature(to_mlir(sig.return_type), *(to_mlir(a) for a in sig.args)).replace(pysig=sig.pysig)
 
     extending.typing_registry.register_global(func, theirs.Function(Template))
@@ -140,6 +148,29 @@ def register(func, name, resolve, lower):
 
     if mlir_target._typingctx_initialized or mlir_target._targetctx_initialized:
         extending.refresh_registries(include_uninitialized_cuda=False)
+
+
+def _call_location(func):
+    """Where the call of ``func`` numba-cuda-mlir is typing now stands (`_errors.call_location`), or None: as
+    `_numba.typing_call` finds it, in the frame of its copy of ``ConstraintNetwork.propagate``."""
+    import sys
+
+    from numba_cuda_mlir.numba_cuda.core.typeinfer import CallConstraint, ConstraintNetwork
+
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not ConstraintNetwork.propagate.__code__:
+        frame = frame.f_back
+    constraint = frame and frame.f_locals.get("constraint")
+    if not isinstance(constraint, CallConstraint):
+        return None
+    typeinfer = frame.f_locals.get("typeinfer")
+    try:
+        if typeinfer.typevars[constraint.func].getone().typing_key is not func:
+            return None
+    except Exception:  # (not typed yet, or ambiguous)
+        return None
+    loc = constraint.loc
+    return call_location(loc.filename, loc.line, getattr(getattr(typeinfer, "func_id", None), "func_qualname", "?"))
 
 
 def argument_types(lowerer, variables):

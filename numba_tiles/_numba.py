@@ -35,7 +35,6 @@ The touchpoints, each with its contract test:
 import contextlib
 import functools
 import io
-import linecache
 import sys
 import weakref
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from numba.cuda import types
 from numba.cuda.core.errors import NumbaPerformanceWarning  # numba-cuda's own (numba.core's is another)
 
 from ._dtypes import half_bits
+from ._errors import call_location
 
 __all__ = ["NumbaPerformanceWarning"]
 
@@ -126,9 +126,7 @@ def typing_call(func):
                                                              None) is not func:
         return None
     loc = constraint.loc
-    function = getattr(getattr(typeinfer, "func_id", None), "func_qualname", "?")
-    source = linecache.getline(loc.filename, loc.line).strip()
-    location = f'File "{loc.filename}", line {loc.line}, in {function}:' + (f"\n    {source}" if source else "")
+    location = call_location(loc.filename, loc.line, getattr(getattr(typeinfer, "func_id", None), "func_qualname", "?"))
     if constraint.vararg is not None:
         return CallSite(location, None)
     origins = (tuple(_origin(typeinfer, var) for var in constraint.args),

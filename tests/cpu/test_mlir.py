@@ -133,8 +133,10 @@ def test_misuse_is_the_same_clear_error():
     def kernel(x, out):
         out[0] = tiles.block_reduce(x[0], "^^", block_dim=128)
 
-    with pytest.raises(tiles.TilesError, match=re.escape("tiles.block_reduce: op '^^' is not supported. Fix:")):
+    with pytest.raises(tiles.TilesError, match=re.escape("tiles.block_reduce: op '^^' is not supported. Fix:")) as info:
         tiles.compile(kernel, (types.float32[::1], types.float32[::1]), arch="sm_90")
+    # then where the call stands, as under numba-cuda
+    assert re.search(r'File ".*test_mlir\.py", line \d+, in .*kernel:\n +out\[0\] = tiles\.block_reduce', str(info.value))
 
 
 def test_a_call_with_a_user_function_is_refused_naming_the_compiler_that_takes_it():
@@ -178,4 +180,8 @@ def test_the_numba_cuda_mlir_hooks_the_adapter_uses_are_there():
                  "load_var", "store_var", "get_numba_type"):
         assert callable(getattr(MLIRLower, name)), name
     assert hasattr(extending, "typing_registry") and callable(extending.lower_builtin)
+    from numba_cuda_mlir.numba_cuda.core.typeinfer import CallConstraint, ConstraintNetwork
+
+    assert {"constraint", "typeinfer"} <= set(ConstraintNetwork.propagate.__code__.co_varnames)
+    assert {"func", "loc"} <= set(CallConstraint.__init__.__code__.co_varnames)
     assert callable(models.mlir_data_manager.lookup)
