@@ -1,4 +1,4 @@
-"""The one error type for misuse of an intrinsic."""
+"""The one error type for misuse of an intrinsic, and where the call being typed stands (for its message)."""
 
 
 class TilesError(TypeError):
@@ -33,9 +33,30 @@ def error(intrinsic, problem, fix):
     return TilesError(f"tiles.{intrinsic}: {problem}. Fix: {fix}.")
 
 
-def call_location(filename, line, function):
-    """Where a call stands, for the end of its `TilesError`: file, line, function and the line's source."""
+def typing_site(func, propagate, call_constraint):
+    """The call of ``func`` a compiler's type inference is typing now, as ``(constraint, typeinfer, location)``, or
+    None: found by walking up the Python frames to the one running ``propagate`` (its ``ConstraintNetwork
+    .propagate``, numba-cuda's or numba-cuda-mlir's copy), whose ``constraint`` (a ``call_constraint``: the call's
+    IR variables and ``loc``) calls ``func``, and whose ``typeinfer`` holds the function's IR and types;
+    ``location`` is the call's file, line, function and source, for the end of a `TilesError`."""
     import linecache
+    import sys
 
-    source = linecache.getline(filename, line).strip()
-    return f'File "{filename}", line {line}, in {function}:' + (f"\n    {source}" if source else "")
+    code = getattr(propagate, "__code__", None)
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back
+    constraint = frame.f_locals.get("constraint") if frame is not None else None
+    if not isinstance(constraint, call_constraint):
+        return None
+    typeinfer = frame.f_locals.get("typeinfer")
+    try:
+        if typeinfer.typevars[constraint.func].getone().typing_key is not func:
+            return None
+    except Exception:  # (not typed yet, ambiguous, or not a function)
+        return None
+    loc = constraint.loc
+    function = getattr(getattr(typeinfer, "func_id", None), "func_qualname", "?")
+    source = linecache.getline(loc.filename, loc.line).strip()
+    return constraint, typeinfer, f'File "{loc.filename}", line {loc.line}, in {function}:' + (
+        f"\n    {source}" if source else "")

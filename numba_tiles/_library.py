@@ -192,7 +192,7 @@ MATHDX = Library(
 # The wgmma block of Matmul.tile and Matmul.batched (wgmma.cuh): MathDx's CuTe GMMA atoms, which need the
 # arch-specific target (sm_90a), and no cuBLASDx: a library of its own, so that its programs alone are compiled
 # for sm_90a and their key holds MathDx's headers but not cuBLASDx's version (whose long-compile notice they
-# would earn: one takes about 3 s of NVRTC).
+# would earn: one takes about 2 s of NVRTC).
 CUTE_SM90A = dataclasses.replace(
     MATHDX, name="numba_tiles.cute.sm90a", arch_specific=True,
     versions=lambda: {**_cub_versions(),

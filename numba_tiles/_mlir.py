@@ -26,11 +26,12 @@ import functools
 import importlib.util
 import io
 import threading
+import weakref
 
 from numba.cuda import types
 
 from ._dtypes import half_bits
-from ._errors import TilesError, call_location, error
+from ._errors import TilesError, error, typing_site
 
 MIN_VERSION, MAX_VERSION = (0, 6), (0, 7)  # numba-cuda-mlir 0.6.*: the versions this adapter is written for
 
@@ -48,7 +49,7 @@ def available():
 
 def is_kernel(value):
     """Whether ``value`` is a numba-cuda-mlir ``@cuda.jit`` kernel (its dispatcher)."""
-    return type(value).__module__.startswith("numba_cuda_mlir.")
+    return _is_theirs(value)
 
 
 # --- types ------------------------------------------------------------------------------------
@@ -59,8 +60,9 @@ def _theirs():
     return theirs
 
 
-def _is_theirs(ty):
-    return type(ty).__module__.startswith("numba_cuda_mlir.")
+def _is_theirs(value):
+    """Whether ``value`` (a type, a kernel) is numba-cuda-mlir's."""
+    return type(value).__module__.startswith("numba_cuda_mlir.")
 
 
 def _mapped(ty, target, back):
@@ -113,9 +115,9 @@ def _debug():
 
 def register(func, name, resolve, lower):
     """Make ``func`` (the intrinsic ``name``) callable in numba-cuda-mlir kernels: ``resolve(args, kws, debug)`` → a
-    numba.cuda signature
-    for numba.cuda argument types (``debug``: whether the kernel is a debug build), ``lower(lowerer, target,
-    args, kws)`` lowers a call (numba-cuda-mlir's form: the call's variables, its result's)."""
+    numba.cuda signature for numba.cuda argument types (``debug``: whether the kernel is a debug build);
+    ``lower(lowerer, target, args, kws)`` lowers a call (numba-cuda-mlir's form: the call's variables, its
+    result's)."""
     from numba_cuda_mlir import extending
     from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
 
@@ -151,26 +153,12 @@ def register(func, name, resolve, lower):
 
 
 def _call_location(func):
-    """Where the call of ``func`` numba-cuda-mlir is typing now stands (`_errors.call_location`), or None: as
-    `_numba.typing_call` finds it, in the frame of its copy of ``ConstraintNetwork.propagate``."""
-    import sys
-
+    """Where the call of ``func`` numba-cuda-mlir is typing now stands, or None (`_errors.typing_site`, in the
+    frame of its copy of ``ConstraintNetwork.propagate``, as `_numba.typing_call` finds numba-cuda's)."""
     from numba_cuda_mlir.numba_cuda.core.typeinfer import CallConstraint, ConstraintNetwork
 
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code is not ConstraintNetwork.propagate.__code__:
-        frame = frame.f_back
-    constraint = frame and frame.f_locals.get("constraint")
-    if not isinstance(constraint, CallConstraint):
-        return None
-    typeinfer = frame.f_locals.get("typeinfer")
-    try:
-        if typeinfer.typevars[constraint.func].getone().typing_key is not func:
-            return None
-    except Exception:  # (not typed yet, or ambiguous)
-        return None
-    loc = constraint.loc
-    return call_location(loc.filename, loc.line, getattr(getattr(typeinfer, "func_id", None), "func_qualname", "?"))
+    site = typing_site(func, ConstraintNetwork.propagate, CallConstraint)
+    return site and site[2]
 
 
 def argument_types(lowerer, variables):
@@ -278,7 +266,7 @@ class _Deferred(io.BytesIO):
         return self._code.data
 
 
-_linked = {}  # id of numba-cuda's LTOIR of a program → (it, numba-cuda-mlir's: the same object each time)
+_linked = weakref.WeakKeyDictionary()  # numba-cuda's LTOIR of a program → numba-cuda-mlir's (the same each time)
 _linked_lock = threading.Lock()
 
 
@@ -287,9 +275,9 @@ def link(lowerer, code):
     from numba_cuda_mlir import cuda as theirs_cuda
 
     with _linked_lock:
-        if id(code) not in _linked:
-            _linked[id(code)] = (code, theirs_cuda.LTOIR(_Deferred(code), name=code.name))
-        theirs = _linked[id(code)][1]
+        if code not in _linked:
+            _linked[code] = theirs_cuda.LTOIR(_Deferred(code), name=code.name)
+        theirs = _linked[code]
     lowerer.link_external_item(theirs)  # (it links each object once)
 
 

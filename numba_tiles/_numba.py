@@ -44,7 +44,7 @@ from numba.cuda import types
 from numba.cuda.core.errors import NumbaPerformanceWarning  # numba-cuda's own (numba.core's is another)
 
 from ._dtypes import half_bits
-from ._errors import call_location
+from ._errors import typing_site
 
 __all__ = ["NumbaPerformanceWarning"]
 
@@ -115,18 +115,10 @@ def typing_call(func):
         from numba.cuda.core.typeinfer import CallConstraint, ConstraintNetwork
     except ImportError:
         return None
-    anchor = getattr(getattr(ConstraintNetwork, "propagate", None), "__code__", None)
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code is not anchor:
-        frame = frame.f_back
-    if frame is None:
+    site = typing_site(func, getattr(ConstraintNetwork, "propagate", None), CallConstraint)
+    if site is None:
         return None
-    constraint, typeinfer = frame.f_locals.get("constraint"), frame.f_locals.get("typeinfer")
-    if not isinstance(constraint, CallConstraint) or getattr(_type_of(typeinfer, constraint.func), "typing_key",
-                                                             None) is not func:
-        return None
-    loc = constraint.loc
-    location = call_location(loc.filename, loc.line, getattr(getattr(typeinfer, "func_id", None), "func_qualname", "?"))
+    constraint, typeinfer, location = site
     if constraint.vararg is not None:
         return CallSite(location, None)
     origins = (tuple(_origin(typeinfer, var) for var in constraint.args),

@@ -98,9 +98,8 @@ def prepare(name, mm, stages, a, b, stream=0):
     thread; A's and B's leading dimensions must be multiples of 16 bytes and their data 16-byte aligned."""
     itemsize = np.dtype(mm.dtype).itemsize
     for param, array, order in (("a", a, mm.arrangement[0]), ("b", b, mm.arrangement[1])):
-        unit, ld = (1, 0) if order == "row_major" else (0, 1)
-        lead = array.strides[ld]
-        if array.strides[unit] != itemsize or lead % 16 or lead <= 0 or array.__cuda_array_interface__["data"][0] % 16:
+        ld = 0 if order == "row_major" else 1
+        if not _tensor_maps.fits(array, order):
             raise error(name, f"{param} ({array.shape}, strides {array.strides} bytes) is not {order} with a leading "
                         "dimension of a multiple of 16 bytes and 16-byte aligned data, as TMA needs",
                         f"pass a {order} array whose {'rows' if ld == 0 else 'columns'} start every multiple of "
