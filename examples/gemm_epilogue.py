@@ -27,6 +27,7 @@ ALIGNED = None if cuda.config.ENABLE_CUDASIM else 16  # (the simulator has no al
 # erf GELU with 1 + erf(...) took 4 conversions and 2 float64 operations an item, a quarter of an H100's 8192^3
 # bf16 GEMM's time)
 ZERO, ONE, HALF, SQRT_HALF = float32(0), float32(1), float32(0.5), float32(math.sqrt(0.5))
+SQRT_2_PI, CUBIC = float32(math.sqrt(2 / math.pi)), float32(0.044715)
 
 
 @cuda.jit(device=True)
@@ -40,6 +41,14 @@ def bias_gelu(value, row, col, bias):
     """gelu(value + bias[col]) (the erf form, PyTorch's default)."""
     v = value + bias[col]
     return HALF * v * (ONE + math.erf(v * SQRT_HALF))
+
+
+@cuda.jit(device=True, fastmath=True)
+def bias_gelu_tanh(value, row, col, bias):
+    """gelu(value + bias[col]) in the tanh form (cuBLASLt's GELU epilogue, PyTorch's ``approximate="tanh"``):
+    under ``fastmath=True`` the tanh is one instruction (MUFU.TANH), the item's whole epilogue a dozen."""
+    v = value + bias[col]
+    return HALF * v * (ONE + math.tanh(SQRT_2_PI * (v + CUBIC * v * v * v)))
 
 
 @cuda.jit(device=True)

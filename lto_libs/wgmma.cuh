@@ -225,7 +225,9 @@ struct wgmma_block {
     constexpr unsigned U = 16 / sizeof(TD);
     const unsigned r0 = warp * 16 + lane / 4, q = 2 * (lane % 4), swizzle = r0 % 8;
     char* const row_start = mine + r0 * 128 + q % U * sizeof(TD);
-    const auto to_stage = [&](auto blend) {  // (blend: a compile-time bool, so that beta == 0 costs nothing)
+    // (blend, checked: compile-time bools, so that beta == 0 costs nothing, nor, for the warpgroups' rows and
+    // columns all inside C, the test of each item before its epilogue)
+    const auto to_stage = [&](auto blend, auto checked) {
 #pragma unroll
       for (int j = 0; j < N / 8; ++j) {
 #pragma unroll
@@ -240,10 +242,11 @@ struct wgmma_block {
           }
           if constexpr (Fused) {
             const long long row = row0 + 64 * w + r0 + 8 * h, col = col0 + 8 * j + q;
-            if (row < rows) {  // (only items inside C: the epilogue may index arrays of C's rows or columns)
+            // (only items inside C: the epilogue may index arrays of C's rows or columns)
+            if (!decltype(checked)::value || row < rows) {
 #pragma unroll
               for (int e = 0; e < 2; ++e) {
-                if (col + e < cols) x[e] = fin(x[e], row, col + e);
+                if (!decltype(checked)::value || col + e < cols) x[e] = fin(x[e], row, col + e);
               }
             }
           }
@@ -258,10 +261,17 @@ struct wgmma_block {
         }
       }
     };
-    if (beta != 0.0f) {
-      to_stage(cuda::std::true_type{});
+    const auto blended = [&](auto checked) {
+      if (beta != 0.0f) {
+        to_stage(cuda::std::true_type{}, checked);
+      } else {
+        to_stage(cuda::std::false_type{}, checked);
+      }
+    };
+    if (!Fused || (row0 + 64 * (w + 1) <= rows && col0 + N <= cols)) {
+      blended(cuda::std::false_type{});
     } else {
-      to_stage(cuda::std::false_type{});
+      blended(cuda::std::true_type{});
     }
     bulk_fence();
     warpgroup_barrier(w);

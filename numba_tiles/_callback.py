@@ -28,6 +28,7 @@ class Callback:
     value: types.Type
     coordinates: int
     extras: tuple
+    fastmath: bool = False  # the device function's own ``fastmath=True``, kept in our compile of it
 
     @property
     def signature(self):
@@ -38,7 +39,7 @@ class Callback:
         """The pointer-ABI function the C++ calls (defined in the kernel's module)."""
         code = self.pyfunc.__code__
         origin = (f"{self.pyfunc.__module__}.{self.pyfunc.__qualname__}:{code.co_code.hex()}:{code.co_consts}:"
-                  f"{self.signature}")
+                  f"{self.signature}:{self.fastmath}")
         return f"numba_tiles_epilogue_{self.pyfunc.__name__}_{hashlib.sha256(origin.encode()).hexdigest()[:12]}"
 
     @property
@@ -79,23 +80,22 @@ PARAMETERS = {2: ("value", "row", "col"), 3: ("value", "item", "row", "col")}
 
 
 def parse(intrinsic, value):
-    """The ``epilogue=`` argument: None or a ``@cuda.jit(device=True)`` function (its Python function)."""
+    """The ``epilogue=`` argument: None or a ``@cuda.jit(device=True)`` function."""
     if value is None:
         return None
-    pyfunc = _numba.python_function(value)
-    if pyfunc is None:
+    if _numba.python_function(value) is None:
         raise error(intrinsic, f"epilogue must be a @cuda.jit(device=True) function, got {value!r}",
                     "define it as @cuda.jit(device=True) def epilogue(value, row, col, ...) returning the "
                     "item's new value, and pass epilogue=epilogue")
-    return pyfunc
+    return value
 
 
-def bind(intrinsic, pyfunc, extras, value, coordinates, names):
-    """The `Callback` of ``pyfunc`` (``epilogue=``, or None) for items of Numba type ``value``, with
+def bind(intrinsic, function, extras, value, coordinates, names):
+    """The `Callback` of ``function`` (``epilogue=``, or None) for items of Numba type ``value``, with
     ``coordinates`` int64 coordinates (``names``, for messages) and ``extras`` (the type of
     ``epilogue_args=``: a tuple, or None); compiled now, so that a function that does not compile for
     these types is an error of this call."""
-    if pyfunc is None:
+    if function is None:
         if extras is not None:
             raise error(intrinsic, "epilogue_args given without an epilogue",
                         "pass epilogue=<a @cuda.jit(device=True) function> too, or leave epilogue_args out")
@@ -107,12 +107,15 @@ def bind(intrinsic, pyfunc, extras, value, coordinates, names):
     else:
         raise error(intrinsic, f"epilogue_args must be a tuple of the values the epilogue takes after "
                     f"({', '.join(names)}), got {extras}", "pass epilogue_args=(bias,) (a 1-tuple has a comma)")
-    callback = Callback(pyfunc, types.unliteral(value), coordinates, tuple(types.unliteral(t) for t in extras))
+    pyfunc = _numba.python_function(function)
+    callback = Callback(pyfunc, types.unliteral(value), coordinates, tuple(types.unliteral(t) for t in extras),
+                        _numba.fastmath(function))
     if not _numba.simulator_enabled():
         from . import _compile
 
         try:
-            _compile.python_function(callback.body, pyfunc, callback.signature, _numba.target_flags()[0])
+            _compile.python_function(callback.body, pyfunc, callback.signature, _numba.target_flags()[0],
+                                     callback.fastmath)
         except Exception as exc:  # noqa: BLE001 (Numba's typing and lowering errors: the user's code)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise error(intrinsic, f"the epilogue {pyfunc.__name__} does not compile for {callback.signature.args} "

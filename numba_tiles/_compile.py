@@ -80,8 +80,9 @@ def options(library, target, output="ltoir"):
 _functions = {}  # (symbol, cc) → LTO-IR of a user's Python function
 
 
-def python_function(symbol, pyfunc, signature, cc):
-    """A user's Python function (an op) compiled by Numba to LTO-IR under ``symbol`` (C ABI), memoized.
+def python_function(symbol, pyfunc, signature, cc, fastmath=False):
+    """A user's Python function (an op) compiled by Numba to LTO-IR under ``symbol`` (C ABI), memoized
+    (``fastmath``: the device function's own option; its symbol tells the two compiles apart).
 
     Like the intrinsics' programs, one object per symbol and arch is shared by every code
     library that needs it, so the symbol is defined once in any link.
@@ -90,7 +91,7 @@ def python_function(symbol, pyfunc, signature, cc):
         found = _functions.get((symbol, cc))
         if found is None:
             found = _functions[symbol, cc] = _numba.ltoir(
-                f"{symbol}.ltoir", _numba.compile_device_ltoir(pyfunc, signature, symbol, cc))
+                f"{symbol}.ltoir", _numba.compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath))
         return found
 
 

@@ -508,10 +508,10 @@ def device_functions_for(cc, fresh=False):
             del cls.overloads
 
 
-def compile_device_ltoir(pyfunc, signature, symbol, cc):
+def compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath=False):
     """A ``@cuda.jit(device=True)`` function's LTO-IR with C ABI under ``symbol``."""
     code, _ = cuda.compile(pyfunc, signature, device=True, abi="c", abi_info={"abi_name": symbol},
-                           output="ltoir", cc=cc)
+                           output="ltoir", cc=cc, fastmath=fastmath)
     return code
 
 
@@ -669,6 +669,11 @@ def link_line_info_with_nvrtc():
 def python_function(value):
     """The Python function of a ``@cuda.jit(device=True)`` function (compiled or simulated), else None."""
     return getattr(value, "py_func", None) if isinstance(value, _device_function_types()) else None
+
+
+def fastmath(value):
+    """Whether the ``@cuda.jit(device=True)`` function ``value`` was declared with ``fastmath=True``."""
+    return bool(getattr(value, "targetoptions", {}).get("fastmath"))
 
 
 def _device_function_types():

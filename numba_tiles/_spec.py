@@ -68,7 +68,7 @@ class Instance:
     result: types.Type
     params: tuple
     prelude: str = ""  # C++ declarations the template needs (a user op's functor)
-    functions: tuple = ()  # (symbol, Python function, Numba signature): compiled by Numba and linked in
+    functions: tuple = ()  # (symbol, Python function, Numba signature, fastmath): compiled by Numba and linked in
     modules: tuple = ()  # LTO-IR another producer made (``numba.cuda.LTOIR``\ s: libmathdx's), linked in
     storage: str = ""  # the C++ type of its shared temp storage ("" for none)
     threads: int = 0  # the block's threads its code needs, when the rule fixes them (the kernel's launch bound)
@@ -360,8 +360,8 @@ class Spec:
             _numba.bound_threads(builder, threads)
         library = _numba.active_library(context)
         _numba.link(library, _compile.for_call(instance, target, library))
-        for symbol, pyfunc, signature in instance.functions:
-            _numba.link(library, _compile.python_function(symbol, pyfunc, signature, cc))
+        for symbol, pyfunc, signature, fastmath in instance.functions:
+            _numba.link(library, _compile.python_function(symbol, pyfunc, signature, cc, fastmath))
         for code in instance.modules:
             _numba.link(library, code)
 
@@ -378,7 +378,7 @@ class Spec:
             omitted = given is None or _left_out(given)
             if isinstance(ty, Callback):
                 ty.define(context, builder)
-                _numba.link(library, _compile.python_function(ty.body, ty.pyfunc, ty.signature, cc))
+                _numba.link(library, _compile.python_function(ty.body, ty.pyfunc, ty.signature, cc, ty.fastmath))
                 passed.append((types.voidptr, _numba.pointer_to(context, builder, given, None if omitted else values[name])))
                 continue
             passed.append((ty, _numba.constant(context, ty, default) if omitted else values[name]))

@@ -96,6 +96,7 @@ class UserOp:
 
     def __init__(self, function, result=None):
         self.py_func = _numba.python_function(function)
+        self.fastmath = _numba.fastmath(function)
         self.name = self.py_func.__name__
         self.result = result  # a fixed result type (bool for comparators), else the element type
         self.ufunc = _PythonUfunc(self.py_func)
@@ -121,7 +122,7 @@ class BoundUserOp:
         self.name, self.ufunc = op.name, op.ufunc
         result = op.result or dtype.numba
         code = op.py_func.__code__
-        origin = f"{op.py_func.__module__}.{op.py_func.__qualname__}:{code.co_code.hex()}:{code.co_consts}:{result}({dtype.name})"
+        origin = f"{op.py_func.__module__}.{op.py_func.__qualname__}:{code.co_code.hex()}:{code.co_consts}:{result}({dtype.name}):{op.fastmath}"
         self.symbol = f"numba_tiles_op_{op.name}_{hashlib.sha256(origin.encode()).hexdigest()[:12]}"
         self.cxx = f"{self.symbol}_functor"
         result_cxx = "bool" if result == types.boolean else dtype.cxx
@@ -132,7 +133,7 @@ class BoundUserOp:
                 f"  __device__ {result_cxx} operator()(const {dtype.cxx}& a, const {dtype.cxx}& b) const {{\n"
                 f"    return {self.symbol}(a, b);\n  }}\n}};\n"
             ),
-            "functions": ((self.symbol, op.py_func, result(dtype.numba, dtype.numba)),),
+            "functions": ((self.symbol, op.py_func, result(dtype.numba, dtype.numba), op.fastmath),),
         }
 
 

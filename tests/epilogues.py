@@ -88,17 +88,22 @@ def batch(rng, tile, block_dim, precision, out, implementation, stages=2):
     _check(d_c.copy_to_host(), blended * per_item[:, None, None] * scale[None, :, None] + bias, out, kind)
 
 
-def tile(rng, shape, out, implementation):
-    """Matmul.tile by ``implementation``: C = gelu(alpha A @ B + beta C + bias[col]), bf16 A and B."""
+def tile(rng, shape, out, implementation, tanh=False):
+    """Matmul.tile by ``implementation``: C = gelu(alpha A @ B + beta C + bias[col]), bf16 A and B; ``tanh``: the
+    tanh form under fastmath (examples/gemm_epilogue.py's ``bias_gelu_tanh``), with beta 0."""
     mm = tiles.Matmul(shape, "int16", precision="bf16", block_dim=32 if shape[0] < 64 else None)
     m, n, k = (int(v) for v in rng.integers(2, 5, 3) * np.array(shape) + rng.integers(1, 100, 3) // 8 * 8)
     a, b = _operands(rng, (m, k), (k, n), "bf16")
     c = _c(rng, (m, n), out)
     bias = rng.standard_normal(n).astype(np.float32)
     alpha, beta = _scales(rng)
+    beta = 0.0 if tanh else beta
     d_c = cuda.to_device(c)
     ops = mm.operands(cuda.to_device(a), cuda.to_device(b), d_c, implementation=implementation)
-    mm.launch(gemm_epilogue.make_tile_gemm(mm, gemm_epilogue.bias_gelu), ops, alpha, beta, (cuda.to_device(bias),))
+    epilogue = gemm_epilogue.bias_gelu_tanh if tanh else gemm_epilogue.bias_gelu
+    mm.launch(gemm_epilogue.make_tile_gemm(mm, epilogue), ops, alpha, beta, (cuda.to_device(bias),))
     kind = "bf16" if out == "int16" else None
     v = alpha * matrices.values(a, "bf16") @ matrices.values(b, "bf16") + beta * matrices.values(c, kind) + bias
-    _check(d_c.copy_to_host(), 0.5 * v * (1 + np.vectorize(math.erf)(v * math.sqrt(0.5))), out, kind)
+    gelu = (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)) if tanh
+            else 1 + np.vectorize(math.erf)(v * math.sqrt(0.5)))
+    _check(d_c.copy_to_host(), 0.5 * v * gelu, out, kind)

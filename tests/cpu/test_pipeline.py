@@ -101,6 +101,23 @@ def assert_wgmma_not_serialized(text):
     assert products >= 2 and waits < products, f"{products} HGMMA, {waits} WARPGROUP.DEPBAR: serialized"
 
 
+def test_an_epilogue_keeps_its_fastmath_and_inner_tiles_skip_the_edge_tests(tmp_path):
+    """examples/gemm_epilogue.py's tanh GELU, declared ``fastmath=True``, in the wgmma tile's store: its tanh is
+    MUFU.TANH (libdevice's tanhf without fastmath), and the warpgroups inside C run a copy of the store loop with no
+    test of each item's row and column: some MUFU.TANH there are unpredicated."""
+    from examples import gemm_epilogue
+
+    found = {}
+    for name, epilogue in (("fast", gemm_epilogue.bias_gelu_tanh), ("precise", cuda.jit(device=True)(
+            gemm_epilogue.bias_gelu_tanh.py_func))):
+        kernel = gemm_epilogue.make_tile_gemm(MM, epilogue)
+        signature = (MM.operands_type("int16"), types.float32, types.float32, types.Tuple((types.float32[::1],)))
+        found[name] = [line for line in sass(tiles.compile(kernel, signature, arch="sm_90a"), tmp_path).splitlines()
+                       if "MUFU.TANH" in line]
+    assert not found["precise"] and found["fast"], {k: len(v) for k, v in found.items()}
+    assert [line for line in found["fast"] if "@" not in line.split("*/")[1]], "every tanh behind an edge test"
+
+
 @pytest.mark.filterwarnings("ignore::numba.cuda.core.errors.NumbaPerformanceWarning")  # (serialized, as it says)
 def test_debug_builds_keep_the_launch_check_message(tmp_path, monkeypatch):
     """NUMBA_TILES_DEBUG=1 compiles the launch check's message in (wgmma then serialized, as any call makes them);
