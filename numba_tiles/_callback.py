@@ -8,12 +8,11 @@ that unpacks the values from one pointer and calls it; the C++ calls that throug
 nvJitLink inlines both into the store's loop.
 """
 
-import hashlib
 from dataclasses import dataclass
 
 from numba.cuda import types
 
-from . import _numba
+from . import _compile, _numba
 from ._errors import error
 
 
@@ -37,10 +36,7 @@ class Callback:
     @property
     def symbol(self):
         """The pointer-ABI function the C++ calls (defined in the kernel's module)."""
-        code = self.pyfunc.__code__
-        origin = (f"{self.pyfunc.__module__}.{self.pyfunc.__qualname__}:{code.co_code.hex()}:{code.co_consts}:"
-                  f"{self.signature}:{self.fastmath}")
-        return f"numba_tiles_epilogue_{self.pyfunc.__name__}_{hashlib.sha256(origin.encode()).hexdigest()[:12]}"
+        return _compile.function_symbol("epilogue", self.pyfunc, self.signature, self.fastmath)
 
     @property
     def body(self):
@@ -83,7 +79,7 @@ def parse(intrinsic, value):
     """The ``epilogue=`` argument: None or a ``@cuda.jit(device=True)`` function."""
     if value is None:
         return None
-    if _numba.python_function(value) is None:
+    if _compile.device_function(value) is None:
         raise error(intrinsic, f"epilogue must be a @cuda.jit(device=True) function, got {value!r}",
                     "define it as @cuda.jit(device=True) def epilogue(value, row, col, ...) returning the "
                     "item's new value, and pass epilogue=epilogue")
@@ -107,12 +103,10 @@ def bind(intrinsic, function, extras, value, coordinates, names):
     else:
         raise error(intrinsic, f"epilogue_args must be a tuple of the values the epilogue takes after "
                     f"({', '.join(names)}), got {extras}", "pass epilogue_args=(bias,) (a 1-tuple has a comma)")
-    pyfunc = _numba.python_function(function)
+    pyfunc = _compile.device_function(function)
     callback = Callback(pyfunc, types.unliteral(value), coordinates, tuple(types.unliteral(t) for t in extras),
                         _numba.fastmath(function))
     if not _numba.simulator_enabled():
-        from . import _compile
-
         try:
             _compile.python_function(callback.body, pyfunc, callback.signature, _numba.target_flags()[0],
                                      callback.fastmath)

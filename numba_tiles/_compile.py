@@ -77,21 +77,55 @@ def options(library, target, output="ltoir"):
     return flags
 
 
-_functions = {}  # (symbol, cc) → LTO-IR of a user's Python function
+def device_function(value):
+    """The Python function of ``value``, a ``@cuda.jit(device=True)`` function of numba-cuda (or its simulator's)
+    or of numba-cuda-mlir, else None."""
+    return _numba.python_function(value) or _mlir.python_function(value)
 
 
-def python_function(symbol, pyfunc, signature, cc, fastmath=False):
-    """A user's Python function (an op) compiled by Numba to LTO-IR under ``symbol`` (C ABI), memoized
-    (``fastmath``: the device function's own option; its symbol tells the two compiles apart).
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+_kept = []  # functions whose symbol holds their id (kept alive: an id is unique while its object lives)
+
+
+def function_symbol(kind, pyfunc, *more):
+    """The C symbol under which a user's function ``pyfunc`` is compiled for an intrinsic (``kind``: "op",
+    "epilogue"): its name as an identifier (a lambda's is ``<lambda>``) and a digest of its code, of the values
+    its closure holds (Numba freezes them into the code: two functions of one factory differ only there) and of
+    ``more`` (what else changes the code: the types, fastmath). A closure of other than plain values is told
+    apart by the function's identity."""
+    import hashlib
+
+    code = pyfunc.__code__
+    cells = tuple(cell.cell_contents for cell in pyfunc.__closure__ or ())
+    plain = all(isinstance(v, _PLAIN) or (isinstance(v, tuple) and all(isinstance(x, _PLAIN) for x in v))
+                for v in cells)
+    if not plain:
+        with _lock:
+            if not any(f is pyfunc for f in _kept):
+                _kept.append(pyfunc)
+    origin = ":".join(map(str, (pyfunc.__module__, pyfunc.__qualname__, code.co_code.hex(), code.co_consts,
+                                cells if plain else f"id {id(pyfunc)}", *more)))
+    name = re.sub(r"\W", "_", pyfunc.__name__)
+    return f"numba_tiles_{kind}_{name}_{hashlib.sha256(origin.encode()).hexdigest()[:12]}"
+
+
+_functions = {}  # (symbol, cc, mlir) → LTO-IR of a user's Python function
+
+
+def python_function(symbol, pyfunc, signature, cc, fastmath=False, mlir=False):
+    """A user's Python function (an op) compiled to LTO-IR under ``symbol`` (C ABI), memoized: by numba-cuda, or
+    (``mlir``) by numba-cuda-mlir, the compiler of the kernel that calls it (``fastmath``: the device
+    function's own option; its symbol tells the two compiles apart).
 
     Like the intrinsics' programs, one object per symbol and arch is shared by every code
     library that needs it, so the symbol is defined once in any link.
     """
     with _lock:
-        found = _functions.get((symbol, cc))
+        found = _functions.get((symbol, cc, mlir))
         if found is None:
-            found = _functions[symbol, cc] = _numba.ltoir(
-                f"{symbol}.ltoir", _numba.compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath))
+            compiler = _mlir if mlir else _numba
+            found = _functions[symbol, cc, mlir] = _numba.ltoir(
+                f"{symbol}.ltoir", compiler.compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath))
         return found
 
 

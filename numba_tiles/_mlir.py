@@ -14,12 +14,16 @@ way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` p
 - ``numba_cuda_mlir.lowering_utilities``: ``get_or_insert_function`` (an ``extern "C"`` declaration in the
   kernel's ``gpu.module``) and ``memref_data_pointer`` (an array's data pointer);
 - the lowerer's ``alloca``, ``get_storage_type``, ``as_storage``, ``from_storage``, ``lower_cast``,
-  ``link_external_item``, ``mlir_funcOp`` and ``metadata["gpu_target"]``;
+  ``link_external_item``, ``mlir_funcOp``, ``metadata["gpu_target"]``, and ``get_numba_type`` and
+  ``store_var`` (a description's attribute);
+- ``numba_cuda_mlir.descriptor.MLIRDispatcher``: what a ``@cuda.jit(device=True)`` function is (an op);
 - the frame of its copy of ``ConstraintNetwork.propagate`` (its ``constraint`` and ``typeinfer``): where a
   call being typed stands, for an error's location (`_call_location`, as `_numba.typing_call` does).
 
 Supported so far: intrinsics whose parameters are scalars, arrays and compile-time constants (the block and
-warp collectives); a description's methods, handles and user callbacks are numba-cuda's only.
+warp collectives, the shared-tile matmul), user ops and comparisons among them (compiled by numba-cuda-mlir,
+`compile_device_ltoir`), and descriptions (`register_description`: their constants and the methods of that
+kind); handles (``Matmul.operands``) and epilogues are numba-cuda's only.
 """
 
 import functools
@@ -52,6 +56,15 @@ def is_kernel(value):
     return _is_theirs(value)
 
 
+def python_function(value):
+    """The Python function of ``value``, a numba-cuda-mlir ``@cuda.jit(device=True)`` function, else None."""
+    if not (_is_theirs(value) and available()):
+        return None
+    from numba_cuda_mlir.descriptor import MLIRDispatcher
+
+    return value.py_func if isinstance(value, MLIRDispatcher) and value.targetoptions.get("device") else None
+
+
 # --- types ------------------------------------------------------------------------------------
 
 def _theirs():
@@ -74,6 +87,8 @@ def _mapped(ty, target, back):
         return target.Omitted(ty.value)
     if name == "NoneType":
         return target.none
+    if isinstance(ty, (types.Dispatcher, _theirs().Dispatcher)):  # (an op's device function: `_spec` reads it back)
+        return target.Dispatcher(ty.dispatcher)
     if name == "Array":
         return target.Array(back(ty.dtype), ty.ndim, ty.layout, readonly=not ty.mutable)
     if name in ("UniTuple", "Tuple"):
@@ -150,6 +165,47 @@ def register(func, name, resolve, lower):
 
     if mlir_target._typingctx_initialized or mlir_target._targetctx_initialized:
         extending.refresh_registries(include_uninitialized_cuda=False)
+
+
+def register_description(cls, attribute):
+    """`_numba.register_description` for numba-cuda-mlir kernels: a module-level instance of ``cls`` is a
+    compile-time object of its own type there; ``attribute(obj, name)`` is an int (a constant), an intrinsic
+    bound to ``obj`` (registered with `register`) or None."""
+    from numba_cuda_mlir import extending, models
+    from numba_cuda_mlir._mlir import ir
+    from numba_cuda_mlir._mlir.dialects import arith
+    from numba_cuda_mlir.numba_cuda.typing.templates import AttributeTemplate
+
+    theirs = _theirs()
+
+    class Description(theirs.Dummy):
+        def __init__(self, value):
+            self.value = value
+            super().__init__(f"{cls.__name__}({value!r})")
+
+        @property
+        def key(self):
+            return self.value
+
+    extending.register_model(Description)(models.OpaqueModel)
+    extending.typeof_impl.register(cls)(lambda value, c: Description(value))
+
+    @extending.typing_registry.register_attr
+    class Attributes(AttributeTemplate):
+        key = Description
+
+        def generic_resolve(self, ty, attr):
+            value = attribute(ty.value, attr)
+            if isinstance(value, int):
+                return theirs.IntegerLiteral(value)
+            return None if value is None else self.context.resolve_value_type(value)
+
+    @extending.lowering_registry.lower_getattr_generic(Description)
+    def lower(context, lowerer, target, value, attr):
+        found = attribute(lowerer.get_numba_type(value.name).value, attr)
+        # (an int as its constant; an intrinsic as itself, as numba-cuda-mlir holds a global function)
+        lowerer.store_var(target, arith.constant(ir.IntegerType.get_signless(64), found)
+                          if isinstance(found, int) else found)
 
 
 def _call_location(func):
@@ -281,6 +337,16 @@ def link(lowerer, code):
     lowerer.link_external_item(theirs)  # (it links each object once)
 
 
+def compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath=False):
+    """``pyfunc``'s LTO-IR by numba-cuda-mlir for ``cc``, C ABI under ``symbol`` (``signature``: numba.cuda types)."""
+    from numba_cuda_mlir import cuda as theirs_cuda
+
+    theirs = to_mlir(signature.return_type)(*(to_mlir(a) for a in signature.args))
+    code, _ = theirs_cuda.compile(pyfunc, theirs, device=True, abi="c", abi_info={"abi_name": symbol},
+                                  output="ltoir", cc=tuple(cc[:2]), fastmath=fastmath)
+    return code
+
+
 # --- compiling with no GPU ------------------------------------------------------------------------
 
 _cc_lock = threading.Lock()
@@ -293,7 +359,12 @@ def compile_kernel(kernel, signature, cc, arch):
     from numba_cuda_mlir import cuda as theirs_cuda
 
     if not isinstance(signature, str):
-        signature = tuple(to_mlir(t) for t in signature)
+        try:
+            signature = tuple(to_mlir(t) for t in signature)
+        except TypeError as exc:
+            raise error("numba_tiles.compile", f"{exc}: numba-cuda-mlir kernels do not take it yet",
+                        "compile the kernel with numba-cuda's @cuda.jit (mm.tile and mm.batched, which take "
+                        "mm.operands(...), are numba-cuda's only for now: see the numba-cuda-mlir guide)") from None
     with _cc_lock:  # (numba-cuda-mlir takes the host's cc from the driver, whatever chip it is given)
         saved = tools._cached_cc
         tools._cached_cc = tuple(cc[:2])

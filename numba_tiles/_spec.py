@@ -393,10 +393,9 @@ class Spec:
         for name, p in self.pysig.parameters.items():
             arguments.setdefault(name, types.Omitted(p.default))
         instance = self.resolve_types({**arguments, **self.fixed})
-        if instance.functions or instance.modules or any(isinstance(ty, Callback) or "." in name
-                                                         for name, ty, _ in instance.params):
-            raise error(self.name, "this call is not supported in numba-cuda-mlir kernels yet (it compiles a user "
-                        "function, a description's code or a handle)", "compile the kernel with numba-cuda's "
+        if instance.modules or any(isinstance(ty, Callback) or "." in name for name, ty, _ in instance.params):
+            raise error(self.name, "this call is not supported in numba-cuda-mlir kernels yet (it compiles an "
+                        "epilogue, a description's code or a handle)", "compile the kernel with numba-cuda's "
                         "@cuda.jit (see the numba-cuda-mlir guide)")
         cc, lineinfo = _mlir.target_flags(lowerer)
         threads = self._threads(instance, arguments)
@@ -404,6 +403,8 @@ class Spec:
             _mlir.bound_threads(lowerer, threads)
         target = Target.for_lowering(cc, lineinfo)
         _mlir.link(lowerer, _compile.for_call(instance, target, _mlir.code_library(lowerer)))
+        for symbol, pyfunc, signature, fastmath in instance.functions:
+            _mlir.link(lowerer, _compile.python_function(symbol, pyfunc, signature, cc, fastmath, mlir=True))
         passed = []
         for name, ty, default in instance.params:
             if isinstance(ty, str):
@@ -546,6 +547,8 @@ def description(*, constants=()):
         cls.__init__ = __init__
         if not _numba.simulator_enabled():
             _numba.register_description(cls, attribute)
+            if _mlir.available():
+                _mlir.register_description(cls, attribute)
         return cls
 
     return register

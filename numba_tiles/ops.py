@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba.cuda import types
 
-from . import _dtypes, _numba
+from . import _compile, _dtypes, _numba
 from ._errors import error
 
 
@@ -95,7 +95,7 @@ class UserOp:
     """
 
     def __init__(self, function, result=None):
-        self.py_func = _numba.python_function(function)
+        self.py_func = _compile.device_function(function)
         self.fastmath = _numba.fastmath(function)
         self.name = self.py_func.__name__
         self.result = result  # a fixed result type (bool for comparators), else the element type
@@ -117,13 +117,9 @@ class BoundUserOp:
     identity = None
 
     def __init__(self, op, dtype):
-        import hashlib
-
         self.name, self.ufunc = op.name, op.ufunc
         result = op.result or dtype.numba
-        code = op.py_func.__code__
-        origin = f"{op.py_func.__module__}.{op.py_func.__qualname__}:{code.co_code.hex()}:{code.co_consts}:{result}({dtype.name}):{op.fastmath}"
-        self.symbol = f"numba_tiles_op_{op.name}_{hashlib.sha256(origin.encode()).hexdigest()[:12]}"
+        self.symbol = _compile.function_symbol("op", op.py_func, f"{result}({dtype.name})", op.fastmath)
         self.cxx = f"{self.symbol}_functor"
         result_cxx = "bool" if result == types.boolean else dtype.cxx
         self.code = {
@@ -138,7 +134,7 @@ class BoundUserOp:
 
 
 def is_device_function(value):
-    return _numba.python_function(value) is not None
+    return _compile.device_function(value) is not None
 
 
 @dataclass(frozen=True)

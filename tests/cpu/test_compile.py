@@ -472,3 +472,22 @@ def test_background_nvrtc_work_is_done_before_any_exit_handler_runs(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "running at exit: 0"
+
+
+def test_user_functions_of_one_factory_or_lambdas_get_their_own_symbols():
+    """A user op's C symbol: a lambda's name made an identifier (``<lambda>`` broke NVRTC's program), and
+    two functions of one factory told apart by the values their closures hold (Numba freezes them into the
+    code; one symbol for both linked one of them for both calls). Both ops in one kernel compile."""
+    def scaled_max(k):
+        return cuda.jit(device=True)(lambda a, b: max(a, b * k))
+
+    twice, thrice = scaled_max(2), scaled_max(3)
+    symbols = {_compile.function_symbol("op", f.py_func, "int32") for f in (twice, thrice, scaled_max(2))}
+    assert len(symbols) == 2 and all(s.isidentifier() and "_lambda_" in s for s in symbols), symbols
+
+    @cuda.jit
+    def kernel(x, out):
+        i = cuda.grid(1)
+        out[i] = tiles.block_reduce(x[i], twice, block_dim=128) + tiles.block_reduce(x[i], thrice, block_dim=128)
+
+    assert tiles.compile(kernel, "void(int32[::1], int32[::1])", arch="sm_90")

@@ -139,18 +139,109 @@ def test_misuse_is_the_same_clear_error():
     assert re.search(r'File ".*test_mlir\.py", line \d+, in .*kernel:\n +out\[0\] = tiles\.block_reduce', str(info.value))
 
 
-def test_a_call_with_a_user_function_is_refused_naming_the_compiler_that_takes_it():
-    @mlir_cuda.jit(device=True)
-    def larger(a, b):
-        return max(a, b)
+# (user functions: an op, a comparison; each case's kernel over x and out, with `items` loaded and stored)
+USER = {
+    "block_reduce by a user op": "out[i] = tiles.block_reduce(x[i], larger, block_dim=128)",
+    "block_scan by a user op": "out[i] = tiles.block_scan(x[i], larger, block_dim=128)",
+    "merge sort by a user comparison": "tiles.block_load(x[base:], items, block_dim=128, items_per_thread=4)\n"
+                                       "tiles.block_merge_sort(items, descending, block_dim=128, items_per_thread=4)\n"
+                                       "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
+}
+
+
+def user_kernel(compiler, body):
+    """The USER case's kernel, its op and comparison @cuda.jit(device=True) functions of the same ``compiler``."""
+    import numpy as np
+
+    module = mlir_cuda if compiler is mlir_cuda.jit else cuda
+    scope = {"cuda": module, "tiles": tiles, "np": np,
+             "larger": module.jit(device=True)(lambda a, b: max(a, b)),
+             "descending": module.jit(device=True)(lambda a, b: a > b)}
+    exec(KERNEL.format(dtype="int32", body="\n".join("    " + line for line in body.splitlines())), scope)
+    return compiler(scope["kernel"])
+
+
+@pytest.mark.parametrize("case", USER)
+def test_a_user_op_compiles_by_the_kernels_compiler_inlined_as_under_numba_cuda(case, tmp_path):
+    """A numba-cuda-mlir device function as an op or a comparison: numba-cuda-mlir compiles it (C ABI, LTO-IR) and
+    nvJitLink inlines it into CUB's code, with the same shuffles and barriers as under numba-cuda and no call."""
+    sig = (types.int32[::1], types.int32[::1])
+    ours, total = counts(sass(tiles.compile(user_kernel(mlir_cuda.jit, USER[case]), sig, arch="sm_90"), tmp_path))
+    theirs, total_theirs = counts(sass(tiles.compile(user_kernel(cuda.jit, USER[case]), sig, arch="sm_90"), tmp_path))
+    assert ours["CALL"] == 0 and ours["LDL"] == 0 and ours["STL"] == 0, ours
+    assert ours == theirs, (ours, theirs)
+    assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
+
+
+MM = tiles.Matmul((64, 64, 32), "float16", block_dim=128)
+# (the matmul's forms that take arrays: shared tiles by tiles.matmul, and a description's register form)
+MATMULS = {
+    "tiles.matmul of shared tiles": """
+def kernel(a, b, c):
+    sa = cuda.shared.array((16, 16), np.float32)
+    sb = cuda.shared.array((16, 16), np.float32)
+    sc = cuda.shared.array((16, 16), np.float32)
+    row, col = 16 * cuda.blockIdx.y, 16 * cuda.blockIdx.x
+    tiles.tile_load(c, sc, row, col, block_dim=32)
+    beta = 0.5
+    for k in range(0, a.shape[1], 16):
+        tiles.tile_load(a, sa, row, k, block_dim=32)
+        tiles.tile_load(b, sb, k, col, block_dim=32)
+        tiles.matmul(sa, sb, sc, 2.0, beta, shape=(16, 16, 16), block_dim=32)
+        beta = 1.0
+    tiles.tile_store(sc, c, row, col, block_dim=32)
+""",
+    "Matmul's register form": """
+def kernel(a, b, c):
+    sa = cuda.shared.array(MM.a_items, np.float16)
+    sb = cuda.shared.array(MM.b_items, np.float16)
+    acc = cuda.local.array(MM.accumulator_items, np.float32)
+    for i in range(MM.accumulator_items):
+        acc[i] = 0
+    row, col = 64 * cuda.blockIdx.y, 64 * cuda.blockIdx.x
+    for k in range(0, a.shape[1], 32):
+        MM.load_a(a, sa, row, k)
+        MM.load_b(b, sb, k, col)
+        MM.multiply(sa, sb, acc)
+    MM.store(acc, c, row, col, 1.5, 0.5)
+""",
+}
+
+
+@pytest.mark.parametrize("case", MATMULS)
+def test_the_matmul_forms_on_arrays_compile_to_the_same_code_as_under_numba_cuda(case, tmp_path):
+    """tile_load, tiles.matmul and tile_store (float32: FFMA), and a description's methods (load_a, load_b,
+    multiply, store: numba-cuda-mlir types ``MM`` as the description and its methods as the intrinsics bound to
+    it; fp16: HMMA): the same multiply-adds, copies and barriers as the kernel under numba-cuda."""
+    import numpy as np
+
+    dtype = types.float32 if "shared" in case else types.float16
+    sig = (dtype[:, ::1], dtype[:, ::1], types.float32[:, ::1])
+    found = {}
+    for compiler, module in ((mlir_cuda.jit, mlir_cuda), (cuda.jit, cuda)):
+        scope = {"cuda": module, "tiles": tiles, "np": np, "MM": MM}
+        exec(MATMULS[case], scope)
+        text = sass(tiles.compile(compiler(scope["kernel"]), sig, arch="sm_90"), tmp_path)
+        names = [(op[1:] if op[0].startswith("@") else op)[0].split(".")[0] for op in instructions(text) if op]
+        found[module.__name__] = ({n: names.count(n) for n in ("HMMA", "FFMA", "LDGSTS", "BAR", "CALL", "LDL", "STL")},
+                                  len(names))
+    (ours, total), (theirs, total_theirs) = found.values()
+    assert ours == theirs and ours["HMMA" if "register" in case else "FFMA"] and not ours["LDL"] + ours["STL"], found
+    assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), found
+
+
+def test_a_call_of_operands_is_refused_naming_the_compiler_that_takes_it():
+    """Matmul.tile and Matmul.batched take ``ops`` (mm.operands(...)), a kernel argument numba-cuda-mlir kernels do
+    not take yet: a TilesError of the compile that names the argument and the compiler that takes it."""
+    mm = tiles.Matmul((128, 128, 64), "int16", precision="bf16")
 
     @mlir_cuda.jit
-    def kernel(x, out):
-        out[0] = tiles.block_reduce(x[0], larger, block_dim=128)
+    def kernel(ops):
+        mm.tile(ops, 0, 0)
 
-    with pytest.raises(tiles.TilesError, match=r"tiles\.block_reduce: .*not supported in numba-cuda-mlir kernels yet"
-                                               r".*Fix: compile the kernel with numba-cuda's @cuda\.jit"):
-        tiles.compile(kernel, (types.float32[::1], types.float32[::1]), arch="sm_90")
+    with pytest.raises(tiles.TilesError, match=r"numba_tiles\.compile: an argument of type Matmul\.operands\(.*numba-cuda-mlir "
+                                               r"kernels do not take it yet.*Fix: compile the kernel with numba-cuda's"):
+        tiles.compile(kernel, (mm.operands_type("float32"),), arch="sm_90a")
 
 
 def test_numba_cuda_mlirs_extension_loader_imports_us():
@@ -184,4 +275,9 @@ def test_the_numba_cuda_mlir_hooks_the_adapter_uses_are_there():
 
     assert {"constraint", "typeinfer"} <= set(ConstraintNetwork.propagate.__code__.co_varnames)
     assert {"func", "loc"} <= set(CallConstraint.__init__.__code__.co_varnames)
-    assert callable(models.mlir_data_manager.lookup)
+    assert callable(models.mlir_data_manager.lookup) and issubclass(models.OpaqueModel, models.PrimitiveModel)
+    from numba_cuda_mlir.descriptor import MLIRDispatcher
+
+    assert "targetoptions" in vars(MLIRDispatcher(lambda: None, targetoptions={"device": True}))
+    assert callable(extending.typing_registry.register_attr) and callable(extending.typeof_impl.register)
+    assert callable(extending.lowering_registry.lower_getattr_generic)
