@@ -108,7 +108,7 @@ def bind(intrinsic, function, extras, value, coordinates, names):
                         _numba.fastmath(function))
     if not _numba.simulator_enabled():
         try:
-            _compile.python_function(callback.body, pyfunc, callback.signature, _numba.target_flags()[0],
+            _compile.python_function(callback.body, pyfunc, callback.signature, _compile.typing_cc(),
                                      callback.fastmath)
         except Exception as exc:  # noqa: BLE001 (Numba's typing and lowering errors: the user's code)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -77,6 +77,11 @@ def options(library, target, output="ltoir"):
     return flags
 
 
+def typing_cc():
+    """The compute capability of the kernel being typed, by whichever compiler types it."""
+    return _mlir.typing_cc() or _numba.target_flags()[0]
+
+
 def device_function(value):
     """The Python function of ``value``, a ``@cuda.jit(device=True)`` function of numba-cuda (or its simulator's)
     or of numba-cuda-mlir, else None."""

@@ -22,8 +22,9 @@ way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` p
 
 Supported so far: intrinsics whose parameters are scalars, arrays and compile-time constants (the block and
 warp collectives, the shared-tile matmul), user ops and comparisons among them (compiled by numba-cuda-mlir,
-`compile_device_ltoir`), and descriptions (`register_description`: their constants and the methods of that
-kind); handles (``Matmul.operands``) and epilogues are numba-cuda's only.
+`compile_device_ltoir`), descriptions (`register_description`: their constants and methods) and handles
+(``Matmul.operands``: `register_handle`, a tuple of their arrays to numba-cuda-mlir); epilogues are numba-cuda's
+only.
 """
 
 import functools
@@ -36,6 +37,7 @@ from numba.cuda import types
 
 from ._dtypes import half_bits
 from ._errors import TilesError, error, typing_site
+from ._numba import Handle
 
 MIN_VERSION, MAX_VERSION = (0, 6), (0, 7)  # numba-cuda-mlir 0.6.*: the versions this adapter is written for
 
@@ -110,20 +112,76 @@ def _literals(ty):
 
 def to_numba_cuda(ty):
     """A numba-cuda-mlir type as numba.cuda's (what the intrinsics' rules are written in)."""
+    if isinstance(ty, _handle_class()):
+        return ty.handle
     return _mapped(ty, types, to_numba_cuda) if _is_theirs(ty) else ty
 
 
 def to_mlir(ty):
     """A numba.cuda type as numba-cuda-mlir's."""
+    if isinstance(ty, Handle):
+        return _handle_class()(ty)
     return ty if _is_theirs(ty) else _mapped(ty, _theirs(), to_mlir)
+
+
+@functools.cache
+def _handle_class():
+    """numba-cuda-mlir's twin of `_numba.Handle`: a tuple of the members' types to its compiler (passed and held as
+    a tuple of arrays is), keyed by what made it; `to_numba_cuda` gives the handle back."""
+    from numba_cuda_mlir import extending, models
+
+    class MlirHandle(_theirs().Tuple):
+        def __new__(cls, handle):  # (Tuple's own picks the class from the members' types)
+            return object.__new__(cls)
+
+        def __init__(self, handle):
+            self.handle = handle
+            super().__init__([to_mlir(t) for t in handle.types])
+            self.name = handle.name
+
+        @property
+        def key(self):
+            return self.handle.key
+
+    extending.register_model(MlirHandle)(models.TupleModel)
+    return MlirHandle
+
+
+def register_handle(cls):
+    """`_numba.register_handle` for numba-cuda-mlir: an instance of ``cls`` is typed by its ``_numba_type_``."""
+    from numba_cuda_mlir import extending
+
+    extending.typeof_impl.register(cls)(lambda value, c: to_mlir(value._numba_type_))
+
+
+def handle_member(lowerer, var, ty, member):
+    """The member ``member`` of the call's variable ``var``, a handle of (numba.cuda) type ``ty``."""
+    return lowerer.load_var(var)[ty.index(member)]
+
+
+def _flags():
+    """numba-cuda-mlir's flags of the function it compiles now, or None."""
+    if not available():
+        return None
+    from numba_cuda_mlir.numba_cuda.core.targetconfig import ConfigStack
+
+    return ConfigStack.top_or_none()
 
 
 def _debug():
     """Whether the kernel being typed is a debug build (numba-cuda-mlir's flags: debuginfo without lineinfo)."""
-    from numba_cuda_mlir.numba_cuda.core.targetconfig import ConfigStack
-
-    flags = ConfigStack.top_or_none()
+    flags = _flags()
     return flags is not None and bool(flags.debuginfo) and not flags.dbg_directives_only
+
+
+def typing_cc():
+    """The compute capability of the function numba-cuda-mlir types now, or None (it types none). Its flags do not
+    hold one while it types: it compiles for ``tools.get_gpu_compute_capability``'s (which `compile_kernel` sets)."""
+    if _flags() is None:
+        return None
+    from numba_cuda_mlir import tools
+
+    return tuple(tools.get_gpu_compute_capability(tuple))[:2]
 
 
 # --- typing and lowering ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ names its description, the dtypes and whether it is a batch, passed as its four 
 import numpy as np
 from numba.cuda import types
 
-from . import _numba
+from . import _mlir, _numba
 
 # The bytes of ``pipe`` for the TMA forms, as lto_libs declares them (batched_maps in matmul.cuh, wgmma_pipe
 # in wgmma.cuh): A's and B's CUtensorMap (64-byte aligned), the batch's sizes, C's map (Matmul.batched by
@@ -89,3 +89,5 @@ def handle_type(mm, a_dtype, c_dtype, ndim, implementation=None):
 
 if not _numba.simulator_enabled():
     _numba.register_handle(Operands)
+    if _mlir.available():
+        _mlir.register_handle(Operands)

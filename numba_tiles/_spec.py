@@ -393,10 +393,9 @@ class Spec:
         for name, p in self.pysig.parameters.items():
             arguments.setdefault(name, types.Omitted(p.default))
         instance = self.resolve_types({**arguments, **self.fixed})
-        if instance.modules or any(isinstance(ty, Callback) or "." in name for name, ty, _ in instance.params):
-            raise error(self.name, "this call is not supported in numba-cuda-mlir kernels yet (it compiles an "
-                        "epilogue, a description's code or a handle)", "compile the kernel with numba-cuda's "
-                        "@cuda.jit (see the numba-cuda-mlir guide)")
+        if any(isinstance(ty, Callback) for _, ty, _ in instance.params):
+            raise error(self.name, "an epilogue is not supported in numba-cuda-mlir kernels yet",
+                        "compile the kernel with numba-cuda's @cuda.jit (see the numba-cuda-mlir guide)")
         cc, lineinfo = _mlir.target_flags(lowerer)
         threads = self._threads(instance, arguments)
         if threads:
@@ -405,11 +404,16 @@ class Spec:
         _mlir.link(lowerer, _compile.for_call(instance, target, _mlir.code_library(lowerer)))
         for symbol, pyfunc, signature, fastmath in instance.functions:
             _mlir.link(lowerer, _compile.python_function(symbol, pyfunc, signature, cc, fastmath, mlir=True))
+        for code in instance.modules:
+            _mlir.link(lowerer, code)
         passed = []
         for name, ty, default in instance.params:
             if isinstance(ty, str):
                 continue
-            if name not in variables or _left_out(arguments[name]):
+            if "." in name:  # a member of a handle argument
+                handle, member = name.split(".")
+                passed.append((ty, _mlir.handle_member(lowerer, variables[handle], arguments[handle], member)))
+            elif name not in variables or _left_out(arguments[name]):
                 passed.append((ty, _mlir.constant(ty, default)))
             else:
                 passed.append((ty, _mlir.value(lowerer, variables[name], given[name], ty)))

@@ -16,7 +16,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import (_callback, _compile, _matrices, _numba, _operands, _pipeline, _tensor_maps, _toolchain,
+from . import (_callback, _compile, _matrices, _mlir, _numba, _operands, _pipeline, _tensor_maps, _toolchain,
                extending as ext, simulator)
 from ._target import Target
 from ._operands import Operands
@@ -459,6 +459,10 @@ class Matmul:
             gemm[grid, block, 0, shared](ops, 1.0, 0.0)
         """
         name = "Matmul.launch"
+        if _mlir.is_kernel(kernel):
+            raise ext.error(name, "a numba-cuda-mlir kernel compiles with mm.tile and mm.batched (tiles.compile) but "
+                            "is not launched by mm.launch yet", "launch it from numba-cuda's @cuda.jit for now "
+                            "(the same kernel, one import changed)")
         found = [a for a in args if isinstance(a, Operands)]
         if len(found) != 1 or found[0].mm != self:
             raise ext.error(name, f"it needs one Operands of {self!r} among the kernel's arguments, got "
@@ -702,7 +706,7 @@ def _operands_of(name, args, ndim):
     _matrices.scales(name, args)
     td = ext.scalar(name, "c", made["c"], verb="holds")
     mm._result(name, "c", td)
-    cc = None if _numba.simulator_enabled() else _numba.target_flags()[0]
+    cc = None if _numba.simulator_enabled() else _compile.typing_cc()
     if cc is not None and cc < (8, 0):
         raise ext.error(name, f"it needs sm_80 or later (cp.async copies); this kernel compiles for sm_{cc[0]}{cc[1]}",
                         "compile for sm_80 or later, or write the loop of load_a, load_b, multiply and store with "

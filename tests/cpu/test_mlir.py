@@ -230,18 +230,62 @@ def test_the_matmul_forms_on_arrays_compile_to_the_same_code_as_under_numba_cuda
     assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), found
 
 
-def test_a_call_of_operands_is_refused_naming_the_compiler_that_takes_it():
-    """Matmul.tile and Matmul.batched take ``ops`` (mm.operands(...)), a kernel argument numba-cuda-mlir kernels do
-    not take yet: a TilesError of the compile that names the argument and the compiler that takes it."""
-    mm = tiles.Matmul((128, 128, 64), "int16", precision="bf16")
+BF16 = tiles.Matmul((128, 128, 64), "int16", precision="bf16")
+WHOLE = {  # (a description's whole calls on its operands, a handle argument: arch, implementation, call)
+    "tile by wgmma": ("sm_90a", "wgmma", "BF16.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, 1.5, 0.5)"),
+    "batched by wgmma": ("sm_90a", "wgmma", "BF16.batched(ops)"),
+    "tile by cp.async": ("sm_80", "cp.async", "BF16.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x)"),
+}
+
+
+@pytest.mark.parametrize("case", WHOLE)
+def test_a_descriptions_whole_calls_take_its_operands_as_under_numba_cuda(case, tmp_path):
+    """``ops = mm.operands(a, b, c)`` in a numba-cuda-mlir kernel: typed as the same handle (its arrays a tuple to
+    numba-cuda-mlir), its members passed to the same entry point: the same wgmma or mma, TMA or cp.async and
+    barrier instructions, and no local memory in the K loop. (Around it the register allocation may differ: for
+    cp.async's 128 x 128 tile on sm_80, ptxas spilled three of C's 64-bit values before the loop under
+    numba-cuda-mlir and none under numba-cuda.)"""
+    import numpy as np
+
+    arch, implementation, call = WHOLE[case]
+    sig = (BF16.operands_type("float32", batched="batched" in case, implementation=implementation),)
+    found = {}
+    for compiler, module in ((mlir_cuda.jit, mlir_cuda), (cuda.jit, cuda)):
+        scope = {"cuda": module, "BF16": BF16, "np": np}
+        exec(f"def kernel(ops):\n    {call}\n", scope)
+        text = sass(tiles.compile(compiler(scope["kernel"]), sig, arch=arch), tmp_path)
+        names = [(op[1:] if op[0].startswith("@") else op)[0].split(".")[0] for op in instructions(text) if op]
+        products = [i for i, n in enumerate(names) if n in ("HGMMA", "HMMA")]
+        in_loop = {n for n in names[products[0]:products[-1]] if n in ("LDL", "STL")} if products else {"no MMA"}
+        found[module.__name__] = ({n: names.count(n) for n in ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS",
+                                                               "SYNCS", "BAR", "CALL")}, len(names), in_loop)
+    (ours, total, in_loop), (theirs, total_theirs, _) = found.values()
+    assert ours == theirs and ours["HGMMA" if implementation == "wgmma" else "HMMA"] and not in_loop, found
+    assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), found
+
+
+def test_mm_launch_refuses_its_kernels_for_now():
+    @mlir_cuda.jit
+    def kernel(ops):
+        BF16.tile(ops, 0, 0)
+
+    with pytest.raises(tiles.TilesError, match=r"Matmul\.launch: a numba-cuda-mlir kernel compiles .* not launched by "
+                                               r"mm\.launch yet.*Fix: launch it from numba-cuda's @cuda\.jit"):
+        BF16.launch(kernel, None)
+
+
+def test_an_epilogue_is_refused_naming_the_compiler_that_takes_it():
+    @mlir_cuda.jit(device=True)
+    def relu(value, row, col):
+        return max(value, 0.0)
 
     @mlir_cuda.jit
     def kernel(ops):
-        mm.tile(ops, 0, 0)
+        BF16.tile(ops, 0, 0, epilogue=relu)
 
-    with pytest.raises(tiles.TilesError, match=r"numba_tiles\.compile: an argument of type Matmul\.operands\(.*numba-cuda-mlir "
-                                               r"kernels do not take it yet.*Fix: compile the kernel with numba-cuda's"):
-        tiles.compile(kernel, (mm.operands_type("float32"),), arch="sm_90a")
+    with pytest.raises(tiles.TilesError, match=r"Matmul\.tile: an epilogue is not supported in numba-cuda-mlir "
+                                               r"kernels yet.*Fix: compile the kernel with numba-cuda's"):
+        tiles.compile(kernel, (BF16.operands_type("float32"),), arch="sm_90a")
 
 
 def test_numba_cuda_mlirs_extension_loader_imports_us():
