@@ -1,4 +1,7 @@
-"""The one error type for misuse of an intrinsic, and where the call being typed stands (for its message)."""
+"""The one error type for misuse of an intrinsic, and where the call being typed stands (for its message) and
+what its arguments are made of (for checks no type tells), found alike in both compilers' type inference."""
+
+from dataclasses import dataclass
 
 
 class TilesError(TypeError):
@@ -60,3 +63,66 @@ def typing_site(func, propagate, call_constraint):
     source = linecache.getline(loc.filename, loc.line).strip()
     return constraint, typeinfer, f'File "{loc.filename}", line {loc.line}, in {function}:' + (
         f"\n    {source}" if source else "")
+
+
+UNKNOWN = object()  # an `Origin`'s value where the IR does not hold it
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What the kernel's IR says of one argument: ``value``, where it is a literal, a global or a closure
+    variable (else `UNKNOWN`), and ``length``, where it is ``cuda.local.array(N, dtype)`` with N constant."""
+
+    value: object = UNKNOWN
+    length: int = None
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """The call being typed: ``location`` (file, line, function and source, for an error message) and
+    ``origins`` (the `Origin` of each positional argument, in a tuple, and of each keyword one, in a dict), or None."""
+
+    location: str
+    origins: tuple
+
+
+def call_site(func, propagate, call_constraint, ir, local_array):
+    """The call of ``func`` being typed (`typing_site`'s arguments) as a `CallSite`, or None; ``ir`` is that
+    compiler's IR module and ``local_array`` its ``cuda.local.array``."""
+    site = typing_site(func, propagate, call_constraint)
+    if site is None:
+        return None
+    constraint, typeinfer, location = site
+    if constraint.vararg is not None:
+        return CallSite(location, None)
+
+    def origin(var):
+        return _origin(typeinfer, ir, local_array, var)
+
+    return CallSite(location, (tuple(map(origin, constraint.args)), {name: origin(var) for name, var in constraint.kws}))
+
+
+def _type_of(typeinfer, name):
+    try:
+        return typeinfer.typevars[name].getone()
+    except Exception:  # (not typed yet, or ambiguous)
+        return None
+
+
+def _origin(typeinfer, ir, local_array, var):
+    try:
+        found = typeinfer.func_ir.get_definition(var)
+    except Exception:  # (defined more than once: a run-time value)
+        return Origin()
+    if isinstance(found, (ir.Const, ir.Global, ir.FreeVar)):
+        return Origin(value=found.value)
+    if isinstance(found, ir.Expr) and found.op == "call" and \
+            getattr(_type_of(typeinfer, found.func.name), "typing_key", None) is local_array:
+        shape = found.args[0] if found.args else dict(found.kws).get("shape")
+        ty = shape is not None and _type_of(typeinfer, shape.name)
+        if any(c.__name__ == "BaseTuple" for c in type(ty).__mro__) and len(ty) == 1:  # (either compiler's types)
+            ty = ty[0]
+        length = getattr(ty, "literal_value", None)
+        if type(length) is int:
+            return Origin(length=length)
+    return Origin()

@@ -18,7 +18,7 @@ way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` p
   ``store_var`` (a description's attribute);
 - ``numba_cuda_mlir.descriptor.MLIRDispatcher``: what a ``@cuda.jit(device=True)`` function is (an op);
 - the frame of its copy of ``ConstraintNetwork.propagate`` (its ``constraint`` and ``typeinfer``): where a
-  call being typed stands, for an error's location (`_call_location`, as `_numba.typing_call` does).
+  call being typed stands and what its arguments are (`_typing_call`, as `_numba.typing_call` does).
 
 Supported so far: intrinsics whose parameters are scalars, arrays and compile-time constants (the block and
 warp collectives, the shared-tile matmul), user ops and comparisons among them (compiled by numba-cuda-mlir,
@@ -36,7 +36,7 @@ import weakref
 from numba.cuda import types
 
 from ._dtypes import half_bits
-from ._errors import TilesError, error, typing_site
+from ._errors import TilesError, call_site, error
 from ._numba import Handle
 
 MIN_VERSION, MAX_VERSION = (0, 6), (0, 7)  # numba-cuda-mlir 0.6.*: the versions this adapter is written for
@@ -187,8 +187,9 @@ def typing_cc():
 # --- typing and lowering ------------------------------------------------------------------------
 
 def register(func, name, resolve, lower):
-    """Make ``func`` (the intrinsic ``name``) callable in numba-cuda-mlir kernels: ``resolve(args, kws, debug)`` → a
-    numba.cuda signature for numba.cuda argument types (``debug``: whether the kernel is a debug build);
+    """Make ``func`` (the intrinsic ``name``) callable in numba-cuda-mlir kernels: ``resolve(args, kws, debug,
+    origins)`` → a numba.cuda signature for numba.cuda argument types (``debug``: whether the kernel is a debug
+    build; ``origins``: `_typing_call`'s, or None);
     ``lower(lowerer, target, args, kws)`` lowers a call (numba-cuda-mlir's form: the call's variables, its
     result's)."""
     from numba_cuda_mlir import extending
@@ -206,12 +207,12 @@ def register(func, name, resolve, lower):
             except TypeError as exc:
                 raise error(name, f"{exc}: this call is not supported in numba-cuda-mlir kernels yet",
                             "compile the kernel with numba-cuda's @cuda.jit (see the numba-cuda-mlir guide)") from None
+            site = _typing_call(func)
             try:
-                sig = resolve(args, kws, _debug())
+                sig = resolve(args, kws, _debug(), site and site.origins)
             except TilesError as exc:
-                where = _call_location(func)
-                if where:
-                    exc.args = (f"{exc.args[0]}\n\n{where}", *exc.args[1:])
+                if site is not None:
+                    exc.args = (f"{exc.args[0]}\n\n{site.location}", *exc.args[1:])
                 raise
             return signature(to_mlir(sig.return_type), *(to_mlir(a) for a in sig.args)).replace(pysig=sig.pysig)
 
@@ -266,13 +267,15 @@ def register_description(cls, attribute):
                           if isinstance(found, int) else found)
 
 
-def _call_location(func):
-    """Where the call of ``func`` numba-cuda-mlir is typing now stands, or None (`_errors.typing_site`, in the
-    frame of its copy of ``ConstraintNetwork.propagate``, as `_numba.typing_call` finds numba-cuda's)."""
+def _typing_call(func):
+    """The call of ``func`` numba-cuda-mlir is typing now (an `_errors.CallSite`: where it stands, what its
+    arguments are made of), or None: `_errors.call_site` in the frame of its copy of
+    ``ConstraintNetwork.propagate``, as `_numba.typing_call` finds numba-cuda's."""
+    from numba_cuda_mlir import cuda as theirs_cuda
+    from numba_cuda_mlir.numba_cuda.core import ir
     from numba_cuda_mlir.numba_cuda.core.typeinfer import CallConstraint, ConstraintNetwork
 
-    site = typing_site(func, ConstraintNetwork.propagate, CallConstraint)
-    return site and site[2]
+    return call_site(func, ConstraintNetwork.propagate, CallConstraint, ir, theirs_cuda.local.array)
 
 
 def argument_types(lowerer, variables):

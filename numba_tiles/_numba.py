@@ -37,14 +37,13 @@ import functools
 import io
 import sys
 import weakref
-from dataclasses import dataclass
 
 from numba import cuda
 from numba.cuda import types
 from numba.cuda.core.errors import NumbaPerformanceWarning  # numba-cuda's own (numba.core's is another)
 
 from ._dtypes import half_bits
-from ._errors import typing_site
+from ._errors import call_site
 
 __all__ = ["NumbaPerformanceWarning"]
 
@@ -81,76 +80,21 @@ def register(func, resolve, lower, error_type):
     lower_builtin(func, types.VarArg(types.Any))(lower)
 
 
-UNKNOWN = object()  # an `Origin`'s value where the IR does not hold it
-
-
-@dataclass(frozen=True)
-class Origin:
-    """What the kernel's IR says of one argument: ``value``, where it is a literal, a global or a closure
-    variable (else `UNKNOWN`), and ``length``, where it is ``cuda.local.array(N, dtype)`` with N constant."""
-
-    value: object = UNKNOWN
-    length: int = None
-
-
-@dataclass(frozen=True)
-class CallSite:
-    """The call being typed: ``location`` (file, line, function and source, for an error message) and
-    ``origins`` (the `Origin` of each positional argument, in a tuple, and of each keyword one, in a dict), or None."""
-
-    location: str
-    origins: tuple
-
-
 def typing_call(func):
     """The call of ``func`` that numba-cuda's type inference is typing now (a `CallSite`), or None.
 
     numba-cuda 0.30 types every call in ``ConstraintNetwork.propagate``, whose frame holds the
     ``constraint`` (a ``CallConstraint``: the IR variables of the arguments, the call's ``loc``)
-    and the ``typeinfer`` (the function's IR and its variables' types): found here by walking up
-    the Python frames from the typing template. Elsewhere (another caller, or a numba-cuda whose
-    internals moved: the contract test fails) there is none, and errors go without a location.
+    and the ``typeinfer`` (the function's IR and its variables' types): found by walking up
+    the Python frames from the typing template (`_errors.call_site`). Elsewhere (another caller, or a
+    numba-cuda whose internals moved: the contract test fails) there is none, and errors go without a location.
     """
     try:
+        from numba.cuda.core import ir
         from numba.cuda.core.typeinfer import CallConstraint, ConstraintNetwork
     except ImportError:
         return None
-    site = typing_site(func, getattr(ConstraintNetwork, "propagate", None), CallConstraint)
-    if site is None:
-        return None
-    constraint, typeinfer, location = site
-    if constraint.vararg is not None:
-        return CallSite(location, None)
-    origins = (tuple(_origin(typeinfer, var) for var in constraint.args),
-               {name: _origin(typeinfer, var) for name, var in constraint.kws})
-    return CallSite(location, origins)
-
-
-def _type_of(typeinfer, name):
-    try:
-        return typeinfer.typevars[name].getone()
-    except Exception:  # (not typed yet, or ambiguous)
-        return None
-
-
-def _origin(typeinfer, var):
-    from numba.cuda.core import ir
-
-    try:
-        found = typeinfer.func_ir.get_definition(var)
-    except Exception:  # (defined more than once: a run-time value)
-        return Origin()
-    if isinstance(found, (ir.Const, ir.Global, ir.FreeVar)):
-        return Origin(value=found.value)
-    if isinstance(found, ir.Expr) and found.op == "call" and \
-            getattr(_type_of(typeinfer, found.func.name), "typing_key", None) is cuda.local.array:
-        shape = found.args[0] if found.args else dict(found.kws).get("shape")
-        ty = shape is not None and _type_of(typeinfer, shape.name)
-        if isinstance(ty, types.BaseTuple) and len(ty) == 1:
-            ty = ty[0]
-        if isinstance(ty, types.IntegerLiteral):
-            return Origin(length=ty.literal_value)
-    return Origin()
+    return call_site(func, getattr(ConstraintNetwork, "propagate", None), CallConstraint, ir, cuda.local.array)
 
 
 def register_description(cls, attribute):

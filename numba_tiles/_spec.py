@@ -37,7 +37,7 @@ from numba.cuda import types
 
 from . import _compile, _dtypes, _mlir, _numba, _params, simulator
 from ._callback import Callback
-from ._errors import TilesError, error
+from ._errors import UNKNOWN, Origin, TilesError, error
 from ._target import Target
 
 
@@ -242,7 +242,7 @@ class Spec:
     def resolve_types(self, arguments, origins=None):
         """Typing: Numba types of the arguments (literal where constant, Omitted where not given) → `Instance`.
 
-        ``origins``: {name: `_numba.Origin`} of the arguments, where the kernel's IR is at hand."""
+        ``origins``: {name: `_errors.Origin`} of the arguments, where the kernel's IR is at hand."""
         origins = origins or {}
         resolved = {}
         for name, ty in arguments.items():
@@ -254,8 +254,8 @@ class Spec:
                 try:
                     value = _constant(ty)
                 except _NotConstant:
-                    known = origins.get(name, _numba.Origin()).value
-                    if known is not _numba.UNKNOWN:  # a constant Numba types as a run-time value (block_dim=128.0)
+                    known = origins.get(name, Origin()).value
+                    if known is not UNKNOWN:  # a constant Numba types as a run-time value (block_dim=128.0)
                         self._parse(name, known)  # its parser's error where it is wrong, as on the simulator
                     raise self._not_constant(name) from None
                 resolved[name] = self._parse(name, value)
@@ -304,7 +304,7 @@ class Spec:
         return instance, parsed
 
     def typing_signature(self, args, kws, origins=None, debug=None):
-        """The call's signature for the types ``args`` and ``kws`` (numba.cuda's; ``origins``: `_numba.typing_call`'s,
+        """The call's signature for the types ``args`` and ``kws`` (numba.cuda's; ``origins``: `_errors.call_site`'s,
         or None; ``debug``: whether the kernel is a debug build, by default numba-cuda's flags say)."""
         if debug is None:
             _, _, debug = _numba.target_flags()
@@ -470,7 +470,7 @@ def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
             _numba.register(call, spec.typing_signature, spec.lower, TilesError)
             if _mlir.available():
                 _mlir.register(call, spec.name,
-                               lambda args, kws, debug: spec.typing_signature(args, kws, debug=debug),
+                               lambda args, kws, debug, origins: spec.typing_signature(args, kws, origins, debug),
                                spec.lower_mlir)
         return call
 

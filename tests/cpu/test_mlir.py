@@ -288,6 +288,23 @@ def test_an_epilogue_is_refused_naming_the_compiler_that_takes_it():
         tiles.compile(kernel, (BF16.operands_type("float32"),), arch="sm_90a")
 
 
+@pytest.mark.parametrize("body,message", [
+    ("items = cuda.local.array(2, np.int32)\n    tiles.block_load(x, items, block_dim=128, items_per_thread=4)",
+     r"tiles\.block_load: items has 2 items but items_per_thread=4\. Fix: make it at least items_per_thread long"),
+    ("out[0] = tiles.block_sum(x[0], block_dim=128.0)", r"tiles\.block_sum: block_dim must be an int or a tuple of 1 "
+     r"to 3 ints, got 128\.0\. Fix:"),
+])
+def test_what_the_ir_knows_of_an_argument_is_checked_as_under_numba_cuda(body, message):
+    """The checks no type tells (a local array's length, a float constant that Numba types as a run-time value)
+    read the kernel's IR as numba-cuda-mlir holds it, as they do under numba-cuda: the same error, at compile time."""
+    import numpy as np
+
+    scope = {"cuda": mlir_cuda, "tiles": tiles, "np": np}
+    exec(f"def kernel(x, out):\n    {body}\n", scope)
+    with pytest.raises(tiles.TilesError, match=message):
+        tiles.compile(mlir_cuda.jit(scope["kernel"]), (types.int32[::1], types.int32[::1]), arch="sm_90")
+
+
 def test_numba_cuda_mlirs_extension_loader_imports_us():
     """Our numba_cuda_mlir_extensions entry point: numba-cuda-mlir's loader (on its launch path) imports numba_tiles,
     whose import registers the intrinsics."""

@@ -5,7 +5,7 @@ import pytest
 from numba import cuda
 
 import numba_tiles as tiles
-from numba_tiles import _compile, _numba
+from numba_tiles import _compile, _errors, _numba
 
 SIG = "void(float32[::1], float32[::1])"
 
@@ -70,9 +70,9 @@ def test_typing_call_finds_the_call_and_what_the_ir_knows_of_its_arguments():
         tiles.compile(kernel, "void(float32[::1], int64)")
     (positional, keywords), = seen
     assert [(o.value, o.length) for o in positional] == [
-        (_numba.UNKNOWN, 4), (_numba.UNKNOWN, 3), (7, None), (BLOCK, None), (closure, None), (_numba.UNKNOWN, None),
-        (_numba.UNKNOWN, None)]
-    assert keywords == {"kw": _numba.Origin(value=BLOCK), "other": _numba.Origin()}
+        (_errors.UNKNOWN, 4), (_errors.UNKNOWN, 3), (7, None), (BLOCK, None), (closure, None), (_errors.UNKNOWN, None),
+        (_errors.UNKNOWN, None)]
+    assert keywords == {"kw": _errors.Origin(value=BLOCK), "other": _errors.Origin()}
     assert str(info.value).splitlines()[2:] == [
         f'File "{__file__}", line {kernel.__code__.co_firstlineno + 3}, in '
         "test_typing_call_finds_the_call_and_what_the_ir_knows_of_its_arguments.<locals>.kernel:",
