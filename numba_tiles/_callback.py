@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from numba.cuda import types
 
-from . import _compile, _numba
+from . import _compile, _mlir, _numba
 from ._errors import error
 
 
@@ -21,13 +21,16 @@ class Callback:
     """The device function ``pyfunc`` called as ``pyfunc(value, *coordinates, *extras)`` → ``value``'s type.
 
     ``value`` is the item's Numba type, ``coordinates`` how many int64 coordinates follow it, ``extras``
-    the Numba types of the run-time values passed along (a tuple)."""
+    the Numba types of the run-time values passed along (a tuple). In a numba-cuda-mlir kernel (``mlir``) the
+    functor calls the function itself, numba-cuda-mlir's C ABI, with the extras' fields that `_mlir.pack` lays
+    out; under numba-cuda it calls a function in the kernel's module (`define`) that unpacks them."""
 
     pyfunc: object
     value: types.Type
     coordinates: int
     extras: tuple
     fastmath: bool = False  # the device function's own ``fastmath=True``, kept in our compile of it
+    mlir: bool = False
 
     @property
     def signature(self):
@@ -36,7 +39,7 @@ class Callback:
     @property
     def symbol(self):
         """The pointer-ABI function the C++ calls (defined in the kernel's module)."""
-        return _compile.function_symbol("epilogue", self.pyfunc, self.signature, self.fastmath)
+        return _compile.function_symbol("epilogue", self.pyfunc, self.signature, self.fastmath, self.mlir)
 
     @property
     def body(self):
@@ -54,6 +57,16 @@ class Callback:
 
         value = cxx(self.value)
         coordinates = "".join(f", long long at{i}" for i in range(self.coordinates))
+        if self.mlir:
+            fields = _mlir.c_abi_fields(self.extras)
+            given = "".join(f", at{i}" for i in range(self.coordinates))
+            read = "".join(f", *reinterpret_cast<{f} const*>(e + {_mlir.FIELD_BYTES * k})" for k, f in enumerate(fields))
+            return (f'extern "C" __device__ {value} {self.body}({value}{", long long" * self.coordinates}'
+                    f'{"".join(", " + f for f in fields)});\n'
+                    f"struct {self.functor} {{\n  const void* extras;\n"
+                    f"  __device__ __forceinline__ {value} operator()({value} value{coordinates}) const {{\n"
+                    f"    const char* const e = static_cast<const char*>(extras);\n"
+                    f"    return {self.body}(value{given}{read});\n  }}\n}};\n")
         pointers = "".join(f", &at{i}" for i in range(self.coordinates))
         return (f'extern "C" __device__ void {self.symbol}(const {value}*'
                 f'{", const long long*" * self.coordinates}, const void*, {value}*);\n'
@@ -105,11 +118,13 @@ def bind(intrinsic, function, extras, value, coordinates, names):
                     f"({', '.join(names)}), got {extras}", "pass epilogue_args=(bias,) (a 1-tuple has a comma)")
     pyfunc = _compile.device_function(function)
     callback = Callback(pyfunc, types.unliteral(value), coordinates, tuple(types.unliteral(t) for t in extras),
-                        _numba.fastmath(function))
+                        _numba.fastmath(function), _mlir.typing_cc() is not None)
+    if callback.mlir:
+        _mlir.c_abi_fields(callback.extras, intrinsic)  # (what it cannot pass is an error of this call)
     if not _numba.simulator_enabled():
         try:
             _compile.python_function(callback.body, pyfunc, callback.signature, _compile.typing_cc(),
-                                     callback.fastmath)
+                                     callback.fastmath, callback.mlir)
         except Exception as exc:  # noqa: BLE001 (Numba's typing and lowering errors: the user's code)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise error(intrinsic, f"the epilogue {pyfunc.__name__} does not compile for {callback.signature.args} "

@@ -23,8 +23,8 @@ way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` p
 Supported so far: intrinsics whose parameters are scalars, arrays and compile-time constants (the block and
 warp collectives, the shared-tile matmul), user ops and comparisons among them (compiled by numba-cuda-mlir,
 `compile_device_ltoir`), descriptions (`register_description`: their constants and methods) and handles
-(``Matmul.operands``: `register_handle`, a tuple of their arrays to numba-cuda-mlir); epilogues are numba-cuda's
-only.
+(``Matmul.operands``: `register_handle`, a tuple of their arrays to numba-cuda-mlir), and epilogues (`pack`: the
+store's functor calls the user's function in numba-cuda-mlir's C ABI, `c_abi_fields`).
 """
 
 import functools
@@ -342,6 +342,9 @@ def call_entry(lowerer, result, symbol, arguments, outputs):
 
     operands = []
     for ty, value_ in arguments:
+        if ty == types.voidptr:  # a pointer (`pack`), as it is
+            operands.append(value_)
+            continue
         if isinstance(ty, types.Array):
             operands += _array_operands(value_, ty.ndim)
             continue
@@ -396,6 +399,49 @@ def link(lowerer, code):
             _linked[code] = theirs_cuda.LTOIR(_Deferred(code), name=code.name)
         theirs = _linked[code]
     lowerer.link_external_item(theirs)  # (it links each object once)
+
+
+FIELD_BYTES = 8  # (each field `pack` writes takes 8 bytes, whatever its type)
+
+
+def c_abi_fields(extras, intrinsic=None):
+    """The C types of the arguments numba-cuda-mlir's C ABI passes for values of the numba.cuda types ``extras``,
+    in order: an array as its memref descriptor (allocated and aligned pointers, an offset, its sizes and strides
+    in items), a number as itself. Other types raise the `TilesError` of ``intrinsic``."""
+    from ._dtypes import cxx
+
+    fields = []
+    for ty in extras:
+        if isinstance(ty, types.Array):
+            fields += ["void*", "void*", "long long"] + ["long long"] * (2 * ty.ndim)
+        elif isinstance(ty, (types.Integer, types.Float)) and ty.bitwidth >= 32:
+            fields.append(cxx(ty))
+        else:
+            raise error(intrinsic, f"epilogue_args of {ty} are not passed in numba-cuda-mlir kernels yet",
+                        "pass arrays and 32- or 64-bit numbers, or compile the kernel with numba-cuda's @cuda.jit")
+    return fields
+
+
+def pack(lowerer, extras, var):
+    """A pointer to the fields (`c_abi_fields`, `FIELD_BYTES` each) of the call's variable ``var``, a tuple of
+    values of the numba.cuda types ``extras`` (None: given none)."""
+    from numba_cuda_mlir._mlir import ir
+    from numba_cuda_mlir._mlir.dialects import arith, llvm
+    from numba_cuda_mlir.lowering_utilities import llvm_ptr_add_bytes
+
+    i64 = ir.IntegerType.get_signless(64)
+    values = lowerer.load_var(var) if var is not None and extras else ()
+    fields = []
+    for ty, value_ in zip(extras, values if isinstance(values, tuple) else (values,)):
+        if isinstance(ty, types.Array):
+            data, *rest = _array_operands(value_, ty.ndim)
+            fields += [data, data, arith.constant(i64, 0), *rest]  # (the offset is in the data pointer)
+        else:
+            fields.append(value_)
+    slots = lowerer.alloca(i64, max(len(fields), 1))
+    for k, field in enumerate(fields):
+        llvm.store(field, llvm_ptr_add_bytes(slots, arith.constant(i64, FIELD_BYTES * k)))
+    return slots
 
 
 def compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath=False):

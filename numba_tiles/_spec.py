@@ -393,9 +393,6 @@ class Spec:
         for name, p in self.pysig.parameters.items():
             arguments.setdefault(name, types.Omitted(p.default))
         instance = self.resolve_types({**arguments, **self.fixed})
-        if any(isinstance(ty, Callback) for _, ty, _ in instance.params):
-            raise error(self.name, "an epilogue is not supported in numba-cuda-mlir kernels yet",
-                        "compile the kernel with numba-cuda's @cuda.jit (see the numba-cuda-mlir guide)")
         cc, lineinfo = _mlir.target_flags(lowerer)
         threads = self._threads(instance, arguments)
         if threads:
@@ -413,6 +410,11 @@ class Spec:
             if "." in name:  # a member of a handle argument
                 handle, member = name.split(".")
                 passed.append((ty, _mlir.handle_member(lowerer, variables[handle], arguments[handle], member)))
+            elif isinstance(ty, Callback):
+                _mlir.link(lowerer, _compile.python_function(ty.body, ty.pyfunc, ty.signature, cc, ty.fastmath,
+                                                             mlir=True))
+                given_ = None if name not in variables or _left_out(arguments[name]) else variables[name]
+                passed.append((types.voidptr, _mlir.pack(lowerer, ty.extras, given_)))
             elif name not in variables or _left_out(arguments[name]):
                 passed.append((ty, _mlir.constant(ty, default)))
             else:
