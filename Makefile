@@ -28,6 +28,7 @@ GPU_PYTHON  ?= python3
 GPU_WHEELS  := .gpu-wheels$(SUFFIX)
 GPU_EXTRA   := .gpu-wheels-extra$(SUFFIX)
 GPU_SITE    := .gpu-site$(SUFFIX)
+GPU_MLIR    := .gpu-wheels-mlir
 CU12_PINS   := "cuda-bindings==12.9.*" "nvidia-cuda-nvrtc-cu12==12.9.*" "nvidia-nvjitlink-cu12==12.9.*" \
                "nvidia-cuda-nvcc-cu12==12.9.*" "nvidia-cuda-runtime-cu12==12.9.*"
 GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-pathfinder>=1.3" "nvidia-cuda-cccl==13.0.*" \
@@ -52,7 +53,8 @@ comma       := ,
 GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2 \
                $(if $(filter cu13,$(CUDA)),,LD_PRELOAD=$(subst $(space),:,$(addprefix $(CURDIR)/$(GPU_SITE)/nvidia/,$(CU12_LIBS))))
 
-.PHONY: venv test test-compile docs demo gpu-wheels gpu-site gpu-site-extra gpu-notebooks gpu-test gpu-sanitize gpu-sanitize-tools benchmark clean
+.PHONY: venv test test-compile docs demo gpu-wheels gpu-wheels-mlir gpu-site gpu-site-extra gpu-site-mlir gpu-notebooks \
+        gpu-test gpu-test-mlir gpu-sanitize gpu-sanitize-tools benchmark clean
 
 # The set-up, once: pip lists what it fetches, but under CI (CI set, as GitHub Actions does), whose log
 # wants only the failures.
@@ -124,6 +126,27 @@ gpu-site-extra:
 	extra=$$(mktemp -d) && \
 	  $(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $$extra $(GPU_EXTRA)/*.whl && \
 	  cp -a $$extra/. $(GPU_SITE)/; status=$$?; rm -rf $$extra; exit $$status
+
+# numba-cuda-mlir's cp312 wheel (68 MiB, over the 64 MiB carry) unpacked and packed again as tar.xz (47 MiB;
+# the wheel itself is a zip that xz does not shrink) in .gpu-wheels-mlir/, carried in a call of its own;
+# `make gpu-site-mlir` (there) unpacks it into a .gpu-site/ made by an earlier call (its dependencies, numpy,
+# cuda-bindings and cuda-core, are there), and `make gpu-test-mlir` runs the GPU tests of the collectives and
+# reductions with their kernels compiled by numba-cuda-mlir.
+gpu-wheels-mlir:
+	rm -rf $(GPU_MLIR) && mkdir -p $(GPU_MLIR)/unpacked
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps $(GPU_PLATFORMS) --dest $(GPU_MLIR) \
+	  "numba-cuda-mlir==0.6.*"
+	cd $(GPU_MLIR) && unzip -q numba_cuda_mlir-*.whl -d unpacked && \
+	  tar cJf numba_cuda_mlir.tar.xz -C unpacked . && rm -rf unpacked numba_cuda_mlir-*.whl
+
+gpu-site-mlir:
+	tar xJf $(GPU_MLIR)/numba_cuda_mlir.tar.xz -C $(GPU_SITE)
+
+gpu-test-mlir:
+	$(GPU_ENV) NUMBA_TILES_TEST_COMPILER=mlir $(GPU_PYTHON) -c "import numba_cuda_mlir, numba_tiles._mlir as m; \
+	  print('numba-cuda-mlir', numba_cuda_mlir.__version__, 'adapter', m.available())"
+	$(GPU_ENV) NUMBA_TILES_TEST_COMPILER=mlir $(GPU_PYTHON) -m pytest tests/gpu/test_collectives.py \
+	  tests/gpu/test_reductions.py -q -ra -p no:cacheprovider -n $(GPU_JOBS) $(GPU_TESTS)
 
 # There, on a site with .gpu-wheels-extra/ (the notebooks' stack): both notebooks run in a Jupyter kernel on
 # the GPU and are stored with their outputs, commit, device, date and code digest

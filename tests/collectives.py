@@ -3,7 +3,7 @@ shared by the GPU and simulator tests. Each ``run_*`` builds its kernel for the 
 parameters, launches it on fresh random data and checks every output."""
 
 import numpy as np
-from numba import cuda
+from .compiler import cuda
 
 import numba_tiles as tiles
 

@@ -3,7 +3,7 @@ shuffle), shared by the GPU and simulator tests. Each ``run_*`` launches on fres
 checks every thread's result against the reference of the whole tile."""
 
 import numpy as np
-from numba import cuda
+from .compiler import cuda
 
 import numba_tiles as tiles
 

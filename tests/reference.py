@@ -3,7 +3,7 @@
 import operator
 
 import numpy as np
-from numba import cuda
+from .compiler import cuda
 
 import numba_tiles as tiles
 

@@ -3,10 +3,10 @@ data: every dtype, the three block ranks, items_per_thread {1, 2, 4, 7, 16}, eve
 
 import numpy as np
 import pytest
-from numba import cuda
 
 from .. import collectives as c
 from .. import neighbors as nb
+from ..compiler import cuda
 from ..cpu.test_compile import COLLECTIVES, one_collective
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]

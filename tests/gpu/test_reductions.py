@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from numba import cuda
 
 import numba_tiles as tiles
 
 from .. import reference
+from ..compiler import cuda
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
