@@ -221,8 +221,9 @@ def kernel(a, b, c):
     tiles.tile_load(c, sc, row, col, block_dim=32)
     beta = 0.5
     for k in range(0, a.shape[1], 16):
-        tiles.tile_load(a, sa, row, k, block_dim=32)
-        tiles.tile_load(b, sb, k, col, block_dim=32)
+        tiles.tile_load(a, sa, row, k, block_dim=32, asynchronous=True)
+        tiles.tile_load(b, sb, k, col, block_dim=32, asynchronous=True)
+        tiles.tile_wait(block_dim=32)
         tiles.matmul(sa, sb, sc, 2.0, beta, shape=(16, 16, 16), block_dim=32)
         beta = 1.0
     tiles.tile_store(sc, c, row, col, block_dim=32)
@@ -233,7 +234,7 @@ def kernel(a, b, c):
 
 @pytest.mark.parametrize("case", MATMULS)
 def test_the_matmul_forms_on_arrays_compile_to_the_same_code_as_under_numba_cuda(case, tmp_path):
-    """tile_load, tiles.matmul and tile_store (float32: FFMA), and a description's methods (load_a, load_b,
+    """tile_load (asynchronous, then tile_wait), tiles.matmul and tile_store (float32: FFMA), and a description's methods (load_a, load_b,
     multiply, store: numba-cuda-mlir types ``MM`` as the description and its methods as the intrinsics bound to
     it; fp16: HMMA): the same multiply-adds, copies and barriers as the kernel under numba-cuda."""
     dtype = types.float32 if "shared" in case else types.float16
