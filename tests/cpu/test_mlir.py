@@ -234,9 +234,9 @@ def kernel(a, b, c):
 
 @pytest.mark.parametrize("case", MATMULS)
 def test_the_matmul_forms_on_arrays_compile_to_the_same_code_as_under_numba_cuda(case, tmp_path):
-    """tile_load (asynchronous, then tile_wait), tiles.matmul and tile_store (float32: FFMA), and a description's methods (load_a, load_b,
-    multiply, store: numba-cuda-mlir types ``MM`` as the description and its methods as the intrinsics bound to
-    it; fp16: HMMA): the same multiply-adds, copies and barriers as the kernel under numba-cuda."""
+    """tile_load (asynchronous, then tile_wait), tiles.matmul and tile_store (float32: FFMA), and a description's
+    methods (load_a, load_b, multiply, store: numba-cuda-mlir types ``MM`` as the description and its methods as
+    the intrinsics bound to it; fp16: HMMA): the same multiply-adds, copies and barriers as under numba-cuda."""
     dtype = types.float32 if "shared" in case else types.float16
     sig = (dtype[:, ::1], dtype[:, ::1], types.float32[:, ::1])
     (ours, total, *_), (theirs, total_theirs, *_) = both_ways(
