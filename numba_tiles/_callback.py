@@ -60,7 +60,8 @@ class Callback:
         if self.mlir:
             fields = _mlir.c_abi_fields(self.extras)
             given = "".join(f", at{i}" for i in range(self.coordinates))
-            read = "".join(f", *reinterpret_cast<{f} const*>(e + {_mlir.FIELD_BYTES * k})" for k, f in enumerate(fields))
+            read = "".join(f", *reinterpret_cast<{f} const*>(e + {_mlir.FIELD_BYTES * k})"
+                           for k, f in enumerate(fields))
             return (f'extern "C" __device__ {value} {self.body}({value}{", long long" * self.coordinates}'
                     f'{"".join(", " + f for f in fields)});\n'
                     f"struct {self.functor} {{\n  const void* extras;\n"

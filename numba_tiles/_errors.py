@@ -99,7 +99,8 @@ def call_site(func, propagate, call_constraint, ir, local_array):
     def origin(var):
         return _origin(typeinfer, ir, local_array, var)
 
-    return CallSite(location, (tuple(map(origin, constraint.args)), {name: origin(var) for name, var in constraint.kws}))
+    keywords = {name: origin(var) for name, var in constraint.kws}
+    return CallSite(location, (tuple(map(origin, constraint.args)), keywords))
 
 
 def _type_of(typeinfer, name):

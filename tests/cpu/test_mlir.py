@@ -315,7 +315,8 @@ def test_an_epilogue_is_inlined_into_the_store_as_under_numba_cuda(case, tmp_pat
         source, sig, arch, tmp_path, (*counted, "CALL", "LDL", "STL"))
     assert ours == theirs and all(ours[n] for n in counted) and not ours["LDL"] + ours["STL"], (ours, theirs)
     if "tanh" in case:
-        assert text.count("MUFU.TANH") == 0 < text_theirs.count("MUFU.TANH")  # (numba-cuda-mlir's tanh: a change of it fails here, and the guide)
+        # (numba-cuda-mlir's tanh: a change of it fails here, and the guide says it)
+        assert text.count("MUFU.TANH") == 0 < text_theirs.count("MUFU.TANH")
     else:
         assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
 
