@@ -413,8 +413,8 @@ class Spec:
             elif isinstance(ty, Callback):
                 _mlir.link(lowerer, _compile.python_function(ty.body, ty.pyfunc, ty.signature, cc, ty.fastmath,
                                                              mlir=True))
-                given_ = None if name not in variables or _left_out(arguments[name]) else variables[name]
-                passed.append((types.voidptr, _mlir.pack(lowerer, ty.extras, given_)))
+                extras = None if name not in variables or _left_out(arguments[name]) else variables[name]
+                passed.append((types.voidptr, _mlir.pack(lowerer, ty.extras, extras)))
             elif name not in variables or _left_out(arguments[name]):
                 passed.append((ty, _mlir.constant(ty, default)))
             else:
