@@ -76,6 +76,10 @@ class Callback:
                 f"    {value} result;\n    {self.symbol}(&value{pointers}, extras, &result);\n"
                 f"    return result;\n  }}\n}};\n")
 
+    def code(self, cc):
+        """The user's function compiled for ``cc`` by the kernel's compiler (C ABI, under `body`)."""
+        return _compile.python_function(self.body, self.pyfunc, self.signature, cc, self.fastmath, self.mlir)
+
     def define(self, context, builder):
         """Define the pointer-ABI function in the module being lowered (once)."""
         _numba.define_callback(context, builder, self.symbol, self.body, self.value, self.coordinates, self.extras)
@@ -124,8 +128,7 @@ def bind(intrinsic, function, extras, value, coordinates, names):
         _mlir.c_abi_fields(callback.extras, intrinsic)  # (what it cannot pass is an error of this call)
     if not _numba.simulator_enabled():
         try:
-            _compile.python_function(callback.body, pyfunc, callback.signature, _compile.typing_cc(),
-                                     callback.fastmath, callback.mlir)
+            callback.code(_compile.typing_cc())
         except Exception as exc:  # noqa: BLE001 (Numba's typing and lowering errors: the user's code)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise error(intrinsic, f"the epilogue {pyfunc.__name__} does not compile for {callback.signature.args} "

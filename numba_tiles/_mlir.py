@@ -37,7 +37,7 @@ from numba.cuda import types
 
 from ._dtypes import half_bits
 from ._errors import TilesError, call_site, error
-from ._numba import Handle
+from ._numba import Handle, Keyed
 
 MIN_VERSION, MAX_VERSION = (0, 6), (0, 7)  # numba-cuda-mlir 0.6.*: the versions this adapter is written for
 
@@ -237,14 +237,8 @@ def register_description(cls, attribute):
 
     theirs = _theirs()
 
-    class Description(theirs.Dummy):
-        def __init__(self, value):
-            self.value = value
-            super().__init__(f"{cls.__name__}({value!r})")
-
-        @property
-        def key(self):
-            return self.value
+    class Description(Keyed, theirs.Dummy):
+        pass
 
     extending.register_model(Description)(models.OpaqueModel)
     extending.typeof_impl.register(cls)(lambda value, c: Description(value))

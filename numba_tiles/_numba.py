@@ -97,6 +97,19 @@ def typing_call(func):
     return call_site(func, getattr(ConstraintNetwork, "propagate", None), CallConstraint, ir, cuda.local.array)
 
 
+class Keyed:
+    """A mixin for the Numba type (of either compiler's types) of a compile-time object: named after it and keyed by
+    it, so that two equal objects are one type."""
+
+    def __init__(self, value):
+        self.value = value
+        super().__init__(f"{type(value).__name__}({value!r})")
+
+    @property
+    def key(self):
+        return self.value
+
+
 def register_description(cls, attribute):
     """Make module-level instances of ``cls`` usable in kernels: ``attribute(obj, name)`` is an
     int (a compile-time constant there, e.g. a ``cuda.shared.array`` size), a function
@@ -107,14 +120,8 @@ def register_description(cls, attribute):
     from numba.cuda.extending import core_models, infer_getattr, lower_getattr_generic, register_model, typeof_impl
     from numba.cuda.typing.templates import AttributeTemplate
 
-    class Description(types.Dummy):
-        def __init__(self, value):
-            self.value = value
-            super().__init__(f"{cls.__name__}({value!r})")
-
-        @property
-        def key(self):
-            return self.value
+    class Description(Keyed, types.Dummy):
+        pass
 
     register_model(Description)(core_models.OpaqueModel)
     typeof_impl.register(cls)(lambda value, c: Description(value))

@@ -359,10 +359,7 @@ class Spec:
         if threads:
             _numba.bound_threads(builder, threads)
         library = _numba.active_library(context)
-        _numba.link(library, _compile.for_call(instance, target, library))
-        for symbol, pyfunc, signature, fastmath in instance.functions:
-            _numba.link(library, _compile.python_function(symbol, pyfunc, signature, cc, fastmath))
-        for code in instance.modules:
+        for code in _linked(instance, target, library):
             _numba.link(library, code)
 
         values = dict(zip(self.pysig.parameters, args))
@@ -378,7 +375,7 @@ class Spec:
             omitted = given is None or _left_out(given)
             if isinstance(ty, Callback):
                 ty.define(context, builder)
-                _numba.link(library, _compile.python_function(ty.body, ty.pyfunc, ty.signature, cc, ty.fastmath))
+                _numba.link(library, ty.code(cc))
                 passed.append((types.voidptr, _numba.pointer_to(context, builder, given, None if omitted else values[name])))
                 continue
             passed.append((ty, _numba.constant(context, ty, default) if omitted else values[name]))
@@ -398,10 +395,7 @@ class Spec:
         if threads:
             _mlir.bound_threads(lowerer, threads)
         target = Target.for_lowering(cc, lineinfo)
-        _mlir.link(lowerer, _compile.for_call(instance, target, _mlir.code_library(lowerer)))
-        for symbol, pyfunc, signature, fastmath in instance.functions:
-            _mlir.link(lowerer, _compile.python_function(symbol, pyfunc, signature, cc, fastmath, mlir=True))
-        for code in instance.modules:
+        for code in _linked(instance, target, _mlir.code_library(lowerer), mlir=True):
             _mlir.link(lowerer, code)
         passed = []
         for name, ty, default in instance.params:
@@ -411,8 +405,7 @@ class Spec:
                 handle, member = name.split(".")
                 passed.append((ty, _mlir.handle_member(lowerer, variables[handle], arguments[handle], member)))
             elif isinstance(ty, Callback):
-                _mlir.link(lowerer, _compile.python_function(ty.body, ty.pyfunc, ty.signature, cc, ty.fastmath,
-                                                             mlir=True))
+                _mlir.link(lowerer, ty.code(cc))
                 extras = None if name not in variables or _left_out(arguments[name]) else variables[name]
                 passed.append((types.voidptr, _mlir.pack(lowerer, ty.extras, extras)))
             elif name not in variables or _left_out(arguments[name]):
@@ -420,6 +413,15 @@ class Spec:
             else:
                 passed.append((ty, _mlir.value(lowerer, variables[name], given[name], ty)))
         _mlir.call_entry(lowerer, result, instance.symbol, passed, instance.outputs)
+
+
+def _linked(instance, target, library, mlir=False):
+    """The LTO-IR a call links, by either compiler (``mlir``: numba-cuda-mlir's, which compiles the user's
+    functions there): its program (grouped by ``library``), its user functions, its modules."""
+    yield _compile.for_call(instance, target, library)
+    for symbol, pyfunc, signature, fastmath in instance.functions:
+        yield _compile.python_function(symbol, pyfunc, signature, target.cc, fastmath, mlir)
+    yield from instance.modules
 
 
 def _check_temp(intrinsic, instance, temp):
