@@ -66,13 +66,14 @@ def register_form(rng, tile, block_dim, precision, out, staged):
     _check(result, np.maximum(blended * scale[:, None] + bias, 0), out, kind)
 
 
-def batch(rng, tile, block_dim, precision, out, implementation, stages=2):
-    """Matmul.batched by ``implementation``: each item with its (item, row, col); products smaller than the tile, K
-    not a multiple of the K-tile; fewer blocks than products."""
+def batch(rng, tile, block_dim, precision, out, implementation, stages=2, full=False):
+    """Matmul.batched by ``implementation``: each item with its (item, row, col); products smaller than the tile
+    (``full``: as large, where the store runs its loop without edge tests), K not a multiple of the K-tile; fewer
+    blocks than products."""
     mm = tiles.Matmul(tile, "int16" if precision == "bf16" else "float16", block_dim=block_dim, precision=precision,
                       stages=stages)
     count = int(rng.integers(8, 12)) if tile[0] < 64 else int(rng.integers(40, 90))
-    m, n, k = int(rng.integers(tile[0] // 2 + 1, tile[0] + 1)), tile[1], int(rng.integers(1, 4) * tile[2] + 8)
+    m, n, k = tile[0] if full else int(rng.integers(tile[0] // 2 + 1, tile[0])), tile[1], int(rng.integers(1, 4) * tile[2] + 8)
     a, b = _operands(rng, (count, m, k), (count, k, n), precision)
     c = _c(rng, (count, m, n), out)
     extras = [rng.uniform(0.5, 2, s).astype(np.float32) for s in (count, m, n)]

@@ -326,6 +326,31 @@ def test_batched_tma_products_load_with_tma(tmp_path):
 
 
 @pytest.mark.heavy
+def test_a_batched_epilogue_keeps_the_bare_loops_registers(tmp_path):
+    """The TMA loop of fp16 64^3 products into an fp16 C, 128 threads, with relu(value + bias[col]): no more
+    registers than without the epilogue, at most 80 (six blocks an SM, as many as its shared memory lets in):
+    the store's loop for whole tiles has no edge tests, and a tile across C's edge goes item by item through a
+    rolled loop, its items in local memory (the only LDL/STL past the first product). Its epilogue's loads are
+    unpredicated in that first loop."""
+    from examples import gemm_epilogue
+
+    mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128, stages=2)
+    ops = mm.operands_type("float16", batched=True, implementation="tma")
+    bare = tiles.compile(gemm.make_batched(mm), (ops, cuda.types.float64, cuda.types.float64), arch="sm_90a")
+    fused = tiles.compile(gemm_epilogue.make_batched(mm, gemm_epilogue.batched_bias_relu),
+                          (ops, cuda.types.float64, cuda.types.float64,
+                           cuda.types.Tuple((cuda.types.float32[::1],))), arch="sm_90a")
+    assert registers(fused) <= max(registers(bare), 80)
+    lines = sass(fused, tmp_path).splitlines()
+    first_product = next(i for i, line in enumerate(lines) if "HMMA" in line)
+    local = [i for i, line in enumerate(lines) if re.search(r"\b(LDL|STL)\b", line) and i > first_product]
+    relu = [i for i, line in enumerate(lines) if "FMNMX" in line]
+    assert local and relu and len(relu) >= 32
+    unpredicated = [line for line in lines if re.search(r"^\s*/\*\w+\*/\s+LDG\.E [^.]", line)]
+    assert len(unpredicated) >= 8, unpredicated  # (the bias's items, a thread's 16 columns, issued together)
+
+
+@pytest.mark.heavy
 def test_batched_float64_accumulates_on_plain_dmma(tmp_path):
     """float64 (32 x 32 x 16 tiles, 128 threads, products over several K-tiles): ptxas would fold the
     accumulator's zero at a product's first K-tile into the first DMMAs' zero-accumulator form (a uniform

@@ -16,16 +16,18 @@ def test_the_register_form_stores_through_the_epilogue(precision, out, staged, r
     epilogues.register_form(rng, (64, 64, 32), 128, precision, out, staged)
 
 
+@pytest.mark.parametrize("full", [False, True], ids=["smaller products", "whole tiles"])
 @pytest.mark.parametrize("implementation", ["cp.async", pytest.param("tma", marks=hopper)])
 @pytest.mark.parametrize("precision,out", [(None, "float16"), (None, "float32"), ("bf16", "int16")])
-def test_a_batch_stores_through_the_epilogue(precision, out, implementation, rng):
-    epilogues.batch(rng, (64, 64, 64), 128, precision, out, implementation)
+def test_a_batch_stores_through_the_epilogue(precision, out, implementation, full, rng):
+    epilogues.batch(rng, (64, 64, 64), 128, precision, out, implementation, full=full)
 
 
 @hopper
+@pytest.mark.parametrize("full", [False, True], ids=["smaller products", "whole tiles"])
 @pytest.mark.parametrize("precision,out", [(None, "float16"), ("bf16", "float32")])
-def test_the_wgmma_batch_stores_through_the_epilogue(precision, out, rng):
-    epilogues.batch(rng, (128, 128, 32), 256, precision, out, "wgmma", stages=4)
+def test_the_wgmma_batch_stores_through_the_epilogue(precision, out, full, rng):
+    epilogues.batch(rng, (128, 128, 32), 256, precision, out, "wgmma", stages=4, full=full)
 
 
 @pytest.mark.parametrize("implementation", [pytest.param("wgmma", marks=hopper), pytest.param("libmathdx", marks=hopper),
