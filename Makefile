@@ -173,10 +173,12 @@ gpu-test: gpu-site
 # Under a tool it runs as SANITIZE_SHARDS processes at once, each a plain pytest over its share
 # (--shard), each under its own compute-sanitizer: 14 xdist workers under one compute-sanitizer
 # (--target-processes all) had not started a test after 150 s on the H200. Logs: .gpu-sanitize-logs/.
+# SANITIZE_TESTS picks files, e.g. "tests/gpu/test_matmul.py tests/gpu/test_pipeline.py" for the matmul kernels.
 SANITIZER       ?= compute-sanitizer
+SANITIZE_TESTS  ?= tests/gpu
 SANITIZE_TOOLS  ?= memcheck racecheck synccheck
 SANITIZE_SHARDS ?= 8
-SANITIZE_RUN    := -m pytest tests/gpu -q -p no:cacheprovider --sanitize-subset \
+SANITIZE_RUN    := -m pytest $(SANITIZE_TESTS) -q -p no:cacheprovider --sanitize-subset \
                    --ignore=tests/gpu/test_notebooks_gpu.py --ignore=tests/gpu/test_randomized.py \
                    --ignore=tests/gpu/test_kernel_cache.py
 SANITIZE_ENV    := $(GPU_ENV) NUMBA_TILES_CACHE_DIR=$(CURDIR)/.gpu-sanitize-cache NUMBA_TILES_PREPARE=0
