@@ -50,7 +50,7 @@ matmul-2026-11-28-h100-one-matmul-batched.json first_result_matmul-2026-11-28-h1
 matmul-2026-11-28-h100-wgmma-tile.json first_result_matmul-2026-11-28-h100-wgmma-tile.json
 matmul_epilogue-2026-11-28-h100-wgmma-tile.json matmul-2026-11-28-h100-wgmma-batched.json
 matmul_epilogue-2026-11-28-h100-wgmma-tile-f32-gelu.json matmul-2026-11-28-h200-wgmma-256.json
-matmul_epilogue-2026-11-28-h200-fastmath-epilogue.json
+matmul_epilogue-2026-11-28-h200-fastmath-epilogue.json matmul_epilogue-2026-11-28-h200-edge-loop.json
 """.split()
 
 BEGIN = re.compile(r"<!-- perf:begin (\S+) -->\n")
