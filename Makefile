@@ -54,7 +54,7 @@ GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JO
                $(if $(filter cu13,$(CUDA)),,LD_PRELOAD=$(subst $(space),:,$(addprefix $(CURDIR)/$(GPU_SITE)/nvidia/,$(CU12_LIBS))))
 
 .PHONY: venv test test-compile docs demo gpu-wheels gpu-wheels-mlir gpu-site gpu-site-extra gpu-site-mlir gpu-notebooks \
-        gpu-test gpu-test-mlir gpu-sanitize gpu-sanitize-tools benchmark clean
+        gpu-test gpu-test-part gpu-test-mlir gpu-sanitize gpu-sanitize-tools benchmark clean
 
 # The set-up, once: pip lists what it fetches, but under CI (CI set, as GitHub Actions does), whose log
 # wants only the failures.
@@ -165,6 +165,13 @@ gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_sum.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_reduction.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/gemm.py
+
+# There: one part of tests/gpu, PART=I/N (every N-th test from the I-th), with the slowest tests listed: a call
+# of the GPU machine lasts at most 10 minutes, and the whole suite over an empty LTO-IR cache takes longer.
+PART ?= 0/1
+gpu-test-part:
+	$(GPU_ENV) $(GPU_PYTHON) -m pytest tests/gpu -q -ra -p no:cacheprovider -n $(GPU_JOBS) \
+	  --ignore=tests/gpu/test_notebooks_gpu.py --shard $(PART) --durations=10 $(GPU_TESTS)
 
 # There: a representative subset of the GPU tests (tests/gpu/conftest.py: every intrinsic and algorithm,
 # each block shape, temp= sharing, back-to-back calls) under compute-sanitizer's memcheck, racecheck and
