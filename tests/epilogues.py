@@ -73,7 +73,8 @@ def batch(rng, tile, block_dim, precision, out, implementation, stages=2, full=F
     mm = tiles.Matmul(tile, "int16" if precision == "bf16" else "float16", block_dim=block_dim, precision=precision,
                       stages=stages)
     count = int(rng.integers(8, 12)) if tile[0] < 64 else int(rng.integers(40, 90))
-    m, n, k = tile[0] if full else int(rng.integers(tile[0] // 2 + 1, tile[0])), tile[1], int(rng.integers(1, 4) * tile[2] + 8)
+    m = tile[0] if full else int(rng.integers(tile[0] // 2 + 1, tile[0]))
+    n, k = tile[1], int(rng.integers(1, 4) * tile[2] + 8)
     a, b = _operands(rng, (count, m, k), (count, k, n), precision)
     c = _c(rng, (count, m, n), out)
     extras = [rng.uniform(0.5, 2, s).astype(np.float32) for s in (count, m, n)]

@@ -329,9 +329,9 @@ def test_batched_tma_products_load_with_tma(tmp_path):
 def test_a_batched_epilogue_keeps_the_bare_loops_registers(tmp_path):
     """The TMA loop of fp16 64^3 products into an fp16 C, 128 threads, with relu(value + bias[col]): no more
     registers than without the epilogue, at most 80 (six blocks an SM, as many as its shared memory lets in):
-    the store's loop for whole tiles has no edge tests, and a tile across C's edge goes item by item through a
-    rolled loop, its items in local memory (the only LDL/STL past the first product). Its epilogue's loads are
-    unpredicated in that first loop."""
+    the store's loop for whole tiles has no edge tests (its epilogue's bias loads unpredicated), and a tile
+    across C's edge goes item by item through a rolled loop, its items in local memory (LDL/STL past the first
+    product)."""
     from examples import gemm_epilogue
 
     mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128, stages=2)
@@ -345,7 +345,7 @@ def test_a_batched_epilogue_keeps_the_bare_loops_registers(tmp_path):
     first_product = next(i for i, line in enumerate(lines) if "HMMA" in line)
     local = [i for i, line in enumerate(lines) if re.search(r"\b(LDL|STL)\b", line) and i > first_product]
     relu = [i for i, line in enumerate(lines) if "FMNMX" in line]
-    assert local and relu and len(relu) >= 32
+    assert local and len(relu) >= 32
     unpredicated = [line for line in lines if re.search(r"^\s*/\*\w+\*/\s+LDG\.E [^.]", line)]
     assert len(unpredicated) >= 8, unpredicated  # (the bias's items, a thread's 16 columns, issued together)
 
