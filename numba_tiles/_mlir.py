@@ -37,7 +37,7 @@ from numba.cuda import types
 
 from ._dtypes import half_bits
 from ._errors import TilesError, call_site, error
-from ._numba import Handle, Keyed
+from ._numba import Handle, Keyed, attribute_type
 
 MIN_VERSION, MAX_VERSION = (0, 6), (0, 7)  # numba-cuda-mlir 0.6.*: the versions this adapter is written for
 
@@ -248,10 +248,7 @@ def register_description(cls, attribute):
         key = Description
 
         def generic_resolve(self, ty, attr):
-            value = attribute(ty.value, attr)
-            if isinstance(value, int):
-                return theirs.IntegerLiteral(value)
-            return None if value is None else self.context.resolve_value_type(value)
+            return attribute_type(attribute(ty.value, attr), theirs.IntegerLiteral, self.context.resolve_value_type)
 
     @extending.lowering_registry.lower_getattr_generic(Description)
     def lower(context, lowerer, target, value, attr):

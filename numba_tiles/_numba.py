@@ -110,6 +110,14 @@ class Keyed:
         return self.value
 
 
+def attribute_type(value, literal, resolve):
+    """The Numba type (of either compiler) of ``value``, a description's attribute: an int is a compile-time constant,
+    ``literal(value)``; None is no such attribute; anything else (an intrinsic bound to it) is ``resolve(value)``."""
+    if isinstance(value, int):
+        return literal(value)
+    return None if value is None else resolve(value)
+
+
 def register_description(cls, attribute):
     """Make module-level instances of ``cls`` usable in kernels: ``attribute(obj, name)`` is an
     int (a compile-time constant there, e.g. a ``cuda.shared.array`` size), a function
@@ -132,10 +140,7 @@ def register_description(cls, attribute):
         key = Description
 
         def generic_resolve(self, ty, attr):
-            value = attribute(ty.value, attr)
-            if isinstance(value, int):
-                return types.IntegerLiteral(value)
-            return None if value is None else self.context.resolve_value_type(value)
+            return attribute_type(attribute(ty.value, attr), types.IntegerLiteral, self.context.resolve_value_type)
 
     @lower_getattr_generic(Description)
     def lower(context, builder, ty, value, attr):
