@@ -227,6 +227,8 @@ def shape_name(shape):
 def segmented_reduce(found):
     r = newest(found, "segmented_reduce")
     rows = []
+    # (the kernels compiled by numba-cuda-mlir, where the run had it: a column of their own)
+    mlir = [k for k in ("numba_tiles-mlir",) if any(k in shape["rows"] for shape in r.data["shapes"].values())]
     for shape in r.data["shapes"].values():
         got = shape["rows"]
         best = shape["best_peer"]
@@ -236,10 +238,10 @@ def segmented_reduce(found):
 
         rows.append([shape_name(shape), f"{got['numba_tiles']['gbps']:.0f}", f"{got['numba_tiles']['of_read']:.1%}",
                      f"{PEERS[best]} {got[best]['gbps']:.0f}", ratio(got["numba_tiles"]["vs_best_peer"])]
-                    + [gbps(p) for p in PEERS])
+                    + [gbps(k) for k in mlir] + [gbps(p) for p in PEERS])
     gib = r.data["scale_gib"]
     header = ["shape (" + (f"{gib:g} GiB" if gib != 1 else "1 GiB") + ")", "numba_tiles GB/s", "of a full read",
-              "best peer GB/s", "vs best peer"] + list(PEERS.values())
+              "best peer GB/s", "vs best peer"] + ["numba-cuda-mlir GB/s"] * len(mlir) + list(PEERS.values())
     return table(header, rows) + "\n\n" + sources([r]) \
         + f" Median of {r.data['repeats']} runs after {r.data['warmup']} warm-ups."
 

@@ -1,6 +1,8 @@
 """Segmented sums on the GPU: numba_tiles' kernels against CuPy, PyTorch and cuda.compute, in one run.
 
-The numba_tiles side is examples/segmented_reduction.py (``segmented_reduce``, ``csr_reduce``). Shapes,
+The numba_tiles side is examples/segmented_reduction.py (``segmented_reduce``, ``csr_reduce``), its kernels
+compiled by numba-cuda and, as ``numba_tiles-mlir`` where numba-cuda-mlir is installed, by numba-cuda-mlir (the
+same source, loaded a second time with numba-cuda-mlir's ``cuda``). Shapes,
 1 GiB of input each (``--scale`` in GiB): float32 segments of 128, 4096 and 2**20 items, float32 CSR
 segments of uniform random lengths 1..8191, float64 and int32 segments of 4096. Peers, each where it
 imports and runs (else skipped, with the reason): ``cupy.sum(x2d, axis=1)``, ``torch.sum(x2d, dim=1)``
@@ -29,7 +31,9 @@ well below 1 fits in the L2 cache, which it then measures instead of the memory:
 
 import argparse
 import datetime
+import functools
 import gc
+import importlib.util
 import json
 import platform
 import statistics
@@ -117,12 +121,30 @@ def share(a, lib):
     return view
 
 
-def tiles(c):
+def tiles(c, mlir=False):
     sys.path.insert(0, str(ROOT / "examples"))
     import segmented_reduction as sr
+    if mlir:
+        sr = example_under_mlir()
     if c.seg_len:
         return lambda: sr.segmented_reduce(c.x, c.seg_len, "+", out=c.out)
     return lambda: sr.csr_reduce(c.x, c.offsets, "+", out=c.out)
+
+
+@functools.cache
+def example_under_mlir():
+    """examples/segmented_reduction.py as a second module whose ``cuda`` is numba-cuda-mlir's: its kernels, made
+    when first asked for, are then numba-cuda-mlir's."""
+    try:
+        from numba_cuda_mlir import cuda as mlir_cuda
+    except ImportError as exc:
+        raise Skip(f"numba-cuda-mlir is not installed ({exc})") from None
+    source = ROOT / "examples" / "segmented_reduction.py"
+    spec = importlib.util.spec_from_file_location("segmented_reduction_mlir", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.cuda = mlir_cuda
+    return module
 
 
 def cupy_sum(c, whole=False):
@@ -177,7 +199,8 @@ def compute(c, counting=False):
 
 
 CONTENDERS = {  # name: (kind, setup); kinds: "tiles", "peer", "read" (the full-array read: the limit)
-    "numba_tiles": ("tiles", tiles), "cupy": ("peer", cupy_sum), "torch": ("peer", torch_sum),
+    "numba_tiles": ("tiles", tiles), "numba_tiles-mlir": ("tiles", lambda c: tiles(c, mlir=True)),
+    "cupy": ("peer", cupy_sum), "torch": ("peer", torch_sum),
     "cuda.compute": ("peer", compute), "cuda.compute-counting": ("peer", lambda c: compute(c, counting=True)),
     "read:cupy": ("read", lambda c: cupy_sum(c, whole=True)),
     "read:torch": ("read", lambda c: torch_sum(c, whole=True))}

@@ -26,6 +26,9 @@ How they reach the memory's speed (benchmarks/segmented_reduce.py measures them)
   instead of a block, which would leave most of its tile idle (measured on an H200, mean length
   32: 0.78 against 0.10 TB/s; 512: 3.5 against 1.2).
 
+The kernels use no name of numba-cuda's but ``cuda`` (NumPy scalar types, the dispatcher's own typing), so
+the same source compiles with numba-cuda-mlir's ``cuda`` too (benchmarks/segmented_reduce.py times both).
+
     python examples/segmented_reduction.py      # checks every kernel against NumPy
 """
 
@@ -33,7 +36,7 @@ import functools
 import math
 
 import numpy as np
-from numba import cuda, from_dtype, typeof
+from numba import cuda
 
 import numba_tiles as tiles
 
@@ -41,6 +44,7 @@ BLOCK = 128  # threads per block
 VECTOR_BYTES = 64  # bytes each thread loads per tile: four 16-byte loads
 WAVES = 16  # blocks per resident block slot: while some wait at a barrier, newer ones keep loads in flight
 WARP_LOADS = 8  # loads in flight per lane where a warp reduces a segment
+SIMULATOR = cuda.config.ENABLE_CUDASIM  # (numba-cuda's: numba-cuda-mlir has no simulator)
 SHORT = 8192  # bytes: segments of at most this on average are reduced a warp each (H200: 3.8 against a block's
 #              3.5 TB/s at a mean of 2048 float32, 0.96 against 3.5 at 4096)
 
@@ -57,7 +61,7 @@ def identity(op, dtype):
 
 
 def _combine(op, ty):
-    """``op`` on two values of Numba type ``ty`` as an inlined device function (int32 + int32 stays int32)."""
+    """``op`` on two values of NumPy scalar type ``ty``, an inlined device function (int32 + int32 stays int32)."""
     if op == "+":
         return cuda.jit(device=True, inline="always")(lambda a, b: ty(a + b))
     pick = min if op == "min" else max
@@ -88,7 +92,7 @@ def _tile_kernel(dtype, op, seg_len, ipt):
     ``kernel[grid, BLOCK](x, out, per_block)``: block b reduces tiles [b·per_block, (b+1)·per_block)
     (parts of long segments), or with ``per_block`` 0 whole segments b, b + grid, b + 2·grid, ...
     """
-    ty = from_dtype(np.dtype(dtype))
+    ty = np.dtype(dtype).type
     tile = BLOCK * ipt
     combine, zero = _combine(op, ty), identity(op, dtype)
     group = seg_len // ipt  # threads per segment, when a tile holds whole segments
@@ -179,7 +183,7 @@ def _csr_kernel(dtype, op, regular):
 
     Segment s is ``x[s·seg_len:(s+1)·seg_len]`` if ``regular``, else ``x[offsets[s]:offsets[s+1]]``.
     """
-    ty, ipt = from_dtype(np.dtype(dtype)), _items_per_thread(dtype)
+    ty, ipt = np.dtype(dtype).type, _items_per_thread(dtype)
     tile = BLOCK * ipt
     align = max(16 // np.dtype(dtype).itemsize, 1)  # items per 16 bytes: where a vector load may start
     combine, zero = _combine(op, ty), identity(op, dtype)
@@ -258,7 +262,7 @@ def _warp_kernel(dtype, op, regular):
     A block per segment would leave most of a tile idle on a segment of a few hundred items; a warp
     reads its segment in coalesced 128-byte rows, WARP_LOADS rows in flight per lane.
     """
-    ty = from_dtype(np.dtype(dtype))
+    ty = np.dtype(dtype).type
     combine, zero = _combine(op, ty), identity(op, dtype)
     warps = BLOCK // 32
     rows = 32 * WARP_LOADS
@@ -293,10 +297,10 @@ def _warp_kernel(dtype, op, regular):
 def _resident_blocks(kernel, *args):
     """How many blocks of ``kernel`` (compiled for ``args``) fit on the GPU at once: the grid that keeps every SM busy
     with no second wave. A few on the simulator, which runs each thread in Python."""
-    if cuda.config.ENABLE_CUDASIM:
+    if SIMULATOR:
         return 2
     if not hasattr(kernel, "_resident"):  # asked once: a launch is a few microseconds of host time
-        compiled = kernel.compile(tuple(typeof(a) for a in args))
+        compiled = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
         kernel._resident = compiled.max_cooperative_grid_blocks(BLOCK)
     return kernel._resident
 
@@ -304,21 +308,26 @@ def _resident_blocks(kernel, *args):
 def _output(x, count, out):
     if out is not None:
         return out
-    return np.empty(count, x.dtype) if cuda.config.ENABLE_CUDASIM else cuda.device_array(count, x.dtype)
+    return np.empty(count, x.dtype) if SIMULATOR else cuda.device_array(count, x.dtype)
 
 
 def _fill(out, value):
-    if cuda.config.ENABLE_CUDASIM:
+    if SIMULATOR:
         out[:] = value
     else:
-        _fill_kernel[max(-(-out.size // BLOCK), 1), BLOCK](out, value)
+        _fill_kernel()[max(-(-out.size // BLOCK), 1), BLOCK](out, value)
 
 
-@cuda.jit
-def _fill_kernel(out, value):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = value
+@functools.lru_cache(maxsize=None)
+def _fill_kernel():
+    """``kernel[grid, BLOCK](out, value)``: every item of ``out`` set to ``value``."""
+    @cuda.jit
+    def fill(out, value):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = value
+
+    return fill
 
 
 def segmented_reduce(x, seg_len, op="+", out=None):
@@ -336,7 +345,7 @@ def segmented_reduce(x, seg_len, op="+", out=None):
     ipt = _tile_items(x.dtype, seg_len)
     tile = BLOCK * (ipt or 1)
     if ipt is None or x.size % tile:
-        no_offsets = np.zeros(1, np.int64) if cuda.config.ENABLE_CUDASIM else cuda.device_array(1, np.int64)
+        no_offsets = np.zeros(1, np.int64) if SIMULATOR else cuda.device_array(1, np.int64)
         return _launch_csr(x, no_offsets, seg_len, out, op, True)
     ntiles = x.size // tile
     kernel = _tile_kernel(x.dtype, op, seg_len, ipt)
@@ -376,7 +385,7 @@ def csr_reduce(x, offsets, op="+", out=None):
 def _check():
     """Every kernel path against NumPy, at sizes that also suit the simulator."""
     rng = np.random.default_rng()
-    small = cuda.config.ENABLE_CUDASIM
+    small = SIMULATOR
     cases = [(np.float32, 128, 64), (np.float32, 1024, 9), (np.float32, 4096, 9), (np.float32, 4096 * 3, 5),
              (np.float64, 4096, 9), (np.float64, 2048, 4), (np.int32, 64, 128), (np.int32, 1000, 7),
              (np.float32, 7, 1000)]

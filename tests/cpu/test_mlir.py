@@ -352,6 +352,34 @@ def test_what_the_ir_knows_of_an_argument_is_checked_as_under_numba_cuda(body, m
         tiles.compile(mlir_cuda.jit(scope["kernel"]), (types.int32[::1], types.int32[::1]), arch="sm_90")
 
 
+@pytest.mark.parametrize("kernel,sig", [
+    ("_tile_kernel(np.float32, '+', 4096, 16)", (types.float32[::1], types.float32[::1], types.int64)),
+    ("_warp_kernel(np.float32, 'max', False)", (types.float32[::1], types.int64[::1], types.int64, types.float32[::1])),
+], ids=["block_reduce of whole segments", "warp_reduce of CSR segments"])
+def test_the_segmented_reduction_example_compiles_the_same_under_numba_cuda_mlir(kernel, sig, tmp_path):
+    """examples/segmented_reduction.py's kernels, its source loaded a second time with numba-cuda-mlir's ``cuda``
+    (as benchmarks/segmented_reduce.py's numba_tiles-mlir rows do): the same loads, shuffles, barriers and
+    adds as under numba-cuda, no calls."""
+    import importlib.util
+    from pathlib import Path
+
+    import numpy as np
+
+    from examples import segmented_reduction
+
+    spec = importlib.util.spec_from_file_location("segmented_reduction_mlir",
+                                                  Path(segmented_reduction.__file__))
+    under_mlir = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(under_mlir)
+    under_mlir.cuda = mlir_cuda
+    counts = []
+    for module in (under_mlir, segmented_reduction):
+        text = sass(tiles.compile(eval(kernel, {"np": np}, vars(module)), sig, arch="sm_90"), tmp_path)
+        names = [(op[1:] if op[0].startswith("@") else op)[0].split(".")[0] for op in instructions(text) if op]
+        counts.append({n: names.count(n) for n in ("LDG", "SHFL", "BAR", "FADD", "FMNMX", "CALL")})
+    assert counts[0] == counts[1] and counts[0]["LDG"] and counts[0]["SHFL"] and not counts[0]["CALL"], counts
+
+
 def test_numba_cuda_mlirs_extension_loader_imports_us():
     """Our numba_cuda_mlir_extensions entry point: numba-cuda-mlir's loader (on its launch path) imports numba_tiles,
     whose import registers the intrinsics."""
