@@ -17,14 +17,17 @@ way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` p
   ``link_external_item``, ``mlir_funcOp``, ``metadata["gpu_target"]``, and ``get_numba_type`` and
   ``store_var`` (a description's attribute);
 - ``numba_cuda_mlir.descriptor.MLIRDispatcher``: what a ``@cuda.jit(device=True)`` function is (an op);
+- its launcher's rebuilding of a tuple argument with ``_fields`` by ``type(value)(*members)`` before typing it
+  (`launch_arguments`), and a compile result's ``_codelibrary.get_cufunc().handle``: a copy of the kernel of its
+  own for the occupancy query (`resident_blocks`);
 - the frame of its copy of ``ConstraintNetwork.propagate`` (its ``constraint`` and ``typeinfer``): where a
   call being typed stands and what its arguments are (`_typing_call`, as `_numba.typing_call` does).
 
 Supported so far: intrinsics whose parameters are scalars, arrays and compile-time constants (the block and
 warp collectives, the shared-tile matmul), user ops and comparisons among them (compiled by numba-cuda-mlir,
 `compile_device_ltoir`), descriptions (`register_description`: their constants and methods) and handles
-(``Matmul.operands``: `register_handle`, a tuple of their arrays to numba-cuda-mlir), and epilogues (`pack`: the
-store's functor calls the user's function in numba-cuda-mlir's C ABI, `c_abi_fields`).
+(``Matmul.operands``: `register_handle`, a tuple of their arrays to numba-cuda-mlir, launched by ``Matmul.launch``),
+and epilogues (`pack`: the store's functor calls the user's function in numba-cuda-mlir's C ABI, `c_abi_fields`).
 """
 
 import functools
@@ -148,10 +151,50 @@ def _handle_class():
 
 
 def register_handle(cls):
-    """`_numba.register_handle` for numba-cuda-mlir: an instance of ``cls`` is typed by its ``_numba_type_``."""
+    """`_numba.register_handle` for numba-cuda-mlir: an instance of ``cls`` is typed by its ``_numba_type_``, and
+    launched as `launch_arguments` makes it."""
     from numba_cuda_mlir import extending
 
-    extending.typeof_impl.register(cls)(lambda value, c: to_mlir(value._numba_type_))
+    for typed in (cls, _Members):
+        extending.typeof_impl.register(typed)(lambda value, c: to_mlir(value._numba_type_))
+
+
+class _Members(tuple):
+    """A handle as numba-cuda-mlir's launcher passes a bundle of arrays: a tuple, flattened into its members for
+    the kernel and rebuilt from them by ``type(value)(*members)`` (as a namedtuple is) before it is typed, so the
+    type is the class's (`_members_class`)."""
+
+    _fields = ()  # (what tells the launcher to rebuild it from its members)
+
+    def __new__(cls, *members):
+        return super().__new__(cls, members)
+
+
+@functools.cache
+def _members_class(handle):
+    return type("HandleMembers", (_Members,), {"_numba_type_": handle, "__slots__": ()})
+
+
+def launch_arguments(args):
+    """``args`` as a numba-cuda-mlir kernel's launch takes them: each handle (an object whose ``_numba_type_`` is a
+    `Handle`, as ``Matmul.operands``'s) as the tuple of its members."""
+    return tuple(_members_class(a._numba_type_)(*a) if isinstance(getattr(a, "_numba_type_", None), Handle) else a
+                 for a in args)
+
+
+def resident_blocks(kernel, args, threads, nbytes):
+    """`_numba.resident_blocks` of a numba-cuda-mlir ``kernel`` (its arguments as `launch_arguments` makes them).
+    The occupancy query runs on the compile result's own copy of the kernel, let first to take ``nbytes`` of
+    dynamic shared memory (the query counts no block over the kernel's limit; launches lift it themselves)."""
+    from cuda.bindings import driver
+
+    compiled = kernel.compile_for(*args)
+    handle = compiled._codelibrary.get_cufunc().handle
+    (status,) = driver.cuFuncSetAttribute(
+        handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+    if status != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}): {status}")
+    return compiled.max_cooperative_grid_blocks(threads, nbytes)
 
 
 def handle_member(lowerer, var, ty, member):

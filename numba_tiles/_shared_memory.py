@@ -1,6 +1,6 @@
 """Shared memory, with no GPU: what a kernel and its intrinsics' storages take, and what a ``temp`` needs."""
 
-from . import _compile, _elf, _numba
+from . import _compile, _elf, _mlir, _numba
 from ._errors import error
 
 
@@ -94,7 +94,8 @@ def allow_dynamic_shared_memory(kernel, nbytes, *args):
     compiles another kernel, which needs its own call). Launch it with ``nbytes`` as the
     launch's fourth value, ``kernel[grid, block, stream, nbytes](*args)``; inside, the memory is
     ``cuda.shared.array(0, dtype)``, of which each dtype's array sees the same bytes. Returns
-    ``nbytes``. On Numba's simulator there is no limit to lift: it only returns ``nbytes``.
+    ``nbytes``. On Numba's simulator there is no limit to lift, and numba-cuda-mlir's launches lift it
+    themselves: for those it only returns ``nbytes``.
 
     Example::
 
@@ -123,7 +124,7 @@ def allow_dynamic_shared_memory(kernel, nbytes, *args):
     if not isinstance(nbytes, int) or nbytes < 0:
         raise error("allow_dynamic_shared_memory", f"nbytes must be a non-negative int, got {nbytes!r}",
                     "pass the bytes the launch will ask for, e.g. 96 * 1024")
-    if _numba.simulator_enabled():
+    if _numba.simulator_enabled() or _mlir.is_kernel(kernel):  # (numba-cuda-mlir's launcher lifts the limit itself)
         return nbytes
     limit = _numba.allow_dynamic_shared_memory(kernel, nbytes, args)
     if nbytes > limit:

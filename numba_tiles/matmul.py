@@ -453,16 +453,13 @@ class Matmul:
 
     def launch_config(self, kernel, *args, grid=None):
         """``(grid, block, shared)`` for launching ``kernel`` with ``args``, one of which is an `Operands` of this
-        description, after letting the kernel take that much dynamic shared memory (see `launch`). Example::
+        description, after letting the kernel take that much dynamic shared memory (see `launch`; a numba-cuda-mlir
+        kernel takes ``ops`` as `launch` passes it, so launch those with `launch`). Example::
 
             grid, block, shared = MM.launch_config(gemm, ops, 1.0, 0.0)
             gemm[grid, block, 0, shared](ops, 1.0, 0.0)
         """
         name = "Matmul.launch"
-        if _mlir.is_kernel(kernel):
-            raise ext.error(name, "a numba-cuda-mlir kernel compiles with mm.tile and mm.batched (tiles.compile) but "
-                            "is not launched by mm.launch yet", "launch it from numba-cuda's @cuda.jit for now "
-                            "(the same kernel, one import changed)")
         found = [a for a in args if isinstance(a, Operands)]
         if len(found) != 1 or found[0].mm != self:
             raise ext.error(name, f"it needs one Operands of {self!r} among the kernel's arguments, got "
@@ -472,6 +469,7 @@ class Matmul:
         plan, shared = ops.plan, ops.plan.shared_bytes
         from ._shared_memory import allow_dynamic_shared_memory
 
+        mlir = _mlir.is_kernel(kernel)
         allow_dynamic_shared_memory(kernel, shared, *args)
         if grid is None and plan.grid == "tiles":
             m, n, _ = self.shape
@@ -480,7 +478,8 @@ class Matmul:
         elif grid is None and plan.grid == "products":
             grid = max(ops.c.shape[0], 1)
         elif grid is None or grid == "resident":
-            resident = (2 * 132 if _numba.simulator_enabled()
+            resident = (2 * 132 if _numba.simulator_enabled() else
+                        _mlir.resident_blocks(kernel, _mlir.launch_arguments(args), plan.threads, shared) if mlir
                         else _numba.resident_blocks(kernel, args, plan.threads, shared))
             work = ops.c.shape[0] if ops.c.ndim == 3 else math.prod(-(-s // t) for s, t in
                                                                     zip(ops.c.shape, self.shape))
@@ -500,12 +499,13 @@ class Matmul:
           a tile or product: for a kernel's own persistent loop over C's tiles (``cuda.gridDim.x`` apart);
         - or a grid of your own.
 
-        Example::
+        A numba-cuda-mlir kernel launches so too (its launcher passes ``ops`` as a tuple of its arrays, which
+        ``launch`` makes). Example::
 
             MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
         """
         grid, block, shared = self.launch_config(kernel, *args, grid=grid)
-        kernel[grid, block, stream, shared](*args)
+        kernel[grid, block, stream, shared](*(_mlir.launch_arguments(args) if _mlir.is_kernel(kernel) else args))
 
     def _key(self):
         return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision, self.stages)

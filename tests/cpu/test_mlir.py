@@ -271,14 +271,35 @@ def test_a_descriptions_whole_calls_take_its_operands_as_under_numba_cuda(case, 
     assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
 
 
-def test_mm_launch_refuses_its_kernels_for_now():
-    @mlir_cuda.jit
-    def kernel(ops):
-        BF16.tile(ops, 0, 0)
+def test_mm_launch_passes_operands_as_a_tuple_numba_cuda_mlirs_launcher_flattens_and_types_back():
+    """What `Matmul.launch` gives a numba-cuda-mlir kernel for ``ops``: a tuple of its members that the launcher
+    flattens into the four arrays and, rebuilt from them as it rebuilds a namedtuple, types as ``ops``'s handle."""
+    import numpy as np
+    from numba_cuda_mlir.descriptor import _flatten_arg
 
-    with pytest.raises(tiles.TilesError, match=r"Matmul\.launch: a numba-cuda-mlir kernel compiles .* not launched by "
-                                               r"mm\.launch yet.*Fix: launch it from numba-cuda's @cuda\.jit"):
-        BF16.launch(kernel, None)
+    from numba_tiles import _mlir
+
+    class Stand:  # (what launch_arguments reads of an Operands: its type and its members)
+        _numba_type_ = BF16.operands_type("float32", batched=True)
+
+        def __iter__(self):
+            return iter(members)
+
+    members = (np.zeros(512, np.uint8), *(np.zeros((2, 64, 64), t) for t in ("int16", "int16", "float32")))
+
+    @mlir_cuda.jit
+    def kernel(ops, alpha):
+        BF16.batched(ops, alpha)
+
+    ops, alpha = _mlir.launch_arguments((Stand(), 1.5))
+    assert alpha == 1.5 and all(x is y for x, y in zip(ops, members)) and len(ops) == 4
+    flat = []
+    _flatten_arg(ops, flat)
+    assert len(flat) == 4 and all(x is y for x, y in zip(flat, members))
+    rebuilt = type(ops)(*flat)
+    assert hasattr(ops, "_fields") and type(rebuilt) is type(ops)
+    assert kernel.typeof_pyval(rebuilt) == _mlir.to_mlir(Stand._numba_type_) == kernel.typeof_pyval(ops)
+    assert _mlir.to_numba_cuda(kernel.typeof_pyval(rebuilt)) is Stand._numba_type_
 
 
 EPILOGUES = {  # (a store with an epilogue of two arrays; the wgmma tile's with a fastmath tanh GELU)
@@ -417,3 +438,7 @@ def test_the_numba_cuda_mlir_hooks_the_adapter_uses_are_there():
     assert "targetoptions" in vars(MLIRDispatcher(lambda: None, targetoptions={"device": True}))
     assert callable(extending.typing_registry.register_attr) and callable(extending.typeof_impl.register)
     assert callable(extending.lowering_registry.lower_getattr_generic)
+    from numba_cuda_mlir.compiler import CodeLibrary, CompileResult, CUFunc
+
+    assert callable(CodeLibrary.get_cufunc) and isinstance(CUFunc.handle, property)
+    assert "_codelibrary" in CompileResult.__getattr__.__code__.co_consts

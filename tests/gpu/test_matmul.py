@@ -355,3 +355,53 @@ def test_batched_with_too_little_shared_memory_stops_with_a_message(implementati
     need = int(run.stdout.split("NEED ")[1].split()[0])
     assert f"tiles.Matmul.batched: shared holds {need - 16} bytes (stride 1); it needs {need} contiguous" in run.stdout, \
         run.stdout
+
+
+MLIR_KERNELS = """
+@cuda.jit
+def tile(ops, alpha, beta, cols, count):
+    mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
+
+@cuda.jit
+def resident(ops, alpha, beta, cols, count):
+    for t in range(cuda.blockIdx.x, count, cuda.gridDim.x):
+        mm.tile(ops, t // cols, t % cols, alpha, beta)
+
+@cuda.jit
+def batched(ops, alpha, beta, cols, count):
+    mm.batched(ops, alpha, beta)
+"""
+
+
+@pytest.mark.parametrize("form,implementation", [("tile", "wgmma"), ("tile", "libmathdx"), ("tile", "cp.async"),
+                                                 ("resident", None), ("batched", "tma"), ("batched", "wgmma"),
+                                                 ("batched", "cp.async")], ids=str)
+def test_numba_cuda_mlir_kernels_launch_through_mm_launch(form, implementation, rng):
+    """``mm.tile`` and ``mm.batched`` in numba-cuda-mlir kernels, launched by ``mm.launch`` (``ops`` as the tuple
+    of its arrays that its launcher takes, dynamic shared memory over 48 KiB, the resident grid from the occupancy
+    of its kernel), A, B and C its own device arrays: C against NumPy, ragged sizes."""
+    mlir_cuda = pytest.importorskip("numba_cuda_mlir").cuda
+    import numba_tiles as tiles
+
+    mm = tiles.Matmul((128, 128, 64), "float16", accumulator="float32")
+    batch = form == "batched"
+    ndim = 3 if batch else 2
+    if implementation and implementation not in mm._implementations(
+            tuple(cuda.get_current_device().compute_capability), "float32", ndim):
+        pytest.skip(f"{implementation} does not compute this Matmul's {form} on this GPU")
+    scope = {"cuda": mlir_cuda, "mm": mm}
+    exec(MLIR_KERNELS, scope)
+    # (n and k whole 16-byte lines, as TMA takes A and B)
+    m, n, k = ((int(rng.integers(1, 129)), 8 * int(rng.integers(1, 17)), 8 * int(rng.integers(1, 40))) if batch else
+               (int(rng.integers(200, 700)), 8 * int(rng.integers(25, 90)), 8 * int(rng.integers(10, 90))))
+    lead = (int(rng.integers(50, 300)),) if batch else ()
+    a, b, c = (rng.standard_normal((*lead, *s)).astype(t) for s, t in (((m, k), "float16"), ((k, n), "float16"),
+                                                                      ((m, n), "float32")))
+    alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-1, 1))
+    d_c = mlir_cuda.to_device(c)
+    ops = mm.operands(mlir_cuda.to_device(a), mlir_cuda.to_device(b), d_c, implementation=implementation)
+    cols = -(-n // 128)
+    mm.launch(scope[form], ops, alpha, beta, cols, cols * -(-m // 128), grid="resident" if form == "resident" else None)
+    expected = alpha * np.matmul(a.astype(np.float64), b.astype(np.float64)) + beta * c
+    error = np.linalg.norm(d_c.copy_to_host() - expected) / np.linalg.norm(expected)
+    assert error < BOUND["float16"], f"{form} by {ops.implementation}, {lead} {m}x{n}x{k}: relative error {error:.2e}"
