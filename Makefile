@@ -74,7 +74,7 @@ venv: $(PY)
 # compiles one program at a time in a process, so a lone test's compile leaves the other cores idle).
 # (worksteal: an idle worker takes tests queued for the other, so the cuBLASDx compiles do not pile up at the end)
 test: $(PY)
-	$(PY) -m pytest tests -q -ra -n auto --dist worksteal
+	$(PY) -m pytest tests -q -ra -n auto --dist worksteal --durations=15
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra -n auto --dist worksteal
 
 # The compile path's tests under one CUDA line (CUDA=cu12: in .venv-cu12, the toolkit-sensitive ones without
