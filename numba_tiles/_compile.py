@@ -365,6 +365,15 @@ def build(instances, target, isolated=False, announce=_announce):
 arch_specific = set()  # this process's arch-specific (sm_90a) LTO-IR, `build`'s and libmathdx's: `compile` names it
 
 
+def arch_specific_error(arch):
+    """The error of `compile` for ``arch`` (sm_90) of a kernel whose intrinsics' code is arch-specific."""
+    from ._errors import error
+
+    return error("compile", f"the kernel calls Matmul.tile or .batched on Hopper (TMA and wgmma: arch-specific "
+                 f"code), which links only for {arch}a, not {arch} (nvJitLink rejects wgmma and tensormap.replace "
+                 "there)", f"pass arch='{arch}a'")
+
+
 def key_parts(source, library, target, output="ltoir"):
     """What the cache key of a program of ``library`` for ``target`` digests (`cache.components`)."""
     return cache.components(source, output=output, target=target.key(), options=options(library, target, output),
@@ -642,11 +651,7 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
     if output == "ltoir":
         return modules
     if not arch.endswith("a") and any(m in arch_specific for m in modules):
-        from ._errors import error
-
-        raise error("compile", f"the kernel calls Matmul.tile or .batched on Hopper (TMA and wgmma: arch-specific "
-                    f"code), which links only for {arch}a, not {arch} (nvJitLink rejects wgmma and tensormap.replace "
-                    "there)", f"pass arch='{arch}a'")
+        raise arch_specific_error(arch)
     linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,
                                    ptx=output == "ptx", max_register_count=options.get("max_registers"))
     return _link.link([ObjectCode.from_ltoir(m) for m in modules], linker_options, output)

@@ -13,7 +13,7 @@ way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` p
   `register` must refresh the contexts (the first refresh makes them, which takes a second);
 - ``numba_cuda_mlir.lowering_utilities``: ``get_or_insert_function`` (an ``extern "C"`` declaration in the
   kernel's ``gpu.module``) and ``memref_data_pointer`` (an array's data pointer);
-- the lowerer's ``alloca``, ``get_storage_type``, ``as_storage``, ``from_storage``, ``lower_cast``,
+- the lowerer's ``_linker_config`` (its ``arch``: `link_arch_specific`), ``alloca``, ``get_storage_type``, ``as_storage``, ``from_storage``, ``lower_cast``,
   ``link_external_item``, ``mlir_funcOp``, ``metadata["gpu_target"]``, and ``get_numba_type`` and
   ``store_var`` (a description's attribute);
 - ``numba_cuda_mlir.descriptor.MLIRDispatcher``: what a ``@cuda.jit(device=True)`` function is (an op);
@@ -94,6 +94,8 @@ def _mapped(ty, target, back):
         return target.none
     if isinstance(ty, (types.Dispatcher, _theirs().Dispatcher)):  # (an op's device function: `_spec` reads it back)
         return target.Dispatcher(ty.dispatcher)
+    if name == "Function":  # (an op spelled as a Python function: operator.add, min, numpy.add)
+        return _typing_context(target).resolve_value_type(ty.typing_key)
     if name == "Array":
         return target.Array(back(ty.dtype), ty.ndim, ty.layout, readonly=not ty.mutable)
     if name in ("UniTuple", "Tuple"):
@@ -105,6 +107,16 @@ def _mapped(ty, target, back):
 
 
 _SCALAR_NAMES = {"__nv_bfloat16": "bfloat16"}  # (bfloat16's str is its C++ name)
+
+
+def _typing_context(module):
+    """The typing context of the compiler whose types ``module`` is (refreshed: its registries read)."""
+    if module is types:
+        from numba.cuda.descriptor import cuda_target as target
+    else:
+        from numba_cuda_mlir.descriptor import mlir_target as target
+    target.typing_context.refresh()
+    return target.typing_context
 
 
 def _literals(ty):
@@ -435,6 +447,25 @@ def link(lowerer, code):
     lowerer.link_external_item(theirs)  # (it links each object once)
 
 
+_asked = threading.local()  # .arch: the arch `compile_kernel` was asked for (in its thread, while it compiles)
+
+
+def link_arch_specific(lowerer):
+    """Link the function being lowered for the arch-specific form of its target (sm_90 → sm_90a), where its
+    intrinsics' wgmma and TMA code links: numba-cuda-mlir links a kernel for the GPU's plain arch (numba-cuda an
+    H100's for sm_90a itself). `compile_kernel` for a plain arch that was asked for refuses it, as
+    ``tiles.compile`` does numba-cuda's."""
+    config = lowerer._linker_config
+    if config["arch"].endswith(("a", "f")):
+        return
+    asked = getattr(_asked, "arch", None)
+    if asked is not None:
+        from ._compile import arch_specific_error
+
+        raise arch_specific_error(asked)
+    config["arch"] += "a"
+
+
 FIELD_BYTES = 8  # (each field `pack` writes takes 8 bytes, whatever its type)
 
 
@@ -508,8 +539,8 @@ def compile_kernel(kernel, signature, cc, arch):
                         "mm.operands(...), are numba-cuda's only for now: see the numba-cuda-mlir guide)") from None
     with _cc_lock:  # (numba-cuda-mlir takes the host's cc from the driver, whatever chip it is given)
         saved = tools._cached_cc
-        tools._cached_cc = tuple(cc[:2])
+        tools._cached_cc, _asked.arch = tuple(cc[:2]), arch
         try:
             return bytes(theirs_cuda.compile_cubin(getattr(kernel, "py_func", kernel), signature, chip=arch))
         finally:
-            tools._cached_cc = saved
+            tools._cached_cc, _asked.arch = saved, None

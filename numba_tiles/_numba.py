@@ -203,6 +203,13 @@ def handle_member(builder, ty, value, member):
     return builder.extract_value(value, ty.index(member))
 
 
+def is_device_array(value):
+    """Whether ``value`` is numba-cuda's own device array (not a view of another library's, nor numba-cuda-mlir's)."""
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    return isinstance(value, DeviceNDArray)
+
+
 def resident_blocks(dispatcher, args, threads, nbytes):
     """How many blocks of ``dispatcher`` launched with ``args`` (compiled for them now if need be), ``threads``
     a block and ``nbytes`` of dynamic shared memory the current GPU runs at once (the driver's occupancy

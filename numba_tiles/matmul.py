@@ -417,9 +417,10 @@ class Matmul:
         for param, array in (("a", a), ("b", b), ("c", c)):
             if not hasattr(array, "__cuda_array_interface__"):
                 raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
-        # Numba's own device arrays, once: a launch then passes them as they are (another library's arrays,
-        # PyTorch's tensors say, are converted at every launch, which took longer than a 64^3 batch's kernel).
-        a, b, c = (x if cuda.is_cuda_array(x) and hasattr(x, "gpu_data") else cuda.as_cuda_array(x) for x in (a, b, c))
+        # numba-cuda's own device arrays, once: a launch then passes them as they are (another library's arrays,
+        # PyTorch's tensors say, are converted at every launch, which took longer than a 64^3 batch's kernel;
+        # numba-cuda-mlir's are typed as its own types, which numba-cuda's kernels here do not take).
+        a, b, c = (x if _numba.is_device_array(x) else cuda.as_cuda_array(x) for x in (a, b, c))
         cc = tuple(cuda.get_current_device().compute_capability)
         if implementation is None:  # (the fastest whose copies take these arrays' strides)
             implementation = next(i for i in self._implementations(cc, str(c.dtype), ndim) if self._takes(i, a, b, c))

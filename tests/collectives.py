@@ -497,8 +497,6 @@ def shared_temp_bytes(dtype, block_dim, items):
 def run_shared_temp(dtype, block_dim, items, rng):
     """Every block intrinsic in one kernel, one after the other, all in one ``temp`` buffer of the
     largest size they need; each step's output is checked."""
-    from numba import int32, uint8, uint32
-
     T = threads_of(block_dim)
     BX, BY = strides_of(block_dim)
     DT = np.dtype(dtype)
@@ -514,18 +512,18 @@ def run_shared_temp(dtype, block_dim, items, rng):
         t = cuda.threadIdx.x + BX * (cuda.threadIdx.y + BY * cuda.threadIdx.z)
         b = cuda.blockIdx.x
         start = b * tile
-        temp = cuda.shared.array(need, uint8)
-        counts = cuda.shared.array(32, uint32)
+        temp = cuda.shared.array(need, np.uint8)
+        counts = cuda.shared.array(32, np.uint32)
         k = cuda.local.array(items, DT)
-        v = cuda.local.array(items, int32)
-        bins = cuda.local.array(items, int32)
+        v = cuda.local.array(items, np.int32)
+        bins = cuda.local.array(items, np.int32)
         tiles.block_load(x[start:], k, block_dim=block_dim, items_per_thread=items, algorithm="transpose",
                          temp=temp)
         tiles.block_merge_sort(k, ">", block_dim=block_dim, items_per_thread=items, temp=temp)
         for j in range(items):
             descending[start + t * items + j] = k[j]
             v[j] = t * items + j
-            bins[j] = int32(k[j] * 2) & 31
+            bins[j] = np.int32(k[j] * 2) & 31
         tiles.block_histogram(bins, counts, block_dim=block_dim, items_per_thread=items, bins=32, temp=temp)
         tiles.block_radix_sort(k, values=v, block_dim=block_dim, items_per_thread=items, temp=temp)
         m = tiles.block_reduce(k, "max", block_dim=block_dim, items_per_thread=items, broadcast=True, temp=temp)

@@ -3,7 +3,8 @@
 
 import os
 
-if os.environ.get("NUMBA_TILES_TEST_COMPILER") == "mlir":
+MLIR = os.environ.get("NUMBA_TILES_TEST_COMPILER") == "mlir"
+if MLIR:
     from numba_cuda_mlir import cuda  # noqa: F401
 else:
     from numba import cuda  # noqa: F401

@@ -4,6 +4,7 @@ numba-cuda (its intrinsics' SASS: the same shuffles, barriers and no calls). And
 adapter (``numba_tiles/_mlir.py``) relies on. Runs where numba-cuda-mlir is installed (the cu13 environment of
 ``make venv``: ``pip install 'numba-tiles[cu13,mlir]'``)."""
 
+import operator
 import re
 
 import pytest
@@ -33,7 +34,9 @@ CASES = {
                                        "tiles.block_exchange(items, 'striped_to_blocked', block_dim=128, "
                                        "items_per_thread=4)\n"
                                        "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
+    "block_reduce by operator.add": "out[i] = tiles.block_reduce(x[i], operator.add, block_dim=128)",
     "warp_reduce": "out[i] = tiles.warp_reduce(x[i], 'min')",
+    "warp_reduce by min, scan by numpy.add": "out[i] = tiles.warp_reduce(x[i], min) + tiles.warp_scan(x[i], np.add)",
     "warp_scan": "out[i] = tiles.warp_scan(x[i], '+', exclusive=True)",
     "warp_sum, 16 lanes": "out[i] = tiles.warp_sum(x[i], warp_size=16)",
     "block_shuffle offset": "out[i] = tiles.block_shuffle(x[i], 'offset', block_dim=128, distance=1)",
@@ -64,7 +67,7 @@ def kernel_of(compiler, body, dtype):
     """The case's kernel made with ``compiler`` (``cuda.jit`` of numba-cuda or of numba-cuda-mlir)."""
     import numpy as np
 
-    scope = {"cuda": mlir_cuda if compiler is mlir_cuda.jit else cuda, "tiles": tiles, "np": np}
+    scope = {"cuda": mlir_cuda if compiler is mlir_cuda.jit else cuda, "tiles": tiles, "np": np, "operator": operator}
     exec(KERNEL.format(dtype=dtype, body="\n".join("    " + line for line in body.splitlines())), scope)
     return compiler(scope["kernel"])
 
@@ -269,6 +272,29 @@ def test_a_descriptions_whole_calls_take_its_operands_as_under_numba_cuda(case, 
     products = [i for i, n in enumerate(names) if n in ("HGMMA", "HMMA")]
     assert not {n for n in names[products[0]:products[-1]] if n in ("LDL", "STL")}, "local memory in the K loop"
     assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
+
+
+def test_a_launch_links_hopper_code_for_sm_90a_and_compile_names_the_arch(tmp_path):
+    """On an H100 numba-cuda-mlir compiles a kernel for sm_90 and links it so: a kernel whose wgmma tile needs
+    sm_90a is linked for sm_90a, as numba-cuda links it (for sm_90, nvJitLink rejects its wgmma); ``tiles.compile``
+    for a plain sm_90 that was asked for refuses it with the fix, as for numba-cuda's kernels."""
+    import numba_cuda_mlir.tools as tools
+
+    from numba_tiles import _mlir
+
+    @mlir_cuda.jit
+    def kernel(ops):
+        BF16.tile(ops, mlir_cuda.blockIdx.y, mlir_cuda.blockIdx.x)
+
+    sig = (BF16.operands_type("float32", implementation="wgmma"),)
+    with pytest.raises(tiles.TilesError, match=r"links only for sm_90a, not sm_90.*Fix: pass arch='sm_90a'"):
+        tiles.compile(kernel, sig, arch="sm_90")
+    saved, tools._cached_cc = tools._cached_cc, (9, 0)  # (the launch path: the chip is the GPU's)
+    try:
+        cubin = bytes(mlir_cuda.compile_cubin(kernel.py_func, tuple(_mlir.to_mlir(t) for t in sig)))
+    finally:
+        tools._cached_cc = saved
+    assert "HGMMA" in sass(cubin, tmp_path)
 
 
 def test_mm_launch_passes_operands_as_a_tuple_numba_cuda_mlirs_launcher_flattens_and_types_back():

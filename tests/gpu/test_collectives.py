@@ -6,7 +6,7 @@ import pytest
 
 from .. import collectives as c
 from .. import neighbors as nb
-from ..compiler import cuda
+from ..compiler import MLIR, cuda
 from ..cpu.test_compile import COLLECTIVES, one_collective
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
@@ -149,13 +149,11 @@ def test_radix_sort_keys_only(rng):
 
 def test_collectives_back_to_back(rng):
     """Load, exchange, sort, scan and store in one kernel, each call reusing shared memory after the other."""
-    from numba import int32
-
     import numba_tiles as tiles
 
     @cuda.jit
     def pipeline(x, out, totals):
-        items = cuda.local.array(4, int32)
+        items = cuda.local.array(4, np.int32)
         start = cuda.blockIdx.x * 512
         tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4, algorithm="warp_transpose")
         tiles.block_radix_sort(items, block_dim=128, items_per_thread=4)
@@ -174,6 +172,7 @@ def test_collectives_back_to_back(rng):
     np.testing.assert_array_equal(totals, want[:, -1])
 
 
+@pytest.mark.skipif(MLIR, reason="its kernel converts by numba-cuda's own bfloat16 functions (numba.cuda.bf16)")
 def test_bfloat16_scalars(rng):
     """bfloat16 values (numba-cuda has no bfloat16 arrays): block/warp reduce and scan; small integers
     keep every partial sum exact in bfloat16's 8-bit mantissa."""
@@ -212,14 +211,12 @@ def test_shared_temp(dtype, items, block_dim, rng):
 
 def test_instantiations_of_one_storage_type_share_its_buffer(rng):
     """Three different reductions (one storage type): one static buffer, used in turn, right results."""
-    from numba import float64
-
     import numba_tiles as tiles
 
     @cuda.jit
     def kernel(x, out):
         t = cuda.threadIdx.x
-        items = cuda.local.array(4, float64)
+        items = cuda.local.array(4, np.float64)
         for j in range(4):
             items[j] = x[(cuda.blockIdx.x * 128 + t) * 4 + j]
         s = tiles.block_sum(items, block_dim=128, items_per_thread=4)
@@ -455,7 +452,7 @@ def test_neighbors_after_a_failed_compile_and_back_to_back(rng):
 
     @cuda.jit
     def bad(x):
-        items = cuda.local.array(4, int32)
+        items = cuda.local.array(4, np.int32)
         tiles.block_shuffle(items, "offset", block_dim=64, items_per_thread=4)
 
     with pytest.raises(Exception, match="kind 'offset' shuffles one value per thread"):
@@ -467,10 +464,10 @@ def test_neighbors_after_a_failed_compile_and_back_to_back(rng):
 
     @cuda.jit
     def kernel(x, diff, heads, edge):
-        temp = cuda.shared.array(TEMP, uint8)
+        temp = cuda.shared.array(TEMP, np.uint8)
         t = cuda.threadIdx.x
-        items = cuda.local.array(4, int32)
-        flags = cuda.local.array(4, uint8)
+        items = cuda.local.array(4, np.int32)
+        flags = cuda.local.array(4, np.uint8)
         for j in range(4):
             items[j] = x[t * 4 + j]
         tiles.block_discontinuity(items, block_dim=64, items_per_thread=4, heads=flags, temp=temp)
