@@ -362,7 +362,9 @@ def build(instances, target, isolated=False, announce=_announce):
     return code
 
 
-arch_specific = set()  # this process's arch-specific (sm_90a) LTO-IR, `build`'s and libmathdx's: `compile` names it
+# This process's arch-specific (sm_90a) LTO-IR, `build`'s and libmathdx's (its bytes, or the lazy object that
+# makes them): `compile` names it, and a numba-cuda-mlir kernel that links it is linked for sm_90a.
+arch_specific = set()
 
 
 def arch_specific_error(arch):

@@ -15,7 +15,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import _callback, _libmathdx, _numba, _operands, _tensor_maps, _toolchain
+from . import _callback, _compile, _libmathdx, _numba, _operands, _tensor_maps, _toolchain
 from ._errors import error
 from ._library import CUB, CUTE_SM90A
 from ._matrices import ORDERS
@@ -135,8 +135,10 @@ def _prelude(symbols):
 @functools.cache
 def _code(pipeline):
     """The libmathdx LTO-IR of ``pipeline``, one object a process (each kernel that calls it links it once)."""
-    return _numba.lazy_ltoir(f"numba_tiles-libmathdx-{abs(hash(pipeline)):x}.ltoir",
+    code = _numba.lazy_ltoir(f"numba_tiles-libmathdx-{abs(hash(pipeline)):x}.ltoir",
                              lambda: _libmathdx.code(pipeline))
+    _compile.arch_specific.add(code)  # (sm_90a code: a numba-cuda-mlir kernel that calls it links for sm_90a)
+    return code
 
 
 def _instance(name, mm, stages, template, params, prelude="", threads=0):

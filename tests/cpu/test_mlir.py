@@ -274,7 +274,8 @@ def test_a_descriptions_whole_calls_take_its_operands_as_under_numba_cuda(case, 
     assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
 
 
-def test_a_launch_links_hopper_code_for_sm_90a_and_compile_names_the_arch(tmp_path):
+@pytest.mark.parametrize("implementation", ["wgmma", "libmathdx"])
+def test_a_launch_links_hopper_code_for_sm_90a_and_compile_names_the_arch(implementation, tmp_path):
     """On an H100 numba-cuda-mlir compiles a kernel for sm_90 and links it so: a kernel whose wgmma tile needs
     sm_90a is linked for sm_90a, as numba-cuda links it (for sm_90, nvJitLink rejects its wgmma); ``tiles.compile``
     for a plain sm_90 that was asked for refuses it with the fix, as for numba-cuda's kernels."""
@@ -286,7 +287,7 @@ def test_a_launch_links_hopper_code_for_sm_90a_and_compile_names_the_arch(tmp_pa
     def kernel(ops):
         BF16.tile(ops, mlir_cuda.blockIdx.y, mlir_cuda.blockIdx.x)
 
-    sig = (BF16.operands_type("float32", implementation="wgmma"),)
+    sig = (BF16.operands_type("float32", implementation=implementation),)
     with pytest.raises(tiles.TilesError, match=r"links only for sm_90a, not sm_90.*Fix: pass arch='sm_90a'"):
         tiles.compile(kernel, sig, arch="sm_90")
     saved, tools._cached_cc = tools._cached_cc, (9, 0)  # (the launch path: the chip is the GPU's)
