@@ -357,12 +357,14 @@ def value(lowerer, var, given, entry):
 
 def constant(ty, value):
     """An MLIR constant of the numba.cuda type ``ty`` (half types as their i16 bits, as numba-cuda-mlir holds
-    them)."""
+    them; an unsigned value as the same bits of its signless integer, which MLIR takes only in the signed range)."""
     from numba_cuda_mlir import models
     from numba_cuda_mlir.lowering_utilities import constant as make
 
     if ty in (types.float16, types.bfloat16):
         value = half_bits(ty, value)
+    elif isinstance(ty, types.Integer) and not ty.signed and value >= 2 ** (ty.bitwidth - 1):
+        value -= 2 ** ty.bitwidth
     return make(value, models.mlir_data_manager.lookup(to_mlir(ty)).get_value_type())
 
 

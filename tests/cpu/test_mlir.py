@@ -35,6 +35,8 @@ CASES = {
                                        "items_per_thread=4)\n"
                                        "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
     "block_reduce by operator.add": "out[i] = tiles.block_reduce(x[i], operator.add, block_dim=128)",
+    "uint64 block_reduce by min and operator.and_ (an identity over int64's range)":
+        "out[i] = tiles.block_reduce(x[i], min, block_dim=128) & tiles.block_reduce(x[i], operator.and_, block_dim=128)",
     "warp_reduce": "out[i] = tiles.warp_reduce(x[i], 'min')",
     "warp_reduce by min, scan by numpy.add": "out[i] = tiles.warp_reduce(x[i], min) + tiles.warp_scan(x[i], np.add)",
     "warp_scan": "out[i] = tiles.warp_scan(x[i], '+', exclusive=True)",
@@ -85,7 +87,8 @@ def counts(text):
 
 @pytest.mark.parametrize("case", CASES)
 def test_each_collective_compiles_to_the_same_code_as_under_numba_cuda(case, tmp_path):
-    dtype = "int32" if "sort" in case or "exchange" in case or case in TILE else "float32"
+    dtype = ("uint64" if "uint64" in case else
+             "int32" if "sort" in case or "exchange" in case or case in TILE else "float32")
     ours, total = counts(compiled(mlir_cuda.jit, CASES[case], dtype, tmp_path))
     theirs, total_theirs = counts(compiled(cuda.jit, CASES[case], dtype, tmp_path))
     assert ours["CALL"] == 0 and ours["LDL"] == 0 and ours["STL"] == 0, ours
