@@ -111,26 +111,39 @@ def precompile(jobs, processes):
     print(f"precompiled {len(jobs)} kernels with {processes} processes: {sum(seconds):.0f} s of compiling")
 
 
+WARMUP_S = 0.2  # seconds of launches before a timing
+
+
 def median_ms(launch, repeats, inner=10):
     """The median over ``repeats`` samples of one launch's GPU time, each sample ``inner`` launches back to
     back behind one already running: the host's launch overhead (tens of microseconds for a Numba kernel's
     arguments, against a kernel of about 100) is then spent while the GPU works, as in an application's
-    stream, instead of counting as kernel time."""
+    stream, instead of counting as kernel time. Launches run for WARMUP_S first (the GPU's clock rises from idle
+    over tens of milliseconds). Where the host takes about as long to launch as the GPU to run, it says so: the
+    time is then the host's."""
     import torch
 
-    for _ in range(3):
-        launch()
-    times = []
+    began = time.perf_counter()
+    while time.perf_counter() - began < WARMUP_S:
+        for _ in range(inner):
+            launch()
+        torch.cuda.synchronize()
+    times, host = [], []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         launch()  # (running while the timed launches queue up)
         start.record()
+        began = time.perf_counter()
         for _ in range(inner):
             launch()
+        host.append((time.perf_counter() - began) * 1e3 / inner)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / inner)
-    return statistics.median(times)
+    median, host_median = statistics.median(times), statistics.median(host)
+    if host_median >= 0.9 * median:
+        print(f"  (host-bound: {host_median:.3f} ms of host time a launch, {median:.3f} ms of GPU time)", flush=True)
+    return median
 
 
 def sustained_ms(launch, seconds):
