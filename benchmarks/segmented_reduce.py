@@ -122,12 +122,13 @@ def share(a, lib):
 
 
 def tiles(c, mlir=False):
-    sys.path.insert(0, str(ROOT / "examples"))
-    import segmented_reduction as sr
     x, offsets, out = c.x, c.offsets, c.out
     if mlir:  # (its kernels take its own device arrays, views of the same memory: numba-cuda's type as its types)
         sr = example_under_mlir()
         x, offsets, out = (sr.cuda.as_cuda_array(a) for a in (x, offsets, out))
+    else:
+        sys.path.insert(0, str(ROOT / "examples"))
+        import segmented_reduction as sr
     if c.seg_len:
         return lambda: sr.segmented_reduce(x, c.seg_len, "+", out=out)
     return lambda: sr.csr_reduce(x, offsets, "+", out=out)

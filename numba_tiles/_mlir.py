@@ -40,7 +40,7 @@ from numba.cuda import types
 
 from ._dtypes import half_bits
 from ._errors import TilesError, call_site, error
-from ._numba import Handle, Keyed, attribute_type
+from ._numba import Handle, Keyed, attribute_type, typing_context
 
 MIN_VERSION, MAX_VERSION = (0, 6), (0, 7)  # numba-cuda-mlir 0.6.*: the versions this adapter is written for
 
@@ -112,11 +112,11 @@ _SCALAR_NAMES = {"__nv_bfloat16": "bfloat16"}  # (bfloat16's str is its C++ name
 def _typing_context(module):
     """The typing context of the compiler whose types ``module`` is (refreshed: its registries read)."""
     if module is types:
-        from numba.cuda.descriptor import cuda_target as target
-    else:
-        from numba_cuda_mlir.descriptor import mlir_target as target
-    target.typing_context.refresh()
-    return target.typing_context
+        return typing_context()
+    from numba_cuda_mlir.descriptor import mlir_target
+
+    mlir_target.typing_context.refresh()
+    return mlir_target.typing_context
 
 
 def _literals(ty):
@@ -455,17 +455,15 @@ _asked = threading.local()  # .arch: the arch `compile_kernel` was asked for (in
 def link_arch_specific(lowerer):
     """Link the function being lowered for the arch-specific form of its target (sm_90 → sm_90a), where its
     intrinsics' wgmma and TMA code links: numba-cuda-mlir links a kernel for the GPU's plain arch (numba-cuda an
-    H100's for sm_90a itself). `compile_kernel` for a plain arch that was asked for refuses it, as
-    ``tiles.compile`` does numba-cuda's."""
+    H100's for sm_90a itself). Returns the plain arch `compile_kernel` was asked for, if it was (left as it is:
+    the caller refuses it, as ``tiles.compile`` does numba-cuda's), else None."""
     config = lowerer._linker_config
     if config["arch"].endswith(("a", "f")):
-        return
+        return None
     asked = getattr(_asked, "arch", None)
-    if asked is not None:
-        from ._compile import arch_specific_error
-
-        raise arch_specific_error(asked)
-    config["arch"] += "a"
+    if asked is None:
+        config["arch"] += "a"
+    return asked
 
 
 FIELD_BYTES = 8  # (each field `pack` writes takes 8 bytes, whatever its type)

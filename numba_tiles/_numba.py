@@ -203,6 +203,14 @@ def handle_member(builder, ty, value, member):
     return builder.extract_value(value, ty.index(member))
 
 
+def typing_context():
+    """numba-cuda's typing context, its registries read."""
+    from numba.cuda.descriptor import cuda_target
+
+    cuda_target.typing_context.refresh()
+    return cuda_target.typing_context
+
+
 def is_device_array(value):
     """Whether ``value`` is numba-cuda's own device array (not a view of another library's, nor numba-cuda-mlir's)."""
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
@@ -513,8 +521,6 @@ EXTENSION_LOADER = "numba.cuda.core.entrypoints"  # the module that loads ``numb
 def loaded_as_extension():
     """Whether numba_tiles is being imported by numba-cuda's extension loader (our ``numba_cuda_extensions``
     entry point, at a process's first kernel compile) rather than by code that uses it."""
-    import sys
-
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_globals.get("__name__") == EXTENSION_LOADER:

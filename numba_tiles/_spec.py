@@ -398,7 +398,9 @@ class Spec:
         for code in _linked(instance, target, _mlir.code_library(lowerer), mlir=True):
             _mlir.link(lowerer, code)
         if instance.header.library.arch_specific or any(m in _compile.arch_specific for m in instance.modules):
-            _mlir.link_arch_specific(lowerer)
+            asked = _mlir.link_arch_specific(lowerer)
+            if asked:
+                raise _compile.arch_specific_error(asked)
         passed = []
         for name, ty, default in instance.params:
             if isinstance(ty, str):

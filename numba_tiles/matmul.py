@@ -71,7 +71,7 @@ def _matmul_rule(name, args):
     if any(ld < least for ld, least in zip(lds, dense)):
         raise ext.error(name, f"ld={lds} is less than the tiles' {tuple(dense)} (a row-major tile's leading dimension "
                     f"is its row stride, at least its columns; a column-major one's its column stride)",
-                    f"pass ld= the strides of the padded tiles, or leave it out for unpadded ones")
+                    "pass ld= the strides of the padded tiles, or leave it out for unpadded ones")
     align = args["alignment"] or 0
     for param, ld, dtype in zip("abc", lds, (ta, tb, tc)):
         if align and ld * dtype.numpy.itemsize % align:

@@ -7,7 +7,7 @@ from .compiler import cuda
 
 import numba_tiles as tiles
 
-from .reference import OPS, check, random_values, strides_of, threads_of
+from .reference import OPS, random_values, strides_of, threads_of
 
 # Every dtype a thread-local array can hold (numba-cuda has no bfloat16 arrays).
 ARRAY_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -14,7 +14,7 @@ import numba_tiles as tiles
 from numba_tiles import _compile, _target, _toolchain, extending as ext
 
 from ..downstream import kernels
-from ..downstream.tiles_extras import EXTRAS, block_argmax, block_topk, warp_argmax
+from ..downstream.tiles_extras import block_argmax, block_topk, warp_argmax
 from .test_sass import external_calls, sass
 
 F32 = types.float32[::1]
@@ -73,7 +73,7 @@ def test_storage_is_measured():
 
 
 def _compile_body(body):
-    source = f"def kernel(x, out):\n    i = cuda.grid(1)\n" + "".join(f"    {line}\n" for line in body)
+    source = "def kernel(x, out):\n    i = cuda.grid(1)\n" + "".join(f"    {line}\n" for line in body)
     namespace = {"cuda": cuda, "block_argmax": block_argmax, "block_topk": block_topk, "warp_argmax": warp_argmax,
                  "float32": types.float32,
                  "complex64": types.complex64}
