@@ -195,12 +195,12 @@ def launch_arguments(args):
 
 
 def resident_blocks(kernel, args, threads, nbytes):
-    """`_numba.resident_blocks` of a numba-cuda-mlir ``kernel`` (its arguments as `launch_arguments` makes them).
-    The occupancy query runs on the compile result's own copy of the kernel, let first to take ``nbytes`` of
+    """`_numba.resident_blocks` of a numba-cuda-mlir ``kernel``, compiled for ``args`` as `launch_arguments` passes
+    them. The occupancy query runs on the compile result's own copy of the kernel, let first to take ``nbytes`` of
     dynamic shared memory (the query counts no block over the kernel's limit; launches lift it themselves)."""
     from cuda.bindings import driver
 
-    compiled = kernel.compile_for(*args)
+    compiled = kernel.compile_for(*launch_arguments(args))
     handle = compiled._codelibrary.get_cufunc().handle
     (status,) = driver.cuFuncSetAttribute(
         handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)

@@ -480,7 +480,7 @@ class Matmul:
             grid = max(ops.c.shape[0], 1)
         elif grid is None or grid == "resident":
             resident = (2 * 132 if _numba.simulator_enabled() else
-                        _mlir.resident_blocks(kernel, _mlir.launch_arguments(args), plan.threads, shared) if mlir
+                        _mlir.resident_blocks(kernel, args, plan.threads, shared) if mlir
                         else _numba.resident_blocks(kernel, args, plan.threads, shared))
             work = ops.c.shape[0] if ops.c.ndim == 3 else math.prod(-(-s // t) for s, t in
                                                                     zip(ops.c.shape, self.shape))
