@@ -112,37 +112,43 @@ def precompile(jobs, processes):
 
 
 WARMUP_S = 0.2  # seconds of launches before a timing
+SLEEP_HZ = 2.0e9  # torch.cuda._sleep's cycles a second: an H100's or H200's top SM clock, so a hold lasts at least as long
 
 
 def median_ms(launch, repeats, inner=10):
     """The median over ``repeats`` samples of one launch's GPU time, each sample ``inner`` launches back to
-    back behind one already running: the host's launch overhead (tens of microseconds for a Numba kernel's
-    arguments, against a kernel of about 100) is then spent while the GPU works, as in an application's
-    stream, instead of counting as kernel time. Launches run for WARMUP_S first (the GPU's clock rises from idle
-    over tens of milliseconds). Where the host takes about as long to launch as the GPU to run, it says so: the
-    time is then the host's."""
+    back, queued while a kernel holds the GPU (``torch.cuda._sleep``, as nvbench's blocking kernel) for
+    twice the host's time to queue them: the host's launch overhead (tens of microseconds to a tenth of a
+    millisecond for a Numba kernel's arguments, against kernels of about 100) is then spent while the GPU
+    waits, as in an application's stream or a CUDA graph, instead of counting as kernel time. Launches run for
+    WARMUP_S first (the GPU's clock rises from idle over tens of milliseconds), which also times the host's
+    launches. Where queueing a sample outlasted the hold, it says so: that time may be the host's."""
     import torch
 
-    began = time.perf_counter()
+    began, queueing = time.perf_counter(), []
     while time.perf_counter() - began < WARMUP_S:
+        queued = time.perf_counter()
         for _ in range(inner):
             launch()
+        queueing.append(time.perf_counter() - queued)
         torch.cuda.synchronize()
-    times, host = [], []
+    hold_s = 2 * statistics.median(queueing) + 20e-6
+    times, short = [], 0
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        launch()  # (running while the timed launches queue up)
+        torch.cuda._sleep(int(hold_s * SLEEP_HZ))
         start.record()
         began = time.perf_counter()
         for _ in range(inner):
             launch()
-        host.append((time.perf_counter() - began) * 1e3 / inner)
+        short += time.perf_counter() - began > hold_s
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / inner)
-    median, host_median = statistics.median(times), statistics.median(host)
-    if host_median >= 0.9 * median:
-        print(f"  (host-bound: {host_median:.3f} ms of host time a launch, {median:.3f} ms of GPU time)", flush=True)
+    median = statistics.median(times)
+    if short:
+        print(f"  (host-bound: queueing {inner} launches outlasted the GPU's hold in {short} of {repeats} samples; "
+              f"{median:.3f} ms of GPU time a launch)", flush=True)
     return median
 
 

@@ -380,7 +380,7 @@ def test_numba_cuda_mlir_kernels_launch_through_mm_launch(form, implementation, 
     """``mm.tile`` and ``mm.batched`` in numba-cuda-mlir kernels, launched by ``mm.launch`` (``ops`` as the tuple
     of its arrays that its launcher takes, dynamic shared memory over 48 KiB, the resident grid from the occupancy
     of its kernel), A, B and C its own device arrays: C against NumPy, ragged sizes."""
-    mlir_cuda = pytest.importorskip("numba_cuda_mlir").cuda
+    mlir_cuda = pytest.importorskip("numba_cuda_mlir.cuda")
     import numba_tiles as tiles
 
     mm = tiles.Matmul((128, 128, 64), "float16", accumulator="float32")
