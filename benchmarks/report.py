@@ -51,7 +51,9 @@ matmul-2026-11-28-h100-wgmma-tile.json first_result_matmul-2026-11-28-h100-wgmma
 matmul_epilogue-2026-11-28-h100-wgmma-tile.json matmul-2026-11-28-h100-wgmma-batched.json
 matmul_epilogue-2026-11-28-h100-wgmma-tile-f32-gelu.json matmul-2026-11-28-h200-wgmma-256.json
 matmul_epilogue-2026-11-28-h200-fastmath-epilogue.json matmul_epilogue-2026-11-28-h200-edge-loop.json
-segmented_reduce-2026-11-28-h200-mlir.json
+segmented_reduce-2026-11-28-h200-mlir.json matmul_epilogue-2026-11-28-h200.json matmul-2026-11-28-h200-batched.json
+matmul-2026-11-28-h200-large.json matmul_epilogue-2026-11-28-h200-batched.json
+matmul_epilogue-2026-11-28-h200-large-1024.json
 """.split()
 
 BEGIN = re.compile(r"<!-- perf:begin (\S+) -->\n")
