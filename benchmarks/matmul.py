@@ -112,7 +112,7 @@ def precompile(jobs, processes):
 
 
 WARMUP_S = 0.2  # seconds of launches before a timing
-SLEEP_HZ = 2.0e9  # torch.cuda._sleep's cycles a second: an H100's or H200's top SM clock, so a hold lasts at least as long
+SLEEP_HZ = 2.0e9  # torch.cuda._sleep's cycles a second: an H100's or H200's top SM clock (a hold lasts as long or more)
 
 
 def median_ms(launch, repeats, inner=10):
@@ -150,6 +150,21 @@ def median_ms(launch, repeats, inner=10):
         print(f"  (host-bound: queueing {inner} launches outlasted the GPU's hold in {short} of {repeats} samples; "
               f"{median:.3f} ms of GPU time a launch)", flush=True)
     return median
+
+
+def host_ms(launch, samples=20, inner=10):
+    """The host's time to queue one launch (median over ``samples`` of ``inner`` launches, each sample's run on
+    the GPU waited for before the next, so that the queue never fills and stalls the host)."""
+    import torch
+
+    times = []
+    for _ in range(samples):
+        began = time.perf_counter()
+        for _ in range(inner):
+            launch()
+        times.append((time.perf_counter() - began) * 1e3 / inner)
+        torch.cuda.synchronize()
+    return statistics.median(times)
 
 
 def sustained_ms(launch, seconds):

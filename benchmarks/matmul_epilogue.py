@@ -6,7 +6,10 @@ benchmarks/gemm_variants.py's persistent loop; the epilogue inlined into the sto
 (``torch._addmm_activation(..., use_gelu=True)``: tanh-approximated GELU, not batched) and the bare product
 (``torch.bmm`` / ``torch.matmul``), all in one run. The GELU is the tanh form in all three (ours:
 examples/gemm_epilogue.py's ``bias_gelu_tanh``; eager: ``approximate="tanh"``), checked against eager's result
-first; eager's erf form (PyTorch's default) is timed too, ``eager_erf_ms``. Prints a table and writes ``benchmarks/results/matmul_epilogue-DATE.json``.
+first; eager's erf form (PyTorch's default) is timed too, ``eager_erf_ms``. The batched rows also give the host's
+time to queue one launch (``host_launch_ms``): by ``Matmul.launch``, which works out the launch each call, and of
+the launch worked out once (``Matmul.launch_config``), as the timed ones are. Prints a table and writes
+``benchmarks/results/matmul_epilogue-DATE.json``.
 
     PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul_epilogue.py [--repeats 20] [--only relu] [--label L]
 """
@@ -25,7 +28,7 @@ import gemm_variants
 from _versions import commit as git_commit, device_name, versions, write_result
 
 os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
-from matmul import error, median_ms
+from matmul import error, host_ms, median_ms
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -53,10 +56,16 @@ def batched_case(name, dtype, size, count, repeats):
         mm = tiles.Matmul((size, size, size), "float16", block_dim=128, stages=2)
     ops = mm.operands(to_numba(a), to_numba(b), to_numba(c))
     kernel = gemm_epilogue.make_batched(mm, gemm_epilogue.batched_bias_relu)
-    start = lambda: gemm_variants.launcher(mm, kernel, ops, 1.0, 0.0, (to_numba(bias.float()),))  # noqa: E731
+    extras = (to_numba(bias.float()),)
+    start = lambda: gemm_variants.launcher(mm, kernel, ops, 1.0, 0.0, extras)  # noqa: E731
     eager = lambda: torch.relu(torch.bmm(a, b) + bias)  # noqa: E731
     row = measure(name, f"Matmul.batched {ops.implementation} {mm.shape} x {mm.stages} stages", start, c, eager,
                   repeats)
+    # (the host's side of a launch: mm.launch works out the launch each call, the timed launches do not)
+    row["host_launch_ms"] = {"mm.launch": host_ms(lambda: mm.launch(kernel, ops, 1.0, 0.0, extras)),
+                             "configured": host_ms(start())}
+    print(f"  host time a launch: mm.launch {row['host_launch_ms']['mm.launch']:.3f} ms, configured "
+          f"{row['host_launch_ms']['configured']:.3f} ms", flush=True)
     return finish(row, {"eager_ms": eager, "bare_ms": lambda: torch.bmm(a, b)}, repeats)
 
 
