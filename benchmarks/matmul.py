@@ -14,8 +14,9 @@ against ``torch.matmul``: examples/gemm.py's `make_own_loop` (the register form 
 Hopper our wgmma block and libmathdx's pipeline, each tile by both, the case named "PipelineMatmul" as
 before; libmathdx's one-thread ``prepare`` kernel in `Matmul.operands` is not timed); and 8192^3 float32
 multiplied as tf32 by `Matmul.tile` (B column-major) against ``torch.matmul`` with TF32 allowed
-(``--large-cases`` picks among the three). Each output is checked against PyTorch's (relative Frobenius error) before timing; then 3
-warm-ups and ``--repeats`` runs timed by CUDA events, median.
+(``--large-cases`` picks among the three). Each output is checked against PyTorch's (relative Frobenius error)
+before timing; then ``--repeats`` samples are timed by CUDA events (`median_ms`: after WARMUP_S of launches, each
+sample's launches queued while the GPU is held), median.
 For each case's fastest variant and its peer, the profiler (CUPTI) also gives the kernels' own durations
 and the gaps between them over 20 back-to-back launches: the events' time per launch is about their sum.
 Both are also timed sustained (``--sustained`` seconds of back-to-back launches after one second of
