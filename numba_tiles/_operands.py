@@ -3,7 +3,8 @@
 An `Operands` holds the three arrays and ``pipe``, the bytes the product's code reads besides them: the
 TMA tensor maps of A, B (and C), the batch's sizes and the counters of the products' order (`PIPE`), or
 libmathdx's device-pipeline object. In a kernel it is one argument whose Numba type (`_numba.Handle`)
-names its description, the dtypes and whether it is a batch, passed as its four members.
+names its description, the dtypes, whether it is a batch and the implementation, passed as the members that
+implementation reads (`MEMBERS`): a launch marshals each array it passes, on the host, every time.
 """
 
 import numpy as np
@@ -46,6 +47,13 @@ CHECKS = {"batched_maps": _checks("batched_maps", [(f, _start(f), _end(f))
                                                ("finished", _start("finished"), _end("finished"))])}
 
 
+# The members a kernel's call reads, by implementation: the register form's loop copies A and B itself; the TMA
+# forms read A and B through their tensor maps in ``pipe``, and C's sizes from ``c``. Without an implementation
+# (a `tiles.compile` signature, the kernel's arch choosing) the type holds all four.
+MEMBERS = {"cp.async": ("a", "b", "c"), "tma": ("pipe", "c"), "wgmma": ("pipe", "c"), "libmathdx": ("pipe", "c"),
+           None: ("pipe", "a", "b", "c")}
+
+
 class Operands:
     """A, B and C of one `Matmul`'s product, described to its code on this GPU: what ``mm.operands(a, b, c)``
     returns (see `Matmul.operands`), the first argument of a kernel that calls ``mm.tile`` or ``mm.batched``.
@@ -66,10 +74,10 @@ class Operands:
         self._numba_type_ = handle_type(mm, str(a.dtype), str(c.dtype), c.ndim, self.implementation)
 
     def __iter__(self):  # (the members a kernel launch passes, in the order of the type's)
-        return iter((self.pipe, self.a, self.b, self.c))
+        return iter([getattr(self, member) for member in MEMBERS[self.implementation]])
 
     def __len__(self):
-        return 4
+        return len(MEMBERS[self.implementation])
 
     def __repr__(self):
         return f"<{self.mm!r}.operands: {self.implementation}, C {tuple(self.c.shape)} {self.c.dtype}>"
@@ -82,8 +90,9 @@ def handle_type(mm, a_dtype, c_dtype, ndim, implementation=None):
     ta, tc = (types.Array(getattr(types, d), ndim, "A") for d in (a_dtype, c_dtype))
     name = (f"Matmul.operands({'batch' if ndim == 3 else 'matrix'}, A {a_dtype}, C {c_dtype}"
             + (f", {implementation}" if implementation else "") + f"; {mm!r})")
+    member_types = {"pipe": types.Array(types.uint8, 1, "C"), "a": ta, "b": ta, "c": tc}
     return _numba.Handle(name, ("Matmul.operands", mm, a_dtype, c_dtype, ndim, implementation),
-                         (("pipe", types.Array(types.uint8, 1, "C")), ("a", ta), ("b", ta), ("c", tc)),
+                         tuple((m, member_types[m]) for m in MEMBERS[implementation]),
                          info={"mm": mm, "ndim": ndim, "c": getattr(types, c_dtype), "implementation": implementation})
 
 

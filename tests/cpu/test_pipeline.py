@@ -74,6 +74,28 @@ def test_operands_check_the_arrays_naming_the_fix():
         assert str(info.value).startswith("tiles.Matmul.operands: ") and "Fix:" in str(info.value)
 
 
+@pytest.mark.parametrize("implementation,ndim", [("cp.async", 2), ("cp.async", 3), ("tma", 3), ("wgmma", 2),
+                                                ("wgmma", 3), ("libmathdx", 2)])
+def test_operands_pass_a_kernel_only_the_arrays_their_code_reads(implementation, ndim):
+    """A launch marshals each array of ``ops`` on the host, every launch: the TMA forms pass ``pipe`` (A's and B's
+    tensor maps, C's sizes in C) and C, the register loop A, B and C; each in the order and of the dtype and
+    dimensions of its type's members. A compile signature without an implementation holds all four."""
+    from numba import typeof
+
+    from numba_tiles._operands import Operands
+
+    lead = (3,) if ndim == 3 else ()
+    a, b = np.zeros((*lead, 128, 64), np.int16), np.zeros((*lead, 64, 128), np.int16)
+    c, pipe = np.zeros((*lead, 128, 128), np.float32), np.zeros(512, np.uint8)
+    ops = Operands(MM, MM._plan("test", (9, 0), "float32", ndim, implementation), pipe, a, b, c)
+    expected = [a, b, c] if implementation == "cp.async" else [pipe, c]
+    passed, member_types = list(ops), ops._numba_type_.types
+    assert len(ops) == len(passed) == len(member_types) == len(expected)
+    assert all(x is y for x, y in zip(passed, expected))
+    assert all((typeof(x).dtype, typeof(x).ndim) == (t.dtype, t.ndim) for x, t in zip(passed, member_types))
+    assert [m for m, _ in MM.operands_type("float32", batched=ndim == 3).members] == ["pipe", "a", "b", "c"]
+
+
 @pytest.mark.parametrize("implementation", ["wgmma", "libmathdx"])
 def test_the_kernel_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(implementation, tmp_path):
     signature = (MM.operands_type("float32", implementation=implementation), *SIGNATURE[1:])
