@@ -128,11 +128,7 @@ def median_ms(launch, repeats, inner=10):
 
     began, queueing = time.perf_counter(), []
     while time.perf_counter() - began < WARMUP_S:
-        queued = time.perf_counter()
-        for _ in range(inner):
-            launch()
-        queueing.append(time.perf_counter() - queued)
-        torch.cuda.synchronize()
+        queueing.append(queued_s(launch, inner))
     hold_s = 2 * statistics.median(queueing) + 20e-6
     times, short = [], 0
     for _ in range(repeats):
@@ -153,19 +149,22 @@ def median_ms(launch, repeats, inner=10):
     return median
 
 
-def host_ms(launch, samples=20, inner=10):
-    """The host's time to queue one launch (median over ``samples`` of ``inner`` launches, each sample's run on
-    the GPU waited for before the next, so that the queue never fills and stalls the host)."""
+def queued_s(launch, inner):
+    """The host's seconds to queue ``inner`` launches; then waits for the GPU to run them (so that the queue never
+    fills and stalls the host)."""
     import torch
 
-    times = []
-    for _ in range(samples):
-        began = time.perf_counter()
-        for _ in range(inner):
-            launch()
-        times.append((time.perf_counter() - began) * 1e3 / inner)
-        torch.cuda.synchronize()
-    return statistics.median(times)
+    began = time.perf_counter()
+    for _ in range(inner):
+        launch()
+    took = time.perf_counter() - began
+    torch.cuda.synchronize()
+    return took
+
+
+def host_ms(launch, samples=20, inner=10):
+    """The host's time to queue one launch: the median over ``samples`` of `queued_s` of ``inner`` launches."""
+    return statistics.median(queued_s(launch, inner) for _ in range(samples)) * 1e3 / inner
 
 
 def sustained_ms(launch, seconds):
