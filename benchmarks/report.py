@@ -54,6 +54,7 @@ matmul_epilogue-2026-11-28-h200-fastmath-epilogue.json matmul_epilogue-2026-11-2
 segmented_reduce-2026-11-28-h200-mlir.json matmul_epilogue-2026-11-28-h200.json matmul-2026-11-28-h200-batched.json
 matmul-2026-11-28-h200-large.json matmul_epilogue-2026-11-28-h200-batched.json
 matmul_epilogue-2026-11-28-h200-large-1024.json
+matmul_epilogue-2026-11-28-h200-all-four.json
 """.split()
 
 BEGIN = re.compile(r"<!-- perf:begin (\S+) -->\n")
