@@ -196,9 +196,27 @@ __device__ __forceinline__ int thread_rank() {
   return threadIdx.x + BX * (threadIdx.y + BY * threadIdx.z);
 }
 
+#ifdef NUMBA_TILES_DEBUG
+// Whether this thread is the first to report a failed check of this program's code: one message, however many
+// threads and blocks fail (the kernel stops at the first failure, so the flag is never reset).
+__device__ __forceinline__ bool first_report() {
+  static __device__ unsigned reported = 0;
+  return atomicExch(&reported, 1u) == 0;
+}
+
+// How many of the block's threads arrive here, counted by a barrier. CUDA's __syncthreads_count is the .aligned
+// form, which a warp split by the very branch under check must not execute; cuda::ptx has no barrier.red.
+__device__ __forceinline__ int threads_arriving() {
+  int count;
+  asm volatile("barrier.cta.red.popc.u32 %0, 0, 1;" : "=r"(count) : : "memory");
+  return count;
+}
+#endif
+
 // With NUMBA_TILES_DEBUG=1 (compiled in as the macro NUMBA_TILES_DEBUG), every block-level call
-// first checks that the launch's block shape is the block_dim it was compiled for: CUB gives
-// wrong results silently otherwise.
+// first checks that the launch's block shape is the block_dim it was compiled for (CUB gives
+// wrong results silently otherwise), and that every thread of the block makes the call (a branch
+// or an early return that skips it hangs the block or gives garbage).
 template <int BX, int BY, int BZ>
 __device__ __forceinline__ void check_launch(const char* intrinsic) {
 #ifdef NUMBA_TILES_DEBUG
@@ -206,6 +224,39 @@ __device__ __forceinline__ void check_launch(const char* intrinsic) {
     if (first_thread()) {
       printf("tiles.%s: compiled for block_dim=(%d, %d, %d) but launched with blocks of (%d, %d, %d)\n",
              intrinsic, BX, BY, BZ, blockDim.x, blockDim.y, blockDim.z);
+    }
+    fail();
+  }
+  const int arrived = threads_arriving();
+  if (arrived != BX * BY * BZ) {
+    if (first_report()) {
+      printf("tiles.%s: called by %d of the %d threads of block (%d, %d, %d); every thread of the block must make "
+             "the call. Fix: call it outside the branch, giving threads without data a neutral value, and return "
+             "only after it, not before\n",
+             intrinsic, arrived, BX * BY * BZ, blockIdx.x, blockIdx.y, blockIdx.z);
+    }
+    fail();
+  }
+#endif
+}
+
+// With NUMBA_TILES_DEBUG=1, every warp-level call first checks that all the lanes of its logical warp of Warp
+// lanes (those the block has) are there: converged at the call, as CUB's shuffles need them.
+template <int Warp>
+__device__ __forceinline__ void check_warp(const char* intrinsic) {
+#ifdef NUMBA_TILES_DEBUG
+  const unsigned lane = ::cuda::ptx::get_sreg_laneid();
+  const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+  const unsigned first = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) - lane;  // lane 0's
+  const unsigned exist = threads - first >= 32 ? 0xffffffffu : (1u << (threads - first)) - 1;
+  const unsigned group = (Warp == 32 ? 0xffffffffu : ((1u << Warp) - 1) << (lane / Warp * Warp)) & exist;
+  const unsigned here = __activemask() & group;
+  if (here != group) {
+    if (first_report()) {
+      printf("tiles.%s: called by %d of the %d lanes of a logical warp (warp_size=%d) in block (%d, %d, %d); every "
+             "lane must make the call. Fix: call it outside the branch, giving lanes without data a neutral value, "
+             "and return only after it, not before\n",
+             intrinsic, __popc(here), __popc(group), Warp, blockIdx.x, blockIdx.y, blockIdx.z);
     }
     fail();
   }

@@ -26,6 +26,7 @@ __device__ __forceinline__ T valid_or_identity(T value, int num_valid, T identit
 // contribute the op's identity (the full-warp path: REDUX for 32-bit integers on sm_80+).
 template <typename T, typename Op, int Warp, bool Partial>
 __device__ __forceinline__ T warp_reduce(T value, int num_valid, T identity) {
+  check_warp<Warp>("warp_reduce");
   using Reduce = cub::WarpReduce<T, Warp>;
   typename Reduce::TempStorage temp;  // an empty placeholder for the shuffle specialization
   return Reduce(temp).Reduce(valid_or_identity<Warp, Partial>(value, num_valid, identity), Op{});
@@ -38,6 +39,7 @@ __device__ __forceinline__ T warp_reduce(T value, int num_valid, T identity) {
 // lanes from num_valid on count as the identity (their outputs repeat the last valid prefix).
 template <typename T, typename Op, int Warp, bool Exclusive, bool HasInitial, bool Aggregate, bool Partial>
 __device__ __forceinline__ auto warp_scan(T value, T initial, int num_valid, T identity) {
+  check_warp<Warp>("warp_scan");
   using Scan = cub::WarpScan<T, Warp>;
   typename Scan::TempStorage temp;  // an empty placeholder for the shuffle specialization
   value = valid_or_identity<Warp, Partial>(value, num_valid, identity);

@@ -468,6 +468,7 @@ def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
                 raise error(spec.name, "it has no simulator twin (its declaration gives simulate=None)",
                             "run it compiled (unset NUMBA_ENABLE_CUDASIM), or declare it with simulate=")
             compile_time = simulator.compile_time_arguments(spec, sys._getframe(1))
+            simulator.note_call(sys._getframe(1))
             instance, arguments = spec._resolve_values(args, kwargs, compile_time)
             if arguments.get("temp") is not None:
                 _check_temp(spec.name, instance, arguments["temp"])

@@ -12,6 +12,7 @@ import inspect
 import linecache
 import math
 import threading
+import time
 
 import numpy as np
 
@@ -31,7 +32,8 @@ def _thread(intrinsic):
 
 
 def _block_thread(intrinsic, block_dim):
-    """The simulated thread calling a block-level ``intrinsic``, after checking the launch's block shape."""
+    """The simulated thread calling a block-level ``intrinsic``, after checking the launch's block shape and that
+    every thread of the block makes this call."""
     thread = _thread(intrinsic)
     launched = _numba.simulated_block_dim(thread)
     if launched != block_dim:
@@ -40,6 +42,7 @@ def _block_thread(intrinsic, block_dim):
             f"block_dim={block_dim} but the kernel was launched with blocks of {launched}",
             "pass the launch's block shape as block_dim (on the GPU this mismatch gives wrong results)",
         )
+    _meet_block(thread, intrinsic)
     return thread
 
 
@@ -53,22 +56,137 @@ def _exchange(thread, value):
     return values
 
 
-def _warp_exchange(thread, width, value):
-    """The values of the calling thread's logical warp (``width`` lanes, linear thread order).
+# --- every thread of the block (or lane of the logical warp) makes a collective call -------------------
+#
+# On the GPU a collective that only some threads reach hangs or gives garbage; here the threads that arrive
+# would simply meet among themselves. So each call first checks who came: every thread notes the call site
+# (the Python stack of the call) of its n-th collective call, and after a barrier they compare.
 
-    Only the lanes of one logical warp meet here (as on the GPU, other warps need not call), so
-    they wait on a barrier of their own rather than the block's.
-    """
-    group, lane = divmod(thread.thread_id, width)
-    size = min(width, int(np.prod(_numba.simulated_block_dim(thread))) - group * width)
-    meeting = _numba.block_scratch(thread).setdefault("warps", {}).setdefault(
-        (width, group), {"barrier": threading.Barrier(size), "slots": {}}
+_SITE = "_numba_tiles_site"  # (a simulated thread's attribute) the call it makes: (stack, "file:line")
+
+
+def note_call(frame):
+    """Record, in the simulated thread running ``frame`` (the caller of an intrinsic), where the call is made."""
+    thread = _numba.simulated_thread()
+    if thread is not None:
+        stack, f = [], frame
+        while f is not None:  # (a device function called from two places is two call sites)
+            stack.append((f.f_code, f.f_lasti))
+            f = f.f_back
+        setattr(thread, _SITE, (tuple(stack), f"{frame.f_code.co_filename}:{frame.f_lineno}"))
+
+
+def _site(thread):
+    return getattr(thread, _SITE, ((), "?"))
+
+
+def _count(thread, counter):
+    """The calling thread's next number on ``counter`` (its n-th block call, its n-th warp call)."""
+    n = thread.__dict__.get(counter, 0) + 1
+    setattr(thread, counter, n)
+    return n
+
+
+def _not_all_there(intrinsic, where, arrived, size, whom, others):
+    """The error of a collective reached at ``where`` by only ``arrived`` of the ``size`` threads of ``whom``;
+    ``others``: the call sites that some of them reached instead."""
+    instead = f" ({len(others)} reached another call instead, at {others[0]})" if others else ""
+    return error(
+        intrinsic,
+        f"called at {where} by {arrived} of the {size} threads of {whom}{instead}; every thread must make the "
+        "call (on the GPU this hangs or gives garbage)",
+        "call it outside the branch, giving threads without data a neutral value (0 for a sum), and return only "
+        "after it, not before",
     )
-    meeting["slots"][lane] = value
-    meeting["barrier"].wait()
-    values = [meeting["slots"][i] for i in range(size)]
-    meeting["barrier"].wait()
-    return values, lane
+
+
+def _meet_block(thread, intrinsic):
+    """Check, with one barrier, that every thread of the block makes this call."""
+    n = _count(thread, "_numba_tiles_block_calls")
+    meetings = _numba.block_scratch(thread).setdefault("meetings", {})
+    meetings.setdefault(n, {})[thread.thread_id] = _site(thread)
+    # A thread at meeting n has passed meeting n - 1's barrier, which every thread reached after checking n - 2.
+    meetings.pop(n - 2, None)
+    thread.syncthreads()
+    size = math.prod(_numba.simulated_block_dim(thread))
+    stack, where = _site(thread)
+    sites = list(meetings[n].values())
+    arrived = sum(1 for s, _ in sites if s == stack)
+    if arrived != size:
+        raise _not_all_there(intrinsic, where, arrived, size, f"block {tuple(thread.blockIdx)}",
+                             [w for s, w in sites if s != stack])
+
+
+_warp_lock = threading.Lock()
+_GRACE_S = 2.0  # how long a lane whose thread may not have started yet can take to come (see _stuck)
+
+
+def _warp_meet(thread, intrinsic, width, value):
+    """The values of the calling thread's logical warp (``width`` lanes, linear thread order), and its lane.
+
+    Only the lanes of one logical warp meet here (as on the GPU, other warps need not call), so they wait on a
+    condition of their own rather than the block's barrier. A lane that cannot come (it returned, or waits at a
+    block barrier or at another warp call) makes this an error, not a hang."""
+    group, lane = divmod(thread.thread_id, width)
+    size = min(width, math.prod(_numba.simulated_block_dim(thread)) - group * width)
+    with _warp_lock:
+        meeting = _numba.block_scratch(thread).setdefault("warps", {}).setdefault(
+            (width, group), {"cond": threading.Condition(), "calls": {}})
+    n = _count(thread, "_numba_tiles_warp_calls")
+    stack, where = _site(thread)
+    whom = f"logical warp {group} (warp_size={width}) of block {tuple(thread.blockIdx)}"
+    with meeting["cond"]:
+        slots = meeting["calls"].setdefault(n, {})
+        slots[lane] = (stack, where, value)
+        meeting["calls"].pop(n - 2, None)  # (as for the block's meetings)
+        meeting["cond"].notify_all()
+        thread._numba_tiles_waiting = ((width, group), n, slots, size)
+        started = time.monotonic()
+        try:
+            while True:
+                others = [w for s, w, _ in slots.values() if s != stack]
+                if others:
+                    raise _not_all_there(intrinsic, where, len(slots) - len(others), size, whom, others)
+                if len(slots) == size:
+                    break
+                missing = [i for i in range(size) if i not in slots]
+                if _stuck(thread, width, group, missing, time.monotonic() - started):
+                    raise _not_all_there(intrinsic, where, len(slots), size, whom, [])
+                meeting["cond"].wait(0.005)
+        finally:
+            thread._numba_tiles_waiting = None
+        return [slots[i][2] for i in range(size)], lane
+
+
+def _stuck(thread, width, group, missing, waited):
+    """Whether the lanes of ``missing`` cannot come to the calling lane's warp call: each one's thread has ended, or
+    waits at a block barrier or at another call of this logical warp; or every thread of the block waits."""
+    dims = _numba.simulated_block_dim(thread)
+    running = {t.thread_id: t for t in threading.enumerate()
+               if getattr(t, "_manager", None) is thread._manager and t.is_alive()}
+
+    def waiting(t):  # at a block barrier, or at a warp call that lacks lanes (the key of its logical warp)
+        if t.syncthreads_blocked:
+            return "block"
+        key, _, slots, size = getattr(t, "_numba_tiles_waiting", None) or (None, 0, (), 0)
+        return key if key is not None and len(slots) < size else None
+
+    # The simulator starts the threads in np.ndindex order over (x, y, z): a lane with no running thread has
+    # ended if a thread started after it runs; else it may not have started yet.
+    started = max(np.ravel_multi_index(tuple(t.threadIdx), dims) for t in running.values())
+
+    def cannot_come(lane):
+        tid = group * width + lane
+        other = running.get(tid)
+        if other is None:
+            x, rest = tid % dims[0], tid // dims[0]
+            return np.ravel_multi_index((x, rest % dims[1], rest // dims[1]), dims) < started or waited > _GRACE_S
+        return waiting(other) in ("block", (width, group))
+
+    if all(map(cannot_come, missing)):  # (not just any: the count in the error includes every lane that comes)
+        return True
+    # (after the grace period: threads not started yet are not among the running ones)
+    return waited > _GRACE_S and all(waiting(t) is not None for t in running.values())
 
 
 def simulated_block(intrinsic, block_dim, value):
@@ -96,7 +214,7 @@ def simulated_warp(intrinsic, warp_size, value):
             values, lane = ext.simulated_warp(instance.intrinsic, args["warp_size"], args["value"])
             return max(values)
     """
-    return _warp_exchange(_thread(intrinsic), warp_size, value)
+    return _warp_meet(_thread(intrinsic), intrinsic, warp_size, value)
 
 
 def _reduce(instance, args, tiles_, position):

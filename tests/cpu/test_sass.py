@@ -147,15 +147,16 @@ def test_strided_array_layout_gets_a_runtime_check(tmp_path):
     assert len(external_calls(checked)) >= 2 and not external_calls(plain)
 
 
-def test_debug_mode_checks_the_launch_shape(monkeypatch, tmp_path):
-    """NUMBA_TILES_DEBUG=1 compiles in a block-shape check (printf, then a failed assertion); by default none."""
+def test_debug_mode_checks_the_launch_shape_and_who_calls(monkeypatch, tmp_path):
+    """NUMBA_TILES_DEBUG=1 compiles in a block-shape check and a count of the threads that make the call (a
+    reducing barrier: printf, then a failed assertion); by default neither."""
     kernel = reference.make_kernel("+", 256)
     sig = "void(float32[::1], int64[::1], float32[::1], float32[::1])"
     plain = sass(tiles.compile(kernel, sig, arch="sm_90"), tmp_path)
     monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")
     checked = sass(tiles.compile(kernel, sig, arch="sm_90"), tmp_path)
-    assert not external_calls(plain)
-    assert len(external_calls(checked)) >= 2
+    assert not external_calls(plain) and "BAR.RED.POPC" not in plain
+    assert len(external_calls(checked)) >= 2 and "BAR.RED.POPC" in checked
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

@@ -305,6 +305,72 @@ def test_debug_mode_traps_on_a_launch_shape_mismatch():
     assert "tiles.block_reduce: compiled for block_dim=(128, 1, 1) but launched with blocks of (64, 1, 1)" in run.stdout
 
 
+DIVERGENT_CHILD = r"""
+import sys
+import numpy as np
+from numba import cuda, float32
+import numba_tiles as tiles
+
+@cuda.jit
+def whole(x, out):                     # every thread calls: fine under the check too
+    i = cuda.grid(1)
+    s = tiles.block_sum(x[i] if i < x.size else float32(0), block_dim=128)
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = s
+
+@cuda.jit
+def branch(x, out):                    # half of each block calls
+    v = x[cuda.grid(1)]
+    if cuda.threadIdx.x < 64:
+        s = tiles.block_sum(v, block_dim=128)
+        if cuda.threadIdx.x == 0:
+            out[cuda.blockIdx.x] = s
+
+@cuda.jit
+def early(x, out):                     # the last block's threads past the end return first
+    i = cuda.grid(1)
+    if i >= x.size:
+        return
+    s = tiles.block_sum(x[i], block_dim=128)
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = s
+
+@cuda.jit
+def lanes(x, out):                     # 12 of each logical warp's 16 lanes call
+    i = cuda.grid(1)
+    if cuda.threadIdx.x % 16 < 12:
+        out[i] = tiles.warp_sum(x[i], warp_size=16)
+
+x = np.random.default_rng().standard_normal(200).astype(np.float32)
+out = np.zeros(2, np.float32)
+whole[2, 128](x, out)
+np.testing.assert_allclose(out, [x[:128].sum(), x[128:].sum()], rtol=1e-5)
+kernel = {"branch": branch, "early": early, "lanes": lanes}[sys.argv[1]]
+kernel[2, 128](x, np.zeros(256, np.float32))
+cuda.synchronize()
+"""
+
+
+@pytest.mark.parametrize("case, message", [
+    ("branch", "tiles.block_reduce: called by 64 of the 128 threads of block ("),
+    ("early", "tiles.block_reduce: called by 72 of the 128 threads of block (1, 0, 0)"),
+    ("lanes", "tiles.warp_reduce: called by 12 of the 16 lanes of a logical warp (warp_size=16)"),
+])
+def test_debug_mode_traps_on_a_collective_that_not_every_thread_calls(case, message):
+    """NUMBA_TILES_DEBUG=1: a block collective called by part of the block (a branch, an early return) and a warp
+    collective by part of its logical warp stop the kernel with a message, where the whole block's call passes."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_TILES_DEBUG": "1"}
+    run = subprocess.run([sys.executable, "-c", DIVERGENT_CHILD, case], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
+    assert message in run.stdout, run.stdout
+    assert run.stdout.count("tiles.") == 1, run.stdout  # one message, however many threads fail
+
+
 HISTOGRAM_CHILD = r"""
 import numpy as np
 from tests import collectives as c

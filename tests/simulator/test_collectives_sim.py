@@ -118,3 +118,103 @@ def test_discontinuity_user_compare(rng):
 @pytest.mark.parametrize("kind,items", [("offset", 1), ("rotate", 1), ("up", 3), ("down", 2)])
 def test_shuffle(kind, items, rng):
     nb.run_shuffle("float32", kind, (8, 4), items, rng, distances=(1, -3, 40))
+
+
+# ---- a collective must be made by every thread of the block, or every lane of the logical warp ----
+
+def _line_of(kernel, text):
+    """The file:line of the first line of ``kernel``'s source that holds ``text``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(kernel.py_func)
+    return f"{inspect.getsourcefile(kernel.py_func)}:{first + next(i for i, t in enumerate(lines) if text in t)}"
+
+
+@cuda.jit
+def _half_of_the_block(x, out):
+    v = x[cuda.grid(1)]
+    if cuda.threadIdx.x < 64:
+        s = tiles.block_sum(v, block_dim=128)
+        if cuda.threadIdx.x == 0:
+            out[cuda.blockIdx.x] = s
+
+
+@cuda.jit
+def _early_return(x, out):
+    i = cuda.grid(1)
+    if i >= x.size:
+        return
+    s = tiles.block_sum(x[i], block_dim=128)
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = s
+
+
+@cuda.jit
+def _other_collective(x, out):
+    v = x[cuda.grid(1)]
+    if cuda.threadIdx.x < 32:
+        s = tiles.block_sum(v, block_dim=128)
+    else:
+        s = tiles.block_reduce(v, "max", block_dim=128)
+    out[cuda.grid(1)] = s
+
+
+@cuda.jit
+def _partial_warp(x, out):
+    i = cuda.grid(1)
+    if cuda.threadIdx.x % 16 < 12:
+        out[i] = tiles.warp_sum(x[i], warp_size=16)
+
+
+@cuda.jit
+def _whole_block_and_warps(x, out, lanes):
+    i = cuda.grid(1)
+    v = x[i] if i < x.size else np.float32(0)  # threads past the end give the sum's neutral value
+    s = tiles.block_sum(v, block_dim=128)
+    w = tiles.warp_sum(v, warp_size=8)
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = s
+    if cuda.threadIdx.x % 8 == 0:
+        lanes[i // 8] = w
+
+
+@pytest.mark.parametrize("kernel, arrived, block", [(_half_of_the_block, 64, 0), (_early_return, 72, 1)],
+                         ids=["branch", "early-return"])
+def test_a_block_collective_not_every_thread_calls_is_an_error(kernel, arrived, block, rng):
+    x = rng.standard_normal(200).astype(np.float32)
+    with pytest.raises(tiles.TilesError) as info:
+        kernel[2, 128](x, np.zeros(256, np.float32))
+    message = str(info.value)
+    assert f"tiles.block_sum: called at {_line_of(kernel, 'tiles.block_sum(')} by {arrived} of the 128 threads of " \
+           f"block ({block}, 0, 0); every thread must make the call" in message, message
+    assert "Fix: call it outside the branch" in message
+
+
+def test_two_collectives_in_two_branches_are_an_error(rng):
+    """Threads at either call say how many came to theirs, and where the others went."""
+    x = rng.standard_normal(128).astype(np.float32)
+    with pytest.raises(tiles.TilesError) as info:
+        _other_collective[1, 128](x, np.zeros(128, np.float32))
+    sum_at, max_at = _line_of(_other_collective, "tiles.block_sum("), _line_of(_other_collective, "tiles.block_reduce(")
+    message = str(info.value)
+    assert (f"tiles.block_sum: called at {sum_at} by 32 of the 128 threads of block (0, 0, 0) (96 reached another "
+            f"call instead, at {max_at})" in message
+            or f"tiles.block_reduce: called at {max_at} by 96 of the 128 threads of block (0, 0, 0) (32 reached "
+            f"another call instead, at {sum_at})" in message), message
+
+
+def test_a_warp_collective_not_every_lane_calls_is_an_error(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    with pytest.raises(tiles.TilesError) as info:
+        _partial_warp[1, 64](x, np.zeros(64, np.float32))
+    assert f"tiles.warp_sum: called at {_line_of(_partial_warp, 'tiles.warp_sum(')} by 12 of the 16 threads of " \
+           "logical warp" in str(info.value), str(info.value)
+
+
+def test_collectives_every_thread_makes_pass_the_check(rng):
+    x = rng.standard_normal(200).astype(np.float32)
+    out, lanes = np.zeros(2, np.float32), np.zeros(32, np.float32)
+    _whole_block_and_warps[2, 128](x, out, lanes)
+    padded = np.concatenate([x, np.zeros(56, np.float32)])
+    np.testing.assert_allclose(out, padded.reshape(2, -1).sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(lanes, padded.reshape(-1, 8).sum(axis=1), rtol=1e-5, atol=1e-5)
