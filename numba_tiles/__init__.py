@@ -22,6 +22,7 @@ from . import _compile, _library, _link, _numba, cache
 from ._version import __version__
 from ._compile import compile, precompile
 from ._errors import TilesError
+from ._occupancy import resident_blocks
 from ._shared_memory import allow_dynamic_shared_memory, shared_memory, temp_bytes
 from .block import (block_adjacent_difference, block_discontinuity, block_exchange, block_histogram, block_load,
                     block_merge_sort, block_radix_sort, block_reduce, block_scan, block_shuffle, block_store,
@@ -44,6 +45,7 @@ __all__ = [
     "block_histogram", "block_radix_sort", "block_merge_sort", "block_adjacent_difference",
     "block_discontinuity", "block_shuffle", "warp_reduce", "warp_sum", "warp_scan",
     "tile_load", "tile_store", "tile_wait", "matmul", "Matmul",
-    "compile", "precompile", "shared_memory", "temp_bytes", "allow_dynamic_shared_memory", "cache", "TilesError",
+    "compile", "precompile", "shared_memory", "temp_bytes", "allow_dynamic_shared_memory", "resident_blocks", "cache",
+    "TilesError",
     "__version__",
 ]

@@ -59,10 +59,13 @@ def warp_size(intrinsic, value):
     return value
 
 
-def choice(param, options):
-    """A parser for one of the keys of ``options`` (a dict name → C++ spelling); returns the name."""
+def choice(param, options, optional=False):
+    """A parser for one of the keys of ``options`` (a dict name → C++ spelling); returns the name (or None, left
+    out, where ``optional``: the rule chooses)."""
 
     def parse(intrinsic, value):
+        if value is None and optional:
+            return None
         if value not in options:
             raise error(intrinsic, f"{param}={value!r} is not supported",
                         f"use one of {', '.join(map(repr, options))}")

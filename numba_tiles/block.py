@@ -222,7 +222,7 @@ _MOVE_CONSTS = {"block_dim": _DIM, "items_per_thread": _ITEMS}
 @intrinsic(consts={**_MOVE_CONSTS, "algorithm": ext.choice("algorithm", _LOAD_ALGORITHMS),
                    "cache": ext.choice("cache", _CACHE)},
            rule=_load_rule, simulate=simulator.block_load, per_thread=("items",))
-def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, oob_default=None,
+def block_load(src, items, *, block_dim, items_per_thread, algorithm="vectorize", num_valid=None, oob_default=None,
                cache="default", temp=None):
     """Load the tile that starts at ``src[0]`` into every thread's ``items``, cooperatively.
 
@@ -232,11 +232,11 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", n
 
     - ``src``: a 1-D global array, usually a slice ``x[tile_start:]``; contiguous.
     - ``items``: the thread-local array, ``cuda.local.array(items_per_thread, dtype)``, same dtype.
-    - ``algorithm``: CUB's ``"direct"`` (default), ``"striped"``, ``"vectorize"`` (128-bit loads
-      when ``src`` is aligned), ``"transpose"``, ``"warp_transpose"`` or
-      ``"warp_transpose_timesliced"`` (coalesced reads through shared memory). A partial tile
-      stays vectorized with ``"vectorize"``: only a thread's last partial 16 bytes are read item
-      by item.
+    - ``algorithm``: ``"vectorize"`` (default: each thread's items read as 16-byte words where ``src`` is
+      aligned and they fill whole words, item by item otherwise), CUB's ``"direct"`` (item by item),
+      ``"striped"``, ``"transpose"``, ``"warp_transpose"`` or ``"warp_transpose_timesliced"`` (coalesced
+      reads through shared memory). A partial tile stays vectorized: only a thread's last partial 16 bytes
+      are read item by item.
     - ``num_valid``: load only the first ``num_valid`` items. Even without it, nothing past the end
       of ``src`` is read: a tile that runs off the array is a partial tile.
     - ``cache``: how the loads use the caches (CUB's cache modifiers): ``"default"``,
@@ -263,11 +263,11 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="direct", n
 
 @intrinsic(consts={**_MOVE_CONSTS, "algorithm": ext.choice("algorithm", _STORE_ALGORITHMS)},
            rule=_store_rule, simulate=simulator.block_store, per_thread=("items",))
-def block_store(dst, items, *, block_dim, items_per_thread, algorithm="direct", num_valid=None, temp=None):
+def block_store(dst, items, *, block_dim, items_per_thread, algorithm="vectorize", num_valid=None, temp=None):
     """Store every thread's ``items`` to the tile that starts at ``dst[0]``, cooperatively.
 
-    The arrangement, ``algorithm`` and ``temp`` are as for `block_load` (``"direct"``, ``"striped"``,
-    ``"vectorize"``, ``"transpose"``, ``"warp_transpose"``, ``"warp_transpose_timesliced"``).
+    The arrangement, ``algorithm`` and ``temp`` are as for `block_load` (``"vectorize"``, the default,
+    ``"direct"``, ``"striped"``, ``"transpose"``, ``"warp_transpose"``, ``"warp_transpose_timesliced"``).
     Only the first ``num_valid`` items are written if it is given, and never past the end of ``dst``.
     ``items`` are left as they were (CUB's transposing stores rearrange theirs).
 
@@ -396,8 +396,18 @@ def block_exchange(items, arrangement, *, block_dim, items_per_thread, temp=None
     """
 
 
-_HISTOGRAM_ALGORITHMS = {"sort": "cub::BLOCK_HISTO_SORT", "atomic": "cub::BLOCK_HISTO_ATOMIC"}
+_HISTOGRAM_ALGORITHMS = {"sort": "cub::BLOCK_HISTO_SORT", "atomic": "cub::BLOCK_HISTO_ATOMIC", "lanes": None}
 _COUNTERS = ("int32", "uint32", "uint64")
+LANE_COPIES = 32  # "lanes": a copy of the counters per lane of a warp (no bank conflicts; see block_histogram.cuh)
+_LANES_BYTES = 32 * 1024  # the most shared memory the default algorithm gives the copies: 256 bins
+
+
+def _histogram_algorithm(args):
+    """The call's algorithm: as given, or by default "lanes" where its copies take at most _LANES_BYTES, else
+    "atomic" (each measured against the other and CUB's "sort" on an H200: the performance page's histogram row)."""
+    if args["algorithm"] is not None:
+        return args["algorithm"]
+    return "lanes" if args["bins"] * LANE_COPIES * 4 <= _LANES_BYTES else "atomic"
 
 
 def _histogram_rule(name, args):
@@ -405,22 +415,36 @@ def _histogram_rule(name, args):
     counter = _tile(name, args, "histogram", allowed="iu")
     if counter.name not in _COUNTERS:
         raise ext.error(name, f"histogram holds {counter.name}", f"use counters of {', '.join(_COUNTERS)}")
-    if args["algorithm"] == "sort":  # (it radix-sorts the tile in shared memory first)
+    algorithm = _histogram_algorithm(args)
+    common = dict(**_shape(args), IPT=args["items_per_thread"], Bins=args["bins"])
+    params = (("items", args["items"], None), ("histogram", args["histogram"], None))
+    if algorithm == "lanes":
+        need = args["bins"] * LANE_COPIES * 4
+        if need > STATIC_SHARED_BYTES:
+            raise ext.error(name, f"algorithm='lanes' keeps {LANE_COPIES} copies of the {args['bins']} counters, "
+                            f"{need} bytes, over the {STATIC_SHARED_BYTES} of shared memory a block can have",
+                            "use algorithm='atomic' for this many bins")
+        return Instance(name, HISTOGRAM,
+                        HISTOGRAM.template("numba_tiles::block_histogram_lanes", T=dtype.cxx, Counter=counter.cxx,
+                                           **common, Copies=LANE_COPIES, Accumulate=args["accumulate"]),
+                        types.none, params,
+                        storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"],
+                                                   Copies=LANE_COPIES))
+    if algorithm == "sort":  # (it radix-sorts the tile in shared memory first)
         _check_shared(name, args, dtype)
-    shape = dict(**_shape(args), IPT=args["items_per_thread"], Bins=args["bins"],
-                 Algo=_HISTOGRAM_ALGORITHMS[args["algorithm"]])
+    shape = dict(**common, Algo=_HISTOGRAM_ALGORITHMS[algorithm])
     return Instance(name, HISTOGRAM,
                     HISTOGRAM.template("numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape,
                                        Accumulate=args["accumulate"]),
-                    types.none, (("items", args["items"], None), ("histogram", args["histogram"], None)),
+                    types.none, params,
                     storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
 
 
 @intrinsic(consts={**_MOVE_CONSTS, "bins": ext.positive_int("bins", 256),
-                   "algorithm": ext.choice("algorithm", _HISTOGRAM_ALGORITHMS),
+                   "algorithm": ext.choice("algorithm", _HISTOGRAM_ALGORITHMS, optional=True),
                    "accumulate": ext.flag("accumulate")},
            rule=_histogram_rule, simulate=simulator.block_histogram, per_thread=("items",))
-def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algorithm="sort", accumulate=False,
+def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algorithm=None, accumulate=False,
                     temp=None):
     """Count the block's items into ``histogram[0:bins]``; each item is a bin index in [0, bins).
 
@@ -428,7 +452,9 @@ def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algo
     - ``histogram``: ``bins`` counters (int32, uint32 or uint64), usually
       ``cuda.shared.array(bins, uint32)``; zeroed first, or added to with ``accumulate=True``.
       On return the counts are complete and visible to every thread of the block.
-    - ``algorithm``: CUB's ``"sort"`` (default: sort then count runs) or ``"atomic"`` (shared atomics).
+    - ``algorithm``: ``"lanes"`` (shared atomics into a copy of the counters per lane of a warp, which never
+      collide in a memory bank, then summed), CUB's ``"atomic"`` (shared atomics into ``histogram``) or CUB's
+      ``"sort"`` (sort the tile, then count its runs). By default ``"lanes"`` up to 256 bins, else ``"atomic"``.
     {{temp}}
 
     Items outside [0, bins) are undefined behaviour, as in CUB; ``NUMBA_TILES_DEBUG=1`` traps on them.

@@ -272,6 +272,32 @@ def run_exchange(dtype, arrangement, block_dim, items, rng):
         np.testing.assert_array_equal(out[b * tile:(b + 1) * tile], x[b * tile:(b + 1) * tile][gather])
 
 
+def run_histogram_tiles(x, bins, block_dim, items, algorithm):
+    """One histogram of all of ``x`` (bin indices, a whole number of tiles) by 3 blocks that each count every third
+    tile into shared counters (``accumulate=True``) and add them to the global ones, against NumPy's."""
+    T = threads_of(block_dim)
+    tile = T * items
+    DT = x.dtype
+
+    @cuda.jit
+    def kernel(x, out):
+        mine = cuda.local.array(items, DT)
+        counts = cuda.shared.array(bins, np.uint32)
+        for k in range(cuda.threadIdx.x, bins, T):
+            counts[k] = 0
+        cuda.syncthreads()
+        for t in range(cuda.blockIdx.x, x.size // tile, cuda.gridDim.x):
+            tiles.block_load(x[t * tile:], mine, block_dim=block_dim, items_per_thread=items)
+            tiles.block_histogram(mine, counts, block_dim=block_dim, items_per_thread=items, bins=bins,
+                                  algorithm=algorithm, accumulate=True)
+        for k in range(cuda.threadIdx.x, bins, T):
+            cuda.atomic.add(out, k, counts[k])
+
+    out = np.zeros(bins, np.uint32)
+    kernel[3, block_dim](x, out)
+    np.testing.assert_array_equal(out, np.bincount(x, minlength=bins))
+
+
 def run_histogram(dtype, counter, bins, block_dim, items, algorithm, rng, accumulate=False, x=None):
     """Histograms of 3 blocks' tiles of ``x`` (by default random bin indices) against NumPy's."""
     T = threads_of(block_dim)

@@ -74,7 +74,7 @@ def test_a_failed_program_does_not_poison_later_kernels():
     def failing(x, counts):
         items = cuda.local.array(4, uint16)
         tiles.block_load(x, items, block_dim=128, items_per_thread=4, algorithm="transpose")
-        tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=8192)
+        tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=8192, algorithm="sort")
 
     def sorting(x, counts):
         items = cuda.local.array(4, uint16)
@@ -107,3 +107,25 @@ def test_a_refused_merge_sort_runs_no_nvrtc_and_a_radix_sort_of_its_block_compil
         tiles.compile(merge, "void(float32[::1])")
     assert tiles.cache.stats()["nvrtc"] == nvrtc, "refused after NVRTC ran"
     assert tiles.compile(radix, "void(float32[::1])")[:4] == b"\x7fELF"
+
+
+def test_histogram_lanes_with_more_bins_than_its_copies_fit_names_the_fix():
+    """"lanes" keeps 32 copies of the counters in shared memory: 512 bins need 64 KiB, refused at typing with the
+    algorithm that serves; by default such a histogram is "atomic", and compiles."""
+    from numba import uint32
+
+    def lanes(x, counts):
+        items = cuda.local.array(4, uint16)
+        tiles.block_load(x, items, block_dim=128, items_per_thread=4)
+        tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=512, algorithm="lanes")
+
+    def default(x, counts):
+        items = cuda.local.array(4, uint16)
+        tiles.block_load(x, items, block_dim=128, items_per_thread=4)
+        tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=512)
+        counts[0] = uint32(items[0])
+
+    with pytest.raises(tiles.TilesError, match=r"tiles.block_histogram: algorithm='lanes' keeps 32 copies of the 512 "
+                                               r"counters, 65536 bytes, .* Fix: use algorithm='atomic'"):
+        tiles.compile(lanes, "void(uint16[::1], uint32[::1])", arch="sm_90")
+    assert tiles.compile(default, "void(uint16[::1], uint32[::1])", arch="sm_90")[:4] == b"\x7fELF"

@@ -229,3 +229,25 @@ def test_big_blocks_are_compiled_to_fit(block_dim, ipt):
     assert f".maxntid {threads}, 1, 1" in ptx
     warps = -(-threads // 32)
     assert registers(tiles.compile(sort_and_scan, "void(int32[::1])")) * warps * 32 <= 65536
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_histogram_lanes_counts_with_shared_atomics_in_registers(arch, tmp_path):
+    """block_histogram's default for 256 bins ("lanes"): one shared atomic per item, the copies cleared and summed
+    with 16-byte shared accesses; no local memory, no calls, no global atomics but the kernel's own."""
+    from numba import cuda, uint8, uint32
+
+    @cuda.jit
+    def kernel(x, out):
+        items = cuda.local.array(32, uint8)
+        counts = cuda.shared.array(256, uint32)
+        tiles.block_load(x[cuda.blockIdx.x * 512 * 32:], items, block_dim=512, items_per_thread=32)
+        tiles.block_histogram(items, counts, block_dim=512, items_per_thread=32, bins=256)
+        out[cuda.threadIdx.x % 256] = counts[cuda.threadIdx.x % 256]
+
+    code = sass(tiles.compile(kernel, "void(uint8[::1], uint32[::1])", arch=arch), tmp_path)
+    ops = [i[1] if i[0].startswith("@") else i[0] for i in instructions(code) if i]
+    assert sum(op.startswith("ATOMS") for op in ops) == 32, sorted(set(ops))
+    assert any(op.startswith("LDS.128") for op in ops) and any(op.startswith("STS.128") for op in ops)
+    assert any(op.startswith("LDG.E.128") for op in ops)  # (block_load's default: 16-byte loads)
+    assert not opcode_names(code) & {"LDL", "STL", "ATOMG", "RED"} and not external_calls(code)

@@ -108,17 +108,24 @@ def test_exchange_dtypes(dtype, rng):
 
 @pytest.mark.parametrize("block_dim", SHAPES)
 @pytest.mark.parametrize("items", c.ITEMS_PER_THREAD)
-@pytest.mark.parametrize("algorithm", ["sort", "atomic"])
+@pytest.mark.parametrize("algorithm", ["sort", "atomic", "lanes", None])
 def test_histogram(algorithm, items, block_dim, rng):
     c.run_histogram("uint8", "uint32", 256, block_dim, items, algorithm, rng)
 
 
 @pytest.mark.parametrize("dtype,counter,bins", [("uint16", "int32", 1000), ("int32", "uint64", 16),
-                                                ("uint8", "int32", 7)])
+                                                ("uint8", "int32", 7), ("int8", "uint32", 384)])
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_histogram_types(dtype, counter, bins, accumulate, rng):
-    c.run_histogram(dtype, counter, bins, 128, 4, "atomic", rng, accumulate=accumulate)
-    c.run_histogram(dtype, counter, bins, 128, 4, "sort", rng, accumulate=accumulate)
+    for algorithm in ("atomic", "sort") + (("lanes",) if bins <= 384 else ()):
+        c.run_histogram(dtype, counter, bins, 128, 4, algorithm, rng, accumulate=accumulate)
+
+
+def test_histogram_lanes_counts_skewed_data_and_many_tiles(rng):
+    """"lanes" on a block that counts many tiles of items nearly all in one bin (every lane's atomics to one
+    address), accumulated: the counts of all of them, against NumPy's."""
+    x = np.where(rng.random(64 * 512 * 8) < 0.97, 200, rng.integers(0, 256, 64 * 512 * 8)).astype(np.uint8)
+    c.run_histogram_tiles(x, 256, 512, 8, "lanes")
 
 
 SORT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -45,7 +45,7 @@ def test_exchange(arrangement, rng):
     c.run_exchange("int32", arrangement, 64, 3, rng)
 
 
-@pytest.mark.parametrize("algorithm", ["sort", "atomic"])
+@pytest.mark.parametrize("algorithm", ["sort", "atomic", "lanes", None])
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_histogram(algorithm, accumulate, rng):
     c.run_histogram("uint8", "uint32", 16, 32, 4, algorithm, rng, accumulate=accumulate)
