@@ -250,6 +250,24 @@ def segmented_reduce(found):
         + f" Median of {r.data['repeats']} runs after {r.data['warmup']} warm-ups."
 
 
+# ---- the block primitives, as the guides teach them -----------------------------------------------------
+
+def primitives(found):
+    r = newest(found, "primitives")
+    if not r:
+        return "No result yet."
+    rows = []
+    for row in r.data["rows"]:
+        best = max(row["peers"], key=row["peers"].get) if row["peers"] else None
+        peers = ", ".join(f"{k} {v:.0f}" for k, v in row["peers"].items()) or "—"
+        rows.append([row["case"], f"{row['gbs']:.0f}", f"{row['limit_gbs']:.0f} ({row['limit'].split()[2]})",
+                     f"{row['of_limit']:.0%}", peers, ratio(row["gbs"] / row["peers"][best]) if best else "—",
+                     f"{row['target']}: {'met' if row['met'] else 'not met'}"])
+    header = [f"case ({r.data['scale_gib']:g} GiB)", "numba_tiles GB/s", "limit GB/s", "of the limit", "peers GB/s",
+              "vs best peer", "target"]
+    return table(header, rows) + "\n\n" + sources([r]) + f" Median of {r.data['repeats']} trials."
+
+
 # ---- compile time, first result, start-up ---------------------------------------------------------------
 
 KERNELS = [  # (row, the case measured, the plain kernel of the same arguments)
@@ -337,7 +355,7 @@ def startup(found):
 def files(found):
     def holds(r):
         d = r.data
-        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue"):
+        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue", "primitives"):
             return "; ".join(case_name(row["case"]) for row in d["rows"])
         if "shapes" in d:
             return ", ".join(d["shapes"])
@@ -368,6 +386,15 @@ def summary(found):
                 got, best = shape["rows"], shape["best_peer"]
                 rows.append([f"segmented sum, {shape_name(shape)} (1 GiB)", f"{got['numba_tiles']['gbps']:.0f} GB/s",
                              f"{PEERS[best]} {got[best]['gbps']:.0f} GB/s", ratio(got["numba_tiles"]["vs_best_peer"])])
+    prim = newest(found, "primitives")
+    if prim:
+        cited.append(prim)
+        for row in prim.data["rows"]:
+            if row["case"] == "segmented sum f32 4096":
+                continue  # (the segmented_reduce rows above)
+            best = max(row["peers"], key=row["peers"].get)
+            rows.append([f"{row['case']} (1 GiB)", f"{row['gbs']:.0f} GB/s", f"{best} {row['peers'][best]:.0f} GB/s",
+                         ratio(row["gbs"] / row["peers"][best])])
     for case in BATCHED[:1] + BATCHED[2:] + LARGE[:2]:
         r, row = matmul_row(found, case)
         if r:
@@ -379,7 +406,7 @@ def summary(found):
     return table(["workload", "numba_tiles", "fastest peer", "ratio"], rows) + "\n\n" + sources(cited)
 
 
-BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "matmul_batched": matmul_batched,
+BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "primitives": primitives, "matmul_batched": matmul_batched,
           "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "matmul_epilogue": matmul_epilogue,
           "compile_latency": compile_latency,
           "compile_later": compile_later, "first_result": first_result, "startup": startup, "files": files}

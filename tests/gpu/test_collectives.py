@@ -114,7 +114,7 @@ def test_histogram(algorithm, items, block_dim, rng):
 
 
 @pytest.mark.parametrize("dtype,counter,bins", [("uint16", "int32", 1000), ("int32", "uint64", 16),
-                                                ("uint8", "int32", 7), ("int8", "uint32", 384)])
+                                                ("uint8", "int32", 7), ("int16", "uint32", 384)])
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_histogram_types(dtype, counter, bins, accumulate, rng):
     for algorithm in ("atomic", "sort") + (("lanes",) if bins <= 384 else ()):
