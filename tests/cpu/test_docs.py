@@ -137,3 +137,26 @@ def test_generated_tables_are_fresh():
         assert report.render(text, found) == text, \
             f"{path.relative_to(ROOT)} differs from benchmarks/results/: run python benchmarks/report.py"
     assert names == set(report.BLOCKS), "every generated table appears in README.md or docs/performance.md"
+
+
+@pytest.mark.parametrize("example, page", [("byte_histogram", "histogram"), ("segmented_scan", "scans"),
+                                           ("segmented_sort", "sorts")])
+def test_a_guide_shows_its_examples_kernel_as_the_example_has_it(example, page):
+    """The pattern a guide teaches is the example's (which benchmarks/primitives.py times): its kernel and the
+    module constants the kernel reads appear in the guide word for word."""
+    import ast
+
+    source = (ROOT / "examples" / f"{example}.py").read_text()
+    text = (ROOT / "docs" / "guide" / f"{page}.md").read_text()
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    kernels = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.decorator_list
+               and ast.unparse(n.decorator_list[0]) == "cuda.jit"]
+    assert len(kernels) == 1, f"examples/{example}.py: expected one @cuda.jit kernel"
+    kernel = kernels[0]
+    body = "\n".join(lines[kernel.decorator_list[0].lineno - 1:kernel.end_lineno])
+    assert body in text, f"docs/guide/{page}.md does not show examples/{example}.py's {kernel.name} as it is"
+    read = {n.id for n in ast.walk(kernel) if isinstance(n, ast.Name)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and {t.id for t in node.targets if isinstance(t, ast.Name)} & read:
+            assert lines[node.lineno - 1] in text, f"docs/guide/{page}.md lacks {lines[node.lineno - 1]!r}"
