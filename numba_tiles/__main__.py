@@ -102,12 +102,21 @@ def _cuda_release(number):
 
 
 def report():
-    """(rows of (what, value), problems with their fixes): what ``doctor`` prints."""
+    """What ``doctor`` prints: its rows, ``(what, value)`` pairs, and the problems it found, each with its fix.
+
+    Example::
+
+        from numba_tiles.__main__ import report
+
+        rows, problems = report()
+        versions = dict(rows)
+        print(versions["NVRTC"], versions["numba-cuda-mlir"])   # 13.0  /.../libnvrtc.so.13  0.6.0
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     from cuda.bindings import nvjitlink
 
-    from . import _library, _toolchain, cache
+    from . import _library, _mlir, _toolchain, cache
 
     def package(name):
         try:
@@ -116,8 +125,11 @@ def report():
             return "not installed"
 
     rows, problems = [], []
-    for name in ("numba-cuda", "numba", "cuda-core", "cuda-bindings", "numpy"):
+    for name in ("numba-cuda", "numba-cuda-mlir", "numba", "cuda-core", "cuda-bindings", "numpy"):
         rows.append((name, package(name)))
+    if rows[1][1] != "not installed" and not _mlir.available():  # (its kernels then get no intrinsics)
+        low, high = (".".join(map(str, v)) for v in (_mlir.MIN_VERSION, _mlir.MAX_VERSION))
+        rows[1] = (rows[1][0], f"{rows[1][1]}  (not used: numba_tiles works with >={low}, <{high})")
     nvrtc = "%d.%d" % _toolchain.nvrtc_version()
     jitlink = "%d.%d" % nvjitlink.version()
     line = _toolchain.cuda_line()

@@ -1,5 +1,7 @@
 """python -m numba_tiles: precompile a module into the cache, inspect and trim the cache, doctor."""
 
+import importlib.metadata
+import importlib.util
 import json
 import os
 import re
@@ -63,6 +65,9 @@ def test_doctor_reports_the_toolchain(tmp_path):
     assert re.search(r"^CCCL +\d+\.\d+\.\d+  /", out.stdout, re.M), out.stdout
     assert re.search(r"^CUDA headers +\d+\.\d+  /", out.stdout, re.M), out.stdout
     assert re.search(r"^NVRTC +\d+\.\d+  ", out.stdout, re.M) and re.search(r"^nvJitLink +\d+\.\d+  ", out.stdout, re.M)
+    # numba-cuda-mlir, next to numba-cuda: its version where it is installed
+    mlir = importlib.util.find_spec("numba_cuda_mlir") and importlib.metadata.version("numba-cuda-mlir")
+    assert re.search(rf"^numba-cuda\s.*\nnumba-cuda-mlir +{re.escape(mlir or 'not installed')}\n", out.stdout, re.M)
 
 
 def test_version_and_help(tmp_path):
@@ -83,3 +88,35 @@ def test_doctor_flags_a_cache_directory_anyone_may_rewrite(tmp_path):
     shared.chmod(0o1777)  # as /tmp: the sticky bit keeps others from replacing your entries
     out = cli(shared, "doctor", check=False)
     assert "PROBLEM: the cache directory" not in out.stdout and re.search(r"^cache trust +user: ", out.stdout, re.M)
+
+
+def doctor_sample():
+    """troubleshooting.md's sample of doctor's output, as (row, value) pairs."""
+    page = (ROOT / "docs" / "guide" / "troubleshooting.md").read_text()
+    block = re.search(r"^```text\n(.*?)^```", page.split("## `python -m numba_tiles doctor`", 1)[1], re.S | re.M)
+    return [re.fullmatch(r"(\S+(?: \S+)*)  +(.*)", line).groups() for line in block[1].splitlines()]
+
+
+def shape(value):
+    """A doctor value's format: paths (whole, or shortened to .../), user names, hashes and numbers made generic."""
+    value = re.sub(r"(?<!\S)(?:/|\.\.\./)\S*", "PATH", value)
+    value = re.sub(r"owned by \S+ \(uid \d+\)(?: or root)?", "owned by USER", value)
+    value = re.sub(r"\b[0-9a-f]{16}\b", "HASH", value)
+    value = re.sub(r"\d+", "N", value)
+    return re.sub(r"sm_N(?:, sm_N)+", "sm_N, ...", value)  # (each CUDA line has its own list of targets)
+
+
+def test_the_documented_doctor_output_is_what_doctor_prints():
+    """Troubleshooting's sample has doctor's rows, in its order, with values of its format (CCCL 3.0.1, CUDA
+    headers 13.0, not CCCL_VERSION's 3000001): it cannot fall behind a change of doctor's."""
+    from numba_tiles.__main__ import report
+
+    rows = [(what, value) for what, value in report()[0] if not what.startswith("GPU ")]  # (a GPU machine's)
+    sample = doctor_sample()
+    assert [what for what, _ in sample] == [what for what, _ in rows]
+    for (what, value), (_, documented) in zip(rows, sample, strict=True):
+        if value.startswith(("not installed", "not found")) or (what == "driver" and not value.startswith("none")):
+            continue  # what this machine lacks, or has (a driver): the sample is of one with all but a GPU
+        assert shape(documented) == shape(value), (what, documented, value)
+    documented = dict(sample)
+    assert documented["CCCL"].startswith("3.0.1  ") and documented["CUDA headers"].startswith("13.0  ")
