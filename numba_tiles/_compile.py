@@ -596,6 +596,16 @@ def parse_arch(arch):
     return Target(arch[:-1]).cc + ("a",) if specific else Target(arch).cc
 
 
+def refuse_simulator(intrinsic, nothing, to):
+    """Under Numba's simulator, which compiles nothing, raise ``intrinsic``'s `TilesError` (a user called
+    ``tiles.<intrinsic>``): ``nothing`` is what it then lacks, ``to`` what unsetting the simulator lets it do."""
+    if _numba.simulator_enabled():
+        from ._errors import error
+
+        raise error(intrinsic, f"Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles "
+                    f"{nothing}", f"unset NUMBA_ENABLE_CUDASIM to {to}: no GPU is needed")
+
+
 def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, debug=False):
     """Compile a kernel for ``arch`` and link it with its intrinsics, on any machine: no GPU needed.
 
@@ -632,11 +642,7 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
 
     if output not in ("cubin", "ptx", "ltoir"):
         raise ValueError(f"numba_tiles.compile: output must be 'cubin', 'ptx' or 'ltoir'; got {output!r}")
-    if _numba.simulator_enabled():
-        from ._errors import error
-
-        raise error("compile", "Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles "
-                    "nothing", "unset NUMBA_ENABLE_CUDASIM to compile: no GPU is needed")
+    refuse_simulator("compile", "nothing", "compile")
     cc = parse_arch(arch)
     if _mlir.is_kernel(pyfunc):  # (a numba-cuda-mlir kernel: its own compiler links it)
         if output != "cubin":
@@ -686,6 +692,7 @@ def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):
 
     from tqdm import tqdm
 
+    refuse_simulator("precompile", "nothing, so there is nothing to put in the disk cache", "precompile")
     module = importlib.import_module(kernels) if isinstance(kernels, str) else kernels
     if isinstance(module, pytypes.ModuleType):
         signatures = getattr(module, "NUMBA_TILES_PRECOMPILE", {}) if signatures is None else signatures
