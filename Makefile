@@ -88,8 +88,12 @@ test-compile: $(PY)
 docs: $(PY)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
+# The demo's last lines say how to use the environment it made (a plain `python` is not the one with numba).
 demo: $(PY)
 	$(PY) examples/segmented_sum.py
+	@echo
+	@echo "numba_tiles is installed in $(VENV), not in the python on your PATH. To use it, activate it in this"
+	@echo "shell with  . $(VENV)/bin/activate  (then python first.py), or run $(PY) first.py"
 
 benchmark: $(PY)
 	$(PY) benchmarks/compile_latency.py

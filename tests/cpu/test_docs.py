@@ -6,6 +6,7 @@ import importlib.util
 import inspect
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -117,6 +118,27 @@ def test_readme_error_is_the_one_raised():
     with pytest.raises(tiles.TilesError) as raised:
         tiles.compile(cuda.jit(bad), "void(float32[::1], float32[::1])")
     assert message in str(raised.value)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_demo_ends_by_saying_how_to_use_its_environment(tmp_path):
+    """`make demo` installs into .venv, not into the python on PATH: its last lines say how to use it, as the
+    README and the quickstart do above each `python first.py` (a plain python stops at No module named 'numba')."""
+    python = tmp_path / "python"  # (stands for .venv's: the target's own steps only)
+    python.write_text("#!/bin/sh\necho demo ran: $*\n")
+    python.chmod(0o755)
+    out = subprocess.run(["make", "-s", "demo", f"PY={python}"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.splitlines()[0] == "demo ran: examples/segmented_sum.py", out
+    assert ". .venv/bin/activate" in out and f"run {python} first.py" in out, out
+    for page in (README, ROOT / "docs" / "quickstart.md"):
+        text = page.read_text()
+        runs = list(re.finditer(r"python first\.py", text))
+        assert runs, page
+        for run in runs:  # (said in the same code block, or in the same paragraph)
+            start = max(text.rfind("```", 0, run.start()), text.rfind("\n\n", 0, run.start()))
+            end = min(i for i in (text.find("```", run.end()), text.find("\n\n", run.end()), len(text)) if i >= 0)
+            assert ". .venv/bin/activate" in text[start:end], f"{page.name}: {text[start:end]}"
 
 
 def load_report():
