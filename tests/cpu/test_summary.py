@@ -46,7 +46,8 @@ def test_skipped_tests_are_one_line_and_exit_zero(tmp_path, workers):
     run = _pytest(tmp_path, *workers)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
-    assert [line for line in lines if "GPU" in line] == ["skipped 6: 5 no CUDA GPU; 1 no Hopper (sm_90) GPU"], run.stdout
+    assert [line for line in lines if "GPU" in line] == ["skipped 6: 5 no CUDA GPU; 1 no Hopper (sm_90) GPU"], \
+        run.stdout
     assert not any(line.startswith("SKIPPED") for line in lines), run.stdout
 
 
