@@ -149,8 +149,9 @@ def load_report():
 
 
 def test_generated_tables_are_fresh():
-    """README.md's and docs/performance.md's tables are what benchmarks/report.py makes of the result files
-    now: after a benchmark run, or an edit of a table by hand, `python benchmarks/report.py` rewrites them."""
+    """README.md's and docs/performance.md's tables, the guides' compile-time figures and the notices'
+    (numba_tiles/_compile_times.py) are what benchmarks/report.py makes of the result files now: after a
+    benchmark run, or an edit of a block by hand, `python benchmarks/report.py` rewrites them."""
     report = load_report()
     found, names = report.results(), set()
     for path in report.TARGETS:
@@ -158,4 +159,6 @@ def test_generated_tables_are_fresh():
         names |= set(report.BEGIN.findall(text))
         assert report.render(text, found) == text, \
             f"{path.relative_to(ROOT)} differs from benchmarks/results/: run python benchmarks/report.py"
-    assert names == set(report.BLOCKS), "every generated table appears in README.md or docs/performance.md"
+    assert names == set(report.BLOCKS), "every generated block appears in one of report.TARGETS"
+    assert report.compile_times_module(found) == report.COMPILE_TIMES.read_text(), \
+        "numba_tiles/_compile_times.py differs from benchmarks/results/: run python benchmarks/report.py"
