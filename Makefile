@@ -73,23 +73,29 @@ venv: $(PY)
 # Compiled-path tests (GPU ones skip without a GPU), then the simulator's; a worker process a CPU (NVRTC
 # compiles one program at a time in a process, so a lone test's compile leaves the other cores idle).
 # (worksteal: an idle worker takes tests queued for the other, so the cuBLASDx compiles do not pile up at the end)
+# -rfEX: failures, errors and unexpected passes a line each; the skips (without a GPU, every GPU test) one line
+# in all, counted by reason (tests/conftest.py). Skips exit 0; no test at all exits 5.
 test: $(PY)
-	$(PY) -m pytest tests -q -ra -n auto --dist worksteal --durations=15
-	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -ra -n auto --dist worksteal
+	$(PY) -m pytest tests -q -rfEX -n auto --dist worksteal --durations=15
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -rfEX -n auto --dist worksteal
 
 # The compile path's tests under one CUDA line (CUDA=cu12: in .venv-cu12, the toolkit-sensitive ones without
 # those marked heavy, which compile cuBLASDx programs of their own), and what doctor says of it.
 test-compile: $(PY)
 	$(PY) -m numba_tiles doctor | grep -E "^(CUDA line|NVRTC|nvJitLink|CCCL|CUDA headers) "
-	$(PY) -m pytest $(if $(filter cu12,$(CUDA)),$(TOOLKIT_TESTS) -m "not heavy",$(COMPILE_TESTS)) -q -ra -n auto \
+	$(PY) -m pytest $(if $(filter cu12,$(CUDA)),$(TOOLKIT_TESTS) -m "not heavy",$(COMPILE_TESTS)) -q -rfEX -n auto \
 	  --dist worksteal
 
 # The documentation site (docs/, Sphinx + MyST), warnings as errors: docs/_build/html/index.html.
 docs: $(PY)
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
+# The demo's last lines say how to use the environment it made (a plain `python` is not the one with numba).
 demo: $(PY)
 	$(PY) examples/segmented_sum.py
+	@echo
+	@echo "numba_tiles is installed in $(VENV), not in the python on your PATH. To use it, activate it in this"
+	@echo "shell with  . $(VENV)/bin/activate  (then python first.py), or run $(PY) first.py"
 
 benchmark: $(PY)
 	$(PY) benchmarks/compile_latency.py

@@ -1,11 +1,14 @@
-"""The performance tables of README.md and docs/performance.md, generated from benchmarks/results/*.json.
+"""The performance tables of README.md and docs/performance.md, the compile-time figures of the matmul and
+caching guides and of numba_tiles' own notices (numba_tiles/_compile_times.py), generated from
+benchmarks/results/*.json.
 
-    python benchmarks/report.py           # rewrite the generated blocks of both files in place
-    python benchmarks/report.py --check   # exit 1, naming the blocks, where a file differs from the JSONs
+    python benchmarks/report.py           # rewrite the generated blocks and file in place
+    python benchmarks/report.py --check   # exit 1, naming the files, where one differs from the JSONs
 
 A generated block lies between ``<!-- perf:begin NAME -->`` and ``<!-- perf:end -->``; everything between
-the two is this script's, so edit the JSONs (by running a benchmark) or this script, never the block.
-tests/cpu/test_docs.py fails when a block differs from what the JSONs give now.
+the two is this script's, so edit the JSONs (by running a benchmark) or this script, never the block (nor
+numba_tiles/_compile_times.py, which is this script's whole). tests/cpu/test_docs.py fails when a block or
+that file differs from what the JSONs give now.
 
 Each table takes, per case, the newest result file that measured it: the latest ``date``, and among the
 files of one date the one recorded last (``RECORDED``, the order the files were committed in; a file not
@@ -21,7 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-TARGETS = [ROOT / "README.md", ROOT / "docs" / "performance.md"]
+TARGETS = [ROOT / "README.md", ROOT / "docs" / "performance.md", ROOT / "docs" / "guide" / "matmul.md",
+           ROOT / "docs" / "guide" / "caching.md"]
+COMPILE_TIMES = ROOT / "numba_tiles" / "_compile_times.py"  # (generated whole: `compile_times_module`)
 
 # The order the result files were recorded in (git history), to order the files of one date.
 RECORDED = """
@@ -304,6 +309,92 @@ def compile_later(found):
         + f" Median of {r.data['runs']}."
 
 
+# ---- the first compile of each long form: numba_tiles' notices and the guides --------------------------
+
+# The forms whose compile a notice calls long (numba_tiles/_compile.py), each with the compile_latency case that
+# measures its first kernel and what that kernel is, as the notice says it. A form no result measures has no
+# figure: its notice then gives none.
+COLD_FORMS = [
+    ("tiles.matmul", "matmul", "a first tiles.matmul kernel"),
+    ("tiles.Matmul", "register matmul", "a first kernel of tiles.Matmul's own loop"),
+]
+# What the matmul guide lists, in order: (the case, the kernel as the guide names it); the forms above and a
+# Hopper kernel with no cuBLASDx GEMM (no notice: it is short).
+COLD_KERNELS = [
+    ("matmul", "a first `tiles.matmul` kernel (shared C, 64×64×64 fp16)"),
+    ("register matmul", "a first kernel of `tiles.Matmul`'s own loop (loads, product and staged store, "
+                        "64×64×32 fp16)"),
+    ("hopper batched", "a first `Matmul.batched` kernel by `\"wgmma\"` (bf16 128×128×32, sm_90a; no cuBLASDx "
+                       "GEMM)"),
+]
+
+
+def cores(r):
+    """The CPU cores of the machine ``r`` was measured on (its device says "..., 2 cores")."""
+    found = re.search(r"(\d+) cores", r.device)
+    return int(found[1]) if found else None
+
+
+def cold_compile(found, case):
+    """(seconds, cores, result): the median time to a first linked kernel of ``case`` with an empty cache, from the
+    newest result that measured it, rounded to a second (what both a notice and the guides say); or None."""
+    r = newest(found, "compile_latency", lambda r: f"{case}, cold cache" in r.data["results"])
+    return (round(r.data["results"][f"{case}, cold cache"]["compile_s"]), cores(r), r) if r else None
+
+
+def cold_phrase(kernel, seconds, cpus, side_by_side):
+    """How a notice says a first compile took: "<kernel> took about 24 s on 2 CPU cores[, less on more]" (programs
+    compiled side by side take less on more cores; a lone program, only on faster ones)."""
+    return f"{kernel} took about {seconds} s on {cpus} CPU cores" + (", less on more" if side_by_side else "")
+
+
+def side_by_side(r, case):
+    """Whether ``case``'s programs compiled side by side in ``r``: their NVRTC seconds add up to more than the wall
+    time."""
+    cold = r.data["results"][f"{case}, cold cache"]
+    return cold["nvrtc_s"] > cold["compile_s"]
+
+
+def compile_times_module(found):
+    """The text of numba_tiles/_compile_times.py: each form's phrase, for the notices."""
+    lines = []
+    for form, case, kernel in COLD_FORMS:
+        figure = cold_compile(found, case)
+        if figure:
+            seconds, cpus, r = figure
+            phrase = cold_phrase(kernel, seconds, cpus, side_by_side(r, case))
+            lines += [f"    # {r.name}", f"    {json.dumps(form)}: {json.dumps(phrase, ensure_ascii=False)},"]
+    return ('"""How long the first compile of each long form took, as the notices of `_compile` say it as such a '
+            'compile\nstarts. Generated by benchmarks/report.py from benchmarks/results/ (the newest compile_latency '
+            'result\nof each form); do not edit: run ``python benchmarks/report.py`` after a benchmark run."""\n\n'
+            "# form → what a notice says of its first kernel with an empty cache (a form not here: no figure)\n"
+            "COLD = {\n" + "\n".join(lines) + "\n}\n")
+
+
+def compile_cold(found):
+    """The matmul guide's list: each kernel's first compile, with an empty cache."""
+    rows, cited = [], []
+    for case, kernel in COLD_KERNELS:
+        figure = cold_compile(found, case)
+        if figure:
+            seconds, cpus, r = figure
+            cited.append(r)
+            more = (f" (its {r.data['results'][f'{case}, cold cache']['nvrtc_runs']} NVRTC programs side by side), "
+                    "less on more") if side_by_side(r, case) else ""
+            rows.append(f"- {kernel}: about {seconds} s on {cpus} CPU cores{more};")
+    rows[-1] = rows[-1][:-1] + "."
+    return "\n".join(rows) + "\n\n" + sources(cited)
+
+
+def compile_notice(found):
+    """The caching guide's sample notice: a first tiles.matmul kernel's (tests/cpu/test_progress.py compiles it and
+    compares)."""
+    seconds, cpus, r = cold_compile(found, "matmul")
+    phrase = cold_phrase(COLD_FORMS[0][2], seconds, cpus, side_by_side(r, "matmul"))
+    return ("```text\nnumba_tiles: compiling tiles.matmul 16x16x16 (float16, float32) with cuBLASDx for sm_90 (NVRTC; "
+            f"{phrase}; cached afterwards)\n```")
+
+
 FIRST = [  # (row, the medians' keys it adds up)
     ("interpreter + `import numpy`", ["interpreter", "import_numpy"]),
     ("`from numba import cuda`", ["import_numba_cuda"]),
@@ -409,7 +500,8 @@ def summary(found):
 BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "primitives": primitives, "matmul_batched": matmul_batched,
           "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "matmul_epilogue": matmul_epilogue,
           "compile_latency": compile_latency,
-          "compile_later": compile_later, "first_result": first_result, "startup": startup, "files": files}
+          "compile_later": compile_later, "first_result": first_result, "startup": startup, "files": files,
+          "compile_cold": compile_cold, "compile_notice": compile_notice}
 
 
 def render(text, found):
@@ -432,9 +524,9 @@ def main(argv=None):
     parser.add_argument("--check", action="store_true", help="only check; exit 1 where a file is out of date")
     args = parser.parse_args(argv)
     found, stale = results(), []
-    for path in TARGETS:
-        text = path.read_text()
-        new = render(text, found)
+    for path in [*TARGETS, COMPILE_TIMES]:
+        text = path.read_text() if path.exists() else ""
+        new = compile_times_module(found) if path == COMPILE_TIMES else render(text, found)
         if new != text:
             stale.append(path.relative_to(ROOT).as_posix())
             if not args.check:

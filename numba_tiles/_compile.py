@@ -216,12 +216,88 @@ def say(message):
         print(f"numba_tiles: {message}", file=sys.stderr, flush=True)
 
 
+def _interactive():
+    """Whether a person reads stderr as it comes: a terminal, or a Jupyter cell (which, as a terminal does, rewrites
+    a line after a carriage return). A log (a file, a pipe) is not rewritten: it gets the notices alone."""
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
+TICK_S = 1.0  # how often a long wait's elapsed time is rewritten
+
+
+class _Ticker(threading.Thread):
+    """Calls ``tick()`` every `TICK_S` seconds, in a daemon thread, until `halt` (which waits for the last call)."""
+
+    def __init__(self, tick):
+        super().__init__(daemon=True, name="numba_tiles ticker")
+        self._tick, self._halted = tick, threading.Event()
+        self.start()
+
+    def run(self):
+        while not self._halted.wait(TICK_S):
+            self._tick()
+
+    def halt(self):
+        self._halted.set()
+        self.join()
+
+
+@contextlib.contextmanager
+def elapsed(what, since=None, when=None):
+    """While the block runs, ``numba_tiles: <what> for 12 s`` on one line of stderr, rewritten each second from
+    the first (the seconds since ``since``, a ``time.perf_counter()``, by default the block's start), then cleared:
+    a long wait that a notice announced, seen to go on rather than silent. Only where a person reads it as it
+    comes (`_interactive`), and not under ``NUMBA_TILES_QUIET=1``. ``when``: shown only once ``when()`` holds
+    (checked each second: a wait that may turn out to be a cache hit).
+
+    Example (what a cuBLASDx compile shows on a terminal while NVRTC runs)::
+
+        with elapsed("NVRTC has been compiling"):
+            code = _nvrtc(source, library, target, name, instances)
+    """
+    if quiet() or not _interactive():
+        yield
+        return
+    start = time.perf_counter() if since is None else since
+    width = 0
+
+    def tick():
+        nonlocal width
+        if when is None or when():
+            line = f"numba_tiles: {what} for {time.perf_counter() - start:.0f} s"
+            sys.stderr.write("\r" + line.ljust(width))
+            sys.stderr.flush()
+            width = max(width, len(line))
+
+    ticker = _Ticker(tick)
+    try:
+        yield
+    finally:
+        ticker.halt()
+        if width:
+            sys.stderr.write("\r" + " " * width + "\r")
+            sys.stderr.flush()
+
+
 # Whether a compile is long is decided by what it compiles, not by a timer: a notice then comes at
-# the start of the wait, and a small program never prints, however busy the machine. One program
-# of cuBLASDx takes 9 to 13 s of NVRTC in a fresh process of a GPU machine, 30 s on two busy cores;
-# one of CUB alone, under a second.
-CUBLASDX_TIME = "usually 10-30 s the first time; cached afterwards"
-CUBLASDX_CONSTANT_TIME = "usually 2-15 s the first time; cached afterwards"  # (its headers' parse, most of it)
+# the start of the wait, and a small program never prints, however busy the machine. A program of
+# cuBLASDx takes seconds to a minute of NVRTC; one of CUB alone, under a second. The figure a notice
+# gives is the measured first compile of its form (`_compile_times`, which benchmarks/report.py makes
+# from the benchmark results, as it makes the matmul guide's); a form no benchmark times gets none.
+_FORMS = {"matmul": "tiles.matmul",
+          **{f"Matmul.{entry}": "tiles.Matmul" for entry in ("load_a", "load_b", "multiply", "store")}}
+UNTIMED = "tens of seconds the first time"
+CONSTANT_TIME = "a few seconds the first time"  # (a cuBLASDx constant: its headers' parse, most of it)
+
+
+def cold_time(instances):
+    """What a notice says of the first compile of ``instances`` (cuBLASDx's, of one or more programs): how long a
+    first kernel of their form took, measured (`_compile_times.COLD`), or `UNTIMED` for a form not measured (or
+    several forms at once)."""
+    from ._compile_times import COLD
+
+    forms = {_FORMS.get(i.intrinsic) for i in instances}
+    return COLD.get(forms.pop(), UNTIMED) if len(forms) == 1 else UNTIMED
 
 
 def _uses_cublasdx(library):
@@ -249,19 +325,21 @@ def _described(instances):
 
 
 def _announce(instances, target):
-    """The notice of one program about to compile, if it is long (cuBLASDx's)."""
-    library = instances[0].header.library
-    if _uses_cublasdx(library):
-        say(f"compiling {_described(instances)} with cuBLASDx for {target.arch} (NVRTC, {CUBLASDX_TIME})")
+    """The notice of one program about to compile, if it is long (cuBLASDx's); returns whether it is."""
+    long = _uses_cublasdx(instances[0].header.library)
+    if long:
+        say(f"compiling {_described(instances)} with cuBLASDx for {target.arch} (NVRTC; {cold_time(instances)}; "
+            "cached afterwards)")
+    return long
 
 
 class _SideBySide:
     """The notice and progress bar of programs built side by side: nothing while they come from the
-    cache; at the first that NVRTC compiles, one notice, then a bar of the programs done (on a terminal
-    or in Jupyter; a log gets the notice alone)."""
+    cache; at the first that NVRTC compiles, one notice, then a bar of the programs done and the time
+    taken, redrawn each second (on a terminal or in Jupyter; a log gets the notice alone)."""
 
     def __init__(self, programs):
-        self.programs, self.done, self.bar = programs, 0, None
+        self.programs, self.done, self.bar, self.ticker = programs, 0, None, None
         self._lock = threading.Lock()
 
     def compiling(self, instances, target):
@@ -270,14 +348,20 @@ class _SideBySide:
                 return
             everything = [i for p in self.programs for i in p._sorted()]
             cublasdx = any(_uses_cublasdx(p.library) for p in self.programs)
+            time_taken = f"; {cold_time(everything)};" if cublasdx else ","
             say(f"compiling {len(self.programs)} {'cuBLASDx ' if cublasdx else ''}programs side by side for "
                 f"{target.arch}: {_described(everything)} (NVRTC in {min(_jobs(), len(self.programs))} worker "
-                f"processes, {CUBLASDX_TIME if cublasdx else 'cached afterwards'})")
+                f"processes{time_taken} cached afterwards)")
             from tqdm import tqdm
 
-            interactive = sys.stderr.isatty() or "ipykernel" in sys.modules
             self.bar = tqdm(total=len(self.programs), initial=self.done, desc="numba_tiles NVRTC", unit="program",
-                            file=sys.stderr, leave=False, disable=not interactive)
+                            file=sys.stderr, leave=False, disable=not _interactive())
+            if not self.bar.disable:  # (tqdm redraws as programs finish: its elapsed time would stand still)
+                self.ticker = _Ticker(self._redraw)
+
+    def _redraw(self):
+        with self._lock:
+            self.bar.refresh()
 
     def attempt(self, work):
         """`_attempt` ``work`` (one program's build), then count it done."""
@@ -289,6 +373,8 @@ class _SideBySide:
         return result
 
     def close(self):
+        if self.ticker is not None:
+            self.ticker.halt()
         if self.bar is not None:
             self.bar.close()
 
@@ -320,9 +406,10 @@ _making_lock = threading.Lock()
 def build(instances, target, isolated=False, announce=_announce):
     """LTO-IR bytes for one translation unit of one library: from the disk cache, else NVRTC (then
     stored); ``isolated``: NVRTC in a worker process, and an oversized storage is the caller's to find;
-    ``announce(instances, target)`` is called before NVRTC starts (by default: a notice if it is long).
+    ``announce(instances, target)`` is called before NVRTC starts (by default: a notice if it is long)
+    and returns whether it is long: NVRTC's time so far then shows while it runs (`elapsed`).
     A program another thread of this process is making (a description's, compiled ahead) is waited for,
-    with a notice, not made twice."""
+    with a notice and the time it has taken, not made twice."""
     from concurrent.futures import Future
 
     library = instances[0].header.library
@@ -336,15 +423,18 @@ def build(instances, target, isolated=False, announce=_announce):
             _making[digest] = (Future(), time.perf_counter())
         making, started = _making[digest]
     if not mine:
-        if not making.done():
-            say(f"waiting for {_described(instances)} for {target.arch}, which NVRTC has been compiling in the "
-                f"background for {time.perf_counter() - started:.0f} s")
-        return making.result()
+        if making.done():
+            return making.result()
+        say(f"waiting for {_described(instances)} for {target.arch}, which NVRTC has been compiling in the "
+            f"background for {time.perf_counter() - started:.0f} s")
+        with elapsed("NVRTC has been compiling it", since=started):
+            return making.result()
 
     def make():
-        announce(instances, target)
+        long = announce(instances, target)
         try:
-            return _nvrtc(source, library, target, name, instances, isolated=isolated)
+            with elapsed("NVRTC has been compiling") if long else contextlib.nullcontext():
+                return _nvrtc(source, library, target, name, instances, isolated=isolated)
         except NVRTCError as exc:
             raise (None if isolated else _too_big(instances, target)) or exc from None
 
@@ -429,10 +519,12 @@ def constant(expression, header, arch):
             target = Target(arch)
 
             def make():
-                if _uses_cublasdx(header.library):
-                    say(f"computing {expression.replace('numba_tiles::', '')} with cuBLASDx for {arch} (NVRTC, "
-                        f"{CUBLASDX_CONSTANT_TIME})")
-                cubin = _nvrtc(source, header.library, target, "numba_tiles_constant", (), output="cubin")
+                long = _uses_cublasdx(header.library)
+                if long:
+                    say(f"computing {expression.replace('numba_tiles::', '')} with cuBLASDx for {arch} (NVRTC; "
+                        f"{CONSTANT_TIME}; cached afterwards)")
+                with elapsed("NVRTC has been computing it") if long else contextlib.nullcontext():
+                    cubin = _nvrtc(source, header.library, target, "numba_tiles_constant", (), output="cubin")
                 return symbol_bytes(cubin, "numba_tiles_constant", 8)
 
             value = cache.cached(key_parts(source, header.library, target, "constant"), make)
@@ -596,6 +688,16 @@ def parse_arch(arch):
     return Target(arch[:-1]).cc + ("a",) if specific else Target(arch).cc
 
 
+def refuse_simulator(intrinsic, nothing, to):
+    """Under Numba's simulator, which compiles nothing, raise ``intrinsic``'s `TilesError` (a user called
+    ``tiles.<intrinsic>``): ``nothing`` is what it then lacks, ``to`` what unsetting the simulator lets it do."""
+    if _numba.simulator_enabled():
+        from ._errors import error
+
+        raise error(intrinsic, f"Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles "
+                    f"{nothing}", f"unset NUMBA_ENABLE_CUDASIM to {to}: no GPU is needed")
+
+
 def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, debug=False):
     """Compile a kernel for ``arch`` and link it with its intrinsics, on any machine: no GPU needed.
 
@@ -632,11 +734,7 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
 
     if output not in ("cubin", "ptx", "ltoir"):
         raise ValueError(f"numba_tiles.compile: output must be 'cubin', 'ptx' or 'ltoir'; got {output!r}")
-    if _numba.simulator_enabled():
-        from ._errors import error
-
-        raise error("compile", "Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles "
-                    "nothing", "unset NUMBA_ENABLE_CUDASIM to compile: no GPU is needed")
+    refuse_simulator("compile", "nothing", "compile")
     cc = parse_arch(arch)
     if _mlir.is_kernel(pyfunc):  # (a numba-cuda-mlir kernel: its own compiler links it)
         if output != "cubin":
@@ -686,6 +784,7 @@ def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):
 
     from tqdm import tqdm
 
+    refuse_simulator("precompile", "nothing, so there is nothing to put in the disk cache", "precompile")
     module = importlib.import_module(kernels) if isinstance(kernels, str) else kernels
     if isinstance(module, pytypes.ModuleType):
         signatures = getattr(module, "NUMBA_TILES_PRECOMPILE", {}) if signatures is None else signatures

@@ -47,10 +47,11 @@ SCALARS = tuple(
 _BY_NUMBA = {d.numba: d for d in SCALARS}
 
 
-def scalar(intrinsic, param, ty, allowed=None, verb="has type"):
+def scalar(intrinsic, param, ty, allowed=None, verb="has type", fix=None):
     """The `Dtype` of a Numba scalar type, or a `TilesError` that lists the accepted ones.
 
-    ``allowed`` narrows the accepted kinds (e.g. ``"iuf"``: no complex) for algorithms that need order.
+    ``allowed`` narrows the accepted kinds (e.g. ``"iuf"``: no complex) for algorithms that need order;
+    ``fix`` replaces the error's fix where a cast is not the way (a ``temp``'s bytes).
     """
     found = _BY_NUMBA.get(types.unliteral(ty))
     accepted = [d for d in SCALARS if allowed is None or d.kind in allowed]
@@ -58,9 +59,18 @@ def scalar(intrinsic, param, ty, allowed=None, verb="has type"):
         raise error(
             intrinsic,
             f"{param} {verb} {ty}, which is not supported here",
-            f"pass one of {', '.join(d.name for d in accepted)}; cast first if needed, e.g. numba.float32(x)",
+            fix or f"pass one of {', '.join(d.name for d in accepted)}; {_cast_example(accepted, verb == 'holds')}",
         )
     return found
+
+
+def _cast_example(accepted, array):
+    """How to get a value (or, ``array``, an array) of a type in ``accepted``, with an example of one of them: the
+    example is drawn from ``accepted`` so that it is never one the check refuses (integers only: an int32)."""
+    name = next((n for n in ("float32", "int32") if any(d.name == n for d in accepted)), accepted[0].name)
+    if array:
+        return f"use an array of one (copy the items into one if needed, e.g. cuda.local.array(n, numba.{name}))"
+    return f"cast first if needed, e.g. numba.{name}(x)"
 
 
 def cxx(ty):
@@ -68,15 +78,15 @@ def cxx(ty):
     return _BY_NUMBA[ty.dtype if isinstance(ty, types.Array) else ty].cxx
 
 
-def element(intrinsic, param, ty, allowed=None):
-    """The `Dtype` of a scalar, or of the items of a 1-D array (thread-local or global)."""
+def element(intrinsic, param, ty, allowed=None, fix=None):
+    """The `Dtype` of a scalar, or of the items of a 1-D array (thread-local or global); ``fix`` as for `scalar`."""
     if isinstance(ty, types.Array):
         if ty.ndim != 1 or ty.layout not in "CA":
             raise error(intrinsic, f"{param} must be a 1-D contiguous array, got {ty}",
-                        "pass a thread-local array, cuda.local.array(items_per_thread, dtype), or a 1-D slice "
-                        "of a global array (x[start:])")
-        return scalar(intrinsic, param, ty.dtype, allowed, verb="holds")
-    return scalar(intrinsic, param, ty, allowed)
+                        fix or "pass a thread-local array, cuda.local.array(items_per_thread, dtype), or a 1-D "
+                        "slice of a global array (x[start:])")
+        return scalar(intrinsic, param, ty.dtype, allowed, verb="holds", fix=fix)
+    return scalar(intrinsic, param, ty, allowed, fix=fix)
 
 
 def integer(intrinsic, param, ty):

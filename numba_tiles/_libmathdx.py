@@ -258,16 +258,20 @@ def _future(pipeline, part):
 
 def _result(pipeline, part):
     """``part`` of ``pipeline``, saying so on stderr when it waits for one that started a while ago (in the
-    background, as a description compiles ahead)."""
-    from ._compile import say
+    background, as a description compiles ahead), and showing the time its generation has taken (`_compile.elapsed`)."""
+    from ._compile import elapsed, say
 
     future = _future(pipeline, part)
+    if future.done():
+        return future.result()
     waited = time.perf_counter() - future.started
-    if not future.done() and waited >= 1:
+    if waited >= 1:
         p = pipeline
         say(f"waiting for tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}), which libmathdx has been "
             f"generating in the background for {waited:.0f} s")
-    return future.result()
+    # (the time shows once the pipeline is being generated, announced: not while it loads from the disk cache)
+    with elapsed("libmathdx has been generating it", since=future.started, when=lambda: pipeline in _announced):
+        return future.result()
 
 
 def traits(pipeline):

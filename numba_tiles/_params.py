@@ -37,6 +37,7 @@ def positive_int(param, example, optional=False, largest=None):
                         f"pass {param}={example}")
         return value
 
+    parse.example = example  # (what a fix that names no value of its own may show: `_spec.Spec._example`)
     return parse
 
 
@@ -48,6 +49,7 @@ def count(param, example):
             raise error(intrinsic, f"{param} must be a non-negative int, got {value!r}", f"pass {param}={example}")
         return value
 
+    parse.example = example
     return parse
 
 

@@ -28,6 +28,8 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
         usage = tiles.shared_memory(scan_rows, "void(float32[::1], float32[::1])", arch="sm_90")
         assert usage["total"] >= sum(usage["buffers"].values())
     """
+    _compile.refuse_simulator("shared_memory", "nothing, so there is no linked kernel to measure",
+                              "measure the compiled kernel")
     with _compile.recording() as lowered:
         cubin = _compile.compile(kernel, signature, arch=arch)
     users, headers = {}, {}

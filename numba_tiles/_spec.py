@@ -149,16 +149,18 @@ _REFS = {2: ("matrix_ref", ("rows", "cols", "row_stride", "col_stride")),
 OWN_STORAGE = "::numba_tiles::own_storage{}"
 
 
+_TEMP_FIX = "pass cuda.shared.array(TEMP_BYTES, uint8), with TEMP_BYTES from tiles.temp_bytes(...)"
+
+
 def _with_temp(intrinsic, instance, temp):
     """``instance`` taking its storage from the user's ``temp`` (a 1-D array) or, if None, its own static buffer."""
     assert instance.storage, f"{intrinsic} takes temp but its rule gave no storage"
     if temp is not None and not (isinstance(temp, types.Array) and temp.ndim == 1):
-        raise error(intrinsic, f"temp must be a 1-D array, got {temp}",
-                    "pass cuda.shared.array(TEMP_BYTES, uint8), with TEMP_BYTES from tiles.temp_bytes(...)")
+        raise error(intrinsic, f"temp must be a 1-D array, got {temp}", _TEMP_FIX)
     if temp is None:
         temp = OWN_STORAGE
     else:
-        _dtypes.element(intrinsic, "temp", temp)
+        _dtypes.element(intrinsic, "temp", temp, fix=_TEMP_FIX)  # (shared bytes: no cast of items helps)
     return dataclasses.replace(instance, params=instance.params + (("temp", temp, None),))
 
 
@@ -194,6 +196,10 @@ def _typed_as_constant(value):
     if type(value) is tuple:
         return all(map(_typed_as_constant, value))
     return value is None or callable(value) or types.maybe_literal(value) is not None
+
+
+# Values `Spec._example` tries, in order, for a compile-time parameter's example (block_dim=256 first).
+_EXAMPLES = (256, 4, True, "+", (64, 64, 32))
 
 
 class Spec:
@@ -237,7 +243,23 @@ class Spec:
 
     def _not_constant(self, name):
         return error(self.name, f"{name} must be a compile-time constant, got a run-time value",
-                     f"write it as a literal or a module-level global, e.g. {name}=256")
+                     "write it as a literal or a module-level global" + self._example(name))
+
+    def _example(self, name):
+        """``", e.g. name=value"`` for a value that ``name``'s parser accepts, or "" where none of the usual ones
+        is: its parser's own example, the parameter's default, else the first of `_EXAMPLES` it takes (a fix's
+        example of another kind, say warp_size=256, would send the user to the next error)."""
+        default = getattr(self.pysig.parameters.get(name), "default", None)
+        candidates = [getattr(self.consts[name], "example", None), default, *_EXAMPLES]
+        for value in candidates:
+            if value is None or value is inspect.Parameter.empty:
+                continue
+            try:
+                self._parse(name, value)
+            except Exception:  # (refused: a TilesError, or a parser that takes values of another shape)
+                continue
+            return f", e.g. {name}={value!r}"
+        return ""
 
     def resolve_types(self, arguments, origins=None):
         """Typing: Numba types of the arguments (literal where constant, Omitted where not given) → `Instance`.

@@ -4,6 +4,7 @@ Numba decides at import whether ``numba.cuda`` is the simulator, so `make test` 
 twice: plainly, then with NUMBA_ENABLE_CUDASIM=1; each run collects only its own tests.
 """
 
+import collections
 import os
 import secrets
 
@@ -23,6 +24,23 @@ def pytest_configure(config):
         os.environ["NUMBA_TILES_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba_tiles_test_cache_")
     # The tests make hundreds of Matmul descriptions: none compiles ahead (tests/cpu/test_pipeline.py's own does).
     os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The skipped tests as one line, counted by reason: `make test` leaves them out of pytest's short summary
+    (``-rfEX``), where each had a line of its own (without a GPU, every GPU test: ninety lines of "no CUDA GPU")."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if skipped:
+        reasons = collections.Counter(_skip_reason(report) for report in skipped)
+        terminalreporter.write_line(f"skipped {len(skipped)}: "
+                                    + "; ".join(f"{count} {reason}" for reason, count in reasons.most_common()))
+
+
+def _skip_reason(report):
+    """A skip's reason (its report's ``longrepr`` is (file, line, "Skipped: reason"), also from an xdist worker)."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ")
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ matches. The kernels are Python source, registered with ``linecache`` as a file 
 simulator reads each call's source as it does a module's.
 """
 
+import ast
 import linecache
 import re
 import types
@@ -17,6 +18,7 @@ import numpy as np
 from numba import cuda, float32, uint16
 
 import numba_tiles as tiles
+from numba_tiles import _dtypes
 
 BLOCK = 128
 NOT_A_BLOCK = (1024, 2)
@@ -323,8 +325,50 @@ def first_line(error):
 
 def check(case, error):
     """Assert that ``error`` is the case's: a `TilesError` whose first line names the intrinsic, has a fix and
-    matches the case's pattern."""
+    matches the case's pattern, and whose fix's examples are values of their parameters (`check_fix_examples`)."""
     line = first_line(error)
     assert isinstance(error, tiles.TilesError), f"{type(error).__name__}: {error}"
     assert line.startswith(f"{case.intrinsic}: ") and "Fix: " in line, line
     assert re.search(case.message, line), line
+    check_fix_examples(getattr(tiles, case.intrinsic.removeprefix("tiles.")).spec, line)
+
+
+DTYPES = {d.name for d in _dtypes.SCALARS}
+
+
+def check_fix_examples(spec, line):
+    """Assert that every example in the fix of ``line`` (an error's first line, of the intrinsic ``spec``
+    declares) is a value its parameter takes, and return how many were checked: a dtype's (``numba.int32(x)``,
+    ``cuda.local.array(n, numba.int32)``) one of those the fix lists; a local array's length at least the
+    items_per_thread the problem names; a compile-time parameter's ``name=value`` one the intrinsic's own parser
+    accepts; a run-time parameter's a variable or a literal (an integer where the problem says it must be one). A
+    fix with an "e.g." none of these reads fails."""
+    problem, _, fix = line.partition(" Fix: ")
+    listed = re.search(r"pass one of ([\w, ]+?)[;(]", fix)
+    listed = set(listed[1].replace(" ", "").split(",")) if listed else DTYPES
+    checked = 0
+    for name in re.findall(r"\bnumba\.(\w+)\(", fix):
+        assert name in DTYPES and name in listed, f"the example numba.{name} is not one of the dtypes it takes: {line}"
+        checked += 1
+    for length, dtype in re.findall(r"cuda\.local\.array\((\w+), (?:numba\.)?(\w+)\)", fix):
+        items = re.search(r"items_per_thread=(\d+)", problem)
+        assert not (items and length.isdigit()) or int(length) >= int(items[1]), f"too short an array: {line}"
+        assert dtype == "dtype" or dtype in listed, f"the example's {dtype} is not one of the dtypes it takes: {line}"
+        checked += 1
+    for name, text in re.findall(r"\b(\w+)=(\([^()]*\)|'[^']*'|-?\d+(?:\.\d+)?\b|\w+)", fix):
+        if text.isupper():  # a placeholder the fix explains (items_per_thread=N, the number of items...)
+            continue
+        if name in spec.consts:
+            try:
+                spec.consts[name](spec.name, ast.literal_eval(text))
+            except (tiles.TilesError, ValueError, SyntaxError) as exc:
+                raise AssertionError(f"the example {name}={text} is not a value of {name} ({exc}): {line}") from None
+        elif name in spec.pysig.parameters:
+            literal = r"-?\d+" if f"{name} must be an integer" in problem else r"-?\d+(\.\d+)?|None|True|False"
+            assert text.isidentifier() or re.fullmatch(literal, text), \
+                f"the example {name}={text} is not a variable or a literal of the type it needs: {line}"
+        else:
+            continue
+        checked += 1
+    assert checked or "e.g." not in fix, f"a fix's example that check_fix_examples cannot read: {line}"
+    return checked

@@ -6,6 +6,7 @@ import importlib.util
 import inspect
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,27 @@ def test_readme_error_is_the_one_raised():
     assert message in str(raised.value)
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_demo_ends_by_saying_how_to_use_its_environment(tmp_path):
+    """`make demo` installs into .venv, not into the python on PATH: its last lines say how to use it, as the
+    README and the quickstart do above each `python first.py` (a plain python stops at No module named 'numba')."""
+    python = tmp_path / "python"  # (stands for .venv's: the target's own steps only)
+    python.write_text("#!/bin/sh\necho demo ran: $*\n")
+    python.chmod(0o755)
+    out = subprocess.run(["make", "-s", "demo", f"PY={python}"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.splitlines()[0] == "demo ran: examples/segmented_sum.py", out
+    assert ". .venv/bin/activate" in out and f"run {python} first.py" in out, out
+    for page in (README, ROOT / "docs" / "quickstart.md"):
+        text = page.read_text()
+        runs = list(re.finditer(r"python first\.py", text))
+        assert runs, page
+        for run in runs:  # (said in the same code block, or in the same paragraph)
+            start = max(text.rfind("```", 0, run.start()), text.rfind("\n\n", 0, run.start()))
+            end = min(i for i in (text.find("```", run.end()), text.find("\n\n", run.end()), len(text)) if i >= 0)
+            assert ". .venv/bin/activate" in text[start:end], f"{page.name}: {text[start:end]}"
+
+
 def load_report():
     spec = importlib.util.spec_from_file_location("report", ROOT / "benchmarks" / "report.py")
     report = importlib.util.module_from_spec(spec)
@@ -127,8 +149,9 @@ def load_report():
 
 
 def test_generated_tables_are_fresh():
-    """README.md's and docs/performance.md's tables are what benchmarks/report.py makes of the result files
-    now: after a benchmark run, or an edit of a table by hand, `python benchmarks/report.py` rewrites them."""
+    """README.md's and docs/performance.md's tables, the guides' compile-time figures and the notices'
+    (numba_tiles/_compile_times.py) are what benchmarks/report.py makes of the result files now: after a
+    benchmark run, or an edit of a block by hand, `python benchmarks/report.py` rewrites them."""
     report = load_report()
     found, names = report.results(), set()
     for path in report.TARGETS:
@@ -136,7 +159,9 @@ def test_generated_tables_are_fresh():
         names |= set(report.BEGIN.findall(text))
         assert report.render(text, found) == text, \
             f"{path.relative_to(ROOT)} differs from benchmarks/results/: run python benchmarks/report.py"
-    assert names == set(report.BLOCKS), "every generated table appears in README.md or docs/performance.md"
+    assert names == set(report.BLOCKS), "every generated block appears in one of report.TARGETS"
+    assert report.compile_times_module(found) == report.COMPILE_TIMES.read_text(), \
+        "numba_tiles/_compile_times.py differs from benchmarks/results/: run python benchmarks/report.py"
 
 
 @pytest.mark.parametrize("example, page", [("byte_histogram", "histogram"), ("segmented_scan", "scans"),

@@ -23,6 +23,47 @@ def test_misuse_is_a_clear_compile_time_error(index):
                      f"    {case.call}"], str(info.value)
 
 
+WRONG_EXAMPLES = [
+    # a float cast where only integers are taken (the histogram's fix as it was)
+    "block_histogram: items holds float32, which is not supported here. Fix: pass one of int8, int16, int32, int64, "
+    "uint8, uint16, uint32, uint64; cast first if needed, e.g. numba.float32(x).",
+    # a value the parameter's own parser refuses (any compile-time constant's fix as it was)
+    "warp_reduce: warp_size must be a compile-time constant, got a run-time value. Fix: write it as a literal or a "
+    "module-level global, e.g. warp_size=256.",
+    "block_sum: block_dim must be an int or a tuple of 1 to 3 ints, got 'x'. Fix: pass e.g. block_dim=128.0.",
+    "block_load: items has 4 items but items_per_thread=8. Fix: make it at least items_per_thread long, e.g. "
+    "cuda.local.array(4, dtype).",
+    "block_sum: num_valid must be an integer, got float64. Fix: pass an int, e.g. num_valid=1.5.",
+    "block_sum: value has type bool. Fix: cast it, e.g. with the right function.",  # (an example no rule reads)
+]
+
+
+@pytest.mark.parametrize("line", WRONG_EXAMPLES, ids=[line.split(".")[0] for line in WRONG_EXAMPLES])
+def test_the_check_of_fix_examples_refuses_a_wrong_example(line):
+    """misuse.check_fix_examples, which every misuse case's error passes, is a real check: it fails each of these."""
+    with pytest.raises(AssertionError):
+        misuse.check_fix_examples(getattr(tiles, line.split(":")[0]).spec, line)
+
+
+RIGHT_EXAMPLES = {  # a fix → how many examples the check reads in it
+    "block_sum: value has type bool. Fix: pass one of int8, int32, float32; cast first if needed, e.g. "
+    "numba.float32(x).": 1,
+    "warp_reduce: warp_size must be a compile-time constant. Fix: write it as a literal, e.g. warp_size=32.": 1,
+    "block_sum: block_dim must be an int. Fix: pass the launch's block shape, e.g. block_dim=256 or "
+    "block_dim=(16, 16).": 2,
+}
+
+
+def test_the_check_of_fix_examples_reads_right_ones_and_the_dtypes_each_fix_lists():
+    for line, count in RIGHT_EXAMPLES.items():
+        assert misuse.check_fix_examples(getattr(tiles, line.split(":")[0]).spec, line) == count
+    histogram = ("block_histogram: items holds float32, which is not supported here. Fix: pass one of int8, uint8; use "
+                 "an array of one (copy the items into one if needed, e.g. cuda.local.array(n, numba.{})).")
+    assert misuse.check_fix_examples(tiles.block_histogram.spec, histogram.format("uint8")) == 1
+    with pytest.raises(AssertionError):  # (an integer, but not one of those this fix lists)
+        misuse.check_fix_examples(tiles.block_histogram.spec, histogram.format("int32"))
+
+
 @pytest.mark.parametrize("index", range(len(misuse.ACCEPTED)), ids=[e for e, _ in misuse.ACCEPTED])
 def test_constants_numba_types_as_constants_are_accepted(index):
     kernel = misuse.accepted_kernel(index)

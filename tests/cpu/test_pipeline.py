@@ -266,13 +266,18 @@ def test_the_batched_loop_links_in_a_second_kernel_after_a_refused_one(tmp_path)
 def test_a_description_compiles_its_code_ahead_and_a_kernel_waits_for_it(monkeypatch, capfd):
     """On a machine with a GPU (here an sm_80 one, as the driver would say), a description makes the C++ of its
     tile and batched in the background at once; a kernel compiled meanwhile waits for what is being made, with a
-    notice, and compiles none of it again: two NVRTC programs in all."""
+    notice and (in Jupyter, as here) the time NVRTC has taken, and compiles none of it again: two NVRTC programs in
+    all."""
+    import sys
     import threading
+    import types as pytypes
 
-    from numba_tiles import _stats, _toolchain
+    from numba_tiles import _compile, _stats, _toolchain
 
     monkeypatch.setenv("NUMBA_TILES_BACKGROUND", "1")
     monkeypatch.delenv("NUMBA_TILES_QUIET", raising=False)
+    monkeypatch.setitem(sys.modules, "ipykernel", pytypes.ModuleType("ipykernel"))
+    monkeypatch.setattr(_compile, "TICK_S", 0.05)
     monkeypatch.setattr(_toolchain, "current_device_cc", lambda: (8, 0))
     before = _stats.snapshot()["nvrtc"]
     mm = tiles.Matmul((32, 32, 16), "float32", block_dim=64, stages=3)  # (a description no other test compiles)
@@ -287,7 +292,9 @@ def test_a_description_compiles_its_code_ahead_and_a_kernel_waits_for_it(monkeyp
 
     tiles.compile(tile_gemm, (mm.operands_type("float32"),), arch="sm_80")
     tiles.compile(bmm, (mm.operands_type("float32", batched=True),), arch="sm_80")
-    assert "which NVRTC has been compiling in the background" in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "which NVRTC has been compiling in the background" in err
+    assert re.search(r"\rnumba_tiles: NVRTC has been compiling it for \d+ s", err), err
     for thread in [t for t in threading.enumerate() if t.name == "numba_tiles ahead"]:
         thread.join()
     assert _stats.snapshot()["nvrtc"] - before == 2

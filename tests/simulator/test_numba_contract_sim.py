@@ -33,18 +33,31 @@ def test_python_function_of_a_simulated_device_function():
     assert _numba.python_function(op) is op.py_func
 
 
-def test_compiling_on_the_simulator_is_a_tiles_error():
-    """tiles.compile / shared_memory have nothing to compile on the simulator: a TilesError naming the fix."""
+def test_compiling_on_the_simulator_is_a_tiles_error_of_the_function_called():
+    """tiles.compile, shared_memory and precompile have nothing to compile on the simulator: each raises a
+    TilesError that names itself (not the tiles.compile it calls) and the fix; temp_bytes asks NVRTC, which
+    works there, and allow_dynamic_shared_memory has no limit to lift."""
     import pytest
+    from numba import float32
 
     import numba_tiles as tiles
 
     def kernel(x):
         x[0] = 1.0
 
-    for call in (tiles.compile, tiles.shared_memory):
-        with pytest.raises(tiles.TilesError, match="unset NUMBA_ENABLE_CUDASIM to compile"):
-            call(kernel, "void(float32[::1])")
+    sig = "void(float32[::1])"
+    calls = {"compile": lambda: tiles.compile(kernel, sig),
+             "shared_memory": lambda: tiles.shared_memory(kernel, sig),
+             "precompile": lambda: tiles.precompile(kernel, signatures={kernel: [sig]}, progress=False)}
+    for name, call in calls.items():
+        with pytest.raises(tiles.TilesError) as raised:
+            call()
+        message = str(raised.value)
+        assert message.startswith(f"tiles.{name}: Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as "
+                                  "Python and compiles nothing"), message
+        assert ". Fix: unset NUMBA_ENABLE_CUDASIM to " in message and message.endswith(": no GPU is needed."), message
+    assert tiles.temp_bytes(tiles.block_scan, float32, block_dim=128) > 0
+    assert tiles.allow_dynamic_shared_memory(cuda.jit(kernel), 96 * 1024, np.zeros(1, np.float32)) == 96 * 1024
 
 
 def test_the_simulators_stand_in_for_numba_cuda_is_the_cuda_module():
