@@ -4,8 +4,8 @@ first line of the `TilesError`.
 
 A case is the call (a statement of a kernel of ``x, out, n``, or ``x, y, n`` with a 2-D
 signature), the statements before it, the kernel's signature and a pattern its error's first line
-matches. The kernels are Python source, registered with ``linecache`` as a file is, so that the
-simulator reads each call's source as it does a module's.
+matches. The kernels are Python source, registered with ``linecache`` as a file is, so that a compile
+error quotes the call's line as it does a module's.
 """
 
 import linecache
