@@ -268,6 +268,10 @@ ACCEPTED = [
     ("BLOCK", ()), ("(BLOCK, 1)", ()), ("2 * 64", ()), ("DIMS[0]", ()), ("BLOCK if FLAG else 64", ()),
     ("b", ("b = 128",)), ("b", ("b = BLOCK",)), ("b", ("b, c = 128, 2",)), ("b[0]", ("b = (BLOCK, 2)",)),
     ("b", ("b = 128", "if n > 0:", "    b = 128")),
+    # Numba prunes a branch whose test is a constant, and a name assigned again where the kernel always passes
+    # is a new variable (a kernel argument too): each holds one constant
+    ("b", ("if FLAG:", "    b = 128", "else:", "    b = 64")), ("BLOCK or 64", ()), ("b", ("b = 64", "b = 128")),
+    ("n", ("n = 128",)), ("b", ("b, c = DIMS",)),
 ]
 
 
