@@ -19,7 +19,7 @@ the user's ``temp`` array, or, when it is omitted, ``own_storage`` (a static buf
 Lowering hands the instance to the kernel's pending program (`_compile.for_call`), links that
 program's LTO-IR into the kernel and calls the entry point; nvJitLink links and inlines it
 with Numba's own code. Everything numba-specific goes through `_numba`. On the simulator the
-same checks run on the call's Python values, after `simulator.compile_time_arguments` has said
+same checks run on the call's Python values, after `_constness.compile_time_arguments` has said
 which of them the compiler would see as compile-time constants.
 """
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from numba.cuda import types
 
-from . import _compile, _dtypes, _mlir, _numba, _params, simulator
+from . import _compile, _constness, _dtypes, _mlir, _numba, _params, simulator
 from ._callback import Callback
 from ._errors import UNKNOWN, Origin, TilesError, error
 from ._target import Target
@@ -305,7 +305,7 @@ class Spec:
 
     def _resolve_values(self, args, kwargs, compile_time):
         """`resolve_values`, where ``compile_time`` is {name: whether the compiler would see that argument as a
-        compile-time constant} (`simulator.compile_time_arguments`), for those known."""
+        compile-time constant} (`_constness.compile_time_arguments`), for those known."""
         arguments = self._bind(args, kwargs, omitted=lambda default: default)
         parsed = {}
         for name, value in arguments.items():
@@ -489,7 +489,7 @@ def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
             if spec.simulate is None:
                 raise error(spec.name, "it has no simulator twin (its declaration gives simulate=None)",
                             "run it compiled (unset NUMBA_ENABLE_CUDASIM), or declare it with simulate=")
-            compile_time = simulator.compile_time_arguments(spec, sys._getframe(1))
+            compile_time = _constness.compile_time_arguments(spec, sys._getframe(1))
             simulator.note_call(sys._getframe(1))
             instance, arguments = spec._resolve_values(args, kwargs, compile_time)
             if arguments.get("temp") is not None:

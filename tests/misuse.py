@@ -4,8 +4,8 @@ first line of the `TilesError`.
 
 A case is the call (a statement of a kernel of ``x, out, n``, or ``x, y, n`` with a 2-D
 signature), the statements before it, the kernel's signature and a pattern its error's first line
-matches. The kernels are Python source, registered with ``linecache`` as a file is, so that the
-simulator reads each call's source as it does a module's.
+matches. The kernels are Python source, registered with ``linecache`` as a file is, so that a compile
+error quotes the call's line as it does a module's.
 """
 
 import ast
@@ -270,6 +270,10 @@ ACCEPTED = [
     ("BLOCK", ()), ("(BLOCK, 1)", ()), ("2 * 64", ()), ("DIMS[0]", ()), ("BLOCK if FLAG else 64", ()),
     ("b", ("b = 128",)), ("b", ("b = BLOCK",)), ("b", ("b, c = 128, 2",)), ("b[0]", ("b = (BLOCK, 2)",)),
     ("b", ("b = 128", "if n > 0:", "    b = 128")),
+    # Numba prunes a branch whose test is a constant, and a name assigned again where the kernel always passes
+    # is a new variable (a kernel argument too): each holds one constant
+    ("b", ("if FLAG:", "    b = 128", "else:", "    b = 64")), ("BLOCK or 64", ()), ("b", ("b = 64", "b = 128")),
+    ("n", ("n = 128",)), ("b", ("b, c = DIMS",)),
 ]
 
 

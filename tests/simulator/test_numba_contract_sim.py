@@ -71,3 +71,76 @@ def test_the_simulators_stand_in_for_numba_cuda_is_the_cuda_module():
 
     kernel[1, 1](np.zeros(1))
     assert seen == [(True, False, False)] and _numba.is_cuda_module(cuda)
+
+
+FLAG = True
+
+
+def test_bytecode_ir_numbers_calls_as_the_running_frame_does_and_defines_each_variable():
+    """numba-cuda's front end over a function's code: each call keyed by its instruction's offset, which the
+    calling frame's ``f_lasti`` points into (past it, into its inline caches, on Python 3.11 and 3.12), and each
+    variable's definitions in plain terms, by block."""
+    import bisect
+    import dis
+    import sys
+
+    lasti = []
+
+    def probe(*args, **kwargs):
+        lasti.append(sys._getframe(1).f_lasti)
+
+    WIDTH = 8
+
+    def function(x, n):
+        a, b = 64, n
+        probe(x, a, WIDTH, (a, 2), n.real, key=-1)
+        c = 1
+        if n > 0:
+            c = 2
+        probe(b, c, x[0], c if FLAG else 3)
+        probe(*x)
+
+    function(np.ones(2), 3)
+    ir = _numba.bytecode_ir(function.__code__, function.__globals__)
+    starts = [instruction.offset for instruction in dis.get_instructions(function)]
+    first, second, spread = [ir.calls[starts[bisect.bisect_right(starts, at) - 1]] for at in lasti]
+    assert spread is None  # (*args: no arguments to read one by one)
+
+    def sites(var):
+        return [site for _, site in ir.definitions[var]]
+
+    def resolve(var):  # (through plain copies)
+        found = sites(var)
+        return resolve(found[0][1]) if len(found) == 1 and found[0][0] == "var" else found
+
+    (x, a, width, pair, real), keywords = first
+    assert resolve(x) == [("arg", "x")] and resolve(a) == [("const", 64)] and resolve(width) == [("freevar", "WIDTH")]
+    [(kind, items)] = resolve(pair)
+    assert kind == "tuple" and [resolve(v) for v in items] == [[("const", 64)], [("const", 2)]]
+    [(kind, owner, attr)] = resolve(real)
+    assert kind == "getattr" and attr == "real" and resolve(owner) == [("arg", "n")]
+    [(key, minus_one)] = keywords
+    assert key == "key" and resolve(minus_one) == [("const", -1)]  # (CPython folds -1)
+
+    (b, c, item, chosen), _ = second
+    assert resolve(b) == [("arg", "n")] and sorted(resolve(c)) == [("const", 1), ("const", 2)]
+    [(kind, array, index)] = resolve(item)
+    assert kind in ("getitem", "static_getitem") and resolve(array) == [("arg", "x")]
+    # c if FLAG else 3: a definition in each branch of a test of FLAG's truth
+    branches = {block: resolve(site[1]) if site[0] == "var" else [site] for block, site in ir.definitions[chosen]}
+    assert sorted(map(sorted, branches.values())) == [[("const", 1), ("const", 2)], [("const", 3)]]
+    [test] = [t for t, successors in ir.exits.values() if t is not None and set(successors) == set(branches)]
+    [(truth, flag)] = sites(test)
+    assert truth == "truth" and resolve(flag) == [("global", "FLAG")]
+    assert ir.entry in ir.exits and ir.entry == min(ir.exits)
+
+
+def test_bytecode_ir_is_none_where_the_front_end_refuses_the_function():
+    def stores_an_exception(x):
+        try:
+            x = 1
+        except ValueError as e:  # (numba-cuda refuses an exception kept in a variable)
+            return e
+        return x
+
+    assert _numba.bytecode_ir(stores_an_exception.__code__, stores_an_exception.__globals__) is None
