@@ -83,13 +83,14 @@ def _check_arch(arch):
 def _parse_signature(text):
     """``--signature``'s ``[KERNEL=]SIGNATURE`` as (kernel name or None, signature text, argument types)."""
     from numba.cuda import types
-    from numba.cuda.core import sigutils
+
+    from . import _numba
 
     # (a Numba signature never holds '=', so a leading "name=" can only be a kernel's name)
     named = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=(.*)", text, re.DOTALL)
     name, signature = (named[1], named[2].strip()) if named else (None, text.strip())
     try:
-        args, returns = sigutils.normalize_signature(signature)
+        args, returns = _numba.normalize_signature(signature)
     except Exception as exc:  # (Numba evaluates the text: NameError, SyntaxError, TypeError, ...)
         raise _UsageError(
             f"--signature {text!r} is not a Numba signature ({type(exc).__name__}: {_one_line(str(exc))}): write "

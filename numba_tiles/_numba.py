@@ -489,6 +489,14 @@ def compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath=False):
     return code
 
 
+def normalize_signature(signature):
+    """``(argument types, return type or None)`` of a Numba signature's text, ``"void(float32[::1])"``, as
+    ``@cuda.jit`` reads it."""
+    from numba.cuda.core import sigutils
+
+    return sigutils.normalize_signature(signature)
+
+
 def typeof(value):
     from numba import typeof as numba_typeof
 

@@ -81,8 +81,11 @@ def compiled(compiler, body, dtype, tmp_path):
 
 
 def counts(text):
-    names = [(op[1:] if op[0].startswith("@") else op)[0].split(".")[0] for op in instructions(text) if op]
-    return {name: names.count(name) for name in ("SHFL", "BAR", "CALL", "LDL", "STL", "REDUX")}, len(names)
+    ops = [(op[1:] if op[0].startswith("@") else op)[0] for op in instructions(text) if op]
+    names = [op.split(".")[0] for op in ops]
+    found = {name: names.count(name) for name in ("SHFL", "BAR", "CALL", "LDL", "STL", "REDUX")}
+    found["16-byte loads and stores"] = sum(op.endswith(".128") and op[:3] in ("LDG", "STG") for op in ops)
+    return found, len(names)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -93,8 +96,10 @@ def test_each_collective_compiles_to_the_same_code_as_under_numba_cuda(case, tmp
     theirs, total_theirs = counts(compiled(cuda.jit, CASES[case], dtype, tmp_path))
     assert ours["CALL"] == 0 and ours["LDL"] == 0 and ours["STL"] == 0, ours
     assert ours == theirs, (ours, theirs)
-    # (the kernels' own code around the calls differs a little: indexing, the arrays' descriptors)
-    assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
+    # (the kernels' own code around the calls differs: indexing, the arrays' descriptors; and a vectorized load or
+    # store has a second, item-by-item path for an unaligned tile, in which numba-cuda-mlir's code computes the
+    # slice's address, x[base:], again for each item: up to half as many instructions again, none in the hot path)
+    assert abs(total - total_theirs) <= max(16, 0.5 * total_theirs), (total, total_theirs)
 
 
 def test_block_reduce_is_cubs_warp_shuffles_and_barriers(tmp_path):
@@ -176,7 +181,7 @@ def test_a_user_op_compiles_by_the_kernels_compiler_inlined_as_under_numba_cuda(
     theirs, total_theirs = counts(sass(tiles.compile(user_kernel(cuda.jit, USER[case]), sig, arch="sm_90"), tmp_path))
     assert ours["CALL"] == 0 and ours["LDL"] == 0 and ours["STL"] == 0, ours
     assert ours == theirs, (ours, theirs)
-    assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
+    assert abs(total - total_theirs) <= max(16, 0.5 * total_theirs), (total, total_theirs)  # (as above)
 
 
 def both_ways(source, sig, arch, tmp_path, counted):
