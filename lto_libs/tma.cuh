@@ -152,7 +152,7 @@ __device__ __forceinline__ void tma_tile_load(const void* map, T* tile, int row0
   }
 }
 
-// What Matmul.operands writes for the TMA loop (numba_tiles/_operands.py's PIPE, checked by static_assert
+// What Matmul.operands writes for the TMA loop (numba_tiles/_tensor_maps.py's PIPE, checked by static_assert
 // there): A's and B's tensor maps, the batch's sizes.
 struct batched_maps {
   unsigned char a[128], b[128];  // CUtensorMap of A, of B (64-byte aligned)

@@ -11,7 +11,7 @@
 
 namespace numba_tiles {
 
-// What Matmul.operands writes for the wgmma loop (numba_tiles/_operands.py's PIPE, checked by static_assert
+// What Matmul.operands writes for the wgmma loop (numba_tiles/_tensor_maps.py's PIPE, checked by static_assert
 // there): A's and B's maps and the batch's sizes (batched_maps), C's map, and the counters of the products'
 // order, zero between launches.
 struct wgmma_pipe {
@@ -24,7 +24,7 @@ struct wgmma_pipe {
 // The dynamic shared memory the loop takes: 1 KiB of alignment, Stages buffers of A's and B's K-tiles,
 // each multiplying warpgroup's 64 rows of C (TMA's swizzled boxes), a full and an empty barrier and the
 // product of each buffer, and a barrier for each warpgroup's loads of C (beta != 0; two at most).
-// numba_tiles/_pipeline.py's wgmma_shared_bytes mirrors it.
+// numba_tiles/_matmul/wgmma.py's shared_bytes mirrors it.
 template <int M, int N, int Stages, int BufferBytes, typename TD>
 inline constexpr int wgmma_shared_bytes =
     1024 + Stages * BufferBytes + M * N * static_cast<int>(sizeof(TD)) + Stages * 20 + 16;
@@ -306,12 +306,12 @@ __device__ __forceinline__ void wgmma_check_launch(const array_ref<unsigned char
 // epi(value, item, row, col): the epilogue, applied to each item of C inside C before it is rounded.
 template <int M, int N, int K, int Stages, long long SharedBytes, bool RowA, bool RowB, typename P, typename PD,
           typename TD, typename Epi = no_epilogue>
-__device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, batch_ref<TD> c, float alpha,
+__device__ __forceinline__ void wgmma_batched(array_ref<unsigned char> maps, batch_ref<TD> c, float alpha,
                                                  float beta, Epi epi = {}) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
   constexpr int Ahead = 2;
-  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_pipeline.py's wgmma_shared_bytes counts these bytes");
+  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
   wgmma_check_launch<Block>(maps, "tiles.Matmul.batched: launched with other threads or less dynamic shared memory "
                                   "than mm.launch gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
   extern __shared__ __align__(1024) unsigned char shared[];
@@ -386,11 +386,11 @@ __device__ __forceinline__ void pipeline_batched(array_ref<unsigned char> maps, 
 // epi(value, row, col): the epilogue, applied to each item of C inside C before it is rounded.
 template <int M, int N, int K, int Stages, long long SharedBytes, bool RowA, bool RowB, typename P, typename PD,
           typename TD, typename Epi = no_epilogue>
-__device__ __forceinline__ void pipeline_wgmma_tile(array_ref<unsigned char> maps, matrix_ref<TD> c, long long i,
+__device__ __forceinline__ void wgmma_tile(array_ref<unsigned char> maps, matrix_ref<TD> c, long long i,
                                                     long long j, float alpha, float beta, Epi epi = {}) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
-  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_pipeline.py's wgmma_shared_bytes counts these bytes");
+  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
   wgmma_check_launch<Block>(maps, "tiles.Matmul.tile: launched with other threads or less dynamic shared memory "
                                   "than mm.launch gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
   extern __shared__ __align__(1024) unsigned char shared[];

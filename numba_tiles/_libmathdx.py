@@ -8,7 +8,7 @@ such description; for it this module gives
 
 - `traits`: the generated functions' symbols and the sizes of the objects they work on (the
   device-pipeline object, the per-tile state, the accumulator, the shared buffer), which the
-  entry points in ``lto_libs/pipeline.cuh`` are instantiated with;
+  entry points in ``lto_libs/libmathdx.cuh`` are instantiated with;
 - `code`: the LTO-IR defining those functions, linked beside the entry points.
 
 Each is made in a worker process (this file run as a script: libmathdx takes 15 to 60 s on a
@@ -41,7 +41,7 @@ SM = 900  # cuBLASDx's pipelines are Hopper's: TMA and wgmma, arch-specific (sm_
 class Pipeline:
     """One pipelined GEMM: C tiles of ``m`` x ``n``, K-steps of ``k``, A and B of ``precision`` ("bf16", "fp16"
     or "tf32": float32 items) accumulated in float32 (copied as float32 into shared memory, whatever C's
-    dtype: lto_libs/pipeline.cuh stores C); A and B row- or column-major in global memory; ``threads`` a
+    dtype: lto_libs/libmathdx.cuh stores C); A and B row- or column-major in global memory; ``threads`` a
     block; ``stages`` K-steps of A and B in flight."""
 
     m: int

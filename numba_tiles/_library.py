@@ -172,6 +172,10 @@ CUB = Library(
     base="common.cuh",
 )
 
+# The entry points of the cuBLASDx pipeline that libmathdx generates (libmathdx.cuh): over common.cuh alone, the
+# generated functions' LTO-IR keyed apart (by the pipeline and libmathdx's version, numba_tiles/_libmathdx.py).
+LIBMATHDX = dataclasses.replace(CUB, name="numba_tiles.libmathdx")
+
 # cuBLASDx (MathDx) over CuTe, CCCL and the CUDA headers; lto_libs first for numba_tiles' wrappers.
 # Its headers are parsed only by programs of matmul instances, and its version is in their key.
 # device_as_default_execution_space: CUTLASS and cuBLASDx call unannotated constexpr functions

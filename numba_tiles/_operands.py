@@ -1,57 +1,14 @@
 """`Matmul.operands`: A, B and C described to a matrix product's code, a kernel argument typed by its description.
 
 An `Operands` holds the three arrays and ``pipe``, the bytes the product's code reads besides them: the
-TMA tensor maps of A, B (and C), the batch's sizes and the counters of the products' order (`PIPE`), or
-libmathdx's device-pipeline object. In a kernel it is one argument whose Numba type (`_numba.Handle`)
-names its description, the dtypes, whether it is a batch and the implementation, passed as the members that
-implementation reads (`MEMBERS`): a launch marshals each array it passes, on the host, every time.
+TMA tensor maps of A, B (and C), the batch's sizes and the counters of the products' order
+(`_tensor_maps.PIPE`), or libmathdx's device-pipeline object. In a kernel it is one argument whose Numba type
+(`_numba.Handle`) names its description, the dtypes, whether it is a batch and the implementation, passed as
+the members that implementation reads (`_matmul.members`): a launch marshals each array it passes, on the
+host, every time.
 """
 
-import numpy as np
-from numba.cuda import types
-
-from . import _mlir, _numba
-
-# The bytes of ``pipe`` for the TMA forms, as lto_libs declares them (batched_maps in matmul.cuh, wgmma_pipe
-# in wgmma.cuh): A's and B's CUtensorMap (64-byte aligned), the batch's sizes, C's map (Matmul.batched by
-# wgmma) and the counters of its products' order, zero between launches. Built here; the C++ checks it
-# (`CHECKS`, by struct: each member's bytes, in declaration order, and no padding between them).
-PIPE = np.dtype({"names": ["a", "b", "count", "m", "k", "n", "c", "tickets", "finished"],
-                 "formats": [(np.uint8, 128), (np.uint8, 128), np.int64, np.int64, np.int64, np.int64, (np.uint8, 128),
-                             np.uint32, np.uint32],
-                 "offsets": [0, 128, 256, 264, 272, 280, 320, 448, 452], "itemsize": 512})
-
-
-def _start(field):
-    return PIPE.fields[field][1]
-
-
-def _end(field):
-    return _start(field) + PIPE.fields[field][0].itemsize
-
-
-def _checks(struct, members):
-    """The static_assert that the C++ ``struct``'s ``members`` ((name, first byte, byte past it), in
-    declaration order) lie where PIPE puts them."""
-    assert members[0][1] == 0 and all(a[2] == b[1] for a, b in zip(members, members[1:]))
-    sizes = [f"sizeof(::numba_tiles::{struct}::{m}) == {end - start}" for m, start, end in members]
-    return (f"static_assert({' && '.join(sizes)} && sizeof(::numba_tiles::{struct}) == {members[-1][2]}, "
-            f'"numba_tiles/_operands.py\'s PIPE: {struct}");')
-
-
-CHECKS = {"batched_maps": _checks("batched_maps", [(f, _start(f), _end(f))
-                                                   for f in ("a", "b", "count", "m", "k", "n")]),
-          "wgmma_pipe": _checks("wgmma_pipe", [("ab", 0, _end("n")), ("pad", _end("n"), _start("c")),
-                                               ("c", _start("c"), _end("c")),
-                                               ("tickets", _start("tickets"), _end("tickets")),
-                                               ("finished", _start("finished"), _end("finished"))])}
-
-
-# The members a kernel's call reads, by implementation: the register form's loop copies A and B itself; the TMA
-# forms read A and B through their tensor maps in ``pipe``, and C's sizes from ``c``. Without an implementation
-# (a `tiles.compile` signature, the kernel's arch choosing) the type holds all four.
-MEMBERS = {"cp.async": ("a", "b", "c"), "tma": ("pipe", "c"), "wgmma": ("pipe", "c"), "libmathdx": ("pipe", "c"),
-           None: ("pipe", "a", "b", "c")}
+from . import _matmul, _mlir, _numba
 
 
 class Operands:
@@ -74,10 +31,10 @@ class Operands:
         self._numba_type_ = handle_type(mm, str(a.dtype), str(c.dtype), c.ndim, self.implementation)
 
     def __iter__(self):  # (the members a kernel launch passes, in the order of the type's)
-        return iter([getattr(self, member) for member in MEMBERS[self.implementation]])
+        return iter([getattr(self, member) for member in _matmul.members(self.implementation)])
 
     def __len__(self):
-        return len(MEMBERS[self.implementation])
+        return len(_matmul.members(self.implementation))
 
     def __repr__(self):
         return f"<{self.mm!r}.operands: {self.implementation}, C {tuple(self.c.shape)} {self.c.dtype}>"
@@ -87,12 +44,11 @@ def handle_type(mm, a_dtype, c_dtype, ndim, implementation=None):
     """The Numba type of `Operands` of ``mm`` with A and B of ``a_dtype``, C of ``c_dtype``, ``ndim``-D (2: a
     matrix, 3: a batch), for ``implementation`` (None: the fastest for the kernel's arch): what ``tiles.compile``
     signatures name (`Matmul.operands_type`)."""
-    ta, tc = (types.Array(getattr(types, d), ndim, "A") for d in (a_dtype, c_dtype))
     name = (f"Matmul.operands({'batch' if ndim == 3 else 'matrix'}, A {a_dtype}, C {c_dtype}"
             + (f", {implementation}" if implementation else "") + f"; {mm!r})")
-    member_types = {"pipe": types.Array(types.uint8, 1, "C"), "a": ta, "b": ta, "c": tc}
+    member_types = _matmul.member_types(a_dtype, c_dtype, ndim)
     return _numba.Handle(name, ("Matmul.operands", mm, a_dtype, c_dtype, ndim, implementation),
-                         tuple((m, member_types[m]) for m in MEMBERS[implementation]),
+                         tuple((m, member_types[m]) for m in _matmul.members(implementation)),
                          info={"mm": mm, "ndim": ndim, "c": getattr(types, c_dtype), "implementation": implementation})
 
 

@@ -1,5 +1,5 @@
-"""TMA tensor maps of a batch's A and B (``Matmul.batched`` by TMA), and of its C (by the wgmma loop), made on
-the host by the CUDA driver, in the ``pipe`` bytes of `_operands.PIPE`.
+"""TMA tensor maps of a batch's A and B (``Matmul.batched`` by TMA), and of its C (by the wgmma block), made on
+the host by the CUDA driver, in the ``pipe`` bytes of `PIPE`.
 
 A map describes its array as 3-D (the arrangement's contiguous side, the other side, the batch) with boxes of
 one tile's lines, at most 128 bytes of each, swizzled as ``tma_tile`` (``lto_libs/matmul.cuh``) lays them out.
@@ -7,7 +7,41 @@ one tile's lines, at most 128 bytes of each, swizzled as ``tma_tile`` (``lto_lib
 
 import numpy as np
 
-from . import _operands, extending as ext
+from . import extending as ext
+
+# The bytes of ``pipe`` for the TMA forms, as lto_libs declares them (batched_maps in tma.cuh, wgmma_pipe in
+# wgmma.cuh): A's and B's CUtensorMap (64-byte aligned), the batch's sizes, C's map (the wgmma block) and the
+# counters of its products' order, zero between launches. Built here (`prepare`); the C++ checks it (`CHECKS`,
+# by struct: each member's bytes, in declaration order, and no padding between them).
+PIPE = np.dtype({"names": ["a", "b", "count", "m", "k", "n", "c", "tickets", "finished"],
+                 "formats": [(np.uint8, 128), (np.uint8, 128), np.int64, np.int64, np.int64, np.int64, (np.uint8, 128),
+                             np.uint32, np.uint32],
+                 "offsets": [0, 128, 256, 264, 272, 280, 320, 448, 452], "itemsize": 512})
+
+
+def _start(field):
+    return PIPE.fields[field][1]
+
+
+def _end(field):
+    return _start(field) + PIPE.fields[field][0].itemsize
+
+
+def _checks(struct, members):
+    """The static_assert that the C++ ``struct``'s ``members`` ((name, first byte, byte past it), in
+    declaration order) lie where PIPE puts them."""
+    assert members[0][1] == 0 and all(a[2] == b[1] for a, b in zip(members, members[1:]))
+    sizes = [f"sizeof(::numba_tiles::{struct}::{m}) == {end - start}" for m, start, end in members]
+    return (f"static_assert({' && '.join(sizes)} && sizeof(::numba_tiles::{struct}) == {members[-1][2]}, "
+            f'"numba_tiles/_tensor_maps.py\'s PIPE: {struct}");')
+
+
+CHECKS = {"batched_maps": _checks("batched_maps", [(f, _start(f), _end(f))
+                                                   for f in ("a", "b", "count", "m", "k", "n")]),
+          "wgmma_pipe": _checks("wgmma_pipe", [("ab", 0, _end("n")), ("pad", _end("n"), _start("c")),
+                                               ("c", _start("c"), _end("c")),
+                                               ("tickets", _start("tickets"), _end("tickets")),
+                                               ("finished", _start("finished"), _end("finished"))])}
 
 _SWIZZLE = {32: "CU_TENSOR_MAP_SWIZZLE_32B", 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
 _DATA_TYPE = {2: "CU_TENSOR_MAP_DATA_TYPE_UINT16", 4: "CU_TENSOR_MAP_DATA_TYPE_UINT32",
@@ -53,7 +87,7 @@ def fits(array, order):
 
 
 def prepare(name, mm, a, b, c=None, stream=0):
-    """``pipe`` (`_operands.PIPE`) over the device arrays ``a`` and ``b`` (and ``c``, for the wgmma loop) of ``mm``'s
+    """``pipe`` (`PIPE`) over the device arrays ``a`` and ``b`` (and ``c``, for the wgmma block) of ``mm``'s
     batch (3-D) or matrix product (2-D, a batch of one), whose shapes the caller has checked."""
     from numba import cuda
 
@@ -63,7 +97,7 @@ def prepare(name, mm, a, b, c=None, stream=0):
     if 0 in a.shape or 0 in b.shape:
         raise ext.error(name, f"A is {a.shape} and B {b.shape}: TMA cannot describe an empty array",
                         "skip the launch (there is nothing to compute)")
-    host = np.zeros(1, _operands.PIPE)
+    host = np.zeros(1, PIPE)
     host["a"], host["b"] = (_tensor_map(name, param, array, order, tile)
                             for param, array, order, tile in zip("ab", (a, b), mm.arrangement, tiles))
     (count, m, k), n = a.shape, b.shape[2]

@@ -7,7 +7,6 @@ two whole calls, ``tile`` (one tile of C) and ``batched`` (a batch of products),
 it chooses by the GPU, the dtypes and the shape (`Matmul.operands`).
 """
 
-import dataclasses
 import math
 import os
 import threading
@@ -16,158 +15,20 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import (_callback, _compile, _matrices, _mlir, _numba, _operands, _pipeline, _tensor_maps, _toolchain,
-               extending as ext, simulator)
+from . import (_callback, _compile, _matmul, _matrices, _mlir, _numba, _tensor_maps, _toolchain, extending as ext,
+               simulator)
+from ._matmul.base import MATMUL, STAGES
+from ._matmul.shared_tiles import matmul
+from ._operands import Operands, handle_type
 from ._target import Target
-from ._operands import Operands
-from .extending import MATHDX, Instance, intrinsic
+from .extending import Instance
 from .tile import wait_rule
 
-MATMUL = MATHDX.header("matmul.cuh")
-_STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # shared buffers of A and B in tile and batched
-_SHARED = "::numba_tiles::dynamic_shared<unsigned char>()"  # (the C++ argument: the launch's dynamic shared memory)
+__all__ = ["Matmul", "matmul"]
 _BLOCK = {"block_dim": lambda mm: mm.block_dim}  # (the register form's steps run on the description's block)
 
 
-def _lds(intrinsic, value):
-    if value is not None and not (isinstance(value, tuple) and len(value) == 3
-                                  and all(isinstance(v, int) and v >= 1 for v in value)):
-        raise ext.error(intrinsic, f"ld must be a tuple of 3 positive ints, got {value!r}",
-                    "pass ld=(lda, ldb, ldc), the leading dimensions of padded tiles, or leave it out")
-    return value
-
-
-def _arrangement(intrinsic, value):
-    if value is not None and not (isinstance(value, tuple) and len(value) == 3 and set(value) <= set(_matrices.ORDERS)):
-        raise ext.error(intrinsic, f"arrangement must be a 3-tuple of 'row_major'/'col_major', got {value!r}",
-                    "pass arrangement=('row_major', 'col_major', 'row_major') for A, B and C, or leave it "
-                    "out for C- or F-contiguous tiles")
-    return value
-
-
-def _order(name, args, param, given):
-    """Whether the tile ``param`` is row-major: its Numba layout, or the given arrangement."""
-    if given is not None:
-        return _matrices.ORDERS[given]
-    layout = args[param].layout
-    if layout not in "CF":
-        raise ext.error(name, f"{param} is a strided view ({args[param]}), whose order is known only at run time",
-                    "pass arrangement=('row_major' or 'col_major', ...) for A, B and C")
-    return layout == "C"
-
-
-def _matmul_rule(name, args):
-    ta = _matrices.matrix(name, args, "a")
-    tb = _matrices.matrix(name, args, "b", like=("a", ta))
-    tc = _matrices.matrix(name, args, "c")
-    compute = _matrices.compute_type(name, ta, tc, args["precision"])
-    _matrices.scales(name, args)
-    _matrices.whole_warps(name, args["block_dim"])
-    m, n, k = args["shape"]
-    given = args["arrangement"] or (None, None, None)
-    rows = {p: _order(name, args, p, g) for p, g in zip("abc", given)}
-    dense = [cols if rows[p] else rows_ for p, (rows_, cols) in zip("abc", ((m, k), (k, n), (m, n)))]
-    lds = args["ld"] or tuple(dense)
-    if any(ld < least for ld, least in zip(lds, dense)):
-        raise ext.error(name, f"ld={lds} is less than the tiles' {tuple(dense)} (a row-major tile's leading dimension "
-                    f"is its row stride, at least its columns; a column-major one's its column stride)",
-                    "pass ld= the strides of the padded tiles, or leave it out for unpadded ones")
-    align = args["alignment"] or 0
-    for param, ld, dtype in zip("abc", lds, (ta, tb, tc)):
-        if align and ld * dtype.numpy.itemsize % align:
-            raise ext.error(name, f"alignment={align} needs each tile row (or column) to start {align}-byte aligned; "
-                        f"{param}'s leading dimension {ld} is {ld * dtype.numpy.itemsize} bytes",
-                        f"pad the tiles to a leading dimension of a multiple of {align // dtype.numpy.itemsize} "
-                        "items (ld=), or leave alignment out")
-    template = MATMUL.template("numba_tiles::matmul", M=m, N=n, K=k, TA=ta.cxx, TB=tb.cxx, TC=tc.cxx, PA=compute,
-                               PB=compute, RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1],
-                               LDC=lds[2], Align=align, **_matrices.block_shape(args))
-    return Instance(name, MATMUL, template, types.none,
-                    (("a", args["a"], None), ("b", args["b"], None), ("c", args["c"], None),
-                     ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
-
-
-@intrinsic(consts={"shape": _matrices.shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,
-                   "alignment": ext.choice("alignment", {None: 0, 16: 16}),
-                   "precision": ext.choice("precision", dict.fromkeys([None, *_matrices.NAMED]))},
-           rule=_matmul_rule, simulate=simulator.matmul)
-def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None,
-           alignment=None):
-    """``c = alpha * a @ b + beta * c`` for shared-memory tiles, by the whole block with cuBLASDx.
-
-    ``shape=(M, N, K)``: ``a`` is M x K, ``b`` K x N, ``c`` M x N, each a 2-D array in shared
-    memory, row- or column-major: a C- or F-contiguous ``cuda.shared.array`` (a transposed one is
-    column-major), or a view of a padded one, with ``arrangement=`` (a 3-tuple of ``"row_major"``
-    / ``"col_major"``) and ``ld=`` (the three leading dimensions: a row-major tile's row stride,
-    a column-major one's column stride, in items). Shapes and strides are checked when the call
-    runs (a message and a stop if they differ; for ``cuda.shared.array`` tiles the check folds
-    away). Precisions, by
-    the tiles' dtypes: float16 A and B with float16 or float32 C (tensor cores), float32,
-    float64, complex64, complex128; or ``precision="tf32"`` (float32 tiles, tensor cores) or ``"bf16"`` (A and B
-    holding bfloat16 bits in int16 or uint16 tiles, as ``torch_tensor.view(torch.int16)``
-    gives them; float32 C). ``alpha`` and
-    ``beta`` (run-time values, cast to C's dtype, complex for complex tiles) default to 1 and 0: C is overwritten.
-    ``alignment=16`` promises 16-byte-aligned tiles (``cuda.shared.array(shape, dtype,
-    alignment=16)``, rows of whole 16 bytes; checked when the call runs): cuBLASDx then moves A
-    and B with ``ldmatrix`` and C with ``stmatrix``, much faster than item by item. (Numba's
-    simulator has no ``alignment=``: leave it out there.) Every
-    thread of the block must call it; the tiles must be complete (`tile_load` ends with a
-    barrier) and the call ends with one, so ``c`` is ready when it returns. Implemented by
-    cuBLASDx's block ``execute`` (MathDx 25.6); its first compile takes about 10 s, then
-    the LTO-IR comes from the disk cache.
-
-    {{block_dim}}
-
-    Example::
-
-        from numba import cuda, float32
-        from numba.cuda.types import float16
-        import numba_tiles as tiles
-
-        @cuda.jit
-        def gemm_64(a, b, c):   # one 64 x 64 x 64 product per block
-            sa = cuda.shared.array((64, 64), float16)
-            sb = cuda.shared.array((64, 64), float16)
-            sc = cuda.shared.array((64, 64), float32)
-            tiles.tile_load(a, sa, 0, 0, block_dim=128)
-            tiles.tile_load(b, sb, 0, 0, block_dim=128)
-            tiles.matmul(sa, sb, sc, shape=(64, 64, 64), block_dim=128)
-            tiles.tile_store(sc, c, 0, 0, block_dim=128)
-
-        cubin = tiles.compile(gemm_64, "void(float16[:, :], float16[:, :], float32[:, :])")
-    """
-
-
-
-
 # ---- The description ------------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class _Plan:
-    """How ``mm.tile`` or ``mm.batched`` runs for a C of one dtype on one GPU: ``implementation`` (see
-    `Matmul.operands`), its ``stages``, its ``block`` and dynamic ``shared_bytes`` a block, and its ``grid`` rule
-    ("tiles": one block a tile of C; "products": one a product; "resident": as many as run at once;
-    "even": as many as run at once, then as few as give each block the same number of products)."""
-
-    implementation: str
-    stages: int
-    block: tuple
-    shared_bytes: int
-    grid: str
-
-    @property
-    def threads(self):
-        return math.prod(self.block)
-
-
-def _tma_fits(mm):
-    """Whether TMA can load ``mm``'s tiles (lines of 32, 64 or a multiple of 128 bytes)."""
-    try:
-        _tensor_maps.tma_tiles("Matmul", mm.shape, np.dtype(mm.dtype).itemsize, mm.arrangement)
-    except ext.TilesError:
-        return False
-    return True
-
 
 @ext.description(constants=("a_items", "b_items", "c_items", "accumulator_items", "shared_memory_bytes", "threads"))
 class Matmul:
@@ -180,8 +41,11 @@ class Matmul:
     ``arrangement``: A's and B's order in global memory (``("row_major", "row_major")`` by default);
     ``block_dim``: the block of the register form's steps (by default 128 threads for tiles of up to 64
     x 64, else 256); ``stages``: how many K-steps of A and B ``tile`` and ``batched`` keep in flight
-    (2 to 16; by default 2 to 4, by K's bytes). Creating one compiles nothing and needs no GPU; it checks
-    the description and tells the sizes a kernel allocates, also constants inside kernels:
+    (2 to 16; by default 2 to 4, by K's bytes). Creating one needs no GPU: it checks the description and
+    tells the sizes a kernel allocates, which reading never compiles anything for; on a machine with a GPU it
+    also starts compiling ``tile`` and ``batched`` for that GPU in the background, so that a kernel calling
+    them finds them compiled (``NUMBA_TILES_BACKGROUND=0`` turns that off). The sizes, also constants inside
+    kernels:
     ``a_items``, ``b_items`` (items of the shared A and B tiles), ``shared_memory_bytes`` (both
     together), ``accumulator_items`` (each thread's accumulator), ``c_items`` (items of ``store``'s
     optional shared stage, in the accumulator's dtype) and ``threads`` (``block_dim``'s threads).
@@ -218,7 +82,7 @@ class Matmul:
             MM.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
 
         sig = (MM.operands_type("float32"), float32, float32)
-        cubin = tiles.compile(gemm, sig, arch="sm_80")   # for sm_90a: TMA loads and wgmma
+        cubin = tiles.compile(gemm, sig, arch="sm_80")   # or sm_90a: Hopper's own code
         # on a GPU, with device arrays a (m x k), b (k x n) and c (m x n, float32):
         #     MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
     """
@@ -235,7 +99,7 @@ class Matmul:
         if m * n % threads:
             raise ext.error(name, f"the {m} x {n} accumulator does not divide among the block's {threads} threads",
                             f"use a block of a divisor of M*N = {m * n} threads (a multiple of 32), or a larger tile")
-        self.stages = stages if stages is None else _STAGES(name, stages)
+        self.stages = stages if stages is None else STAGES(name, stages)
         self.a_shape, self.b_shape = (m, k), (k, n)
         self.a_items, self.b_items = m * k, k * n
         self.accumulator_items = m * n // threads
@@ -285,21 +149,10 @@ class Matmul:
     def _implementations(self, cc, c_dtype, ndim):
         """The implementations that compute ``tile`` (``ndim`` 2) or ``batched`` (3) into a C of ``c_dtype`` on a GPU
         of compute capability ``cc`` (None: the simulator, where they compute alike), the fastest first."""
-        tma = cc is not None and cc >= (9, 0) and _tma_fits(self)
-        wgmma = cc == (9, 0) and tma and _pipeline.wgmma_takes(self, c_dtype, self._stages("wgmma"))
-        if ndim == 2:
-            libmathdx = cc == (9, 0) and _pipeline.libmathdx_takes(self, c_dtype)
-            return ("wgmma",) * wgmma + ("libmathdx",) * libmathdx + ("cp.async",)
-        if cc is None:
-            return "cp.async", "tma", "wgmma"
-        if self._types[0].numpy.itemsize > 2:  # (float32 and float64 load faster by cp.async)
-            return ("cp.async",) + ("tma",) * tma
-        # (with 64 rows the register form's TMA loop was faster than wgmma's on an H200)
-        order = ("wgmma", "tma", "cp.async") if self.shape[0] == 128 else ("tma", "wgmma", "cp.async")
-        return tuple(i for i in order if {"wgmma": wgmma, "tma": tma}.get(i, True))
+        return _matmul.computing(self, cc, c_dtype, ndim)
 
     def _plan(self, name, cc, c_dtype, ndim, implementation=None):
-        """The `_Plan` of ``tile`` (``ndim`` 2) or ``batched`` (3) for a C of ``c_dtype`` on a GPU of compute
+        """The `_matmul.Plan` of ``tile`` (``ndim`` 2) or ``batched`` (3) for a C of ``c_dtype`` on a GPU of compute
         capability ``cc`` (None: the simulator's): ``implementation``'s, or the fastest."""
         possible = self._implementations(cc, c_dtype, ndim)
         chosen = implementation or possible[0]
@@ -308,52 +161,8 @@ class Matmul:
             raise ext.error(name, f"implementation={chosen!r} does not compute this {'batch' if ndim == 3 else 'tile'} "
                             f"on {where} (C of {c_dtype}); {', '.join(map(repr, possible))} do",
                             "leave implementation out (the fastest is chosen), or pass one of those")
-        stages = self._stages(chosen)
-        if chosen == "libmathdx":
-            return _Plan(chosen, stages, (_pipeline.pipeline_threads(self), 1, 1),
-                         _pipeline.pipeline_shared_bytes(name, self, stages), "tiles")
-        if chosen == "wgmma":
-            return _Plan(chosen, stages, (_pipeline.wgmma_threads(self), 1, 1),
-                         _pipeline.wgmma_shared_bytes(self, c_dtype, stages), "tiles" if ndim == 2 else "resident")
-        if chosen == "tma":
-            return _Plan(chosen, stages, self.block_dim, self._tma_bytes(stages, c_dtype), "products")
-        return _Plan(chosen, stages, self.block_dim, self._copied_bytes(stages, c_dtype),
-                     "tiles" if ndim == 2 else "even")
-
-    def _stages(self, implementation):
-        """The description's stages, or by default: libmathdx's tested 2, else 2 to 4, as many as keep about 256
-        bytes of each line of A and B in flight."""
-        if self.stages or implementation == "libmathdx":
-            return self.stages or 2
-        return max(2, min(4, 256 // (self.shape[2] * self._types[0].numpy.itemsize)))
-
-    def _copied_bytes(self, stages, c_dtype):
-        """The dynamic shared memory of the cp.async loop (batched_shared_bytes in matmul.cuh): ``stages`` tiles
-        of A and of B, and C's stage."""
-        return stages * self.shared_memory_bytes + self._stage_bytes(c_dtype)
-
-    def _tma_bytes(self, stages, c_dtype):
-        """The dynamic shared memory of the TMA loop (matmul_batched_tma in matmul.cuh): ``stages`` tiles of A
-        and of B (each a whole number of KiB, as TMA's swizzle wants them aligned), up to 1 KiB to align them,
-        C's stage and the buffers' barriers. A stage that fits in one buffer's A and B tiles and goes out by
-        the threads' copy (a C other than float32) takes no bytes of its own: it is written over the buffer
-        the block has just multiplied (batched_tma_aliased)."""
-        tiles = sum(box[2] for box in _tensor_maps.tma_tiles("Matmul", self.shape, self._types[0].numpy.itemsize,
-                                                             self.arrangement))
-        stage = self._stage_bytes(c_dtype)
-        tc, td = self._types[1].numpy.itemsize, np.dtype(c_dtype).itemsize
-        if not (td == 4 and td <= tc) and stage <= tiles:  # (a bulk copy of a float C reads the stage late)
-            stage = 0
-        return 1008 + stages * tiles + stage + stages * 8
-
-    def _stage_bytes(self, c_dtype):
-        """The bytes of the batched loop's stage of C (batched_stage and staged_pitch in matmul.cuh): C's own
-        items, rows padded by 16 bytes, when C is narrower than the accumulator; else ``c_items``."""
-        tc, td = self._types[1].numpy.itemsize, np.dtype(c_dtype).itemsize
-        if td < tc:
-            m, n, _ = self.shape
-            return m * (n + 16 // td) * td
-        return self.c_items * tc
+        code = _matmul.IMPLEMENTATIONS[chosen]
+        return code.plan(name, self, code.stages(self), c_dtype, ndim)
 
     def operands(self, a, b, c, stream=0, implementation=None):
         """A, B and C described to ``mm.tile`` (2-D arrays: A is m x k, B k x n, C m x n) or ``mm.batched``
@@ -365,24 +174,12 @@ class Matmul:
         It chooses the code the kernel's call runs (``ops.implementation``), by the GPU, the dtypes and the
         shape, as fast as this library knows:
 
-        - ``tile`` on Hopper (sm_90) for fp16 or bf16 operands with a float32 accumulator, tiles of 64 or 128
-          rows and a multiple of 64 columns: ``"wgmma"``, a warp-specialized block of TMA loads and ``wgmma``
-          (its first compile takes seconds);
-        - ``tile`` on sm_90 for other fp16, bf16 or tf32 (A row-major, B column-major) tiles of multiples of
-          64 x 16 x 16: ``"libmathdx"``, cuBLASDx's pipelined GEMM (TMA loads, ``wgmma``), made by libmathdx
-          the first time (15 to 60 s, then the disk cache answers);
-        - ``batched`` on sm_90 for 16-bit operands in 128-row tiles: ``"wgmma"``, the same block in a
-          persistent loop whose blocks take products in a dynamic order (one such launch of an ``ops`` at a
-          time, in one stream);
-        - ``batched`` on sm_90 and later for other 16-bit tiles whose lines TMA loads: ``"tma"``, the
-          register form's loop with A and B loaded by TMA;
-        - otherwise ``"cp.async"``: the register form's loop, A and B copied by the threads (any GPU).
+        {{implementations}}
 
-        All but ``"cp.async"`` load A and B by TMA, which takes arrays whose lines are contiguous, with their
-        other strides multiples of 16 bytes and their data 16-byte aligned, and ``"wgmma"`` stores C so
-        (row-major, C of A's dtype or float32); for other arrays the next in that list is chosen.
-        ``implementation=`` takes one of those where it computes the product (a TilesError names those that
-        do): the kernel compiles for it, whatever the GPU it runs on.
+        All but the last load A and B through tensor maps, which take arrays whose lines are contiguous, with
+        their other strides multiples of 16 bytes and their data 16-byte aligned; for other arrays the next in
+        that list is chosen. ``implementation=`` takes one of those where it computes the product (a TilesError
+        names those that do): the kernel compiles for it, whatever the GPU it runs on.
 
         Example::
 
@@ -413,7 +210,7 @@ class Matmul:
                             "each product's tiles with mm.tile")
         if _numba.simulator_enabled():  # (the twins read A, B and C)
             plan = self._plan(name, None, str(c.dtype), ndim, implementation)
-            return Operands(self, plan, np.zeros(_operands.PIPE.itemsize, np.uint8), a, b, c)
+            return Operands(self, plan, np.zeros(_tensor_maps.PIPE.itemsize, np.uint8), a, b, c)
         for param, array in (("a", a), ("b", b), ("c", c)):
             if not hasattr(array, "__cuda_array_interface__"):
                 raise ext.error(name, f"{param} is a host array", f"pass device arrays: cuda.to_device({param})")
@@ -423,23 +220,11 @@ class Matmul:
         a, b, c = (x if _numba.is_device_array(x) else cuda.as_cuda_array(x) for x in (a, b, c))
         cc = tuple(cuda.get_current_device().compute_capability)
         if implementation is None:  # (the fastest whose copies take these arrays' strides)
-            implementation = next(i for i in self._implementations(cc, str(c.dtype), ndim) if self._takes(i, a, b, c))
+            implementation = next(i for i in self._implementations(cc, str(c.dtype), ndim)
+                                  if _matmul.IMPLEMENTATIONS[i].takes(self, a, b, c))
         plan = self._plan(name, cc, str(c.dtype), ndim, implementation)
-        if plan.implementation == "libmathdx":
-            pipe = _pipeline.prepare(name, self, plan.stages, a, b, stream)
-        elif plan.implementation in ("tma", "wgmma"):
-            pipe = _tensor_maps.prepare(name, self, a, b, c if plan.implementation == "wgmma" else None, stream)
-        else:
-            pipe = cuda.device_array(_operands.PIPE.itemsize, np.uint8, stream=stream)
+        pipe = _matmul.IMPLEMENTATIONS[plan.implementation].prepare(name, self, plan, a, b, c, stream)
         return Operands(self, plan, pipe, a, b, c)
-
-    def _takes(self, implementation, a, b, c):
-        """Whether ``implementation``'s copies take the device arrays ``a``, ``b`` and ``c``: TMA and libmathdx
-        load A and B by their lines (`_tensor_maps.fits`), and the wgmma loop stores C by TMA, row-major."""
-        if implementation == "cp.async":
-            return True
-        return (all(_tensor_maps.fits(x, order) for x, order in zip((a, b), self.arrangement))
-                and (implementation != "wgmma" or _tensor_maps.fits(c, "row_major")))
 
     def operands_type(self, c="float32", batched=False, implementation=None):
         """The Numba type of this description's `Operands` with a C of ``c``'s dtype (``batched``: 3-D arrays; an
@@ -449,7 +234,7 @@ class Matmul:
             sig = (MM.operands_type("float32"), float32, float32)
             cubin = tiles.compile(gemm, sig, arch="sm_90a")
         """
-        return _operands.handle_type(self, self.dtype, ext.named("Matmul.operands_type", "c", c).name,
+        return handle_type(self, self.dtype, ext.named("Matmul.operands_type", "c", c).name,
                                      3 if batched else 2, implementation)
 
     def launch_config(self, kernel, *args, grid=None):
@@ -565,7 +350,7 @@ class Matmul:
     def load_a(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy A's tile of the 2-D array ``src`` at ``src[row, col]`` (M x K items, ``fill`` past ``src``'s
         edges) into ``tile``, a shared array of ``mm.a_items`` items of ``dtype`` (``alignment=16``), in
-        cuBLASDx's layout, by the whole block: 16-byte ``cp.async`` copies inside the matrix. It ends with a
+        cuBLASDx's layout, by the whole block: 16-byte asynchronous copies inside the matrix. It ends with a
         barrier, unless ``asynchronous=True``: then it returns at once and ``mm.wait`` completes it. Example::
 
             sa = cuda.shared.array(MM.a_items, float16, alignment=16)
@@ -642,10 +427,10 @@ class Matmul:
             MM.launch(bmm, MM.operands(a, b, c))
         """
 
-    @ext.method(consts={"stages": _STAGES}, rule=lambda n, a: _pipeline.prepare_instance(n, a["mm"], a["stages"], a),
-                simulate=None)
-    def _prepare_pipeline(self, pipe, a, b, stages):
-        """Fill ``pipe``, libmathdx's device-pipeline object, for A and B (one thread): `Matmul.operands`."""
+
+# (the registry's list of implementations, each as it describes itself: see _matmul)
+Matmul.operands.__doc__ = Matmul.operands.__doc__.replace(
+    "{{implementations}}", _matmul.described().replace("\n", "\n" + " " * 8))
 
 
 def _load_rule(name, args, operand):
@@ -709,65 +494,22 @@ def _operands_of(name, args, ndim):
     mm._result(name, "c", td)
     cc = None if _numba.simulator_enabled() else _compile.typing_cc()
     if cc is not None and cc < (8, 0):
-        raise ext.error(name, f"it needs sm_80 or later (cp.async copies); this kernel compiles for sm_{cc[0]}{cc[1]}",
+        raise ext.error(name, f"it needs sm_80 or later (asynchronous copies); this kernel compiles for "
+                        f"sm_{cc[0]}{cc[1]}",
                         "compile for sm_80 or later, or write the loop of load_a, load_b, multiply and store with "
                         "tiles.matmul")
     return mm, mm._plan(name, cc, td.name, ndim, made["implementation"]), td
 
 
-def _register_params(mm, ndim, td, coordinates):
-    """The cp.async loop's parameters: the operands' arrays, the launch's dynamic shared memory, the scales."""
-    ta, tc = mm._types
-    arrays = tuple((f"ops.{p}", types.Array(t.numba, ndim, "A"), None) for p, t in (("a", ta), ("b", ta), ("c", td)))
-    return arrays + coordinates + (("shared", _SHARED, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
-
-
 def _tile_rule(name, args):
     mm, plan, td = _operands_of(name, args, 2)
     _matrices.origin(name, args, ("i", "j"))
-    return _tile_instance(name, mm, plan, td, args)
-
-
-def _tile_instance(name, mm, plan, td, args):
-    """``mm.tile``'s `Instance` by ``plan`` for a C of ``td`` (``args``: its epilogue's)."""
-    if plan.implementation == "libmathdx":
-        if _numba.simulator_enabled():
-            return Instance(name, MATMUL, "", types.none, ())
-        return _pipeline.tile_instance(name, mm, plan.stages, td, args)
-    if plan.implementation == "wgmma":
-        return _pipeline.wgmma_instance(name, mm, plan.stages, td, args, 2)
-    ta, tc = mm._types
-    _, result = mm._result(name, "c", td)
-    fused, prelude = _callback.fused(name, args, tc.numba, 2)
-    template = mm._template("numba_tiles::matmul_tile", Stages=plan.stages, SharedBytes=plan.shared_bytes, T=ta.cxx,
-                            TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
-    params = _register_params(mm, 2, td, (("i", types.int64, None), ("j", types.int64, None)))
-    return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)
+    return _matmul.IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, 2)
 
 
 def _batched_rule(name, args):
     mm, plan, td = _operands_of(name, args, 3)
-    return _batched_instance(name, mm, plan, td, args)
-
-
-def _batched_instance(name, mm, plan, td, args):
-    """``mm.batched``'s `Instance` by ``plan`` for a C of ``td`` (``args``: its epilogue's)."""
-    if plan.implementation == "wgmma":
-        return _pipeline.wgmma_instance(name, mm, plan.stages, td, args, 3)
-    ta, tc = mm._types
-    _, result = mm._result(name, "c", td)
-    fused, prelude = _callback.fused(name, args, tc.numba, 3)
-    if plan.implementation == "tma":
-        template = mm._template("numba_tiles::matmul_batched_tma", Stages=plan.stages, SharedBytes=plan.shared_bytes,
-                                TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
-        params = (("ops.pipe", types.Array(types.uint8, 1, "C"), None), ("ops.c", types.Array(td.numba, 3, "A"), None),
-                  ("shared", _SHARED, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
-        return Instance(name, MATMUL, template, types.none, params + fused,
-                        prelude=_operands.CHECKS["batched_maps"] + "\n" + prelude, threads=plan.threads)
-    template = mm._template("numba_tiles::matmul_batched", Stages=plan.stages, SharedBytes=plan.shared_bytes,
-                            T=ta.cxx, TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
-    params = _register_params(mm, 3, td, ())
-    return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)
+    return _matmul.IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, 3)
 
 
 # Programs compiled ahead at once, at most: each NVRTC of cuBLASDx takes about 2.2 GB while it runs, and a
@@ -777,19 +519,20 @@ _AHEAD = threading.BoundedSemaphore(2)
 
 def _compile_ahead(mm):
     """Start making the C++ of ``mm.tile`` and ``mm.batched`` (into a C of the accumulator's dtype, with no
-    epilogue) for this machine's GPU, in background threads, NVRTC and libmathdx in worker processes: a kernel
+    epilogue) for this machine's GPU, in background threads, the compilers in worker processes: a kernel
     that calls them finds their LTO-IR made, or waits for what is left (`_compile.build` says so). Nothing on a
     machine with no GPU, on the simulator, or with ``NUMBA_TILES_BACKGROUND=0``."""
     if _numba.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
         return
 
-    def make(cc, ndim, instance_of):
+    def make(cc, ndim):
         name = f"Matmul.{'tile' if ndim == 2 else 'batched'}"
         td = ext.named(name, "c", mm.accumulator)
         try:
             with _AHEAD:
                 plan = mm._plan(name, cc, td.name, ndim)
-                instance = instance_of(name, mm, plan, td, {"epilogue": None, "epilogue_args": None})
+                instance = _matmul.IMPLEMENTATIONS[plan.implementation].instance(
+                    name, mm, plan, td, {"epilogue": None, "epilogue_args": None}, ndim)
                 _compile.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
                                announce=lambda *_: None)
         except Exception:  # (a kernel that calls it compiles it itself, and raises what is wrong there)
@@ -798,9 +541,9 @@ def _compile_ahead(mm):
     def start():
         cc = _toolchain.current_device_cc()
         if cc is not None and "sm_%d%d" % cc in _toolchain.supported_archs():
-            for ndim, instance_of in ((2, _tile_instance), (3, _batched_instance)):
+            for ndim in (2, 3):
                 # (daemons: a process that ends meanwhile does not wait for them; NVRTC runs in a child)
-                threading.Thread(target=make, args=(cc, ndim, instance_of), daemon=True,
+                threading.Thread(target=make, args=(cc, ndim), daemon=True,
                                  name="numba_tiles ahead").start()
 
     threading.Thread(target=start, daemon=True, name="numba_tiles ahead").start()

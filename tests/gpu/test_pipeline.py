@@ -238,7 +238,7 @@ def test_batched_operands_serve_many_launches_in_order(rng):
     expected = np.einsum("imk,ikn->imn", a_host, b_host)
     result = matrices.values(c.copy_to_host(), "bf16")
     assert np.linalg.norm(result - expected) / np.linalg.norm(expected) < 1e-2
-    from numba_tiles._operands import PIPE
+    from numba_tiles._tensor_maps import PIPE
 
     counters = ops.pipe.copy_to_host().view(PIPE)[0]
     assert counters["tickets"] == 0 and counters["finished"] == 0

@@ -24,7 +24,7 @@ __device__ __forceinline__ long long leading_dimension(const matrix_ref<T>& m) {
 // One thread: fill the device-pipeline object `pipe` (DeviceBytes, aligned to DeviceAlign) for A (M x K)
 // and B (K x N): the TMA descriptors of both, which every block of the GEMM kernel then loads from.
 template <int DeviceBytes, int DeviceAlign, bool RowA, bool RowB, auto DeviceCreate, typename T>
-__device__ __forceinline__ void pipeline_prepare(array_ref<unsigned char> pipe, matrix_ref<T> a, matrix_ref<T> b) {
+__device__ __forceinline__ void libmathdx_prepare(array_ref<unsigned char> pipe, matrix_ref<T> a, matrix_ref<T> b) {
   const long long lda = leading_dimension<RowA>(a), ldb = leading_dimension<RowB>(b);
   const bool aligned = (reinterpret_cast<unsigned long long>(pipe.data) % DeviceAlign) == 0;
   if (pipe.size < DeviceBytes || pipe.stride != 1 || !aligned || lda < 0 || ldb < 0 || a.cols != b.rows) {
@@ -58,7 +58,7 @@ __device__ __forceinline__ void store_float(T& slot, float value) {
 template <int M, int N, int Threads, int BufferBytes, int TileBytes, int TileAlign, int AccBytes, int AccAlign,
           auto TileCreate, auto TileDestroy, auto AccCreate, auto AccDestroy, auto Execute, auto Finish,
           auto CopyF32, typename P, typename T, typename Epi = no_epilogue>
-__device__ __forceinline__ void pipeline_tile(array_ref<unsigned char> pipe, matrix_ref<T> c, long long i, long long j,
+__device__ __forceinline__ void libmathdx_tile(array_ref<unsigned char> pipe, matrix_ref<T> c, long long i, long long j,
                                               float alpha, float beta, Epi epi = {}) {
   extern __shared__ __align__(1024) unsigned char buffer[];
   stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes,

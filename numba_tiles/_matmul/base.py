@@ -1,0 +1,100 @@
+"""What every implementation of `Matmul.tile` and `Matmul.batched` declares (`Implementation`), and its `Plan`."""
+
+import dataclasses
+import math
+
+import numpy as np
+from numba import cuda
+from numba.cuda import types
+
+from .. import _tensor_maps, extending as ext
+from .._library import MATHDX
+
+MATMUL = MATHDX.header("matmul.cuh")  # the register form's steps and loops, and the shared-tile product
+STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # the K-steps of A and B in flight: a parser
+
+SHARED = "::numba_tiles::dynamic_shared<unsigned char>()"  # (the C++ argument: the launch's dynamic shared memory)
+MEMBERS = ("pipe", "a", "b", "c")  # an `Operands`' arrays, in the order a kernel's call passes them
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How ``mm.tile`` or ``mm.batched`` runs for a C of one dtype on one GPU: ``implementation`` (see
+    `Matmul.operands`), its ``stages``, its ``block`` and dynamic ``shared_bytes`` a block, and its ``grid`` rule
+    ("tiles": one block a tile of C; "products": one a product; "resident": as many as run at once;
+    "even": as many as run at once, then as few as give each block the same number of products)."""
+
+    implementation: str
+    stages: int
+    block: tuple
+    shared_bytes: int
+    grid: str
+
+    @property
+    def threads(self):
+        return math.prod(self.block)
+
+
+def member_types(a_dtype, c_dtype, ndim):
+    """{member: Numba type} of an `Operands`' arrays: ``pipe`` (bytes), A and B of ``a_dtype``, C of ``c_dtype``
+    (names of Numba types), ``ndim``-D and of any strides."""
+    ta, tc = (types.Array(getattr(types, d), ndim, "A") for d in (a_dtype, c_dtype))
+    return {"pipe": types.Array(types.uint8, 1, "C"), "a": ta, "b": ta, "c": tc}
+
+
+def stage_bytes(mm, c_dtype):
+    """The bytes of the register form's stage of C (batched_stage and staged_pitch in matmul.cuh): C's own items,
+    rows padded by 16 bytes, when C is narrower than the accumulator; else ``mm.c_items`` of the accumulator."""
+    tc, td = mm._types[1].numpy.itemsize, np.dtype(c_dtype).itemsize
+    if td < tc:
+        m, n, _ = mm.shape
+        return m * (n + 16 // td) * td
+    return mm.c_items * tc
+
+
+class Implementation:
+    """One implementation: what it computes, how it is planned and prepared, and the C++ of its calls.
+
+    ``name``: as `Matmul.operands` names it (``ops.implementation``); ``members``: the arrays of `Operands` its code
+    reads (a launch passes only those: it marshals each array on the host, every time)."""
+
+    name = ""
+    members = MEMBERS
+    chosen = ""  # when `Matmul.operands` chooses it, and what it is (its docstring lists them, fastest first)
+
+    def computes(self, mm, cc, c_dtype, ndim):
+        """Whether it computes ``mm``'s ``tile`` (``ndim`` 2) or ``batched`` (3) into a C of ``c_dtype`` on a GPU of
+        compute capability ``cc`` (None: the simulator, where every implementation of ``batched`` computes)."""
+        raise NotImplementedError
+
+    def preference(self, mm, cc, ndim):
+        """Its rank among those that compute the same call, lower first: the fastest this library measured."""
+        raise NotImplementedError
+
+    def takes(self, mm, a, b, c):
+        """Whether its copies take the device arrays ``a``, ``b`` and ``c`` (their strides and alignment)."""
+        return True
+
+    def stages(self, mm):
+        """The K-steps of A and B it keeps in flight: the description's, or as many (2 to 4) as keep about 256
+        bytes of each line of A and B loading."""
+        return mm.stages or max(2, min(4, 256 // (mm.shape[2] * mm._types[0].numpy.itemsize)))
+
+    def plan(self, name, mm, stages, c_dtype, ndim):
+        """Its `Plan` with ``stages`` for a C of ``c_dtype`` (``ndim``: 2 for ``tile``, 3 for ``batched``)."""
+        raise NotImplementedError
+
+    def prepare(self, name, mm, plan, a, b, c, stream):
+        """``pipe``, the bytes its code reads besides the arrays, for the device arrays ``a``, ``b`` and ``c``:
+        here none it reads (a buffer of `_tensor_maps.PIPE`'s size, so that every `Operands` holds one)."""
+        return cuda.device_array(_tensor_maps.PIPE.itemsize, np.uint8, stream=stream)
+
+    def instance(self, name, mm, plan, td, args, ndim):
+        """The `Instance` of ``mm.tile`` (``ndim`` 2) or ``mm.batched`` (3) by ``plan`` for a C of `Dtype` ``td``
+        (``args``: the call's, for its epilogue)."""
+        raise NotImplementedError
+
+    def operand_params(self, mm, td, ndim):
+        """The entry point's parameters of the arrays it reads: each a member of the call's ``ops``."""
+        found = member_types(mm.dtype, td.name, ndim)
+        return tuple((f"ops.{m}", found[m], None) for m in self.members)
