@@ -8,6 +8,8 @@ the members that implementation reads (`_matmul.members`): a launch marshals eac
 host, every time.
 """
 
+from numba.cuda import types
+
 from . import _matmul, _mlir, _numba
 
 
