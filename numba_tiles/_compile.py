@@ -23,7 +23,8 @@ import threading
 import time
 import weakref
 
-from . import _library, _link, _mlir, _numba, _nvrtc_worker, _stats, _toolchain, cache
+from . import _library, _link, _nvrtc_worker, _stats, _toolchain, cache
+from ._backends import mlir, numba_cuda, numba_cuda_compile, simulated
 from ._library import STATIC_SHARED_BYTES
 from ._target import Target, checks_requested
 
@@ -79,13 +80,13 @@ def options(library, target, output="ltoir"):
 
 def typing_cc():
     """The compute capability of the kernel being typed, by whichever compiler types it."""
-    return _mlir.typing_cc() or _numba.target_flags()[0]
+    return mlir.typing_cc() or numba_cuda.target_flags()[0]
 
 
 def device_function(value):
     """The Python function of ``value``, a ``@cuda.jit(device=True)`` function of numba-cuda (or its simulator's)
     or of numba-cuda-mlir, else None."""
-    return _numba.python_function(value) or _mlir.python_function(value)
+    return numba_cuda.python_function(value) or mlir.python_function(value)
 
 
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
@@ -114,22 +115,22 @@ def function_symbol(kind, pyfunc, *more):
     return f"numba_tiles_{kind}_{name}_{hashlib.sha256(origin.encode()).hexdigest()[:12]}"
 
 
-_functions = {}  # (symbol, cc, mlir) → LTO-IR of a user's Python function
+_functions = {}  # (symbol, cc, by numba-cuda-mlir) → LTO-IR of a user's Python function
 
 
-def python_function(symbol, pyfunc, signature, cc, fastmath=False, mlir=False):
+def python_function(symbol, pyfunc, signature, cc, fastmath=False, by_mlir=False):
     """A user's Python function (an op) compiled to LTO-IR under ``symbol`` (C ABI), memoized: by numba-cuda, or
-    (``mlir``) by numba-cuda-mlir, the compiler of the kernel that calls it (``fastmath``: the device
+    (``by_mlir``) by numba-cuda-mlir, the compiler of the kernel that calls it (``fastmath``: the device
     function's own option; its symbol tells the two compiles apart).
 
     Like the intrinsics' programs, one object per symbol and arch is shared by every code
     library that needs it, so the symbol is defined once in any link.
     """
     with _lock:
-        found = _functions.get((symbol, cc, mlir))
+        found = _functions.get((symbol, cc, by_mlir))
         if found is None:
-            compiler = _mlir if mlir else _numba
-            found = _functions[symbol, cc, mlir] = _numba.ltoir(
+            compiler = mlir if by_mlir else numba_cuda
+            found = _functions[symbol, cc, by_mlir] = numba_cuda_compile.ltoir(
                 f"{symbol}.ltoir", compiler.compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath))
         return found
 
@@ -146,7 +147,7 @@ class _Program:
         self.library, self.target, self.siblings = library, target, siblings
         self.instances = {}
         self.built = False
-        self.code = _numba.lazy_ltoir(f"numba_tiles-{library.name}-{target.arch}.ltoir", self._build)
+        self.code = numba_cuda_compile.lazy_ltoir(f"numba_tiles-{library.name}-{target.arch}.ltoir", self._build)
 
     def _build(self):
         with _lock:
@@ -485,7 +486,7 @@ def _libraries_stamp(libraries):
 
 def kernel_cache_stamp():
     """What numba-cuda's cache key for a ``cache=True`` kernel lacks: numba_tiles', the toolchain's and every
-    declared library's versions, and ``NUMBA_TILES_DEBUG`` (see `_numba.cache_kernels_with_intrinsics`)."""
+    declared library's versions, and ``NUMBA_TILES_DEBUG`` (see `numba_cuda_compile.cache_kernels_with_intrinsics`)."""
     return f"{_libraries_stamp(tuple(_library.DECLARED))[:16]}{'-checks' if checks_requested() else ''}"
 
 
@@ -691,7 +692,7 @@ def parse_arch(arch):
 def refuse_simulator(intrinsic, nothing, to):
     """Under Numba's simulator, which compiles nothing, raise ``intrinsic``'s `TilesError` (a user called
     ``tiles.<intrinsic>``): ``nothing`` is what it then lacks, ``to`` what unsetting the simulator lets it do."""
-    if _numba.simulator_enabled():
+    if simulated.simulator_enabled():
         from ._errors import error
 
         raise error(intrinsic, f"Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles "
@@ -736,16 +737,16 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
         raise ValueError(f"numba_tiles.compile: output must be 'cubin', 'ptx' or 'ltoir'; got {output!r}")
     refuse_simulator("compile", "nothing", "compile")
     cc = parse_arch(arch)
-    if _mlir.is_kernel(pyfunc):  # (a numba-cuda-mlir kernel: its own compiler links it)
+    if mlir.is_kernel(pyfunc):  # (a numba-cuda-mlir kernel: its own compiler links it)
         if output != "cubin":
             raise ValueError(f"numba_tiles.compile: a numba-cuda-mlir kernel compiles to a cubin only so far; "
                              f"got output={output!r}")
-        return _mlir.compile_kernel(pyfunc, signature, cc, arch)
+        return mlir.compile_kernel(pyfunc, signature, cc, arch)
     # A @cuda.jit kernel's own options that shape its code, as its launches compile it
     options = getattr(pyfunc, "targetoptions", {})
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     # While recording (shared_memory), device functions compile again, so that their intrinsics are seen.
-    modules = _numba.compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=lineinfo, debug=debug,
+    modules = numba_cuda_compile.compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=lineinfo, debug=debug,
                                           fresh=_recording is not None, fastmath=options.get("fastmath", False),
                                           launch_bounds=options.get("launch_bounds"))
     if output == "ltoir":
@@ -813,7 +814,7 @@ def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):
     bar = tqdm(tasks, desc="numba_tiles precompile", unit="kernel", disable=None if progress else True)
     for kernel, sig, a in bar:
         # (builds or loads the intrinsics' LTO-IR; a numba-cuda-mlir kernel's compile gives its cubin only)
-        compile(kernel, sig, arch=a, output="cubin" if _mlir.is_kernel(kernel) else "ltoir")
+        compile(kernel, sig, arch=a, output="cubin" if mlir.is_kernel(kernel) else "ltoir")
         done.append((getattr(kernel, "py_func", kernel).__name__, str(sig), a))
     if progress:
         print(f"numba_tiles: precompiled {len(done)} kernel signature(s) in {time.perf_counter() - start:.1f} s"

@@ -1,6 +1,8 @@
 """Shared memory, with no GPU: what a kernel and its intrinsics' storages take, and what a ``temp`` needs."""
 
-from . import _compile, _elf, _mlir, _numba
+from . import _compile, _elf
+from . import _backends
+from ._backends import simulated
 from ._errors import error
 
 
@@ -126,9 +128,9 @@ def allow_dynamic_shared_memory(kernel, nbytes, *args):
     if not isinstance(nbytes, int) or nbytes < 0:
         raise error("allow_dynamic_shared_memory", f"nbytes must be a non-negative int, got {nbytes!r}",
                     "pass the bytes the launch will ask for, e.g. 96 * 1024")
-    if _numba.simulator_enabled() or _mlir.is_kernel(kernel):  # (numba-cuda-mlir's launcher lifts the limit itself)
+    if simulated.simulator_enabled():
         return nbytes
-    limit = _numba.allow_dynamic_shared_memory(kernel, nbytes, args)
+    limit = _backends.of_kernel(kernel).allow_dynamic_shared_memory(kernel, nbytes, args)
     if nbytes > limit:
         raise error("allow_dynamic_shared_memory", f"{nbytes} bytes are over this GPU's {limit} bytes of shared "
                     "memory a block may opt in to", "use smaller tiles, fewer pipeline stages or fewer buffers")

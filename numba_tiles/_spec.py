@@ -18,7 +18,8 @@ intrinsic with a ``temp`` parameter takes shared temp storage: its template's la
 the user's ``temp`` array, or, when it is omitted, ``own_storage`` (a static buffer).
 Lowering hands the instance to the kernel's pending program (`_compile.for_call`), links that
 program's LTO-IR into the kernel and calls the entry point; nvJitLink links and inlines it
-with Numba's own code. Everything numba-specific goes through `_numba`. On the simulator the
+with Numba's own code. Everything compiler-specific goes through `_backends` (`Spec.lower` takes either
+compiler's `_backends.Call`). On the simulator the
 same checks run on the call's Python values, after `_constness.compile_time_arguments` has said
 which of them the compiler would see as compile-time constants.
 """
@@ -35,9 +36,10 @@ from dataclasses import dataclass
 
 from numba.cuda import types
 
-from . import _compile, _constness, _dtypes, _mlir, _numba, _params, simulator
+from . import _backends, _compile, _constness, _dtypes, _params, simulator
+from ._backends import numba_cuda
 from ._callback import Callback
-from ._errors import UNKNOWN, Origin, TilesError, error
+from ._errors import UNKNOWN, Origin, error
 from ._target import Target
 
 
@@ -58,7 +60,7 @@ class Instance:
     items), a 2-D one as ``numba_tiles::matrix_ref<T>`` (data, rows, cols, strides in items), a 3-D
     one as ``numba_tiles::batch_ref<T>`` (data, count, rows, cols, the three strides in items).
     nvJitLink inlines the entry point, after which these pointers are registers again.
-    A parameter named ``handle.member`` is that member of the argument ``handle`` (a `_numba.Handle`
+    A parameter named ``handle.member`` is that member of the argument ``handle`` (a `numba_cuda.Handle`
     value, such as ``tiles.Matmul.operands``'s), passed as the member's type says.
     """
 
@@ -142,7 +144,7 @@ class Instance:
         return self.storage if (("temp", OWN_STORAGE, None) in self.params) else ""
 
 
-# The C++ view of a 2-D and a 3-D array, and its fields after the data (as `_numba._pass` passes them).
+# The C++ view of a 2-D and a 3-D array, and its fields after the data (as `numba_cuda._pass` passes them).
 _REFS = {2: ("matrix_ref", ("rows", "cols", "row_stride", "col_stride")),
          3: ("batch_ref", ("count", "rows", "cols", "batch_stride", "row_stride", "col_stride"))}
 
@@ -317,7 +319,7 @@ class Spec:
             parsed[name] = self._parse(name, value)
             if compile_time.get(name) and not _typed_as_constant(value):
                 raise self._not_constant(name)  # (as compiled: parsed, then refused)
-        typed = {n: v if n in self.consts or v is None or isinstance(v, types.Type) else _numba.typeof(v)
+        typed = {n: v if n in self.consts or v is None or isinstance(v, types.Type) else numba_cuda.typeof(v)
                  for n, v in parsed.items()}
         instance = self._instance(typed)
         shapes = {n: getattr(parsed[n], "shape", None) for n in self.per_thread}
@@ -329,7 +331,7 @@ class Spec:
         """The call's signature for the types ``args`` and ``kws`` (numba.cuda's; ``origins``: `_errors.call_site`'s,
         or None; ``debug``: whether the kernel is a debug build, by default numba-cuda's flags say)."""
         if debug is None:
-            _, _, debug = _numba.target_flags()
+            _, _, debug = numba_cuda.target_flags()
         if debug:
             # On an H200 (CUDA 13.0), a -G kernel that called block_reduce then block_scan stored
             # blockIdx.x where it stored the sum: after the second call, ptxas's debug code stored
@@ -359,7 +361,7 @@ class Spec:
             default = None if seen_default and p.default is p.empty else p.default
             params.append(p.replace(kind=p.POSITIONAL_OR_KEYWORD, default=default))
         positional = self.pysig.replace(parameters=params)
-        return _numba.signature(instance.result, formal, positional)
+        return numba_cuda.signature(instance.result, formal, positional)
 
     def _threads(self, instance, arguments):
         """The block the call's code needs, if known at compile time: the kernel's launch bound."""
@@ -372,81 +374,42 @@ class Spec:
             return math.prod(self._parse("block_dim", given))
         return 0
 
-    def lower(self, context, builder, sig, args):
-        cc, lineinfo, _ = _numba.target_flags()
-        target = Target.for_lowering(cc, lineinfo)
-        arguments = dict(zip(self.pysig.parameters, sig.args))
+    def lower(self, call):
+        """Lower one call of the intrinsic, by whichever compiler holds it (``call``: its `_backends.Call`): resolve
+        the instance, bound the kernel's threads, link the programs and pass each entry parameter."""
+        arguments = call.arguments()
         instance = self.resolve_types({**arguments, **self.fixed})
         threads = self._threads(instance, arguments)
         if threads:
-            _numba.bound_threads(builder, threads)
-        library = _numba.active_library(context)
-        for code in _linked(instance, target, library):
-            _numba.link(library, code)
-
-        values = dict(zip(self.pysig.parameters, args))
-        passed = []
-        for name, ty, default in instance.params:
-            if isinstance(ty, str):
-                continue
-            if "." in name:  # a member of a handle argument
-                handle, member = name.split(".")
-                passed.append((ty, _numba.handle_member(builder, arguments[handle], values[handle], member)))
-                continue
-            given = arguments.get(name)
-            omitted = given is None or _left_out(given)
-            if isinstance(ty, Callback):
-                ty.define(context, builder)
-                _numba.link(library, ty.code(cc))
-                passed.append((types.voidptr, _numba.pointer_to(context, builder, given, None if omitted else values[name])))
-                continue
-            passed.append((ty, _numba.constant(context, ty, default) if omitted else values[name]))
-        return _numba.call_entry(context, builder, instance.symbol, passed, instance.outputs, instance.result)
-
-    def lower_mlir(self, lowerer, result, args, kws):
-        """`lower` in a numba-cuda-mlir kernel (`_mlir` emits its MLIR): ``args`` and ``kws`` are the call's
-        variables, ``result`` its result's."""
-        variables = self.pysig.bind(*args, **dict(kws)).arguments
-        given = _mlir.argument_types(lowerer, variables)
-        arguments = {name: _mlir.to_numba_cuda(ty) for name, ty in given.items()}
-        for name, p in self.pysig.parameters.items():
-            arguments.setdefault(name, types.Omitted(p.default))
-        instance = self.resolve_types({**arguments, **self.fixed})
-        cc, lineinfo = _mlir.target_flags(lowerer)
-        threads = self._threads(instance, arguments)
-        if threads:
-            _mlir.bound_threads(lowerer, threads)
-        target = Target.for_lowering(cc, lineinfo)
-        for code in _linked(instance, target, _mlir.code_library(lowerer), mlir=True):
-            _mlir.link(lowerer, code)
+            call.bound_threads(threads)
+        cc, lineinfo = call.target()
+        for code in _linked(instance, Target.for_lowering(cc, lineinfo), call):
+            call.link(code)
         if instance.header.library.arch_specific or any(m in _compile.arch_specific for m in instance.modules):
-            asked = _mlir.link_arch_specific(lowerer)
+            asked = call.link_arch_specific()
             if asked:
                 raise _compile.arch_specific_error(asked)
         passed = []
         for name, ty, default in instance.params:
             if isinstance(ty, str):
                 continue
+            omitted = name not in arguments or _left_out(arguments[name])
             if "." in name:  # a member of a handle argument
-                handle, member = name.split(".")
-                passed.append((ty, _mlir.handle_member(lowerer, variables[handle], arguments[handle], member)))
+                passed.append((ty, call.member(*name.split("."))))
             elif isinstance(ty, Callback):
-                _mlir.link(lowerer, ty.code(cc))
-                extras = None if name not in variables or _left_out(arguments[name]) else variables[name]
-                passed.append((types.voidptr, _mlir.pack(lowerer, ty.extras, extras)))
-            elif name not in variables or _left_out(arguments[name]):
-                passed.append((ty, _mlir.constant(ty, default)))
+                call.link(ty.code(cc))
+                passed.append((types.voidptr, call.callback(name, ty, omitted)))
             else:
-                passed.append((ty, _mlir.value(lowerer, variables[name], given[name], ty)))
-        _mlir.call_entry(lowerer, result, instance.symbol, passed, instance.outputs)
+                passed.append((ty, call.constant(ty, default) if omitted else call.value(name, ty)))
+        return call.call_entry(instance.symbol, passed, instance.outputs, instance.result)
 
 
-def _linked(instance, target, library, mlir=False):
-    """The LTO-IR a call links, by either compiler (``mlir``: numba-cuda-mlir's, which compiles the user's
-    functions there): its program (grouped by ``library``), its user functions, its modules."""
-    yield _compile.for_call(instance, target, library)
+def _linked(instance, target, call):
+    """The LTO-IR a call links, by its compiler (``call``: its `_backends.Call`; numba-cuda-mlir compiles the user's
+    functions there): its program (grouped by the call's code library), its user functions, its modules."""
+    yield _compile.for_call(instance, target, call.code_library())
     for symbol, pyfunc, signature, fastmath in instance.functions:
-        yield _compile.python_function(symbol, pyfunc, signature, target.cc, fastmath, mlir)
+        yield _compile.python_function(symbol, pyfunc, signature, target.cc, fastmath, call.mlir)
     yield from instance.modules
 
 
@@ -497,12 +460,8 @@ def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
             return spec.simulate(instance, arguments)
 
         call.spec = spec
-        if not _numba.simulator_enabled():
-            _numba.register(call, spec.typing_signature, spec.lower, TilesError)
-            if _mlir.available():
-                _mlir.register(call, spec.name,
-                               lambda args, kws, debug, origins: spec.typing_signature(args, kws, origins, debug),
-                               spec.lower_mlir)
+        for backend in _backends.registered():
+            backend.register(call, spec.name, spec.pysig, spec.typing_signature, spec.lower)
         return call
 
     return decorate
@@ -580,10 +539,8 @@ def description(*, constants=()):
                 getattr(self, name)
 
         cls.__init__ = __init__
-        if not _numba.simulator_enabled():
-            _numba.register_description(cls, attribute)
-            if _mlir.available():
-                _mlir.register_description(cls, attribute)
+        for backend in _backends.registered():
+            backend.register_description(cls, attribute)
         return cls
 
     return register

@@ -15,8 +15,8 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import (_callback, _compile, _matmul, _matrices, _mlir, _numba, _tensor_maps, _toolchain, extending as ext,
-               simulator)
+from . import _backends, _callback, _compile, _matmul, _matrices, _tensor_maps, _toolchain, extending as ext, simulator
+from ._backends import numba_cuda, simulated
 from ._matmul.base import MATMUL, STAGES
 from ._matmul.shared_tiles import matmul
 from ._operands import Operands, handle_type
@@ -208,7 +208,7 @@ class Matmul:
             raise ext.error(name, f"C is {tuple(c.shape)}: each product of a batch is one {self.shape[0]} x "
                             f"{self.shape[1]} tile of this Matmul", "make the Matmul with a larger shape, or compute "
                             "each product's tiles with mm.tile")
-        if _numba.simulator_enabled():  # (the twins read A, B and C)
+        if simulated.simulator_enabled():  # (the twins read A, B and C)
             plan = self._plan(name, None, str(c.dtype), ndim, implementation)
             return Operands(self, plan, np.zeros(_tensor_maps.PIPE.itemsize, np.uint8), a, b, c)
         for param, array in (("a", a), ("b", b), ("c", c)):
@@ -217,7 +217,7 @@ class Matmul:
         # numba-cuda's own device arrays, once: a launch then passes them as they are (another library's arrays,
         # PyTorch's tensors say, are converted at every launch, which took longer than a 64^3 batch's kernel;
         # numba-cuda-mlir's are typed as its own types, which numba-cuda's kernels here do not take).
-        a, b, c = (x if _numba.is_device_array(x) else cuda.as_cuda_array(x) for x in (a, b, c))
+        a, b, c = (x if numba_cuda.is_device_array(x) else cuda.as_cuda_array(x) for x in (a, b, c))
         cc = tuple(cuda.get_current_device().compute_capability)
         if implementation is None:  # (the fastest whose copies take these arrays' strides)
             implementation = next(i for i in self._implementations(cc, str(c.dtype), ndim)
@@ -255,7 +255,7 @@ class Matmul:
         plan, shared = ops.plan, ops.plan.shared_bytes
         from ._shared_memory import allow_dynamic_shared_memory
 
-        mlir = _mlir.is_kernel(kernel)
+        backend = _backends.of_kernel(kernel)
         allow_dynamic_shared_memory(kernel, shared, *args)
         if grid is None and plan.grid == "tiles":
             m, n, _ = self.shape
@@ -264,9 +264,8 @@ class Matmul:
         elif grid is None and plan.grid == "products":
             grid = max(ops.c.shape[0], 1)
         elif grid is None or grid == "resident":
-            resident = (2 * 132 if _numba.simulator_enabled() else
-                        _mlir.resident_blocks(kernel, args, plan.threads, shared) if mlir
-                        else _numba.resident_blocks(kernel, args, plan.threads, shared))
+            resident = (2 * 132 if simulated.simulator_enabled() else
+                        backend.resident_blocks(kernel, args, plan.threads, shared))
             work = ops.c.shape[0] if ops.c.ndim == 3 else math.prod(-(-s // t) for s, t in
                                                                     zip(ops.c.shape, self.shape))
             grid = max(min(resident, work), 1)
@@ -291,7 +290,7 @@ class Matmul:
             MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
         """
         grid, block, shared = self.launch_config(kernel, *args, grid=grid)
-        kernel[grid, block, stream, shared](*(_mlir.launch_arguments(args) if _mlir.is_kernel(kernel) else args))
+        kernel[grid, block, stream, shared](*_backends.of_kernel(kernel).launch_arguments(args))
 
     def _key(self):
         return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision, self.stages)
@@ -477,7 +476,7 @@ def _operands_of(name, args, ndim):
     """The description, its `_Plan` for the kernel's GPU and C's `Dtype`, of the call's ``ops``: `Operands` of this
     description (``ndim``: 2 for tile, 3 for batched)."""
     mm, ops = args["mm"], args["ops"]
-    made = ops.info if isinstance(ops, _numba.Handle) else None
+    made = ops.info if isinstance(ops, numba_cuda.Handle) else None
     call = {2: "tile", 3: "batched"}[ndim]
     if made is None:
         raise ext.error(name, f"ops must be what mm.operands(a, b, c) returns, got {ops}",
@@ -492,7 +491,7 @@ def _operands_of(name, args, ndim):
     _matrices.scales(name, args)
     td = ext.scalar(name, "c", made["c"], verb="holds")
     mm._result(name, "c", td)
-    cc = None if _numba.simulator_enabled() else _compile.typing_cc()
+    cc = None if simulated.simulator_enabled() else _compile.typing_cc()
     if cc is not None and cc < (8, 0):
         raise ext.error(name, f"it needs sm_80 or later (asynchronous copies); this kernel compiles for "
                         f"sm_{cc[0]}{cc[1]}",
@@ -522,7 +521,7 @@ def _compile_ahead(mm):
     epilogue) for this machine's GPU, in background threads, the compilers in worker processes: a kernel
     that calls them finds their LTO-IR made, or waits for what is left (`_compile.build` says so). Nothing on a
     machine with no GPU, on the simulator, or with ``NUMBA_TILES_BACKGROUND=0``."""
-    if _numba.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
+    if simulated.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
         return
 
     def make(cc, ndim):

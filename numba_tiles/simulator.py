@@ -12,13 +12,14 @@ import time
 
 import numpy as np
 
-from . import _numba, _params
+from . import _params
+from ._backends import simulated
 from ._errors import error
 
 
 def _thread(intrinsic):
     """The simulated thread calling ``intrinsic``."""
-    thread = _numba.simulated_thread()
+    thread = simulated.simulated_thread()
     if thread is None:
         raise RuntimeError(
             f"tiles.{intrinsic} runs only inside a @cuda.jit kernel: compiled for a GPU, "
@@ -31,7 +32,7 @@ def _block_thread(intrinsic, block_dim):
     """The simulated thread calling a block-level ``intrinsic``, after checking the launch's block shape and that
     every thread of the block makes this call."""
     thread = _thread(intrinsic)
-    launched = _numba.simulated_block_dim(thread)
+    launched = simulated.simulated_block_dim(thread)
     if launched != block_dim:
         raise error(
             intrinsic,
@@ -44,7 +45,7 @@ def _block_thread(intrinsic, block_dim):
 
 def _exchange(thread, value):
     """Every thread's value, in linear thread order (x fastest), as seen after a barrier."""
-    slots = _numba.block_scratch(thread).setdefault("slots", {})
+    slots = simulated.block_scratch(thread).setdefault("slots", {})
     slots[thread.thread_id] = value
     thread.syncthreads()
     values = [slots[i] for i in range(len(slots))]
@@ -63,7 +64,7 @@ _SITE = "_numba_tiles_site"  # (a simulated thread's attribute) the call it make
 
 def note_call(frame):
     """Record, in the simulated thread running ``frame`` (the caller of an intrinsic), where the call is made."""
-    thread = _numba.simulated_thread()
+    thread = simulated.simulated_thread()
     if thread is not None:
         stack, f = [], frame
         while f is not None:  # (a device function called from two places is two call sites)
@@ -99,12 +100,12 @@ def _not_all_there(intrinsic, where, arrived, size, whom, others):
 def _meet_block(thread, intrinsic):
     """Check, with one barrier, that every thread of the block makes this call."""
     n = _count(thread, "_numba_tiles_block_calls")
-    meetings = _numba.block_scratch(thread).setdefault("meetings", {})
+    meetings = simulated.block_scratch(thread).setdefault("meetings", {})
     meetings.setdefault(n, {})[thread.thread_id] = _site(thread)
     # A thread at meeting n has passed meeting n - 1's barrier, which every thread reached after checking n - 2.
     meetings.pop(n - 2, None)
     thread.syncthreads()
-    size = math.prod(_numba.simulated_block_dim(thread))
+    size = math.prod(simulated.simulated_block_dim(thread))
     stack, where = _site(thread)
     sites = list(meetings[n].values())
     arrived = sum(1 for s, _ in sites if s == stack)
@@ -124,9 +125,9 @@ def _warp_meet(thread, intrinsic, width, value):
     condition of their own rather than the block's barrier. A lane that cannot come (it returned, or waits at a
     block barrier or at another warp call) makes this an error, not a hang."""
     group, lane = divmod(thread.thread_id, width)
-    size = min(width, math.prod(_numba.simulated_block_dim(thread)) - group * width)
+    size = min(width, math.prod(simulated.simulated_block_dim(thread)) - group * width)
     with _warp_lock:
-        meeting = _numba.block_scratch(thread).setdefault("warps", {}).setdefault(
+        meeting = simulated.block_scratch(thread).setdefault("warps", {}).setdefault(
             (width, group), {"cond": threading.Condition(), "calls": {}})
     n = _count(thread, "_numba_tiles_warp_calls")
     stack, where = _site(thread)
@@ -157,7 +158,7 @@ def _warp_meet(thread, intrinsic, width, value):
 def _stuck(thread, width, group, missing, waited):
     """Whether the lanes of ``missing`` cannot come to the calling lane's warp call: each one's thread has ended, or
     waits at a block barrier or at another call of this logical warp; or every thread of the block waits."""
-    dims = _numba.simulated_block_dim(thread)
+    dims = simulated.simulated_block_dim(thread)
     running = {t.thread_id: t for t in threading.enumerate()
                if getattr(t, "_manager", None) is thread._manager and t.is_alive()}
 
@@ -662,7 +663,7 @@ def matmul_tile(instance, args):
 def matmul_batched(instance, args):
     mm, a, b, c, args = _ops(instance, args)
     thread = _block_thread(instance.intrinsic, args["block_dim"])
-    grid = _numba.simulated_grid_dim(thread)
+    grid = simulated.simulated_grid_dim(thread)
     block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
     finish = _epilogue(instance, args, mm._types[1].numpy)
 

@@ -9,7 +9,8 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from .. import _callback, _compile, _libmathdx, _numba, _tensor_maps, _toolchain, extending as ext
+from .. import _callback, _compile, _libmathdx, _tensor_maps, _toolchain, extending as ext
+from .._backends import numba_cuda_compile, simulated
 from .._errors import error
 from .._library import LIBMATHDX
 from .._matrices import ORDERS
@@ -84,7 +85,7 @@ def _prelude(symbols):
 @functools.cache
 def _code(pipeline):
     """The libmathdx LTO-IR of ``pipeline``, one object a process (each kernel that calls it links it once)."""
-    code = _numba.lazy_ltoir(f"numba_tiles-libmathdx-{abs(hash(pipeline)):x}.ltoir",
+    code = numba_cuda_compile.lazy_ltoir(f"numba_tiles-libmathdx-{abs(hash(pipeline)):x}.ltoir",
                              lambda: _libmathdx.code(pipeline))
     _compile.arch_specific.add(code)  # (sm_90a code: a numba-cuda-mlir kernel that calls it links for sm_90a)
     return code
@@ -148,7 +149,7 @@ class Libmathdx(Implementation):
         return pipe
 
     def instance(self, name, mm, plan, td, args, ndim):
-        if _numba.simulator_enabled():  # (the simulator's twin computes the tile; nothing is generated)
+        if simulated.simulator_enabled():  # (the simulator's twin computes the tile; nothing is generated)
             return Instance(name, HEADER, "", types.none, ())
         fused, prelude = _callback.fused(name, args, types.float32, 2)
         t = traits(name, mm, plan.stages)
