@@ -1,7 +1,6 @@
 """Shared memory, with no GPU: what a kernel and its intrinsics' storages take, and what a ``temp`` needs."""
 
-from . import _compile, _elf
-from . import _backends
+from . import _backends, _compile, _elf, _programs
 from ._backends import simulated
 from ._errors import error
 
@@ -32,14 +31,14 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
     """
     _compile.refuse_simulator("shared_memory", "nothing, so there is no linked kernel to measure",
                               "measure the compiled kernel")
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         cubin = _compile.compile(kernel, signature, arch=arch)
     users, headers = {}, {}
     for i, _ in lowered:
         if i.static_storage:
             users.setdefault(i.static_storage, {})[f"tiles.{i.intrinsic}"] = None
             headers[i.static_storage] = i.header
-    sizes = {storage: _compile.constant(f"sizeof({storage})", headers[storage], arch) for storage in users}
+    sizes = {storage: _programs.constant(f"sizeof({storage})", headers[storage], arch) for storage in users}
     # CUB's storage for the algorithms that need none (direct loads, ...) is a 1-byte
     # placeholder, never touched, which the compiler removes.
     buffers = {f"{', '.join(names)}: {storage}": sizes[storage] for storage, names in users.items()
@@ -87,7 +86,7 @@ def temp_bytes(intrinsic, *args, arch="sm_90", **kwargs):
 
 def storage_need(instance, arch="sm_90"):
     """The bytes a ``temp`` buffer needs to hold ``instance``'s storage wherever it lies (see common.cuh)."""
-    return _compile.constant(f"sizeof({instance.storage}) + alignof({instance.storage}) - 1", instance.header, arch)
+    return _programs.constant(f"sizeof({instance.storage}) + alignof({instance.storage}) - 1", instance.header, arch)
 
 
 def allow_dynamic_shared_memory(kernel, nbytes, *args):

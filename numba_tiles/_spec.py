@@ -16,7 +16,7 @@ known (a ``cuda.local.array`` of constant length when compiled, every array on t
 instantiated, with an ``extern "C"`` entry point. ``simulate`` is the pure-Python twin the simulator runs. An
 intrinsic with a ``temp`` parameter takes shared temp storage: its template's last argument is
 the user's ``temp`` array, or, when it is omitted, ``own_storage`` (a static buffer).
-Lowering hands the instance to the kernel's pending program (`_compile.for_call`), links that
+Lowering hands the instance to the kernel's pending program (`_programs.for_call`), links that
 program's LTO-IR into the kernel and calls the entry point; nvJitLink links and inlines it
 with Numba's own code. Everything compiler-specific goes through `_backends` (`Spec.lower` takes either
 compiler's `_backends.Call`). On the simulator the
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from numba.cuda import types
 
-from . import _backends, _compile, _constness, _dtypes, _params, simulator
+from . import _backends, _compile, _constness, _dtypes, _params, _programs, simulator
 from ._backends import numba_cuda
 from ._callback import Callback
 from ._errors import UNKNOWN, Origin, error
@@ -385,10 +385,10 @@ class Spec:
         cc, lineinfo = call.target()
         for code in _linked(instance, Target.for_lowering(cc, lineinfo), call):
             call.link(code)
-        if instance.header.library.arch_specific or any(m in _compile.arch_specific for m in instance.modules):
+        if instance.header.library.arch_specific or any(m in _programs.arch_specific for m in instance.modules):
             asked = call.link_arch_specific()
             if asked:
-                raise _compile.arch_specific_error(asked)
+                raise _programs.arch_specific_error(asked)
         passed = []
         for name, ty, default in instance.params:
             if isinstance(ty, str):
@@ -407,7 +407,7 @@ class Spec:
 def _linked(instance, target, call):
     """The LTO-IR a call links, by its compiler (``call``: its `_backends.Call`; numba-cuda-mlir compiles the user's
     functions there): its program (grouped by the call's code library), its user functions, its modules."""
-    yield _compile.for_call(instance, target, call.code_library())
+    yield _programs.for_call(instance, target, call.code_library())
     for symbol, pyfunc, signature, fastmath in instance.functions:
         yield _compile.python_function(symbol, pyfunc, signature, target.cc, fastmath, call.mlir)
     yield from instance.modules

@@ -96,7 +96,7 @@ def library(name, include_dir, *, blame, over=CUB):
         name=name,
         include_dirs=lambda: (include_dir, *over.include_dirs()),
         versions=lambda: {**over.versions(), name: _toolchain.directory_digest(include_dir)},
-        blame=blame, options=over.options, flags=over.flags, base=over.base, per_entry=over.per_entry,
+        blame=blame, macros=over.macros, nvrtc_flags=over.nvrtc_flags, base=over.base, per_entry=over.per_entry,
     )
 
 

@@ -15,7 +15,8 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import _backends, _callback, _compile, _matmul, _matrices, _tensor_maps, _toolchain, extending as ext, simulator
+from . import (_backends, _callback, _compile, _matmul, _matrices, _programs, _tensor_maps, _toolchain, extending as ext,
+               simulator)
 from ._backends import numba_cuda, simulated
 from ._matmul.base import MATMUL, STAGES
 from ._matmul.shared_tiles import matmul
@@ -140,7 +141,7 @@ class Matmul:
         probe._describe("Matmul.suggested_block_dim", shape, dtype, accumulator, arrangement, precision)
         m, n, k = probe.shape
         row_a, row_b = (str(_matrices.ORDERS[a]).lower() for a in probe.arrangement)
-        packed = _compile.constant(f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, "
+        packed = _programs.constant(f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, "
                                    f"{probe._compute}, {probe._types[1].cxx}, {row_a}, {row_b}>()", MATMUL, arch)
         return packed & 0xFFFF, packed >> 16 & 0xFFFF, packed >> 32 & 0xFFFF
 
@@ -519,7 +520,7 @@ _AHEAD = threading.BoundedSemaphore(2)
 def _compile_ahead(mm):
     """Start making the C++ of ``mm.tile`` and ``mm.batched`` (into a C of the accumulator's dtype, with no
     epilogue) for this machine's GPU, in background threads, the compilers in worker processes: a kernel
-    that calls them finds their LTO-IR made, or waits for what is left (`_compile.build` says so). Nothing on a
+    that calls them finds their LTO-IR made, or waits for what is left (`_programs.build` says so). Nothing on a
     machine with no GPU, on the simulator, or with ``NUMBA_TILES_BACKGROUND=0``."""
     if simulated.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
         return
@@ -532,7 +533,7 @@ def _compile_ahead(mm):
                 plan = mm._plan(name, cc, td.name, ndim)
                 instance = _matmul.IMPLEMENTATIONS[plan.implementation].instance(
                     name, mm, plan, td, {"epilogue": None, "epilogue_args": None}, ndim)
-                _compile.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
+                _programs.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
                                announce=lambda *_: None)
         except Exception:  # (a kernel that calls it compiles it itself, and raises what is wrong there)
             pass

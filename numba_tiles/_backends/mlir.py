@@ -336,7 +336,7 @@ def target_flags(lowerer):
 
 
 class _Library:
-    """What `_compile.for_call` groups the programs of one lowered function by (a weak key)."""
+    """What `_programs.for_call` groups the programs of one lowered function by (a weak key)."""
 
 
 def code_library(lowerer):

@@ -9,7 +9,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from .. import _callback, _compile, _libmathdx, _tensor_maps, _toolchain, extending as ext
+from .. import _callback, _libmathdx, _programs, _tensor_maps, _toolchain, extending as ext
 from .._backends import numba_cuda_compile, simulated
 from .._errors import error
 from .._library import LIBMATHDX
@@ -87,7 +87,7 @@ def _code(pipeline):
     """The libmathdx LTO-IR of ``pipeline``, one object a process (each kernel that calls it links it once)."""
     code = numba_cuda_compile.lazy_ltoir(f"numba_tiles-libmathdx-{abs(hash(pipeline)):x}.ltoir",
                              lambda: _libmathdx.code(pipeline))
-    _compile.arch_specific.add(code)  # (sm_90a code: a numba-cuda-mlir kernel that calls it links for sm_90a)
+    _programs.arch_specific.add(code)  # (sm_90a code: a numba-cuda-mlir kernel that calls it links for sm_90a)
     return code
 
 

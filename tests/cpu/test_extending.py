@@ -11,7 +11,7 @@ from numba import cuda
 from numba.cuda import types
 
 import numba_tiles as tiles
-from numba_tiles import _compile, _target, _toolchain, extending as ext
+from numba_tiles import _compile, _programs, _target, _toolchain, extending as ext
 
 from ..downstream import kernels
 from ..downstream.tiles_extras import block_argmax, block_topk, warp_argmax
@@ -114,18 +114,18 @@ def test_the_headers_content_is_in_the_cache_key(tmp_path):
     header = library.header("mine.cuh")
     instance = ext.Instance(intrinsic="twice", header=header, template=header.template("mine::twice", T="float"),
                             result=types.float32, params=(("v", types.float32, None),))
-    source = _compile.translation_unit([instance])
+    source = _programs.translation_unit([instance])
 
     def key():
-        return _compile.cache.key(_compile.key_parts(source, library, _target.Target("sm_90")))
+        return _compile.cache.key(_programs.key_parts(source, library, _target.Target("sm_90")))
 
     before = key()
     assert key() == before
     (tmp_path / "mine.cuh").write_text(GOOD + "// a comment changes the header, so the key\n")
     _toolchain.directory_digest.cache_clear()  # (a process reads a directory's digest once: a new process)
     assert key() != before
-    assert "mine_test" in _compile.key_parts(source, library, _target.Target("sm_90"))["versions"]
-    assert _compile.build([instance], _target.Target("sm_90"))[:4] != b""  # and it compiles
+    assert "mine_test" in _programs.key_parts(source, library, _target.Target("sm_90"))["versions"]
+    assert _programs.build([instance], _target.Target("sm_90"))[:4] != b""  # and it compiles
 
 
 def test_a_cpp_error_in_a_downstream_header_blames_it(tmp_path):
@@ -144,7 +144,7 @@ def test_a_cpp_error_in_a_downstream_header_blames_it(tmp_path):
     def kernel(x, out):
         out[0] = twice(x[0])
 
-    with pytest.raises(_compile.NVRTCError, match=r"tiles.twice as mine::twice<float>.*This is a bug in mine_test"):
+    with pytest.raises(_programs.NVRTCError, match=r"tiles.twice as mine::twice<float>.*This is a bug in mine_test"):
         tiles.compile(kernel, (F32, F32))
     with pytest.raises(tiles.TilesError, match=r"tiles.twice: it has no simulator twin.*Fix: run it compiled"):
         twice(1.0)  # (a call outside a compiled kernel is the simulator's)

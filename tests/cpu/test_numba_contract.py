@@ -6,7 +6,7 @@ import pytest
 from numba import cuda
 
 import numba_tiles as tiles
-from numba_tiles import _compile, _errors
+from numba_tiles import _errors, _programs
 from numba_tiles._backends import numba_cuda, numba_cuda_compile, simulated
 
 SIG = "void(float32[::1], float32[::1])"
@@ -102,7 +102,7 @@ def test_register_types_and_lowers_a_call_to_the_entry_point():
     """Numba's module calls the entry point (it does not link alone), which our object defines."""
     from cuda.core import Linker, LinkerOptions, ObjectCode
 
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         modules = tiles.compile(reduce_kernel, SIG, output="ltoir")
     (instance, _), = lowered
     assert len(modules) == 2
@@ -113,7 +113,7 @@ def test_register_types_and_lowers_a_call_to_the_entry_point():
 
 
 def test_target_flags_carry_the_arch_and_line_info():
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         tiles.compile(reduce_kernel, SIG, arch="sm_80", output="ltoir", lineinfo=True)
     (_, target), = lowered
     assert (target.arch, target.lineinfo) == ("sm_80", True)
@@ -263,7 +263,7 @@ def test_cached_kernels_index_key_carries_our_stamp(monkeypatch):
         pass
 
     key = CUDACache(kernel)._index_key(("float32[::1]",), Codegen())
-    assert key[-1] == ("numba_tiles", _compile.kernel_cache_stamp())
+    assert key[-1] == ("numba_tiles", _programs.kernel_cache_stamp())
     monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")  # checks compiled in: another cubin, another key
     assert CUDACache(kernel)._index_key(("float32[::1]",), Codegen()) != key
 
@@ -275,7 +275,7 @@ def test_numba_cudas_extension_loader_imports_us_without_nvrtc_work():
     import sys
 
     code = ("import sys\nfrom numba.cuda.core import entrypoints\nentrypoints.init_all()\n"
-            "import numba_tiles._compile as c\nprint('numba_tiles' in sys.modules, len(c._background))")
+            "import numba_tiles._pch as c\nprint('numba_tiles' in sys.modules, len(c._background))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "0"], done.stdout + done.stderr
     assert numba_cuda_compile.EXTENSION_LOADER == "numba.cuda.core.entrypoints"
