@@ -18,6 +18,7 @@ from numba.cuda import types
 from . import (_backends, _callback, _compile, _matmul, _matrices, _programs, _tensor_maps, _toolchain, extending as ext,
                simulator)
 from ._backends import numba_cuda, simulated
+from ._matmul import twins
 from ._matmul.base import MATMUL, STAGES
 from ._matmul.shared_tiles import matmul
 from ._operands import Operands, handle_type
@@ -346,7 +347,7 @@ class Matmul:
     # ---- in kernels ----
 
     @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: _load_rule(n, a, 0),
-                simulate=lambda i, a: simulator.matmul_load(i, {**a, "operand": 0}))
+                simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 0}))
     def load_a(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy A's tile of the 2-D array ``src`` at ``src[row, col]`` (M x K items, ``fill`` past ``src``'s
         edges) into ``tile``, a shared array of ``mm.a_items`` items of ``dtype`` (``alignment=16``), in
@@ -358,7 +359,7 @@ class Matmul:
         """
 
     @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: _load_rule(n, a, 1),
-                simulate=lambda i, a: simulator.matmul_load(i, {**a, "operand": 1}))
+                simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 1}))
     def load_b(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy B's tile of ``src`` at ``src[row, col]`` (K x N items) into ``tile`` (``mm.b_items`` items): as
         `load_a`. Example::
@@ -378,7 +379,7 @@ class Matmul:
             MM.wait()
         """
 
-    @ext.method(fixed=_BLOCK, rule=lambda n, a: _multiply_rule(n, a), simulate=simulator.matmul_multiply)
+    @ext.method(fixed=_BLOCK, rule=lambda n, a: _multiply_rule(n, a), simulate=twins.matmul_multiply)
     def multiply(self, a, b, acc):
         """``acc += a @ b`` for the shared tiles ``a`` and ``b`` (`load_a`, `load_b`) and ``acc``, each thread's
         ``cuda.local.array(mm.accumulator_items, accumulator)`` (zero it first), by the whole block on tensor
@@ -391,7 +392,7 @@ class Matmul:
         """
 
     @ext.method(consts=_callback.CONSTS, fixed=_BLOCK, rule=lambda n, a: _store_rule(n, a),
-                simulate=simulator.matmul_store)
+                simulate=twins.matmul_store)
     def store(self, acc, dst, row, col, alpha=1.0, beta=0.0, stage=None, *, epilogue=None, epilogue_args=None):
         """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators, items past
         ``dst``'s edge dropped (``beta=0``: dst is not read); ``dst`` holds the accumulator's dtype or A's
@@ -403,7 +404,7 @@ class Matmul:
             MM.store(acc, c, row, col, alpha, beta)
         """
 
-    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _tile_rule(n, a), simulate=simulator.matmul_tile)
+    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _tile_rule(n, a), simulate=twins.matmul_tile)
     def tile(self, ops, i, j, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
         """C's tile (i, j) = ``alpha * A @ B + beta * C`` for ``ops = mm.operands(a, b, c)`` of 2-D arrays, the
         whole K loop inside, by the whole block; see `Matmul` and `Matmul.operands`. Example::
@@ -415,7 +416,7 @@ class Matmul:
             MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
         """
 
-    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _batched_rule(n, a), simulate=simulator.matmul_batched)
+    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _batched_rule(n, a), simulate=twins.matmul_batched)
     def batched(self, ops, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
         """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for the whole batch of ``ops = mm.operands(a, b, c)`` (3-D
         arrays), a persistent loop over the launch's blocks; see `Matmul` and `Matmul.operands`. Example::

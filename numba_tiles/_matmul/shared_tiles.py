@@ -3,8 +3,9 @@
 
 from numba.cuda import types
 
-from .. import _matrices, extending as ext, simulator
+from .. import _matrices, extending as ext
 from ..extending import Instance, intrinsic
+from . import twins
 from .base import MATMUL
 
 
@@ -69,7 +70,7 @@ def _matmul_rule(name, args):
 @intrinsic(consts={"shape": _matrices.shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,
                    "alignment": ext.choice("alignment", {None: 0, 16: 16}),
                    "precision": ext.choice("precision", dict.fromkeys([None, *_matrices.NAMED]))},
-           rule=_matmul_rule, simulate=simulator.matmul)
+           rule=_matmul_rule, simulate=twins.matmul)
 def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None,
            alignment=None):
     """``c = alpha * a @ b + beta * c`` for shared-memory tiles, by the whole block with cuBLASDx.
