@@ -102,12 +102,12 @@ def prepare_for_current_device(library):
     of one CPU core; a machine with no GPU pays nothing. It initializes the CUDA driver in that
     thread; ``NUMBA_TILES_PREPARE=0`` turns it off (for processes that fork CUDA-using children).
     """
-    def start():
+    def for_the_gpu():
         cc = _toolchain.current_device_cc()
         if cc is not None and "sm_%d%d" % cc in _toolchain.supported_archs():
             start(library, library.program_options(Target.for_lowering(cc, lineinfo=False)))
 
-    _in_background(start)
+    _in_background(for_the_gpu)
 
 
 def wait_for_precompiled_headers():
