@@ -15,6 +15,7 @@ from numba.cuda import types
 from . import _compile
 from ._backends import mlir, numba_cuda, simulated
 from ._errors import error
+from ._entry import Function
 
 
 @dataclass(frozen=True)
@@ -146,4 +147,4 @@ def fused(intrinsic, args, value, coordinates):
     """What ``epilogue=`` and ``epilogue_args=`` of a store add to its `Instance`: (its parameters, its
     prelude); the epilogue is given items of Numba type ``value`` and ``coordinates`` (2 or 3) of each."""
     callback = bind(intrinsic, args["epilogue"], args["epilogue_args"], value, coordinates, PARAMETERS[coordinates])
-    return ((), "") if callback is None else ((("epilogue_args", callback, None),), callback.prelude)
+    return ((), "") if callback is None else ((Function("epilogue_args", callback),), callback.prelude)

@@ -24,6 +24,7 @@ wrong instantiation found at link.
 import dataclasses
 import functools
 import re
+from collections.abc import Callable
 
 from . import _toolchain
 
@@ -45,8 +46,8 @@ class Library:
     """
 
     name: str
-    include_dirs: object  # () → directories, first searched first (found lazily: finding wheels costs)
-    versions: object  # () → {name: version or digest}: this library's part of the cache key
+    include_dirs: Callable[[], tuple]  # () → directories, first searched first (found lazily: finding wheels costs)
+    versions: Callable[[], dict]  # () → {name: version or digest}: this library's part of the cache key
     blame: str
     macros: tuple = ()  # the preprocessor macros it is compiled with: "NAME" or ("NAME", "value")
     nvrtc_flags: tuple = ()  # other NVRTC options, as (cuda.core ProgramOptions field, value) pairs

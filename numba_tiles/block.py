@@ -9,7 +9,7 @@ from ._collective import (DIM, ITEMS_OPTIONAL, MOVE_CONSTS, block_shape, block_t
 from ._params import ARRANGEMENTS
 from .block_neighbors import block_adjacent_difference, block_discontinuity, block_shuffle
 from .block_sort import block_merge_sort, block_radix_sort
-from .extending import CUB, STATIC_SHARED_BYTES, Instance, intrinsic
+from .extending import Arg, CUB, Instance, intrinsic, STATIC_SHARED_BYTES
 
 REDUCE, LOAD, SCAN = CUB.header("block_reduce.cuh"), CUB.header("block_load.cuh"), CUB.header("block_scan.cuh")
 EXCHANGE, HISTOGRAM = CUB.header("block_exchange.cuh"), CUB.header("block_histogram.cuh")
@@ -27,8 +27,8 @@ def _reduce_rule(name, args):
         template=REDUCE.template("numba_tiles::block_reduce", T=dtype.cxx, Op=op.cxx, **block_shape(args), IPT=items,
                                  Algo=algo, Partial=partial, Broadcast=args["broadcast"]),
         result=dtype.numba,
-        params=(("value", value_type, None), ("num_valid", types.int32, 0),
-                ("identity", dtype.numba, ops.identity_value(op, dtype))),
+        params=(Arg("value", value_type), Arg("num_valid", types.int32, 0),
+                Arg("identity", dtype.numba, ops.identity_value(op, dtype))),
         storage=REDUCE.template("numba_tiles::block_reduce_storage", T=dtype.cxx, **block_shape(args), Algo=algo,
                                 Broadcast=args["broadcast"]),
         **op.code,
@@ -131,7 +131,7 @@ def _movement(name, args, array):
     shape = dict(T=dtype.cxx, **block_shape(args), IPT=args["items_per_thread"], Algo=table[algorithm])
     template_args = dict(shape, Contiguous=args[array].layout == "C",
                          HasNumValid=ext.given_integer(name, args, "num_valid"))
-    params = ((array, args[array], None), ("items", args["items"], None), ("num_valid", types.int64, 0))
+    params = (Arg(array, args[array]), Arg("items", args["items"]), Arg("num_valid", types.int64, 0))
     storage = LOAD.template(f"numba_tiles::{name}_storage", **shape)
     return dtype, template_args, params, storage
 
@@ -149,7 +149,7 @@ def _load_rule(name, args):
         template=LOAD.template("numba_tiles::block_load", **template_args, HasDefault=has_default,
                                Mod=_CACHE[args["cache"]]),
         result=types.none,
-        params=params + (("oob_default", dtype.numba, 0),),
+        params=params + (Arg("oob_default", dtype.numba, 0),),
         storage=storage,
     )
 
@@ -244,18 +244,14 @@ def _scan_rule(name, args):
                         "leave out aggregate and initial_value (the prefix is the initial value; read the new "
                         "prefix for the running total)")
         tile_dtype(name, args, "prefix", like=dtype)
-        return Instance(name, SCAN, SCAN.template("numba_tiles::block_scan_prefix", **head),
-                        types.none if is_array else dtype.numba,
-                        (("value", value_type, None), ("prefix", args["prefix"], None)), storage=storage, **op.code)
+        return Instance(intrinsic=name, header=SCAN, template=SCAN.template("numba_tiles::block_scan_prefix", **head), result=types.none if is_array else dtype.numba, params=(Arg("value", value_type), Arg("prefix", args["prefix"])), storage=storage, **op.code)
     aggregate = args["aggregate"]
     if is_array:
         result = dtype.numba if aggregate else types.none
     else:
         result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
     template = "block_scan_aggregate" if aggregate else "block_scan"
-    return Instance(name, SCAN, SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial),
-                    result, (("value", value_type, None), ("initial_value", dtype.numba, identity)), storage=storage,
-                    **op.code)
+    return Instance(intrinsic=name, header=SCAN, template=SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial), result=result, params=(Arg("value", value_type), Arg("initial_value", dtype.numba, identity)), storage=storage, **op.code)
 
 
 @intrinsic(consts={"op": ops.parse, "block_dim": DIM, "items_per_thread": ITEMS_OPTIONAL,
@@ -299,11 +295,8 @@ def _exchange_rule(name, args):
         _whole_warps(name, args, "a warp-striped arrangement", "'blocked_to_striped' or 'striped_to_blocked'")
     check_shared(name, args, dtype)
     shape = dict(T=dtype.cxx, **block_shape(args), IPT=args["items_per_thread"])
-    return Instance(name, EXCHANGE,
-                    EXCHANGE.template("numba_tiles::block_exchange", **shape,
-                                      Kind=f"numba_tiles::exchange::{args['arrangement']}"),
-                    types.none, (("items", args["items"], None),),
-                    storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape))
+    return Instance(intrinsic=name, header=EXCHANGE, template=EXCHANGE.template("numba_tiles::block_exchange", **shape,
+                                      Kind=f"numba_tiles::exchange::{args['arrangement']}"), result=types.none, params=(Arg("items", args["items"]),), storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape))
 
 
 @intrinsic(consts={**MOVE_CONSTS, "arrangement": ext.choice("arrangement", ARRANGEMENTS)},
@@ -354,27 +347,21 @@ def _histogram_rule(name, args):
         raise ext.error(name, f"histogram holds {counter.name}", f"use counters of {', '.join(_COUNTERS)}")
     algorithm = _histogram_algorithm(args)
     common = dict(**block_shape(args), IPT=args["items_per_thread"], Bins=args["bins"])
-    params = (("items", args["items"], None), ("histogram", args["histogram"], None))
+    params = (Arg("items", args["items"]), Arg("histogram", args["histogram"]))
     if algorithm == "lanes":
         need = args["bins"] * LANE_COPIES * 4
         if need > STATIC_SHARED_BYTES:
             raise ext.error(name, f"algorithm='lanes' keeps {LANE_COPIES} copies of the {args['bins']} counters, "
                             f"{need} bytes, over the {STATIC_SHARED_BYTES} of shared memory a block can have",
                             "use algorithm='atomic' for this many bins")
-        return Instance(name, HISTOGRAM,
-                        HISTOGRAM.template("numba_tiles::block_histogram_lanes", T=dtype.cxx, Counter=counter.cxx,
-                                           **common, Copies=LANE_COPIES, Accumulate=args["accumulate"]),
-                        types.none, params,
-                        storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"],
+        return Instance(intrinsic=name, header=HISTOGRAM, template=HISTOGRAM.template("numba_tiles::block_histogram_lanes", T=dtype.cxx, Counter=counter.cxx,
+                                           **common, Copies=LANE_COPIES, Accumulate=args["accumulate"]), result=types.none, params=params, storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"],
                                                    Copies=LANE_COPIES))
     if algorithm == "sort":  # (it radix-sorts the tile in shared memory first)
         check_shared(name, args, dtype)
     shape = dict(**common, Algo=_HISTOGRAM_ALGORITHMS[algorithm])
-    return Instance(name, HISTOGRAM,
-                    HISTOGRAM.template("numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape,
-                                       Accumulate=args["accumulate"]),
-                    types.none, params,
-                    storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
+    return Instance(intrinsic=name, header=HISTOGRAM, template=HISTOGRAM.template("numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape,
+                                       Accumulate=args["accumulate"]), result=types.none, params=params, storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
 
 
 @intrinsic(consts={**MOVE_CONSTS, "bins": ext.positive_int("bins", 256),

@@ -8,7 +8,7 @@ from numba.cuda import types
 
 from . import extending as ext, ops, simulator
 from ._collective import DIM, ITEMS_OPTIONAL, MOVE_CONSTS, block_shape, tile_dtype, value_dtype
-from .extending import CUB, Instance, intrinsic
+from .extending import Arg, CUB, Instance, intrinsic, Literal
 
 ADJACENT_DIFFERENCE = CUB.header("block_adjacent_difference.cuh")
 DISCONTINUITY, SHUFFLE = CUB.header("block_discontinuity.cuh"), CUB.header("block_shuffle.cuh")
@@ -32,14 +32,9 @@ def _adjacent_difference_rule(name, args):
         raise ext.error(name, "a right difference of a partial tile takes no neighbor (CUB has none)",
                     "leave out neighbor (the last valid item keeps its value), or num_valid")
     shape = dict(T=dtype.cxx, **block_shape(args))
-    return Instance(name, ADJACENT_DIFFERENCE,
-                    ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference", T=dtype.cxx, Op=op.cxx,
+    return Instance(intrinsic=name, header=ADJACENT_DIFFERENCE, template=ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference", T=dtype.cxx, Op=op.cxx,
                                                  **block_shape(args), IPT=args["items_per_thread"], Right=args["right"],
-                                                 HasNeighbor=has_neighbor, Partial=partial),
-                    types.none,
-                    (("items", args["items"], None), ("neighbor", dtype.numba, 0), ("num_valid", types.int32, 0)),
-                    storage=ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference_storage", **shape),
-                    **op.code)
+                                                 HasNeighbor=has_neighbor, Partial=partial), result=types.none, params=(Arg("items", args["items"]), Arg("neighbor", dtype.numba, 0), Arg("num_valid", types.int32, 0)), storage=ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference_storage", **shape), **op.code)
 
 
 @intrinsic(consts={**MOVE_CONSTS, "op": parse_difference, "right": ext.flag("right")},
@@ -105,18 +100,13 @@ def _discontinuity_rule(name, args):
             ext.scalar(name, edge, args[edge])
     differ = args["compare"].bind(name, dtype)
     unused = f"::numba_tiles::array_ref<{flag.cxx}>{{}}"  # the flags not asked for: never touched
-    return Instance(name, DISCONTINUITY,
-                    DISCONTINUITY.template("numba_tiles::block_discontinuity", T=dtype.cxx, Flag=flag.cxx, Op=differ.cxx,
+    return Instance(intrinsic=name, header=DISCONTINUITY, template=DISCONTINUITY.template("numba_tiles::block_discontinuity", T=dtype.cxx, Flag=flag.cxx, Op=differ.cxx,
                                            **block_shape(args), IPT=args["items_per_thread"], Heads="heads" in flags,
                                            Tails="tails" in flags, HasPredecessor=args["predecessor"] is not None,
-                                           HasSuccessor=args["successor"] is not None),
-                    types.none,
-                    (("items", args["items"], None), *((f, args[f] if f in flags else unused, None)
+                                           HasSuccessor=args["successor"] is not None), result=types.none, params=(Arg("items", args["items"]), *(Arg(f, args[f]) if f in flags else Literal(f, unused)
                                                        for f in ("heads", "tails")),
-                     ("predecessor", dtype.numba, 0), ("successor", dtype.numba, 0)),
-                    storage=DISCONTINUITY.template("numba_tiles::block_discontinuity_storage", T=dtype.cxx,
-                                                   **block_shape(args)),
-                    **differ.code)
+                     Arg("predecessor", dtype.numba, 0), Arg("successor", dtype.numba, 0)), storage=DISCONTINUITY.template("numba_tiles::block_discontinuity_storage", T=dtype.cxx,
+                                                   **block_shape(args)), **differ.code)
 
 
 @intrinsic(consts={**MOVE_CONSTS, "compare": parse_differ}, rule=_discontinuity_rule,
@@ -173,11 +163,8 @@ def _shuffle_rule(name, args):
     if _SHUFFLES[kind] and args["distance"] is not None:
         raise ext.error(name, f"kind {kind!r} always moves items by one", "leave out distance")
     ext.given_integer(name, args, "distance")
-    return Instance(name, SHUFFLE,
-                    SHUFFLE.template("numba_tiles::block_shuffle", T=dtype.cxx, **block_shape(args), IPT=items,
-                                     Kind=f"numba_tiles::shuffle::{kind}"),
-                    dtype.numba, (("value", value_type, None), ("distance", types.int32, 1)),
-                    storage=SHUFFLE.template("numba_tiles::block_shuffle_storage", T=dtype.cxx, **block_shape(args)))
+    return Instance(intrinsic=name, header=SHUFFLE, template=SHUFFLE.template("numba_tiles::block_shuffle", T=dtype.cxx, **block_shape(args), IPT=items,
+                                     Kind=f"numba_tiles::shuffle::{kind}"), result=dtype.numba, params=(Arg("value", value_type), Arg("distance", types.int32, 1)), storage=SHUFFLE.template("numba_tiles::block_shuffle_storage", T=dtype.cxx, **block_shape(args)))
 
 
 @intrinsic(consts={"kind": ext.choice("kind", _SHUFFLES), "block_dim": DIM, "items_per_thread": ITEMS_OPTIONAL},

@@ -6,7 +6,7 @@ from numba.cuda import types
 
 from . import extending as ext, ops, simulator
 from ._collective import MOVE_CONSTS, block_shape, block_threads, check_shared, tile_dtype
-from .extending import CUB, Instance, intrinsic
+from .extending import Arg, CUB, Instance, intrinsic
 
 RADIX_SORT, MERGE_SORT = CUB.header("block_radix_sort.cuh"), CUB.header("block_merge_sort.cuh")
 
@@ -15,12 +15,12 @@ def _keys_and_values(name, args, header):
     """What the sorts share: (key dtype, params, their template arguments, their storage type)."""
     dtype = tile_dtype(name, args, "keys", allowed="iuf")
     check_shared(name, args, dtype)
-    params = (("keys", args["keys"], None),)
+    params = (Arg("keys", args["keys"]),)
     value = "cub::NullType"  # (CUB's "no values")
     if args["values"] is not None:
         values = tile_dtype(name, args, "values")
         check_shared(name, args, values)
-        params, value = params + (("values", args["values"], None),), values.cxx
+        params, value = params + (Arg("values", args["values"]),), values.cxx
     shape = dict(K=dtype.cxx, V=value, **block_shape(args), IPT=args["items_per_thread"])
     return dtype, params, shape, header.template(f"numba_tiles::{name}_storage", **shape)
 
@@ -29,12 +29,8 @@ def _sort_rule(name, args):
     dtype, params, shape, storage = _keys_and_values(name, args, RADIX_SORT)
     for bit in ("begin_bit", "end_bit"):
         ext.given_integer(name, args, bit)
-    return Instance(name, RADIX_SORT,
-                    RADIX_SORT.template("numba_tiles::block_radix_sort", **shape, Descending=args["descending"],
-                                        Striped=args["striped"]),
-                    types.none,
-                    (*params, ("begin_bit", types.int32, 0), ("end_bit", types.int32, dtype.numpy.itemsize * 8)),
-                    storage=storage)
+    return Instance(intrinsic=name, header=RADIX_SORT, template=RADIX_SORT.template("numba_tiles::block_radix_sort", **shape, Descending=args["descending"],
+                                        Striped=args["striped"]), result=types.none, params=(*params, Arg("begin_bit", types.int32, 0), Arg("end_bit", types.int32, dtype.numpy.itemsize * 8)), storage=storage)
 
 
 @intrinsic(consts={**MOVE_CONSTS, "descending": ext.flag("descending"), "striped": ext.flag("striped")},
@@ -86,8 +82,7 @@ def _merge_sort_rule(name, args):
                     "launch 32, 64, 128, 256, 512 or 1024 threads, or use block_radix_sort (any block)")
     dtype, params, shape, storage = _keys_and_values(name, args, MERGE_SORT)
     less = args["compare"].bind(name, dtype)
-    return Instance(name, MERGE_SORT, MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less.cxx),
-                    types.none, params, storage=storage, **less.code)
+    return Instance(intrinsic=name, header=MERGE_SORT, template=MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less.cxx), result=types.none, params=params, storage=storage, **less.code)
 
 
 @intrinsic(consts={**MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,

@@ -23,7 +23,7 @@ from ._matmul.base import MATMUL, STAGES
 from ._matmul.shared_tiles import matmul
 from ._operands import Operands, handle_type
 from ._target import Target
-from .extending import Instance
+from .extending import Arg, Instance
 from .tile import wait_rule
 
 __all__ = ["Matmul", "matmul"]
@@ -440,9 +440,8 @@ def _load_rule(name, args, operand):
     _matrices.matrix(name, args, "src", like=("tile", ta))
     _matrices.origin(name, args)
     template = mm._template("numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
-    return Instance(name, MATMUL, template, types.none,
-                    (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
-                     ("tile", args["tile"], None), ("fill", ta.numba, 0)), threads=mm.threads)
+    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
+                     Arg("tile", args["tile"]), Arg("fill", ta.numba, 0)), threads=mm.threads)
 
 
 def _multiply_rule(name, args):
@@ -451,8 +450,7 @@ def _multiply_rule(name, args):
     mm._shared_tile(name, args, "b", "b_items")
     tc = mm._accumulator(name, args)
     template = mm._template("numba_tiles::matmul_multiply", TA=ta.cxx, TB=ta.cxx, TC=tc.cxx)
-    return Instance(name, MATMUL, template, types.none,
-                    (("a", args["a"], None), ("b", args["b"], None), ("acc", args["acc"], None)), threads=mm.threads)
+    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("acc", args["acc"])), threads=mm.threads)
 
 
 def _store_rule(name, args):
@@ -461,17 +459,16 @@ def _store_rule(name, args):
     td, result = mm._result(name, "dst", _matrices.matrix(name, args, "dst"))
     _matrices.origin(name, args)
     _matrices.scales(name, args)
-    params = (("acc", args["acc"], None), ("dst", args["dst"], None), ("row", types.int64, None),
-              ("col", types.int64, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
+    params = (Arg("acc", args["acc"]), Arg("dst", args["dst"]), Arg("row", types.int64),
+              Arg("col", types.int64), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
     function = "numba_tiles::matmul_store"
     if args["stage"] is not None:
         if ext.element(name, "stage", args["stage"]) != tc or not isinstance(args["stage"], types.Array):
             raise ext.error(name, f"stage must be a shared array of {tc.name}, got {args['stage']}",
                             f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
-        function, params = "numba_tiles::matmul_store_staged", params + (("stage", args["stage"], None),)
+        function, params = "numba_tiles::matmul_store_staged", params + (Arg("stage", args["stage"]),)
     fused, prelude = _callback.fused(name, args, tc.numba, 2)
-    return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none,
-                    params + fused, prelude=prelude, threads=mm.threads)
+    return Instance(intrinsic=name, header=MATMUL, template=mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), result=types.none, params=params + fused, prelude=prelude, threads=mm.threads)
 
 
 def _operands_of(name, args, ndim):

@@ -18,6 +18,7 @@ from .._spec import Instance
 from . import tma
 from .base import STAGES, Implementation, Plan
 from .wgmma import CXX, precision
+from .._entry import Arg
 
 HEADER = LIBMATHDX.header("libmathdx.cuh")
 
@@ -93,8 +94,7 @@ def _code(pipeline):
 
 def _instance(name, mm, stages, template, params, prelude="", threads=0):
     symbols = traits(name, mm, stages)["symbols"]
-    return Instance(name, HEADER, template, types.none, params, prelude=_prelude(symbols) + prelude,
-                    modules=(_code(pipeline(mm, stages)),), threads=threads)
+    return Instance(intrinsic=name, header=HEADER, template=template, result=types.none, params=params, prelude=_prelude(symbols) + prelude, modules=(_code(pipeline(mm, stages)),), threads=threads)
 
 
 def prepare_instance(name, mm, stages, args):
@@ -103,8 +103,8 @@ def prepare_instance(name, mm, stages, args):
     template = HEADER.template("numba_tiles::libmathdx_prepare", DeviceBytes=t["device_bytes"],
                                DeviceAlign=t["device_align"], RowA=ORDERS[mm.arrangement[0]],
                                RowB=ORDERS[mm.arrangement[1]], DeviceCreate=f"&{t['symbols']['device_create']}")
-    return _instance(name, mm, stages, template, (("pipe", args["pipe"], None), ("a", args["a"], None),
-                                                  ("b", args["b"], None)))
+    return _instance(name, mm, stages, template, (Arg("pipe", args["pipe"]), Arg("a", args["a"]),
+                                                  Arg("b", args["b"])))
 
 
 class Libmathdx(Implementation):
@@ -150,7 +150,7 @@ class Libmathdx(Implementation):
 
     def instance(self, name, mm, plan, td, args, ndim):
         if simulated.simulator_enabled():  # (the simulator's twin computes the tile; nothing is generated)
-            return Instance(name, HEADER, "", types.none, ())
+            return Instance(intrinsic=name, header=HEADER, template="", result=types.none, params=())
         fused, prelude = _callback.fused(name, args, types.float32, 2)
         t = traits(name, mm, plan.stages)
         s = {f: f"&{symbol}" for f, symbol in t["symbols"].items()}
@@ -161,8 +161,8 @@ class Libmathdx(Implementation):
             AccAlign=t["accumulator_align"], TileCreate=s["tile_create"], TileDestroy=s["tile_destroy"],
             AccCreate=s["accumulator_create"], AccDestroy=s["accumulator_destroy"], Execute=s["execute"],
             Finish=s["finish"], CopyF32=s["copy_f32"], P=CXX["float32" if td.name == "float32" else precision(mm)])
-        params = self.operand_params(mm, td, 2) + (("i", types.int64, None), ("j", types.int64, None),
-                                                  ("alpha", types.float32, 1), ("beta", types.float32, 0)) + fused
+        params = self.operand_params(mm, td, 2) + (Arg("i", types.int64), Arg("j", types.int64),
+                                                  Arg("alpha", types.float32, 1), Arg("beta", types.float32, 0)) + fused
         return _instance(name, mm, plan.stages, template, params, prelude, threads=threads(mm))
 
 

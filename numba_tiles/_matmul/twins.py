@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from .._backends import simulated
+from .._entry import Function
 from .._errors import error
 from ..simulator import block_thread, by_first_thread, tile_window
 
@@ -88,7 +89,8 @@ def matmul_multiply(instance, args):
 def _epilogue(instance, args, precision):
     """The call's epilogue as ``finish(value, *coordinates)`` on one item, computed in NumPy ``precision``
     (the accumulator's, as on the GPU), or None."""
-    callback = next((ty for name, ty, _ in instance.params if name == "epilogue_args"), None)
+    callback = next((p.callback for p in instance.params if isinstance(p, Function) and p.name == "epilogue_args"),
+                    None)
     if callback is None:
         return None
     extras = args["epilogue_args"] or ()

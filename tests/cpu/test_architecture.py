@@ -20,7 +20,14 @@ PUBLIC_NUMBA = {("numba", "cuda"), ("numba.cuda", "types")}
 def imports(path):
     """(module imported, names taken) of every import statement, module-level or deferred."""
     package = _dotted(path) if path.name == "__init__.py" else _dotted(path).rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    # (imports for the type checker alone, under `if TYPE_CHECKING:`, are no edges at run time)
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+                   for n in ast.walk(node)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, ()

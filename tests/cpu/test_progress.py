@@ -39,7 +39,7 @@ print(tiles.cache.stats()["nvrtc"])
 """
 
 
-def _notices(text):
+def notice_lines(text):
     return [line for line in text.splitlines() if line.startswith("numba_tiles: ")]
 
 
@@ -171,7 +171,7 @@ def test_a_small_program_compiles_without_a_word(tmp_path, monkeypatch, capfd):
     tiles.compile(block_max, "void(uint16[::1], uint16[::1])", arch="sm_80", output="ltoir")
     assert tiles.cache.stats()["nvrtc"] == before + 1
     out, err = capfd.readouterr()
-    assert not _notices(out + err), out + err
+    assert not notice_lines(out + err), out + err
 
 
 def _per_entry_library(tmp_path):
@@ -204,7 +204,7 @@ def test_programs_side_by_side_say_so_once_with_a_bar_in_a_notebook(tmp_path, mo
     build = _per_entry_library(tmp_path)
     build(1, 2)
     out, err = capfd.readouterr()
-    assert _notices(err) == ["numba_tiles: compiling 2 programs side by side for sm_90: tiles.mine "
+    assert notice_lines(err) == ["numba_tiles: compiling 2 programs side by side for sm_90: tiles.mine "
                              "(NVRTC in 2 worker processes, cached afterwards)"], err
     assert "numba_tiles NVRTC:" in err and "0/2 [" in err  # the bar (gone when done: leave=False)
     # redrawn each tick while the first program compiles (a worker process's start and NVRTC: over 20 ms)
