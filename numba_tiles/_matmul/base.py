@@ -8,7 +8,7 @@ from numba import cuda
 from numba.cuda import types
 
 from .. import _tensor_maps, extending as ext
-from .._library import MATHDX
+from ..extending import MATHDX
 from .._entry import Member
 
 MATMUL = MATHDX.header("matmul.cuh")  # the register form's steps and loops, and the shared-tile product

@@ -5,9 +5,8 @@ sm_80 on, any strides."""
 from numba.cuda import types
 
 from .. import _callback
-from .._spec import Instance
+from ..extending import Arg, Instance, Literal
 from .base import MATMUL, SHARED, Implementation, Plan, stage_bytes
-from .._entry import Arg, Literal
 
 
 class CpAsync(Implementation):

@@ -11,14 +11,12 @@ from numba.cuda import types
 
 from .. import _callback, _libmathdx, _programs, _tensor_maps, _toolchain, extending as ext
 from .._backends import numba_cuda_compile, simulated
-from .._errors import error
+from ..extending import Arg, Instance, error
 from .._library import LIBMATHDX
 from .._matrices import ORDERS
-from .._spec import Instance
 from . import tma
 from .base import STAGES, Implementation, Plan
 from .wgmma import CXX, precision
-from .._entry import Arg
 
 HEADER = LIBMATHDX.header("libmathdx.cuh")
 

@@ -4,10 +4,9 @@
 from numba.cuda import types
 
 from .. import _matrices, extending as ext
-from ..extending import Instance, intrinsic
+from ..extending import Arg, Instance, intrinsic
 from . import twins
 from .base import MATMUL
-from .._entry import Arg
 
 
 def _lds(intrinsic, value):

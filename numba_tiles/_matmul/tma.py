@@ -6,9 +6,8 @@ import numpy as np
 from numba.cuda import types
 
 from .. import _callback, _tensor_maps, extending as ext
-from .._spec import Instance
+from ..extending import Arg, Instance, Literal
 from .base import MATMUL, SHARED, Implementation, Plan, stage_bytes
-from .._entry import Arg, Literal
 
 
 def fits(mm):

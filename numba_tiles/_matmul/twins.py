@@ -9,7 +9,7 @@ import numpy as np
 
 from .._backends import simulated
 from .._entry import Function
-from .._errors import error
+from ..extending import error
 from ..simulator import block_thread, by_first_thread, tile_window
 
 def _operand(tile, precision):

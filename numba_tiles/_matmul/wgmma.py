@@ -6,12 +6,11 @@ import numpy as np
 from numba.cuda import types
 
 from .. import _callback, _tensor_maps
+from ..extending import Arg, Instance
 from .._library import CUTE_SM90A
 from .._matrices import ORDERS
-from .._spec import Instance
 from . import tma
 from .base import Implementation, Plan
-from .._entry import Arg
 
 WGMMA = CUTE_SM90A.header("wgmma.cuh")
 MAX_SHARED_BYTES = 227 * 1024  # a Hopper block's dynamic shared memory
