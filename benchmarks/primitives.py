@@ -265,7 +265,6 @@ def limits(x, repeats):
     copy, total = torch.empty_like(t), torch.empty((), dtype=torch.float32, device="cuda")
     read = t.nbytes / median_ms(lambda: torch.sum(t, dim=0, out=total), repeats) / 1e6
     copied = 2 * t.nbytes / median_ms(lambda: copy.copy_(t), repeats) / 1e6
-    del copy
     return read, copied
 
 

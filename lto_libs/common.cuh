@@ -204,10 +204,11 @@ __device__ __forceinline__ bool first_report() {
   return atomicExch(&reported, 1u) == 0;
 }
 
-// How many of the block's threads arrive here, counted by a barrier. CUDA's __syncthreads_count is the .aligned
-// form, which a warp split by the very branch under check must not execute; cuda::ptx has no barrier.red.
+// How many of the block's threads arrive here, counted by a barrier.
 __device__ __forceinline__ int threads_arriving() {
   int count;
+  // CUDA's __syncthreads_count is the .aligned form, which a warp split by the very branch under check must not
+  // execute; cuda::ptx has no barrier.red.
   asm volatile("barrier.cta.red.popc.u32 %0, 0, 1;" : "=r"(count) : : "memory");
   return count;
 }

@@ -18,7 +18,8 @@ Example::
 
 import os as _os
 
-from . import _compile, _library, _link, _numba, cache
+from . import _library, _link, _pch, _programs, cache
+from ._backends import numba_cuda_compile, simulated
 from ._version import __version__
 from ._compile import compile, precompile
 from ._errors import TilesError
@@ -31,14 +32,14 @@ from .matmul import Matmul, matmul
 from .tile import tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum
 
-if not _numba.simulator_enabled():
-    _numba.link_line_info_with_nvrtc()  # (else @cuda.jit(lineinfo=True) fails to link any intrinsic)
-    _numba.cache_kernels_with_intrinsics(_compile.kernel_cache_stamp)  # @cuda.jit(cache=True)
-    _numba.link_through(_link.link)  # a kernel's first launch takes its linked cubin from the disk cache
-    if _os.environ.get("NUMBA_TILES_PREPARE", "1") != "0" and not _numba.loaded_as_extension():
+if not simulated.simulator_enabled():
+    numba_cuda_compile.link_line_info_with_nvrtc()  # (else @cuda.jit(lineinfo=True) fails to link any intrinsic)
+    numba_cuda_compile.cache_kernels_with_intrinsics(_programs.kernel_cache_stamp)  # @cuda.jit(cache=True)
+    numba_cuda_compile.link_through(_link.link)  # a kernel's first launch takes its linked cubin from the disk cache
+    if _os.environ.get("NUMBA_TILES_PREPARE", "1") != "0" and not numba_cuda_compile.loaded_as_extension():
         # The user's first kernel is about a second away: parse CUB's base headers for this GPU meanwhile
         # (not when numba-cuda's extension loader imports us, in a process that may never use us).
-        _compile.prepare_for_current_device(_library.CUB)
+        _pch.prepare_for_current_device(_library.CUB)
 
 __all__ = [
     "block_load", "block_store", "block_reduce", "block_sum", "block_scan", "block_exchange",

@@ -84,13 +84,13 @@ def _parse_signature(text):
     """``--signature``'s ``[KERNEL=]SIGNATURE`` as (kernel name or None, signature text, argument types)."""
     from numba.cuda import types
 
-    from . import _numba
+    from ._backends import numba_cuda
 
     # (a Numba signature never holds '=', so a leading "name=" can only be a kernel's name)
     named = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*=(.*)", text, re.DOTALL)
     name, signature = (named[1], named[2].strip()) if named else (None, text.strip())
     try:
-        args, returns = _numba.normalize_signature(signature)
+        args, returns = numba_cuda.normalize_signature(signature)
     except Exception as exc:  # (Numba evaluates the text: NameError, SyntaxError, TypeError, ...)
         raise _UsageError(
             f"--signature {text!r} is not a Numba signature ({type(exc).__name__}: {_one_line(str(exc))}): write "
@@ -237,7 +237,8 @@ def report():
 
     from cuda.bindings import nvjitlink
 
-    from . import _library, _mlir, _toolchain, cache
+    from . import _library, _toolchain, cache
+    from ._backends import mlir
 
     def package(name):
         try:
@@ -248,8 +249,8 @@ def report():
     rows, problems = [], []
     for name in ("numba-cuda", "numba-cuda-mlir", "numba", "cuda-core", "cuda-bindings", "numpy"):
         rows.append((name, package(name)))
-    if rows[1][1] != "not installed" and not _mlir.available():  # (its kernels then get no intrinsics)
-        low, high = (".".join(map(str, v)) for v in (_mlir.MIN_VERSION, _mlir.MAX_VERSION))
+    if rows[1][1] != "not installed" and not mlir.available():  # (its kernels then get no intrinsics)
+        low, high = (".".join(map(str, v)) for v in (mlir.MIN_VERSION, mlir.MAX_VERSION))
         rows[1] = (rows[1][0], f"{rows[1][1]}  (not used: numba_tiles works with >={low}, <{high})")
     nvrtc = "%d.%d" % _toolchain.nvrtc_version()
     jitlink = "%d.%d" % nvjitlink.version()

@@ -4,7 +4,7 @@ numba-cuda-mlir's ``numba_cuda_mlir_extensions``.
 numba-cuda calls it before a process's first kernel compile, so that numba_tiles' intrinsics
 and its adaptations of numba-cuda (line tables, device functions, ``cache=True``) are in place
 whatever the kernel's module imported. Importing numba_tiles here starts no NVRTC work
-(`_numba.loaded_as_extension`).
+(`numba_cuda_compile.loaded_as_extension`).
 """
 
 

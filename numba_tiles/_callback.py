@@ -3,7 +3,7 @@
 The user writes ``@cuda.jit(device=True) def epilogue(value, row, col, bias)`` and passes it with the
 run-time values it needs (``epilogue=epilogue, epilogue_args=(bias,)``). Numba compiles the function
 (C ABI, under a symbol of ours) for the item's type, int64 coordinates and those values' types. The
-kernel's own module gets a small function in the entry points' pointer ABI (`_numba.define_callback`)
+kernel's own module gets a small function in the entry points' pointer ABI (`numba_cuda.define_callback`)
 that unpacks the values from one pointer and calls it; the C++ calls that through a functor, and
 nvJitLink inlines both into the store's loop.
 """
@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 from numba.cuda import types
 
-from . import _compile, _mlir, _numba
+from . import _compile
+from ._backends import mlir, numba_cuda, simulated
 from ._errors import error
+from ._entry import Function
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,7 @@ class Callback:
 
     ``value`` is the item's Numba type, ``coordinates`` how many int64 coordinates follow it, ``extras``
     the Numba types of the run-time values passed along (a tuple). In a numba-cuda-mlir kernel (``mlir``) the
-    functor calls the function itself, numba-cuda-mlir's C ABI, with the extras' fields that `_mlir.pack` lays
+    functor calls the function itself, numba-cuda-mlir's C ABI, with the extras' fields that `mlir.pack` lays
     out; under numba-cuda it calls a function in the kernel's module (`define`) that unpacks them."""
 
     pyfunc: object
@@ -58,9 +60,9 @@ class Callback:
         value = cxx(self.value)
         coordinates = "".join(f", long long at{i}" for i in range(self.coordinates))
         if self.mlir:
-            fields = _mlir.c_abi_fields(self.extras)
+            fields = mlir.c_abi_fields(self.extras)
             given = "".join(f", at{i}" for i in range(self.coordinates))
-            read = "".join(f", *reinterpret_cast<{f} const*>(e + {_mlir.FIELD_BYTES * k})"
+            read = "".join(f", *reinterpret_cast<{f} const*>(e + {mlir.FIELD_BYTES * k})"
                            for k, f in enumerate(fields))
             return (f'extern "C" __device__ {value} {self.body}({value}{", long long" * self.coordinates}'
                     f'{"".join(", " + f for f in fields)});\n'
@@ -82,7 +84,7 @@ class Callback:
 
     def define(self, context, builder):
         """Define the pointer-ABI function in the module being lowered (once)."""
-        _numba.define_callback(context, builder, self.symbol, self.body, self.value, self.coordinates, self.extras)
+        numba_cuda.define_callback(context, builder, self.symbol, self.body, self.value, self.coordinates, self.extras)
 
     def simulate(self, value, coordinates, extras):
         """The simulator's call: the Python function on Python values."""
@@ -123,10 +125,10 @@ def bind(intrinsic, function, extras, value, coordinates, names):
                     f"({', '.join(names)}), got {extras}", "pass epilogue_args=(bias,) (a 1-tuple has a comma)")
     pyfunc = _compile.device_function(function)
     callback = Callback(pyfunc, types.unliteral(value), coordinates, tuple(types.unliteral(t) for t in extras),
-                        _numba.fastmath(function), _mlir.typing_cc() is not None)
+                        numba_cuda.fastmath(function), mlir.typing_cc() is not None)
     if callback.mlir:
-        _mlir.c_abi_fields(callback.extras, intrinsic)  # (what it cannot pass is an error of this call)
-    if not _numba.simulator_enabled():
+        mlir.c_abi_fields(callback.extras, intrinsic)  # (what it cannot pass is an error of this call)
+    if not simulated.simulator_enabled():
         try:
             callback.code(_compile.typing_cc())
         except Exception as exc:  # noqa: BLE001 (Numba's typing and lowering errors: the user's code)
@@ -145,4 +147,4 @@ def fused(intrinsic, args, value, coordinates):
     """What ``epilogue=`` and ``epilogue_args=`` of a store add to its `Instance`: (its parameters, its
     prelude); the epilogue is given items of Numba type ``value`` and ``coordinates`` (2 or 3) of each."""
     callback = bind(intrinsic, args["epilogue"], args["epilogue_args"], value, coordinates, PARAMETERS[coordinates])
-    return ((), "") if callback is None else ((("epilogue_args", callback, None),), callback.prelude)
+    return ((), "") if callback is None else ((Function("epilogue_args", callback),), callback.prelude)

@@ -11,7 +11,7 @@ import dis
 import inspect
 import threading
 
-from . import _numba
+from ._backends import bytecode, simulated
 
 _functions = {}  # code object → its _Function, or None where the front end does not take its bytecode
 _verdicts = {}  # (spec, code, instruction offset) → {parameter: True (compile-time) or False (run-time)}
@@ -51,13 +51,13 @@ def _classify(spec, frame):
 def _function(code, globals_):
     if code not in _functions:
         # A module's or a class's body is no kernel (and may be long): its calls go unchecked.
-        compiled = code.co_flags & inspect.CO_OPTIMIZED and _numba.bytecode_ir(code, globals_)
+        compiled = code.co_flags & inspect.CO_OPTIMIZED and bytecode.bytecode_ir(code, globals_)
         _functions[code] = _Function(code, compiled) if compiled else None
     return _functions[code]
 
 
 class _Function:
-    """A function's `_numba.BytecodeIR` and where its instructions start."""
+    """A function's `bytecode.BytecodeIR` and where its instructions start."""
 
     def __init__(self, code, ir):
         self.ir = ir
@@ -165,7 +165,7 @@ class _Scope:
             owner = self.value(owner_var)
         except _Unknown:
             return None
-        if _numba.is_cuda_module(owner):
+        if simulated.is_cuda_module(owner):
             return False  # cuda.blockDim.x, cuda.threadIdx.x, ...
         return self._kind(site)
 

@@ -224,7 +224,7 @@ def _make(pipeline, part):
 
 def _announce(pipeline):
     """One notice a pipeline, as the first of its parts (traits, code: made side by side) starts."""
-    from ._compile import say
+    from ._notices import say
 
     with _lock:
         if pipeline in _announced:
@@ -258,8 +258,8 @@ def _future(pipeline, part):
 
 def _result(pipeline, part):
     """``part`` of ``pipeline``, saying so on stderr when it waits for one that started a while ago (in the
-    background, as a description compiles ahead), and showing the time its generation has taken (`_compile.elapsed`)."""
-    from ._compile import elapsed, say
+    background, as a description compiles ahead), and showing the time its generation has taken (`_notices.elapsed`)."""
+    from ._notices import elapsed, say
 
     future = _future(pipeline, part)
     if future.done():
@@ -286,9 +286,9 @@ def code(pipeline):
     if found["symbols"] != traits(pipeline)["symbols"]:
         raise RuntimeError(f"libmathdx named {pipeline}'s functions differently in two processes")
     (ltoir,) = found["ltoir"]
-    from . import _compile
+    from . import _programs
 
-    _compile.arch_specific.add(ltoir)  # (sm_90a code, which `compile` names)
+    _programs.arch_specific.add(ltoir)  # (sm_90a code, which `compile` names)
     return ltoir
 
 

@@ -3,7 +3,7 @@
 A `Library` is one body of C++ that intrinsics instantiate: numba_tiles' own CUB families
 (`CUB`, below), later MathDx or a downstream package's header. Its description says
 - where its headers and those they include are (``include_dirs``),
-- the NVRTC options it needs (``options``),
+- the macros and NVRTC options it needs (``macros``, ``nvrtc_flags``),
 - what goes into the cache key for it (``versions``: the content of its headers and of
   the libraries beneath them, not only a version number),
 - whom a compile failure of its code blames (``blame``).
@@ -24,8 +24,13 @@ wrong instantiation found at link.
 import dataclasses
 import functools
 import re
+from collections.abc import Callable
 
 from . import _toolchain
+
+
+# What every program is compiled with, whatever its library and target.
+_BASE_OPTIONS = {"std": "c++20", "link_time_optimization": True, "relocatable_device_code": True}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -41,17 +46,30 @@ class Library:
     """
 
     name: str
-    include_dirs: object  # () → directories, first searched first (found lazily: finding wheels costs)
-    versions: object  # () → {name: version or digest}: this library's part of the cache key
+    include_dirs: Callable[[], tuple]  # () → directories, first searched first (found lazily: finding wheels costs)
+    versions: Callable[[], dict]  # () → {name: version or digest}: this library's part of the cache key
     blame: str
-    options: tuple = ()  # NVRTC define_macro entries: "NAME" or ("NAME", "value")
-    flags: tuple = ()  # other NVRTC options, as (cuda.core ProgramOptions field, value) pairs
+    macros: tuple = ()  # the preprocessor macros it is compiled with: "NAME" or ("NAME", "value")
+    nvrtc_flags: tuple = ()  # other NVRTC options, as (cuda.core ProgramOptions field, value) pairs
     base: str = None  # the header every program includes first: what its headers share, precompiled once
     per_entry: bool = False  # one program per entry point, built side by side in worker processes
     arch_specific: bool = False  # compiled for the arch-specific target (sm_90 → sm_90a): its code uses wgmma
 
     def __post_init__(self):
         DECLARED.append(self)
+
+    def program_options(self, target, output="ltoir"):
+        """NVRTC's options (cuda.core ``ProgramOptions`` fields) for a program of this library built for ``target``
+        (all part of its cache key)."""
+        options = {**_BASE_OPTIONS, **dict(self.nvrtc_flags), **target.nvrtc_options()}
+        if self.arch_specific:
+            options["arch"] += "a"
+        macros = [*self.macros, *options.pop("define_macro", ())]
+        if macros:
+            options["define_macro"] = macros
+        if output != "ltoir":
+            del options["link_time_optimization"]
+        return options
 
     def header(self, filename):
         return Header(self, filename)
@@ -166,7 +184,7 @@ CUB = Library(
     include_dirs=lambda: (_toolchain.lto_libs_dir(), _toolchain.cccl_include_dir(), _toolchain.cuda_include_dir()),
     versions=_cub_versions,
     blame="This is a numba_tiles bug; please report it with this message",
-    options=("NDEBUG", ("_CCCL_META_UNROLL_LIMIT", "10"), "CCCL_DISABLE_NVFP8_SUPPORT",
+    macros=("NDEBUG", ("_CCCL_META_UNROLL_LIMIT", "10"), "CCCL_DISABLE_NVFP8_SUPPORT",
              ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES)),
              *(f"_CUDA_PTX_{name.upper()}_H_" for name in UNUSED_PTX_HEADERS)),
     base="common.cuh",
@@ -188,8 +206,8 @@ MATHDX = Library(
     versions=lambda: {**_cub_versions(), "cublasdx": _toolchain.cublasdx_version(),
                       "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent)},
     blame="This is a numba_tiles bug (or a size cuBLASDx does not support); please report it with this message",
-    options=("NDEBUG", ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES))),
-    flags=(("device_as_default_execution_space", True), ("gen_opt_lto", True)),
+    macros=("NDEBUG", ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES))),
+    nvrtc_flags=(("device_as_default_execution_space", True), ("gen_opt_lto", True)),
     per_entry=True,
 )
 

@@ -6,7 +6,7 @@ every process, with every LTO-IR module already in the cache. What it makes depe
 modules' bytes, the link options and nvJitLink's version, so it is stored under a key of those
 (`numba_tiles.cache`; ``NUMBA_TILES_CACHE=0`` turns it off with the rest). Both links of a kernel
 go through `link`: `tiles.compile`'s, and numba-cuda's own at a kernel's first launch
-(`_numba.link_through`).
+(`numba_cuda_compile.link_through`).
 """
 
 import dataclasses
@@ -61,7 +61,7 @@ def warn_if_serialized(log):
     one before; tiles.Matmul.tile's 8192^3 GEMMs on Hopper took 14% longer on an H200 so), as nvJitLink's info
     ``log`` reports it. A call in the kernel does it (``print``, or NUMBA_TILES_DEBUG's messages). Shown when
     the kernel is linked, not when the link comes from the disk cache."""
-    from ._numba import NumbaPerformanceWarning  # (numba-cuda's, as its own launch warnings)
+    from ._backends.numba_cuda import NumbaPerformanceWarning  # (numba-cuda's, as its own launch warnings)
 
     for why, symbol in _SERIALIZED.findall(log or ""):
         kernel = _python_name(symbol)

@@ -2,7 +2,8 @@
 
 import math
 
-from . import _mlir, _numba
+from . import _backends
+from ._backends import simulated
 from ._errors import error
 
 SIMULATED_BLOCKS = 2  # on the simulator, which runs every thread in Python: a grid-stride loop still loops
@@ -42,8 +43,6 @@ def resident_blocks(kernel, block_dim, *args, shared_bytes=0):
     if not isinstance(threads, int) or not 0 < threads <= 1024:
         raise error("resident_blocks", f"block_dim={block_dim!r} is not a block of 1 to 1024 threads",
                     "pass the launch's block shape, e.g. 256 or (16, 16)")
-    if _numba.simulator_enabled():
+    if simulated.simulator_enabled():
         return SIMULATED_BLOCKS
-    if _mlir.is_kernel(kernel):
-        return _mlir.resident_blocks(kernel, args, threads, shared_bytes)
-    return _numba.resident_blocks(kernel, args, threads, shared_bytes)
+    return _backends.of_kernel(kernel).resident_blocks(kernel, args, threads, shared_bytes)

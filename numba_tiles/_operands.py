@@ -3,14 +3,15 @@
 An `Operands` holds the three arrays and ``pipe``, the bytes the product's code reads besides them: the
 TMA tensor maps of A, B (and C), the batch's sizes and the counters of the products' order
 (`_tensor_maps.PIPE`), or libmathdx's device-pipeline object. In a kernel it is one argument whose Numba type
-(`_numba.Handle`) names its description, the dtypes, whether it is a batch and the implementation, passed as
+(`numba_cuda.Handle`) names its description, the dtypes, whether it is a batch and the implementation, passed as
 the members that implementation reads (`_matmul.members`): a launch marshals each array it passes, on the
 host, every time.
 """
 
 from numba.cuda import types
 
-from . import _matmul, _mlir, _numba
+from . import _backends, _matmul
+from ._backends import numba_cuda
 
 
 class Operands:
@@ -49,12 +50,10 @@ def handle_type(mm, a_dtype, c_dtype, ndim, implementation=None):
     name = (f"Matmul.operands({'batch' if ndim == 3 else 'matrix'}, A {a_dtype}, C {c_dtype}"
             + (f", {implementation}" if implementation else "") + f"; {mm!r})")
     member_types = _matmul.member_types(a_dtype, c_dtype, ndim)
-    return _numba.Handle(name, ("Matmul.operands", mm, a_dtype, c_dtype, ndim, implementation),
+    return numba_cuda.Handle(name, ("Matmul.operands", mm, a_dtype, c_dtype, ndim, implementation),
                          tuple((m, member_types[m]) for m in _matmul.members(implementation)),
                          info={"mm": mm, "ndim": ndim, "c": getattr(types, c_dtype), "implementation": implementation})
 
 
-if not _numba.simulator_enabled():
-    _numba.register_handle(Operands)
-    if _mlir.available():
-        _mlir.register_handle(Operands)
+for _backend in _backends.registered():  # (none on the simulator)
+    _backend.register_handle(Operands)

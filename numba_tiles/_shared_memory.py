@@ -1,6 +1,7 @@
 """Shared memory, with no GPU: what a kernel and its intrinsics' storages take, and what a ``temp`` needs."""
 
-from . import _compile, _elf, _mlir, _numba
+from . import _backends, _compile, _elf, _programs
+from ._backends import simulated
 from ._errors import error
 
 
@@ -30,14 +31,14 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
     """
     _compile.refuse_simulator("shared_memory", "nothing, so there is no linked kernel to measure",
                               "measure the compiled kernel")
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         cubin = _compile.compile(kernel, signature, arch=arch)
     users, headers = {}, {}
     for i, _ in lowered:
         if i.static_storage:
             users.setdefault(i.static_storage, {})[f"tiles.{i.intrinsic}"] = None
             headers[i.static_storage] = i.header
-    sizes = {storage: _compile.constant(f"sizeof({storage})", headers[storage], arch) for storage in users}
+    sizes = {storage: _programs.constant(f"sizeof({storage})", headers[storage], arch) for storage in users}
     # CUB's storage for the algorithms that need none (direct loads, ...) is a 1-byte
     # placeholder, never touched, which the compiler removes.
     buffers = {f"{', '.join(names)}: {storage}": sizes[storage] for storage, names in users.items()
@@ -85,7 +86,7 @@ def temp_bytes(intrinsic, *args, arch="sm_90", **kwargs):
 
 def storage_need(instance, arch="sm_90"):
     """The bytes a ``temp`` buffer needs to hold ``instance``'s storage wherever it lies (see common.cuh)."""
-    return _compile.constant(f"sizeof({instance.storage}) + alignof({instance.storage}) - 1", instance.header, arch)
+    return _programs.constant(f"sizeof({instance.storage}) + alignof({instance.storage}) - 1", instance.header, arch)
 
 
 def allow_dynamic_shared_memory(kernel, nbytes, *args):
@@ -126,9 +127,9 @@ def allow_dynamic_shared_memory(kernel, nbytes, *args):
     if not isinstance(nbytes, int) or nbytes < 0:
         raise error("allow_dynamic_shared_memory", f"nbytes must be a non-negative int, got {nbytes!r}",
                     "pass the bytes the launch will ask for, e.g. 96 * 1024")
-    if _numba.simulator_enabled() or _mlir.is_kernel(kernel):  # (numba-cuda-mlir's launcher lifts the limit itself)
+    if simulated.simulator_enabled():
         return nbytes
-    limit = _numba.allow_dynamic_shared_memory(kernel, nbytes, args)
+    limit = _backends.of_kernel(kernel).allow_dynamic_shared_memory(kernel, nbytes, args)
     if nbytes > limit:
         raise error("allow_dynamic_shared_memory", f"{nbytes} bytes are over this GPU's {limit} bytes of shared "
                     "memory a block may opt in to", "use smaller tiles, fewer pipeline stages or fewer buffers")

@@ -16,9 +16,10 @@ known (a ``cuda.local.array`` of constant length when compiled, every array on t
 instantiated, with an ``extern "C"`` entry point. ``simulate`` is the pure-Python twin the simulator runs. An
 intrinsic with a ``temp`` parameter takes shared temp storage: its template's last argument is
 the user's ``temp`` array, or, when it is omitted, ``own_storage`` (a static buffer).
-Lowering hands the instance to the kernel's pending program (`_compile.for_call`), links that
+Lowering hands the instance to the kernel's pending program (`_programs.for_call`), links that
 program's LTO-IR into the kernel and calls the entry point; nvJitLink links and inlines it
-with Numba's own code. Everything numba-specific goes through `_numba`. On the simulator the
+with Numba's own code. Everything compiler-specific goes through `_backends` (`Spec.lower` takes either
+compiler's `_backends.Call`). On the simulator the
 same checks run on the call's Python values, after `_constness.compile_time_arguments` has said
 which of them the compiler would see as compile-time constants.
 """
@@ -31,73 +32,81 @@ import inspect
 import math
 import re
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from numba.cuda import types
 
-from . import _compile, _constness, _dtypes, _mlir, _numba, _params, simulator
-from ._callback import Callback
-from ._errors import UNKNOWN, Origin, TilesError, error
+from . import _backends, _compile, _constness, _dtypes, _params, _programs, simulator
+from ._backends import numba_cuda
+from ._entry import Arg, Function, Literal, Member, NumbaType, Param
+from ._errors import UNKNOWN, Origin, error
+from ._library import Header
 from ._target import Target
 
 
-@dataclass(frozen=True)
+Parser = Callable[[str, object], object]  # (intrinsic, value) → the parsed compile-time argument, or a TilesError
+Rule = Callable[[str, dict], "Instance"]  # (intrinsic, parsed arguments) → its instantiation
+Simulate = Callable[["Instance", dict], object]  # (instance, the call's Python values) → what the thread gets
+
+
+@dataclass(frozen=True, kw_only=True)
 class Instance:
     """One instantiation: ``template`` called from an ``extern "C" __device__`` entry point.
 
     ``header`` is a `Header` of the library it comes from; ``template`` its spelling, from
-    ``header.template(...)``. ``params`` are the entry point's run-time parameters as (name,
-    Numba type, value passed when the caller omits it, or always for a name the intrinsic does
-    not take, such as an op's identity); a C++ expression in place of the type is passed as it
-    is, with no entry parameter; a `Callback` in place of the type takes the argument of that name (a
-    tuple, or None) as the values the callback is given, and passes the callback's functor.
-    ``result`` is a scalar type, a tuple of them, or ``types.none``.
+    ``header.template(...)``. ``params`` are the entry point's parameters, in order (`_entry`: an `Arg`, a
+    `Literal`, a `Member` or a `Function` each). ``result`` is a scalar type, a tuple of them, or ``types.none``.
     The entry point takes every scalar by pointer and writes every result through a pointer,
     so that no type (half, bfloat16, complex) depends on a C calling convention shared by
     Numba and NVRTC; a 1-D array arrives as ``numba_tiles::array_ref<T>`` (data, size, stride in
     items), a 2-D one as ``numba_tiles::matrix_ref<T>`` (data, rows, cols, strides in items), a 3-D
     one as ``numba_tiles::batch_ref<T>`` (data, count, rows, cols, the three strides in items).
     nvJitLink inlines the entry point, after which these pointers are registers again.
-    A parameter named ``handle.member`` is that member of the argument ``handle`` (a `_numba.Handle`
-    value, such as ``tiles.Matmul.operands``'s), passed as the member's type says.
+
+    Example::
+
+        ext.Instance(intrinsic=name, header=HEADER, template=HEADER.template("mypkg::argmax", T=dtype.cxx),
+                     result=dtype.numba, params=(ext.Arg("value", dtype.numba),))
     """
 
     intrinsic: str
-    header: object
+    header: Header
     template: str
-    result: types.Type
-    params: tuple
+    result: NumbaType
+    params: tuple[Param, ...]
     prelude: str = ""  # C++ declarations the template needs (a user op's functor)
     functions: tuple = ()  # (symbol, Python function, Numba signature, fastmath): compiled by Numba and linked in
     modules: tuple = ()  # LTO-IR another producer made (``numba.cuda.LTOIR``\ s: libmathdx's), linked in
     storage: str = ""  # the C++ type of its shared temp storage ("" for none)
     threads: int = 0  # the block's threads its code needs, when the rule fixes them (the kernel's launch bound)
 
-    def param_type(self, name):
-        """The entry type of the parameter ``name``."""
-        return next(ty for n, ty, _ in self.params if n == name)
+    def param_type(self, name: str) -> NumbaType:
+        """The entry type of the parameter ``name`` (an `Arg` or a `Member`)."""
+        return next(p.type for p in self.params if isinstance(p, (Arg, Member)) and p.name == name)
 
     @property
-    def outputs(self):
+    def outputs(self) -> tuple:
         if self.result is types.none:
             return ()
         return tuple(self.result) if isinstance(self.result, types.BaseTuple) else (self.result,)
 
-    def _declarations(self):
+    def _declarations(self) -> tuple[list[str], list[str]]:
         decls, args = [], []
-        for name, ty, _ in self.params:
-            name = name.replace(".", "_")  # (a handle's member)
-            if isinstance(ty, str):
-                args.append(ty)
+        for p in self.params:
+            if isinstance(p, Literal):
+                args.append(p.cxx)
                 continue
-            if isinstance(ty, Callback):
+            name = p.name.replace(".", "_")  # (a handle's member)
+            if isinstance(p, Function):
                 decls.append(f"const void* {name}")
-                args.append(f"{ty.functor}{{{name}}}")
+                args.append(f"{p.callback.functor}{{{name}}}")
                 continue
+            ty = p.type
             cxx = _dtypes.cxx(ty)
             if isinstance(ty, types.Array) and ty.ndim in (2, 3):
-                parts = [f"{name}_{p}" for p in _REFS[ty.ndim][1]]
-                decls += [f"{cxx}* {name}", *(f"long long {p}" for p in parts)]
+                parts = [f"{name}_{part}" for part in _REFS[ty.ndim][1]]
+                decls += [f"{cxx}* {name}", *(f"long long {part}" for part in parts)]
                 args.append(f"::numba_tiles::{_REFS[ty.ndim][0]}<{cxx}>{{{name}, {', '.join(parts)}}}")
             elif isinstance(ty, types.Array):
                 decls += [f"{cxx}* {name}", f"long long {name}_size", f"long long {name}_stride"]
@@ -109,18 +118,18 @@ class Instance:
         return decls, args
 
     @property
-    def symbol(self):
+    def symbol(self) -> str:
         # Named after the C++ template and the entry's parameter types, not the intrinsic, so
         # that spellings of one instantiation (block_sum and block_reduce with "+") share one
         # entry point, and a scalar and a one-item array (same template) do not.
         decls, _ = self._declarations()
-        callbacks = "".join(ty.functor for _, ty, _ in self.params if isinstance(ty, Callback))
+        callbacks = "".join(p.callback.functor for p in self.params if isinstance(p, Function))
         origin = f"{self.header.library.name}/{self.header.name}:{self.template}({', '.join(decls)}){callbacks}"
         digest = hashlib.sha256(origin.encode()).hexdigest()[:16]
         base = self.template.split("<", 1)[0].rsplit("::", 1)[-1]
         return f"numba_tiles_{base}_{digest}"
 
-    def entry(self, lines=False):
+    def entry(self, lines: bool = False) -> str:
         """The C++ entry point NVRTC compiles for this instance (after ``#include`` of its header).
 
         ``lines``: its call is marked (``#line``) as the line of the header that declares the
@@ -137,12 +146,12 @@ class Instance:
         return f'extern "C" __device__ void {self.symbol}({", ".join(decls)}) {{\n{line}  {call};\n}}\n'
 
     @property
-    def static_storage(self):
+    def static_storage(self) -> str:
         """The C++ type of the static shared buffer this instance declares ("" if it has none or uses ``temp``)."""
-        return self.storage if (("temp", OWN_STORAGE, None) in self.params) else ""
+        return self.storage if Literal("temp", OWN_STORAGE) in self.params else ""
 
 
-# The C++ view of a 2-D and a 3-D array, and its fields after the data (as `_numba._pass` passes them).
+# The C++ view of a 2-D and a 3-D array, and its fields after the data (as `numba_cuda._pass` passes them).
 _REFS = {2: ("matrix_ref", ("rows", "cols", "row_stride", "col_stride")),
          3: ("batch_ref", ("count", "rows", "cols", "batch_stride", "row_stride", "col_stride"))}
 
@@ -152,19 +161,18 @@ OWN_STORAGE = "::numba_tiles::own_storage{}"
 _TEMP_FIX = "pass cuda.shared.array(TEMP_BYTES, uint8), with TEMP_BYTES from tiles.temp_bytes(...)"
 
 
-def _with_temp(intrinsic, instance, temp):
+def _with_temp(intrinsic: str, instance: Instance, temp: NumbaType) -> Instance:
     """``instance`` taking its storage from the user's ``temp`` (a 1-D array) or, if None, its own static buffer."""
     assert instance.storage, f"{intrinsic} takes temp but its rule gave no storage"
     if temp is not None and not (isinstance(temp, types.Array) and temp.ndim == 1):
         raise error(intrinsic, f"temp must be a 1-D array, got {temp}", _TEMP_FIX)
     if temp is None:
-        temp = OWN_STORAGE
-    else:
-        _dtypes.element(intrinsic, "temp", temp, fix=_TEMP_FIX)  # (shared bytes: no cast of items helps)
-    return dataclasses.replace(instance, params=instance.params + (("temp", temp, None),))
+        return dataclasses.replace(instance, params=instance.params + (Literal("temp", OWN_STORAGE),))
+    _dtypes.element(intrinsic, "temp", temp, fix=_TEMP_FIX)  # (shared bytes: no cast of items helps)
+    return dataclasses.replace(instance, params=instance.params + (Arg("temp", temp),))
 
 
-def _left_out(ty):
+def _left_out(ty: NumbaType) -> bool:
     """An argument not given, or given as None (``num_valid=None``): the entry gets its default."""
     return isinstance(ty, (types.Omitted, types.NoneType))
 
@@ -173,7 +181,7 @@ class _NotConstant(Exception):
     pass
 
 
-def _constant(ty):
+def _constant(ty: NumbaType) -> object:
     """The Python value behind a Numba type that carries one (a literal, a tuple of them, a global function)."""
     if isinstance(ty, types.Omitted):
         return ty.value
@@ -190,7 +198,7 @@ def _constant(ty):
     raise _NotConstant
 
 
-def _typed_as_constant(value):
+def _typed_as_constant(value: object) -> bool:
     """Whether Numba types ``value`` (a literal's, a global's or a closure variable's) as one that `_constant`
     reads back: a float, a namedtuple or an array is typed as a run-time value, though the IR holds it."""
     if type(value) is tuple:
@@ -205,7 +213,8 @@ _EXAMPLES = (256, 4, True, "+", (64, 64, 32))
 class Spec:
     """An intrinsic's declaration: its Python signature, which parameters are compile-time, its rule."""
 
-    def __init__(self, func, consts, rule, simulate, fixed, per_thread):
+    def __init__(self, func: Callable, consts: Mapping[str, Parser], rule: Rule, simulate: Simulate | None,
+                 fixed: Mapping[str, object], per_thread: tuple[str, ...]) -> None:
         self.name = func.__name__
         self.consts = consts
         self.rule = rule
@@ -261,7 +270,7 @@ class Spec:
             return f", e.g. {name}={value!r}"
         return ""
 
-    def resolve_types(self, arguments, origins=None):
+    def resolve_types(self, arguments: dict[str, NumbaType], origins: Mapping | None = None) -> Instance:
         """Typing: Numba types of the arguments (literal where constant, Omitted where not given) → `Instance`.
 
         ``origins``: {name: `_errors.Origin`} of the arguments, where the kernel's IR is at hand."""
@@ -297,7 +306,7 @@ class Spec:
                 raise error(self.name, f"{name} has {lengths[name]} items but items_per_thread={items}",
                             f"make it at least items_per_thread long, e.g. cuda.local.array({items}, dtype)")
 
-    def resolve_values(self, *args, **kwargs):
+    def resolve_values(self, *args: object, **kwargs: object) -> tuple[Instance, dict[str, object]]:
         """Typing from the run-time arguments' Python values (the simulator's) or Numba types.
 
         Returns (`Instance`, parsed arguments)."""
@@ -317,7 +326,7 @@ class Spec:
             parsed[name] = self._parse(name, value)
             if compile_time.get(name) and not _typed_as_constant(value):
                 raise self._not_constant(name)  # (as compiled: parsed, then refused)
-        typed = {n: v if n in self.consts or v is None or isinstance(v, types.Type) else _numba.typeof(v)
+        typed = {n: v if n in self.consts or v is None or isinstance(v, types.Type) else numba_cuda.typeof(v)
                  for n, v in parsed.items()}
         instance = self._instance(typed)
         shapes = {n: getattr(parsed[n], "shape", None) for n in self.per_thread}
@@ -325,11 +334,12 @@ class Spec:
                                      if isinstance(shape, tuple) and len(shape) == 1})
         return instance, parsed
 
-    def typing_signature(self, args, kws, origins=None, debug=None):
+    def typing_signature(self, args: tuple, kws: dict, origins: tuple | None = None,
+                         debug: bool | None = None) -> object:
         """The call's signature for the types ``args`` and ``kws`` (numba.cuda's; ``origins``: `_errors.call_site`'s,
         or None; ``debug``: whether the kernel is a debug build, by default numba-cuda's flags say)."""
         if debug is None:
-            _, _, debug = _numba.target_flags()
+            _, _, debug = numba_cuda.target_flags()
         if debug:
             # On an H200 (CUDA 13.0), a -G kernel that called block_reduce then block_scan stored
             # blockIdx.x where it stored the sum: after the second call, ptxas's debug code stored
@@ -342,8 +352,9 @@ class Spec:
                         "profilers and cuda-gdb step by line), or run the kernel on Numba's simulator "
                         "(NUMBA_ENABLE_CUDASIM=1) to debug its Python with pdb")
         arguments = self._bind(args, kws, omitted=types.Omitted)
-        instance = self.resolve_types(arguments, origins and self.pysig.bind(*origins[0], **origins[1]).arguments)
-        entry = {name: ty for name, ty, _ in instance.params if isinstance(ty, types.Type)}
+        instance = self.resolve_types(arguments, None if origins is None
+                                      else self.pysig.bind(*origins[0], **origins[1]).arguments)
+        entry = {p.name: p.type for p in instance.params if isinstance(p, Arg)}
         # Numba casts each run-time argument to the formal type: make it the entry point's.
         formal = [
             arguments[n] if n in self.consts or _left_out(arguments[n]) or n not in entry
@@ -359,7 +370,7 @@ class Spec:
             default = None if seen_default and p.default is p.empty else p.default
             params.append(p.replace(kind=p.POSITIONAL_OR_KEYWORD, default=default))
         positional = self.pysig.replace(parameters=params)
-        return _numba.signature(instance.result, formal, positional)
+        return numba_cuda.signature(instance.result, formal, positional)
 
     def _threads(self, instance, arguments):
         """The block the call's code needs, if known at compile time: the kernel's launch bound."""
@@ -372,81 +383,43 @@ class Spec:
             return math.prod(self._parse("block_dim", given))
         return 0
 
-    def lower(self, context, builder, sig, args):
-        cc, lineinfo, _ = _numba.target_flags()
-        target = Target.for_lowering(cc, lineinfo)
-        arguments = dict(zip(self.pysig.parameters, sig.args))
+    def lower(self, call: _backends.Call) -> object:
+        """Lower one call of the intrinsic, by whichever compiler holds it (``call``: its `_backends.Call`): resolve
+        the instance, bound the kernel's threads, link the programs and pass each entry parameter."""
+        arguments = call.arguments()
         instance = self.resolve_types({**arguments, **self.fixed})
         threads = self._threads(instance, arguments)
         if threads:
-            _numba.bound_threads(builder, threads)
-        library = _numba.active_library(context)
-        for code in _linked(instance, target, library):
-            _numba.link(library, code)
-
-        values = dict(zip(self.pysig.parameters, args))
-        passed = []
-        for name, ty, default in instance.params:
-            if isinstance(ty, str):
-                continue
-            if "." in name:  # a member of a handle argument
-                handle, member = name.split(".")
-                passed.append((ty, _numba.handle_member(builder, arguments[handle], values[handle], member)))
-                continue
-            given = arguments.get(name)
-            omitted = given is None or _left_out(given)
-            if isinstance(ty, Callback):
-                ty.define(context, builder)
-                _numba.link(library, ty.code(cc))
-                passed.append((types.voidptr, _numba.pointer_to(context, builder, given, None if omitted else values[name])))
-                continue
-            passed.append((ty, _numba.constant(context, ty, default) if omitted else values[name]))
-        return _numba.call_entry(context, builder, instance.symbol, passed, instance.outputs, instance.result)
-
-    def lower_mlir(self, lowerer, result, args, kws):
-        """`lower` in a numba-cuda-mlir kernel (`_mlir` emits its MLIR): ``args`` and ``kws`` are the call's
-        variables, ``result`` its result's."""
-        variables = self.pysig.bind(*args, **dict(kws)).arguments
-        given = _mlir.argument_types(lowerer, variables)
-        arguments = {name: _mlir.to_numba_cuda(ty) for name, ty in given.items()}
-        for name, p in self.pysig.parameters.items():
-            arguments.setdefault(name, types.Omitted(p.default))
-        instance = self.resolve_types({**arguments, **self.fixed})
-        cc, lineinfo = _mlir.target_flags(lowerer)
-        threads = self._threads(instance, arguments)
-        if threads:
-            _mlir.bound_threads(lowerer, threads)
-        target = Target.for_lowering(cc, lineinfo)
-        for code in _linked(instance, target, _mlir.code_library(lowerer), mlir=True):
-            _mlir.link(lowerer, code)
-        if instance.header.library.arch_specific or any(m in _compile.arch_specific for m in instance.modules):
-            asked = _mlir.link_arch_specific(lowerer)
+            call.bound_threads(threads)
+        cc, lineinfo = call.target()
+        for code in _linked(instance, Target.for_lowering(cc, lineinfo), call):
+            call.link(code)
+        if instance.header.library.arch_specific or any(m in _programs.arch_specific for m in instance.modules):
+            asked = call.link_arch_specific()
             if asked:
-                raise _compile.arch_specific_error(asked)
+                raise _programs.arch_specific_error(asked)
         passed = []
-        for name, ty, default in instance.params:
-            if isinstance(ty, str):
+        for p in instance.params:
+            if isinstance(p, Literal):
                 continue
-            if "." in name:  # a member of a handle argument
-                handle, member = name.split(".")
-                passed.append((ty, _mlir.handle_member(lowerer, variables[handle], arguments[handle], member)))
-            elif isinstance(ty, Callback):
-                _mlir.link(lowerer, ty.code(cc))
-                extras = None if name not in variables or _left_out(arguments[name]) else variables[name]
-                passed.append((types.voidptr, _mlir.pack(lowerer, ty.extras, extras)))
-            elif name not in variables or _left_out(arguments[name]):
-                passed.append((ty, _mlir.constant(ty, default)))
+            if isinstance(p, Member):
+                passed.append((p.type, call.member(p.handle, p.member)))
+                continue
+            omitted = p.name not in arguments or _left_out(arguments[p.name])
+            if isinstance(p, Function):
+                call.link(p.callback.code(cc))
+                passed.append((types.voidptr, call.callback(p.name, p.callback, omitted)))
             else:
-                passed.append((ty, _mlir.value(lowerer, variables[name], given[name], ty)))
-        _mlir.call_entry(lowerer, result, instance.symbol, passed, instance.outputs)
+                passed.append((p.type, call.constant(p.type, p.default) if omitted else call.value(p.name, p.type)))
+        return call.call_entry(instance.symbol, passed, instance.outputs, instance.result)
 
 
-def _linked(instance, target, library, mlir=False):
-    """The LTO-IR a call links, by either compiler (``mlir``: numba-cuda-mlir's, which compiles the user's
-    functions there): its program (grouped by ``library``), its user functions, its modules."""
-    yield _compile.for_call(instance, target, library)
+def _linked(instance, target, call):
+    """The LTO-IR a call links, by its compiler (``call``: its `_backends.Call`; numba-cuda-mlir compiles the user's
+    functions there): its program (grouped by the call's code library), its user functions, its modules."""
+    yield _programs.for_call(instance, target, call.code_library())
     for symbol, pyfunc, signature, fastmath in instance.functions:
-        yield _compile.python_function(symbol, pyfunc, signature, target.cc, fastmath, mlir)
+        yield _compile.python_function(symbol, pyfunc, signature, target.cc, fastmath, call.mlir)
     yield from instance.modules
 
 
@@ -465,7 +438,8 @@ def _document(doc):
     return re.sub(r"\{\{(\w+)\}\}", lambda m: _params.DOCS[m[1]], doc or "")
 
 
-def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
+def intrinsic(*, consts: Mapping[str, Parser], rule: Rule, simulate: Simulate | None,
+              fixed: Mapping[str, object] | None = None, per_thread: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
     """Declare the decorated function (its signature and docstring) as an intrinsic (see this module's doc).
 
     ``consts``: {parameter: parser} of the compile-time parameters; ``rule(name, args)`` gives the
@@ -497,12 +471,8 @@ def intrinsic(*, consts, rule, simulate, fixed=None, per_thread=()):
             return spec.simulate(instance, arguments)
 
         call.spec = spec
-        if not _numba.simulator_enabled():
-            _numba.register(call, spec.typing_signature, spec.lower, TilesError)
-            if _mlir.available():
-                _mlir.register(call, spec.name,
-                               lambda args, kws, debug, origins: spec.typing_signature(args, kws, origins, debug),
-                               spec.lower_mlir)
+        for backend in _backends.registered():
+            backend.register(call, spec.name, spec.pysig, spec.typing_signature, spec.lower)
         return call
 
     return decorate
@@ -527,7 +497,8 @@ class method:
                 "The block's total of ``values[:self.items]``."
     """
 
-    def __init__(self, *, rule, simulate, consts=None, fixed=None):
+    def __init__(self, *, rule: Rule, simulate: Simulate | None, consts: Mapping[str, Parser] | None = None,
+                 fixed: Mapping[str, Callable[[object], object]] | None = None) -> None:
         self.consts, self.rule, self.simulate, self.fixed = consts or {}, rule, simulate, fixed or {}
 
     def __call__(self, declaration):
@@ -545,11 +516,11 @@ class method:
         bound = obj.__dict__[self.name] = self.bind(obj)
         return bound
 
-    def bind(self, obj):
+    def bind(self, obj: object) -> Callable:
         """The intrinsic ``<class>.<name>`` with ``mm`` = ``obj``."""
         signature = inspect.signature(self.declaration)
         stand_in = functools.wraps(self.declaration)(lambda *args, **kwargs: None)
-        stand_in.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])
+        setattr(stand_in, "__signature__", signature.replace(parameters=list(signature.parameters.values())[1:]))
         stand_in.__name__ = stand_in.__qualname__ = f"{self.owner}.{self.name}"
         del stand_in.__wrapped__  # (inspect would follow it back to the signature with self)
         consts = {"mm": lambda intrinsic, value: value, **self.consts}
@@ -559,7 +530,7 @@ class method:
                          fixed={"mm": obj, **{p: f(obj) for p, f in self.fixed.items()}})(stand_in)
 
 
-def description(*, constants=()):
+def description(*, constants: tuple[str, ...] = ()) -> Callable[[type], type]:
     """Make module-level instances of the decorated class usable in kernels: its `method`\\ s are intrinsics
     bound to the instance, and the attributes named in ``constants`` (ints) compile-time constants. Two equal
     instances are one description (define ``__eq__`` and ``__hash__``). Public as
@@ -580,10 +551,8 @@ def description(*, constants=()):
                 getattr(self, name)
 
         cls.__init__ = __init__
-        if not _numba.simulator_enabled():
-            _numba.register_description(cls, attribute)
-            if _mlir.available():
-                _mlir.register_description(cls, attribute)
+        for backend in _backends.registered():
+            backend.register_description(cls, attribute)
         return cls
 
     return register

@@ -1,97 +1,41 @@
-"""Block-level intrinsics: every thread of the block calls them together (CUB's block collectives)."""
+"""Block-level intrinsics: every thread of the block calls them together (CUB's block collectives): loads and
+stores, reductions, scans, exchanges and histograms here; sorts in `block_sort`, neighbours in `block_neighbors`."""
 
-import operator
-
-import numpy as np
 from numba.cuda import types
 
 from . import extending as ext, ops, simulator
+from ._collective import (DIM, ITEMS_OPTIONAL, MOVE_CONSTS, block_shape, block_threads, check_shared, cub_names,
+                          tile_dtype, value_dtype)
 from ._params import ARRANGEMENTS
-from .extending import CUB, STATIC_SHARED_BYTES, Instance, intrinsic
+from .block_neighbors import block_adjacent_difference, block_discontinuity, block_shuffle
+from .block_sort import block_merge_sort, block_radix_sort
+from .extending import Arg, CUB, Instance, intrinsic, STATIC_SHARED_BYTES
 
 REDUCE, LOAD, SCAN = CUB.header("block_reduce.cuh"), CUB.header("block_load.cuh"), CUB.header("block_scan.cuh")
 EXCHANGE, HISTOGRAM = CUB.header("block_exchange.cuh"), CUB.header("block_histogram.cuh")
-RADIX_SORT, MERGE_SORT = CUB.header("block_radix_sort.cuh"), CUB.header("block_merge_sort.cuh")
 
-_DIM = ext.block_dim
-_ITEMS = ext.positive_int("items_per_thread", 4)
-_ITEMS_OPTIONAL = ext.positive_int("items_per_thread", 4, optional=True)
-
-
-def _shape(args):
-    """The block shape as the C++ templates name it."""
-    return dict(zip(("BX", "BY", "BZ"), args["block_dim"]))
-
-
-def _threads(args):
-    x, y, z = args["block_dim"]
-    return x * y * z
-
-
-def _tile(name, args, param, like=None, allowed=None):
-    """The `Dtype` of a thread-local (or global) array argument ``param``; ``like`` = the dtype it must share."""
-    ty = args[param]
-    if not isinstance(ty, types.Array):
-        raise ext.error(name, f"{param} must be an array, got {ty}",
-                    f"pass a thread-local array, cuda.local.array(items_per_thread, dtype), as {param}")
-    dtype = ext.element(name, param, ty, allowed)
-    if like is not None and dtype != like:
-        raise ext.error(name, f"{param} holds {dtype.name} but the other array holds {like.name}",
-                    "use arrays of one dtype (cast the items first)")
-    return dtype
-
-
-def _value(name, args):
-    """(dtype, entry type, items per thread) of a ``value`` that is a scalar or a thread-local array."""
-    value, items = args["value"], args["items_per_thread"]
-    dtype = ext.element(name, "value", value)
-    if isinstance(value, types.Array):
-        if items is None:
-            raise ext.error(name, "an array input needs items_per_thread",
-                        "pass items_per_thread=N, the number of items each thread holds")
-        return dtype, value, items
-    if items not in (None, 1):
-        raise ext.error(name, f"items_per_thread={items} needs an array input, got a scalar {value}",
-                    "pass the thread-local array (cuda.local.array(items_per_thread, dtype))")
-    return dtype, dtype.numba, 1
-
-
-def _check_shared(name, args, *arrays):
-    """Reject at typing a tile that cannot fit in static shared memory: the collectives that stage it
-    there (transposes, exchanges, sorts) need at least its bytes. (NVRTC checks CUB's exact size later.)"""
-    need = _threads(args) * args["items_per_thread"] * sum(d.numpy.itemsize for d in arrays)
-    if need > STATIC_SHARED_BYTES:
-        raise ext.error(name, f"a tile of {_threads(args)} threads x {args['items_per_thread']} items needs at least "
-                    f"{need} bytes of shared memory, over the {STATIC_SHARED_BYTES} a block can have",
-                    "use fewer items_per_thread or threads, or a smaller dtype")
-
-
-_REDUCE_ALGORITHMS = {
-    "warp_reductions": "cub::BLOCK_REDUCE_WARP_REDUCTIONS",
-    "raking": "cub::BLOCK_REDUCE_RAKING",
-    "raking_commutative_only": "cub::BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY",
-}
+_REDUCE_ALGORITHMS = cub_names("BLOCK_REDUCE", "warp_reductions", "raking", "raking_commutative_only")
 
 
 def _reduce_rule(name, args):
-    dtype, value_type, items = _value(name, args)
+    dtype, value_type, items = value_dtype(name, args)
     op, partial = ops.reduction(name, args, dtype)
     algo = _REDUCE_ALGORITHMS[args["algorithm"]]
     return Instance(
         intrinsic=name,
         header=REDUCE,
-        template=REDUCE.template("numba_tiles::block_reduce", T=dtype.cxx, Op=op.cxx, **_shape(args), IPT=items,
+        template=REDUCE.template("numba_tiles::block_reduce", T=dtype.cxx, Op=op.cxx, **block_shape(args), IPT=items,
                                  Algo=algo, Partial=partial, Broadcast=args["broadcast"]),
         result=dtype.numba,
-        params=(("value", value_type, None), ("num_valid", types.int32, 0),
-                ("identity", dtype.numba, ops.identity_value(op, dtype))),
-        storage=REDUCE.template("numba_tiles::block_reduce_storage", T=dtype.cxx, **_shape(args), Algo=algo,
+        params=(Arg("value", value_type), Arg("num_valid", types.int32, 0),
+                Arg("identity", dtype.numba, ops.identity_value(op, dtype))),
+        storage=REDUCE.template("numba_tiles::block_reduce_storage", T=dtype.cxx, **block_shape(args), Algo=algo,
                                 Broadcast=args["broadcast"]),
         **op.code,
     )
 
 
-_REDUCE_CONSTS = {"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL,
+_REDUCE_CONSTS = {"op": ops.parse, "block_dim": DIM, "items_per_thread": ITEMS_OPTIONAL,
                   "algorithm": ext.choice("algorithm", _REDUCE_ALGORITHMS),
                   "broadcast": ext.flag("broadcast")}
 
@@ -160,34 +104,34 @@ def block_sum(value, *, block_dim, items_per_thread=None, num_valid=None, algori
     """
 
 
-_LOAD_ALGORITHMS = {name: f"cub::BLOCK_LOAD_{name.upper()}" for name in
-                    ("direct", "striped", "vectorize", "transpose", "warp_transpose", "warp_transpose_timesliced")}
-_STORE_ALGORITHMS = {name: f"cub::BLOCK_STORE_{name.upper()}" for name in _LOAD_ALGORITHMS}
+_LOAD_ALGORITHMS = cub_names("BLOCK_LOAD", "direct", "striped", "vectorize", "transpose", "warp_transpose",
+                             "warp_transpose_timesliced")
+_STORE_ALGORITHMS = cub_names("BLOCK_STORE", *_LOAD_ALGORITHMS)
 
 
 def _whole_warps(name, args, what, instead):
     """Reject a block with a partial warp for CUB's warp-striped arrangement (each warp's 32 x N items
     in a row): BlockLoad and BlockStore static_assert whole warps for it, and BlockExchange, which
     they use, reads and writes past its storage without them."""
-    if _threads(args) % 32:
-        raise ext.error(name, f"{what} needs a block of whole warps, got {_threads(args)} threads",
+    if block_threads(args) % 32:
+        raise ext.error(name, f"{what} needs a block of whole warps, got {block_threads(args)} threads",
                     f"use a multiple of 32 threads, or {instead}")
 
 
 def _movement(name, args, array):
     """What block_load and block_store share: (dtype, template arguments, params, storage)."""
-    dtype = _tile(name, args, array)
-    _tile(name, args, "items", like=dtype)
+    dtype = tile_dtype(name, args, array)
+    tile_dtype(name, args, "items", like=dtype)
     algorithm = args["algorithm"]
     if algorithm.startswith("warp_transpose"):
         _whole_warps(name, args, f"algorithm {algorithm!r}", "algorithm='transpose'")
     if algorithm in ("transpose", "warp_transpose", "warp_transpose_timesliced"):
-        _check_shared(name, args, dtype)
+        check_shared(name, args, dtype)
     table = _LOAD_ALGORITHMS if name == "block_load" else _STORE_ALGORITHMS
-    shape = dict(T=dtype.cxx, **_shape(args), IPT=args["items_per_thread"], Algo=table[algorithm])
+    shape = dict(T=dtype.cxx, **block_shape(args), IPT=args["items_per_thread"], Algo=table[algorithm])
     template_args = dict(shape, Contiguous=args[array].layout == "C",
                          HasNumValid=ext.given_integer(name, args, "num_valid"))
-    params = ((array, args[array], None), ("items", args["items"], None), ("num_valid", types.int64, 0))
+    params = (Arg(array, args[array]), Arg("items", args["items"]), Arg("num_valid", types.int64, 0))
     storage = LOAD.template(f"numba_tiles::{name}_storage", **shape)
     return dtype, template_args, params, storage
 
@@ -205,7 +149,7 @@ def _load_rule(name, args):
         template=LOAD.template("numba_tiles::block_load", **template_args, HasDefault=has_default,
                                Mod=_CACHE[args["cache"]]),
         result=types.none,
-        params=params + (("oob_default", dtype.numba, 0),),
+        params=params + (Arg("oob_default", dtype.numba, 0),),
         storage=storage,
     )
 
@@ -216,10 +160,7 @@ def _store_rule(name, args):
                     result=types.none, params=params, storage=storage)
 
 
-_MOVE_CONSTS = {"block_dim": _DIM, "items_per_thread": _ITEMS}
-
-
-@intrinsic(consts={**_MOVE_CONSTS, "algorithm": ext.choice("algorithm", _LOAD_ALGORITHMS),
+@intrinsic(consts={**MOVE_CONSTS, "algorithm": ext.choice("algorithm", _LOAD_ALGORITHMS),
                    "cache": ext.choice("cache", _CACHE)},
            rule=_load_rule, simulate=simulator.block_load, per_thread=("items",))
 def block_load(src, items, *, block_dim, items_per_thread, algorithm="vectorize", num_valid=None, oob_default=None,
@@ -261,7 +202,7 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="vectorize"
     """
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "algorithm": ext.choice("algorithm", _STORE_ALGORITHMS)},
+@intrinsic(consts={**MOVE_CONSTS, "algorithm": ext.choice("algorithm", _STORE_ALGORITHMS)},
            rule=_store_rule, simulate=simulator.block_store, per_thread=("items",))
 def block_store(dst, items, *, block_dim, items_per_thread, algorithm="vectorize", num_valid=None, temp=None):
     """Store every thread's ``items`` to the tile that starts at ``dst[0]``, cooperatively.
@@ -287,41 +228,33 @@ def block_store(dst, items, *, block_dim, items_per_thread, algorithm="vectorize
     """
 
 
-_SCAN_ALGORITHMS = {
-    "raking": "cub::BLOCK_SCAN_RAKING",
-    "raking_memoize": "cub::BLOCK_SCAN_RAKING_MEMOIZE",
-    "warp_scans": "cub::BLOCK_SCAN_WARP_SCANS",
-}
+_SCAN_ALGORITHMS = cub_names("BLOCK_SCAN", "raking", "raking_memoize", "warp_scans")
 
 
 def _scan_rule(name, args):
-    dtype, value_type, items = _value(name, args)
+    dtype, value_type, items = value_dtype(name, args)
     op, has_initial, identity = ops.scan(name, args, dtype)
     algo = _SCAN_ALGORITHMS[args["algorithm"]]
-    head = dict(T=dtype.cxx, Op=op.cxx, **_shape(args), IPT=items, Algo=algo, Exclusive=args["exclusive"])
+    head = dict(T=dtype.cxx, Op=op.cxx, **block_shape(args), IPT=items, Algo=algo, Exclusive=args["exclusive"])
     is_array = isinstance(value_type, types.Array)
-    storage = SCAN.template("numba_tiles::block_scan_storage", T=dtype.cxx, **_shape(args), Algo=algo)
+    storage = SCAN.template("numba_tiles::block_scan_storage", T=dtype.cxx, **block_shape(args), Algo=algo)
     if args["prefix"] is not None:
         if args["aggregate"] or args["initial_value"] is not None:
             raise ext.error(name, "prefix carries the running total: it cannot be combined with aggregate or initial_value",
                         "leave out aggregate and initial_value (the prefix is the initial value; read the new "
                         "prefix for the running total)")
-        _tile(name, args, "prefix", like=dtype)
-        return Instance(name, SCAN, SCAN.template("numba_tiles::block_scan_prefix", **head),
-                        types.none if is_array else dtype.numba,
-                        (("value", value_type, None), ("prefix", args["prefix"], None)), storage=storage, **op.code)
+        tile_dtype(name, args, "prefix", like=dtype)
+        return Instance(intrinsic=name, header=SCAN, template=SCAN.template("numba_tiles::block_scan_prefix", **head), result=types.none if is_array else dtype.numba, params=(Arg("value", value_type), Arg("prefix", args["prefix"])), storage=storage, **op.code)
     aggregate = args["aggregate"]
     if is_array:
         result = dtype.numba if aggregate else types.none
     else:
         result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
     template = "block_scan_aggregate" if aggregate else "block_scan"
-    return Instance(name, SCAN, SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial),
-                    result, (("value", value_type, None), ("initial_value", dtype.numba, identity)), storage=storage,
-                    **op.code)
+    return Instance(intrinsic=name, header=SCAN, template=SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial), result=result, params=(Arg("value", value_type), Arg("initial_value", dtype.numba, identity)), storage=storage, **op.code)
 
 
-@intrinsic(consts={"op": ops.parse, "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL,
+@intrinsic(consts={"op": ops.parse, "block_dim": DIM, "items_per_thread": ITEMS_OPTIONAL,
                    "exclusive": ext.flag("exclusive"), "aggregate": ext.flag("aggregate"),
                    "algorithm": ext.choice("algorithm", _SCAN_ALGORITHMS)},
            rule=_scan_rule, simulate=simulator.block_scan, per_thread=("value",))
@@ -357,19 +290,16 @@ def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=Fal
 
 
 def _exchange_rule(name, args):
-    dtype = _tile(name, args, "items")
+    dtype = tile_dtype(name, args, "items")
     if "warp_striped" in args["arrangement"]:
         _whole_warps(name, args, "a warp-striped arrangement", "'blocked_to_striped' or 'striped_to_blocked'")
-    _check_shared(name, args, dtype)
-    shape = dict(T=dtype.cxx, **_shape(args), IPT=args["items_per_thread"])
-    return Instance(name, EXCHANGE,
-                    EXCHANGE.template("numba_tiles::block_exchange", **shape,
-                                      Kind=f"numba_tiles::exchange::{args['arrangement']}"),
-                    types.none, (("items", args["items"], None),),
-                    storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape))
+    check_shared(name, args, dtype)
+    shape = dict(T=dtype.cxx, **block_shape(args), IPT=args["items_per_thread"])
+    return Instance(intrinsic=name, header=EXCHANGE, template=EXCHANGE.template("numba_tiles::block_exchange", **shape,
+                                      Kind=f"numba_tiles::exchange::{args['arrangement']}"), result=types.none, params=(Arg("items", args["items"]),), storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape))
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "arrangement": ext.choice("arrangement", ARRANGEMENTS)},
+@intrinsic(consts={**MOVE_CONSTS, "arrangement": ext.choice("arrangement", ARRANGEMENTS)},
            rule=_exchange_rule, simulate=simulator.block_exchange, per_thread=("items",))
 def block_exchange(items, arrangement, *, block_dim, items_per_thread, temp=None):
     """Rearrange the block's tile in place between arrangements, through shared memory.
@@ -396,7 +326,7 @@ def block_exchange(items, arrangement, *, block_dim, items_per_thread, temp=None
     """
 
 
-_HISTOGRAM_ALGORITHMS = {"sort": "cub::BLOCK_HISTO_SORT", "atomic": "cub::BLOCK_HISTO_ATOMIC", "lanes": None}
+_HISTOGRAM_ALGORITHMS = {**cub_names("BLOCK_HISTO", "sort", "atomic"), "lanes": None}  # ("lanes": our own)
 _COUNTERS = ("int32", "uint32", "uint64")
 LANE_COPIES = 32  # "lanes": a copy of the counters per lane of a warp (no bank conflicts; see block_histogram.cuh)
 _LANES_BYTES = 32 * 1024  # the most shared memory the default algorithm gives the copies: 256 bins
@@ -411,36 +341,30 @@ def _histogram_algorithm(args):
 
 
 def _histogram_rule(name, args):
-    dtype = _tile(name, args, "items", allowed="iu")
-    counter = _tile(name, args, "histogram", allowed="iu")
+    dtype = tile_dtype(name, args, "items", allowed="iu")
+    counter = tile_dtype(name, args, "histogram", allowed="iu")
     if counter.name not in _COUNTERS:
         raise ext.error(name, f"histogram holds {counter.name}", f"use counters of {', '.join(_COUNTERS)}")
     algorithm = _histogram_algorithm(args)
-    common = dict(**_shape(args), IPT=args["items_per_thread"], Bins=args["bins"])
-    params = (("items", args["items"], None), ("histogram", args["histogram"], None))
+    common = dict(**block_shape(args), IPT=args["items_per_thread"], Bins=args["bins"])
+    params = (Arg("items", args["items"]), Arg("histogram", args["histogram"]))
     if algorithm == "lanes":
         need = args["bins"] * LANE_COPIES * 4
         if need > STATIC_SHARED_BYTES:
             raise ext.error(name, f"algorithm='lanes' keeps {LANE_COPIES} copies of the {args['bins']} counters, "
                             f"{need} bytes, over the {STATIC_SHARED_BYTES} of shared memory a block can have",
                             "use algorithm='atomic' for this many bins")
-        return Instance(name, HISTOGRAM,
-                        HISTOGRAM.template("numba_tiles::block_histogram_lanes", T=dtype.cxx, Counter=counter.cxx,
-                                           **common, Copies=LANE_COPIES, Accumulate=args["accumulate"]),
-                        types.none, params,
-                        storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"],
+        return Instance(intrinsic=name, header=HISTOGRAM, template=HISTOGRAM.template("numba_tiles::block_histogram_lanes", T=dtype.cxx, Counter=counter.cxx,
+                                           **common, Copies=LANE_COPIES, Accumulate=args["accumulate"]), result=types.none, params=params, storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"],
                                                    Copies=LANE_COPIES))
     if algorithm == "sort":  # (it radix-sorts the tile in shared memory first)
-        _check_shared(name, args, dtype)
+        check_shared(name, args, dtype)
     shape = dict(**common, Algo=_HISTOGRAM_ALGORITHMS[algorithm])
-    return Instance(name, HISTOGRAM,
-                    HISTOGRAM.template("numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape,
-                                       Accumulate=args["accumulate"]),
-                    types.none, params,
-                    storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
+    return Instance(intrinsic=name, header=HISTOGRAM, template=HISTOGRAM.template("numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape,
+                                       Accumulate=args["accumulate"]), result=types.none, params=params, storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
 
 
-@intrinsic(consts={**_MOVE_CONSTS, "bins": ext.positive_int("bins", 256),
+@intrinsic(consts={**MOVE_CONSTS, "bins": ext.positive_int("bins", 256),
                    "algorithm": ext.choice("algorithm", _HISTOGRAM_ALGORITHMS, optional=True),
                    "accumulate": ext.flag("accumulate")},
            rule=_histogram_rule, simulate=simulator.block_histogram, per_thread=("items",))
@@ -477,316 +401,6 @@ def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algo
     """
 
 
-def _keys_and_values(name, args, header):
-    """What the sorts share: (key dtype, params, their template arguments, their storage type)."""
-    dtype = _tile(name, args, "keys", allowed="iuf")
-    _check_shared(name, args, dtype)
-    params = (("keys", args["keys"], None),)
-    value = "cub::NullType"  # (CUB's "no values")
-    if args["values"] is not None:
-        values = _tile(name, args, "values")
-        _check_shared(name, args, values)
-        params, value = params + (("values", args["values"], None),), values.cxx
-    shape = dict(K=dtype.cxx, V=value, **_shape(args), IPT=args["items_per_thread"])
-    return dtype, params, shape, header.template(f"numba_tiles::{name}_storage", **shape)
-
-
-def _sort_rule(name, args):
-    dtype, params, shape, storage = _keys_and_values(name, args, RADIX_SORT)
-    for bit in ("begin_bit", "end_bit"):
-        ext.given_integer(name, args, bit)
-    return Instance(name, RADIX_SORT,
-                    RADIX_SORT.template("numba_tiles::block_radix_sort", **shape, Descending=args["descending"],
-                                        Striped=args["striped"]),
-                    types.none,
-                    (*params, ("begin_bit", types.int32, 0), ("end_bit", types.int32, dtype.numpy.itemsize * 8)),
-                    storage=storage)
-
-
-@intrinsic(consts={**_MOVE_CONSTS, "descending": ext.flag("descending"), "striped": ext.flag("striped")},
-           rule=_sort_rule, simulate=simulator.block_radix_sort,
-           per_thread=("keys", "values"))
-def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descending=False, striped=False,
-                     begin_bit=None, end_bit=None, temp=None):
-    """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by radix sort.
-
-    - ``keys``: thread-local array of integers or floats (float16/32/64; -0.0 and +0.0 are equal
-      keys, in their input order; NaNs last), in blocked arrangement.
-    - ``values``: an optional thread-local array of any dtype, moved with its key.
-    - ``descending``: largest first. Equal keys keep their order (the sort is stable).
-    - ``striped``: leave the result striped (thread t holds ranks t, t+T, ...: coalesced stores)
-      instead of blocked (thread t holds ranks t*N ... t*N+N-1).
-    - ``begin_bit``, ``end_bit``: sort by these key bits only (run-time ints; all bits by default).
-    {{temp}}
-
-    Implemented by ``cub::BlockRadixSort``.
-
-    Example::
-
-        from numba import cuda, int32
-        import numba_tiles as tiles
-
-        @cuda.jit
-        def sort_tiles(x):
-            keys = cuda.local.array(4, int32)
-            start = cuda.blockIdx.x * 512
-            tiles.block_load(x[start:], keys, block_dim=128, items_per_thread=4)
-            tiles.block_radix_sort(keys, block_dim=128, items_per_thread=4)
-            tiles.block_store(x[start:], keys, block_dim=128, items_per_thread=4)
-
-        cubin = tiles.compile(sort_tiles, "void(int32[::1])", arch="sm_90")  # no GPU needed
-    """
-
-
-# ``"<"`` (ascending), ``">"`` (descending) or a ``@cuda.jit(device=True)`` function ``less(a, b) -> bool``.
-parse_compare = ops.predicate(
-    {"<": ops.Predicate("<", "::cuda::std::less<>", operator.lt),
-     ">": ops.Predicate(">", "::cuda::std::greater<>", operator.gt)},
-    "pass '<', '>' or a @cuda.jit(device=True) function less(a, b) returning a bool")
-
-
-def _merge_sort_rule(name, args):
-    threads = _threads(args)
-    if threads & (threads - 1):
-        raise ext.error(name, f"CUB's merge sort needs a power-of-two number of threads, got {threads}",
-                    "launch 32, 64, 128, 256, 512 or 1024 threads, or use block_radix_sort (any block)")
-    dtype, params, shape, storage = _keys_and_values(name, args, MERGE_SORT)
-    less = args["compare"].bind(name, dtype)
-    return Instance(name, MERGE_SORT, MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less.cxx),
-                    types.none, params, storage=storage, **less.code)
-
-
-@intrinsic(consts={**_MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,
-           simulate=simulator.block_merge_sort, per_thread=("keys", "values"))
-def block_merge_sort(keys, compare="<", *, block_dim, items_per_thread, values=None, temp=None):
-    """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by any comparison.
-
-    - ``keys``: thread-local array of integers or floats, in blocked arrangement (thread t holds
-      items t*N ... t*N+N-1); sorted, it is blocked again.
-    - ``compare``: ``"<"`` (ascending, default), ``">"`` (descending), or a
-      ``@cuda.jit(device=True)`` function ``less(a, b)`` returning True when a goes before b
-      (a strict weak order; Numba compiles it to LTO-IR and nvJitLink inlines it).
-    - ``values``: an optional thread-local array of any dtype, moved with its key.
-    {{temp}}
-
-    The sort is stable. Implemented by ``cub::BlockMergeSort``; `block_radix_sort` is faster for
-    plain numeric order.
-
-    Example::
-
-        from numba import cuda, float32
-        import numba_tiles as tiles
-
-        @cuda.jit(device=True)
-        def by_magnitude(a, b):
-            return abs(a) < abs(b)
-
-        @cuda.jit
-        def sort_by_magnitude(x):
-            keys = cuda.local.array(4, float32)
-            start = cuda.blockIdx.x * 512
-            tiles.block_load(x[start:], keys, block_dim=128, items_per_thread=4)
-            tiles.block_merge_sort(keys, by_magnitude, block_dim=128, items_per_thread=4)
-            tiles.block_store(x[start:], keys, block_dim=128, items_per_thread=4)
-
-        cubin = tiles.compile(sort_by_magnitude, "void(float32[::1])", arch="sm_90")  # no GPU needed
-    """
-
-
-ADJACENT_DIFFERENCE = CUB.header("block_adjacent_difference.cuh")
-DISCONTINUITY, SHUFFLE = CUB.header("block_discontinuity.cuh"), CUB.header("block_shuffle.cuh")
-_MINUS = ops.Op("-", "::cuda::std::minus", np.subtract, False)
-
-
-def parse_difference(intrinsic, value):
-    """``"-"`` (the default), any op of `block_reduce`, or a ``@cuda.jit(device=True)`` function of two items."""
-    return _MINUS if value in ("-", "sub", operator.sub, np.subtract) else ops.parse(intrinsic, value)
-
-
-def _adjacent_difference_rule(name, args):
-    dtype = _tile(name, args, "items")
-    op = args["op"].bind(name, dtype)
-    ops.check(name, op, dtype)
-    has_neighbor = args["neighbor"] is not None
-    if has_neighbor:
-        ext.scalar(name, "neighbor", args["neighbor"])
-    partial = ext.given_integer(name, args, "num_valid")
-    if args["right"] and has_neighbor and partial:
-        raise ext.error(name, "a right difference of a partial tile takes no neighbor (CUB has none)",
-                    "leave out neighbor (the last valid item keeps its value), or num_valid")
-    shape = dict(T=dtype.cxx, **_shape(args))
-    return Instance(name, ADJACENT_DIFFERENCE,
-                    ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference", T=dtype.cxx, Op=op.cxx,
-                                                 **_shape(args), IPT=args["items_per_thread"], Right=args["right"],
-                                                 HasNeighbor=has_neighbor, Partial=partial),
-                    types.none,
-                    (("items", args["items"], None), ("neighbor", dtype.numba, 0), ("num_valid", types.int32, 0)),
-                    storage=ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference_storage", **shape),
-                    **op.code)
-
-
-@intrinsic(consts={**_MOVE_CONSTS, "op": parse_difference, "right": ext.flag("right")},
-           rule=_adjacent_difference_rule, simulate=simulator.block_adjacent_difference,
-           per_thread=("items",))
-def block_adjacent_difference(items, op="-", *, block_dim, items_per_thread, right=False, neighbor=None,
-                              num_valid=None, temp=None):
-    """Replace each item of the block's tile by its difference with the item before it (or after it), in place.
-
-    Item i becomes ``op(item i, item i-1)``; with ``right=True``, ``op(item i, item i+1)``. Every
-    difference is of the input items. The tile's first item (last, with ``right``) has no
-    neighbor in the tile: it keeps its value, or, if ``neighbor`` is given (the item just before
-    the tile, or just after it), becomes ``op(item, neighbor)``.
-
-    - ``items``: the thread-local array (any dtype).
-    - ``op``: ``"-"`` (default), any op of `block_reduce`, or a ``@cuda.jit(device=True)``
-      function of two items.
-    {{block_dim}}
-    {{items_per_thread}}
-    - ``num_valid``: only the first ``num_valid`` items of the tile take part: items from
-      ``num_valid`` on keep their values, and so does the last valid one with ``right``
-      (which then takes no ``neighbor``).
-    {{temp}}
-
-    Implemented by ``cub::BlockAdjacentDifference``.
-
-    Example::
-
-        from numba import cuda, int32
-        import numba_tiles as tiles
-
-        @cuda.jit
-        def differences(x, out):
-            items = cuda.local.array(4, int32)
-            start = cuda.blockIdx.x * 512
-            tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4)
-            before = x[start - 1] if start > 0 else 0
-            tiles.block_adjacent_difference(items, block_dim=128, items_per_thread=4, neighbor=before)
-            tiles.block_store(out[start:], items, block_dim=128, items_per_thread=4)
-
-        cubin = tiles.compile(differences, "void(int32[::1], int32[::1])", arch="sm_90")  # no GPU needed
-    """
-
-
-# ``"!="`` or a ``@cuda.jit(device=True)`` function ``differ(a, b)`` returning True where a run ends.
-parse_differ = ops.predicate({"!=": ops.Predicate("!=", "::cuda::std::not_equal_to<>", operator.ne)},
-                             "pass '!=' or a @cuda.jit(device=True) function differ(a, b) returning a bool")
-
-
-def _discontinuity_rule(name, args):
-    dtype = _tile(name, args, "items")
-    flags = [f for f in ("heads", "tails") if args[f] is not None]
-    if not flags:
-        raise ext.error(name, "it needs heads=, tails= or both", "pass a thread-local integer array to fill with flags")
-    flag = _tile(name, args, flags[0], allowed="iu")
-    if len(flags) == 2:
-        _tile(name, args, "tails", like=flag)
-    for edge, of in (("predecessor", "heads"), ("successor", "tails")):
-        if args[edge] is not None:
-            if args[of] is None:
-                raise ext.error(name, f"{edge} only decides the {of} flag of an edge item, and no {of} are asked for",
-                            f"pass {of}=..., or leave out {edge}")
-            ext.scalar(name, edge, args[edge])
-    differ = args["compare"].bind(name, dtype)
-    unused = f"::numba_tiles::array_ref<{flag.cxx}>{{}}"  # the flags not asked for: never touched
-    return Instance(name, DISCONTINUITY,
-                    DISCONTINUITY.template("numba_tiles::block_discontinuity", T=dtype.cxx, Flag=flag.cxx, Op=differ.cxx,
-                                           **_shape(args), IPT=args["items_per_thread"], Heads="heads" in flags,
-                                           Tails="tails" in flags, HasPredecessor=args["predecessor"] is not None,
-                                           HasSuccessor=args["successor"] is not None),
-                    types.none,
-                    (("items", args["items"], None), *((f, args[f] if f in flags else unused, None)
-                                                       for f in ("heads", "tails")),
-                     ("predecessor", dtype.numba, 0), ("successor", dtype.numba, 0)),
-                    storage=DISCONTINUITY.template("numba_tiles::block_discontinuity_storage", T=dtype.cxx,
-                                                   **_shape(args)),
-                    **differ.code)
-
-
-@intrinsic(consts={**_MOVE_CONSTS, "compare": parse_differ}, rule=_discontinuity_rule,
-           simulate=simulator.block_discontinuity, per_thread=("items", "heads", "tails"))
-def block_discontinuity(items, *, block_dim, items_per_thread, heads=None, tails=None, compare="!=",
-                        predecessor=None, successor=None, temp=None):
-    """Flag where runs of equal items start (``heads``) and end (``tails``) in the block's tile.
-
-    ``heads[j]`` becomes 1 where item i (thread t's item j, i = t*N+j) differs from item i-1, and
-    ``tails[j]`` 1 where it differs from item i+1, else 0. The tile's first item is always a
-    head unless ``predecessor`` (the item before the tile) is given to compare it with; the
-    last item always a tail unless ``successor`` is given. The items are not changed.
-
-    - ``items``: the thread-local array (any dtype).
-    - ``heads``, ``tails``: thread-local arrays of ``items_per_thread`` integers (e.g. uint8) to
-      fill; pass one or both (both of one dtype).
-    - ``compare``: ``"!="`` (default) or a ``@cuda.jit(device=True)`` function ``differ(a, b)``
-      returning True when the earlier item ``a`` and the later ``b`` belong to different runs.
-    {{block_dim}}
-    {{items_per_thread}}
-    {{temp}}
-
-    Implemented by ``cub::BlockDiscontinuity``.
-
-    Example::
-
-        from numba import cuda, int32, uint8
-        import numba_tiles as tiles
-
-        @cuda.jit
-        def run_starts(x, out):
-            items = cuda.local.array(4, int32)
-            flags = cuda.local.array(4, uint8)
-            start = cuda.blockIdx.x * 512
-            tiles.block_load(x[start:], items, block_dim=128, items_per_thread=4)
-            tiles.block_discontinuity(items, block_dim=128, items_per_thread=4, heads=flags)
-            tiles.block_store(out[start:], flags, block_dim=128, items_per_thread=4)
-
-        cubin = tiles.compile(run_starts, "void(int32[::1], uint8[::1])", arch="sm_90")  # no GPU needed
-    """
-
-
-_SHUFFLES = {"offset": False, "rotate": False, "up": True, "down": True}  # kind → takes a thread-local array
-
-
-def _shuffle_rule(name, args):
-    kind = args["kind"]
-    dtype, value_type, items = _value(name, args)
-    if _SHUFFLES[kind] != isinstance(value_type, types.Array):
-        raise ext.error(name, f"kind {kind!r} shuffles {'a thread-local array' if _SHUFFLES[kind] else 'one value'} "
-                    f"per thread, got {args['value']}",
-                    "use 'up' or 'down' for an array, 'offset' or 'rotate' for one value")
-    if _SHUFFLES[kind] and args["distance"] is not None:
-        raise ext.error(name, f"kind {kind!r} always moves items by one", "leave out distance")
-    ext.given_integer(name, args, "distance")
-    return Instance(name, SHUFFLE,
-                    SHUFFLE.template("numba_tiles::block_shuffle", T=dtype.cxx, **_shape(args), IPT=items,
-                                     Kind=f"numba_tiles::shuffle::{kind}"),
-                    dtype.numba, (("value", value_type, None), ("distance", types.int32, 1)),
-                    storage=SHUFFLE.template("numba_tiles::block_shuffle_storage", T=dtype.cxx, **_shape(args)))
-
-
-@intrinsic(consts={"kind": ext.choice("kind", _SHUFFLES), "block_dim": _DIM, "items_per_thread": _ITEMS_OPTIONAL},
-           rule=_shuffle_rule, simulate=simulator.block_shuffle, per_thread=("value",))
-def block_shuffle(value, kind, *, block_dim, items_per_thread=None, distance=None, temp=None):
-    """Move values between the block's threads: by ``distance`` threads, or the tile by one item.
-
-    - ``kind="offset"``: returns the ``value`` of the thread ``distance`` ranks on (linear thread
-      order, x fastest; ``distance`` a run-time int, 1 by default, may be negative); a thread
-      whose source is outside the block gets its own ``value``.
-    - ``kind="rotate"``: the same, wrapping around the block (any ``distance``).
-    - ``kind="up"``: ``value`` is a thread-local array of ``items_per_thread`` items; the tile's
-      item i becomes item i-1, in place (item 0 keeps its value). Returns the tile's last item
-      (before the move) to every thread.
-    - ``kind="down"``: item i becomes item i+1 (the last keeps its value); returns the tile's first item.
-    {{block_dim}}
-    {{temp}}
-
-    Implemented by ``cub::BlockShuffle``.
-
-    Example::
-
-        from numba import cuda
-        import numba_tiles as tiles
-
-        @cuda.jit
-        def next_thread(x, out):
-            i = cuda.grid(1)
-            out[i] = tiles.block_shuffle(x[i], "rotate", block_dim=128, distance=1)
-    """
+__all__ = ["block_adjacent_difference", "block_discontinuity", "block_exchange", "block_histogram", "block_load",
+           "block_merge_sort", "block_radix_sort", "block_reduce", "block_scan", "block_shuffle", "block_store",
+           "block_sum"]

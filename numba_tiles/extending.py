@@ -48,7 +48,7 @@ Example (the C++ goes in ``include/mine.cuh`` beside the module)::
         return ext.Instance(
             intrinsic=name, header=HEADER, result=dtype.numba,
             template=HEADER.template("mine::block_sum_of_squares", T=dtype.cxx, **shape),
-            params=(("value", dtype.numba, None),),
+            params=(ext.Arg("value", dtype.numba),),
             storage=HEADER.template("mine::storage", T=dtype.cxx, **shape))
 
     def _simulate(instance, args):
@@ -61,8 +61,11 @@ Example (the C++ goes in ``include/mine.cuh`` beside the module)::
         '''The sum of the block's values squared, valid in thread 0. {{block_dim}} ...'''
 """
 
+import os
+
 from . import _library
 from ._dtypes import SCALARS, Dtype, element, given_integer, integer, named, scalar
+from ._entry import Arg, Function, Literal, Member
 from ._errors import TilesError, error
 from ._library import CUB, MATHDX, STATIC_SHARED_BYTES, Header, Library
 from ._params import block_dim, choice, count, flag, positive_int, warp_size
@@ -70,7 +73,7 @@ from ._spec import Instance, description, intrinsic, method
 from .simulator import simulated_block, simulated_warp
 
 
-def library(name, include_dir, *, blame, over=CUB):
+def library(name: str, include_dir: str | os.PathLike, *, blame: str, over: Library = CUB) -> Library:
     """A `Library` of your headers in ``include_dir``, over ``over`` (numba_tiles' `CUB` library: CCCL, the
     CUDA headers and ``common.cuh``; or `MATHDX`, for cuBLASDx), with its options; the content of
     ``include_dir`` is in the cache key (read once per process: a new process sees an edited header).
@@ -96,12 +99,13 @@ def library(name, include_dir, *, blame, over=CUB):
         name=name,
         include_dirs=lambda: (include_dir, *over.include_dirs()),
         versions=lambda: {**over.versions(), name: _toolchain.directory_digest(include_dir)},
-        blame=blame, options=over.options, flags=over.flags, base=over.base, per_entry=over.per_entry,
+        blame=blame, macros=over.macros, nvrtc_flags=over.nvrtc_flags, base=over.base, per_entry=over.per_entry,
     )
 
 
 __all__ = [
-    "library", "Library", "Header", "CUB", "MATHDX", "STATIC_SHARED_BYTES", "Instance", "intrinsic", "method",
+    "library", "Library", "Header", "CUB", "MATHDX", "STATIC_SHARED_BYTES", "Instance", "Arg", "Literal", "Member",
+    "Function", "intrinsic", "method",
     "description", "TilesError", "error",
     "block_dim", "positive_int", "count", "warp_size", "choice", "flag",
     "Dtype", "SCALARS", "scalar", "element", "integer", "given_integer", "named", "simulated_block", "simulated_warp",

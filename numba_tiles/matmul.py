@@ -15,13 +15,15 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import (_callback, _compile, _matmul, _matrices, _mlir, _numba, _tensor_maps, _toolchain, extending as ext,
+from . import (_backends, _callback, _compile, _matmul, _matrices, _programs, _tensor_maps, _toolchain, extending as ext,
                simulator)
+from ._backends import numba_cuda, simulated
+from ._matmul import twins
 from ._matmul.base import MATMUL, STAGES
 from ._matmul.shared_tiles import matmul
 from ._operands import Operands, handle_type
 from ._target import Target
-from .extending import Instance
+from .extending import Arg, Instance
 from .tile import wait_rule
 
 __all__ = ["Matmul", "matmul"]
@@ -140,7 +142,7 @@ class Matmul:
         probe._describe("Matmul.suggested_block_dim", shape, dtype, accumulator, arrangement, precision)
         m, n, k = probe.shape
         row_a, row_b = (str(_matrices.ORDERS[a]).lower() for a in probe.arrangement)
-        packed = _compile.constant(f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, "
+        packed = _programs.constant(f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, "
                                    f"{probe._compute}, {probe._types[1].cxx}, {row_a}, {row_b}>()", MATMUL, arch)
         return packed & 0xFFFF, packed >> 16 & 0xFFFF, packed >> 32 & 0xFFFF
 
@@ -208,7 +210,7 @@ class Matmul:
             raise ext.error(name, f"C is {tuple(c.shape)}: each product of a batch is one {self.shape[0]} x "
                             f"{self.shape[1]} tile of this Matmul", "make the Matmul with a larger shape, or compute "
                             "each product's tiles with mm.tile")
-        if _numba.simulator_enabled():  # (the twins read A, B and C)
+        if simulated.simulator_enabled():  # (the twins read A, B and C)
             plan = self._plan(name, None, str(c.dtype), ndim, implementation)
             return Operands(self, plan, np.zeros(_tensor_maps.PIPE.itemsize, np.uint8), a, b, c)
         for param, array in (("a", a), ("b", b), ("c", c)):
@@ -217,7 +219,7 @@ class Matmul:
         # numba-cuda's own device arrays, once: a launch then passes them as they are (another library's arrays,
         # PyTorch's tensors say, are converted at every launch, which took longer than a 64^3 batch's kernel;
         # numba-cuda-mlir's are typed as its own types, which numba-cuda's kernels here do not take).
-        a, b, c = (x if _numba.is_device_array(x) else cuda.as_cuda_array(x) for x in (a, b, c))
+        a, b, c = (x if numba_cuda.is_device_array(x) else cuda.as_cuda_array(x) for x in (a, b, c))
         cc = tuple(cuda.get_current_device().compute_capability)
         if implementation is None:  # (the fastest whose copies take these arrays' strides)
             implementation = next(i for i in self._implementations(cc, str(c.dtype), ndim)
@@ -255,7 +257,7 @@ class Matmul:
         plan, shared = ops.plan, ops.plan.shared_bytes
         from ._shared_memory import allow_dynamic_shared_memory
 
-        mlir = _mlir.is_kernel(kernel)
+        backend = _backends.of_kernel(kernel)
         allow_dynamic_shared_memory(kernel, shared, *args)
         if grid is None and plan.grid == "tiles":
             m, n, _ = self.shape
@@ -264,9 +266,8 @@ class Matmul:
         elif grid is None and plan.grid == "products":
             grid = max(ops.c.shape[0], 1)
         elif grid is None or grid == "resident":
-            resident = (2 * 132 if _numba.simulator_enabled() else
-                        _mlir.resident_blocks(kernel, args, plan.threads, shared) if mlir
-                        else _numba.resident_blocks(kernel, args, plan.threads, shared))
+            resident = (2 * 132 if simulated.simulator_enabled() else
+                        backend.resident_blocks(kernel, args, plan.threads, shared))
             work = ops.c.shape[0] if ops.c.ndim == 3 else math.prod(-(-s // t) for s, t in
                                                                     zip(ops.c.shape, self.shape))
             grid = max(min(resident, work), 1)
@@ -291,7 +292,7 @@ class Matmul:
             MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
         """
         grid, block, shared = self.launch_config(kernel, *args, grid=grid)
-        kernel[grid, block, stream, shared](*(_mlir.launch_arguments(args) if _mlir.is_kernel(kernel) else args))
+        kernel[grid, block, stream, shared](*_backends.of_kernel(kernel).launch_arguments(args))
 
     def _key(self):
         return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision, self.stages)
@@ -346,7 +347,7 @@ class Matmul:
     # ---- in kernels ----
 
     @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: _load_rule(n, a, 0),
-                simulate=lambda i, a: simulator.matmul_load(i, {**a, "operand": 0}))
+                simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 0}))
     def load_a(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy A's tile of the 2-D array ``src`` at ``src[row, col]`` (M x K items, ``fill`` past ``src``'s
         edges) into ``tile``, a shared array of ``mm.a_items`` items of ``dtype`` (``alignment=16``), in
@@ -358,7 +359,7 @@ class Matmul:
         """
 
     @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: _load_rule(n, a, 1),
-                simulate=lambda i, a: simulator.matmul_load(i, {**a, "operand": 1}))
+                simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 1}))
     def load_b(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy B's tile of ``src`` at ``src[row, col]`` (K x N items) into ``tile`` (``mm.b_items`` items): as
         `load_a`. Example::
@@ -378,7 +379,7 @@ class Matmul:
             MM.wait()
         """
 
-    @ext.method(fixed=_BLOCK, rule=lambda n, a: _multiply_rule(n, a), simulate=simulator.matmul_multiply)
+    @ext.method(fixed=_BLOCK, rule=lambda n, a: _multiply_rule(n, a), simulate=twins.matmul_multiply)
     def multiply(self, a, b, acc):
         """``acc += a @ b`` for the shared tiles ``a`` and ``b`` (`load_a`, `load_b`) and ``acc``, each thread's
         ``cuda.local.array(mm.accumulator_items, accumulator)`` (zero it first), by the whole block on tensor
@@ -391,7 +392,7 @@ class Matmul:
         """
 
     @ext.method(consts=_callback.CONSTS, fixed=_BLOCK, rule=lambda n, a: _store_rule(n, a),
-                simulate=simulator.matmul_store)
+                simulate=twins.matmul_store)
     def store(self, acc, dst, row, col, alpha=1.0, beta=0.0, stage=None, *, epilogue=None, epilogue_args=None):
         """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators, items past
         ``dst``'s edge dropped (``beta=0``: dst is not read); ``dst`` holds the accumulator's dtype or A's
@@ -403,7 +404,7 @@ class Matmul:
             MM.store(acc, c, row, col, alpha, beta)
         """
 
-    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _tile_rule(n, a), simulate=simulator.matmul_tile)
+    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _tile_rule(n, a), simulate=twins.matmul_tile)
     def tile(self, ops, i, j, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
         """C's tile (i, j) = ``alpha * A @ B + beta * C`` for ``ops = mm.operands(a, b, c)`` of 2-D arrays, the
         whole K loop inside, by the whole block; see `Matmul` and `Matmul.operands`. Example::
@@ -415,7 +416,7 @@ class Matmul:
             MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
         """
 
-    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _batched_rule(n, a), simulate=simulator.matmul_batched)
+    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _batched_rule(n, a), simulate=twins.matmul_batched)
     def batched(self, ops, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
         """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for the whole batch of ``ops = mm.operands(a, b, c)`` (3-D
         arrays), a persistent loop over the launch's blocks; see `Matmul` and `Matmul.operands`. Example::
@@ -439,9 +440,8 @@ def _load_rule(name, args, operand):
     _matrices.matrix(name, args, "src", like=("tile", ta))
     _matrices.origin(name, args)
     template = mm._template("numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
-    return Instance(name, MATMUL, template, types.none,
-                    (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
-                     ("tile", args["tile"], None), ("fill", ta.numba, 0)), threads=mm.threads)
+    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
+                     Arg("tile", args["tile"]), Arg("fill", ta.numba, 0)), threads=mm.threads)
 
 
 def _multiply_rule(name, args):
@@ -450,8 +450,7 @@ def _multiply_rule(name, args):
     mm._shared_tile(name, args, "b", "b_items")
     tc = mm._accumulator(name, args)
     template = mm._template("numba_tiles::matmul_multiply", TA=ta.cxx, TB=ta.cxx, TC=tc.cxx)
-    return Instance(name, MATMUL, template, types.none,
-                    (("a", args["a"], None), ("b", args["b"], None), ("acc", args["acc"], None)), threads=mm.threads)
+    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("acc", args["acc"])), threads=mm.threads)
 
 
 def _store_rule(name, args):
@@ -460,24 +459,23 @@ def _store_rule(name, args):
     td, result = mm._result(name, "dst", _matrices.matrix(name, args, "dst"))
     _matrices.origin(name, args)
     _matrices.scales(name, args)
-    params = (("acc", args["acc"], None), ("dst", args["dst"], None), ("row", types.int64, None),
-              ("col", types.int64, None), ("alpha", tc.numba, 1), ("beta", tc.numba, 0))
+    params = (Arg("acc", args["acc"]), Arg("dst", args["dst"]), Arg("row", types.int64),
+              Arg("col", types.int64), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
     function = "numba_tiles::matmul_store"
     if args["stage"] is not None:
         if ext.element(name, "stage", args["stage"]) != tc or not isinstance(args["stage"], types.Array):
             raise ext.error(name, f"stage must be a shared array of {tc.name}, got {args['stage']}",
                             f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
-        function, params = "numba_tiles::matmul_store_staged", params + (("stage", args["stage"], None),)
+        function, params = "numba_tiles::matmul_store_staged", params + (Arg("stage", args["stage"]),)
     fused, prelude = _callback.fused(name, args, tc.numba, 2)
-    return Instance(name, MATMUL, mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), types.none,
-                    params + fused, prelude=prelude, threads=mm.threads)
+    return Instance(intrinsic=name, header=MATMUL, template=mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), result=types.none, params=params + fused, prelude=prelude, threads=mm.threads)
 
 
 def _operands_of(name, args, ndim):
     """The description, its `_Plan` for the kernel's GPU and C's `Dtype`, of the call's ``ops``: `Operands` of this
     description (``ndim``: 2 for tile, 3 for batched)."""
     mm, ops = args["mm"], args["ops"]
-    made = ops.info if isinstance(ops, _numba.Handle) else None
+    made = ops.info if isinstance(ops, numba_cuda.Handle) else None
     call = {2: "tile", 3: "batched"}[ndim]
     if made is None:
         raise ext.error(name, f"ops must be what mm.operands(a, b, c) returns, got {ops}",
@@ -492,7 +490,7 @@ def _operands_of(name, args, ndim):
     _matrices.scales(name, args)
     td = ext.scalar(name, "c", made["c"], verb="holds")
     mm._result(name, "c", td)
-    cc = None if _numba.simulator_enabled() else _compile.typing_cc()
+    cc = None if simulated.simulator_enabled() else _compile.typing_cc()
     if cc is not None and cc < (8, 0):
         raise ext.error(name, f"it needs sm_80 or later (asynchronous copies); this kernel compiles for "
                         f"sm_{cc[0]}{cc[1]}",
@@ -520,9 +518,9 @@ _AHEAD = threading.BoundedSemaphore(2)
 def _compile_ahead(mm):
     """Start making the C++ of ``mm.tile`` and ``mm.batched`` (into a C of the accumulator's dtype, with no
     epilogue) for this machine's GPU, in background threads, the compilers in worker processes: a kernel
-    that calls them finds their LTO-IR made, or waits for what is left (`_compile.build` says so). Nothing on a
+    that calls them finds their LTO-IR made, or waits for what is left (`_programs.build` says so). Nothing on a
     machine with no GPU, on the simulator, or with ``NUMBA_TILES_BACKGROUND=0``."""
-    if _numba.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
+    if simulated.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
         return
 
     def make(cc, ndim):
@@ -533,7 +531,7 @@ def _compile_ahead(mm):
                 plan = mm._plan(name, cc, td.name, ndim)
                 instance = _matmul.IMPLEMENTATIONS[plan.implementation].instance(
                     name, mm, plan, td, {"epilogue": None, "epilogue_args": None}, ndim)
-                _compile.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
+                _programs.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
                                announce=lambda *_: None)
         except Exception:  # (a kernel that calls it compiles it itself, and raises what is wrong there)
             pass

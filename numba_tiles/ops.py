@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba.cuda import types
 
-from . import _compile, _dtypes, _numba
+from . import _compile, _dtypes
+from ._backends import numba_cuda
 from ._errors import error
 
 
@@ -96,7 +97,7 @@ class UserOp:
 
     def __init__(self, function, result=None):
         self.py_func = _compile.device_function(function)
-        self.fastmath = _numba.fastmath(function)
+        self.fastmath = numba_cuda.fastmath(function)
         self.name = self.py_func.__name__
         self.result = result  # a fixed result type (bool for comparators), else the element type
         self.ufunc = _PythonUfunc(self.py_func)

@@ -12,13 +12,14 @@ import time
 
 import numpy as np
 
-from . import _numba, _params
+from . import _params
+from ._backends import simulated
 from ._errors import error
 
 
 def _thread(intrinsic):
     """The simulated thread calling ``intrinsic``."""
-    thread = _numba.simulated_thread()
+    thread = simulated.simulated_thread()
     if thread is None:
         raise RuntimeError(
             f"tiles.{intrinsic} runs only inside a @cuda.jit kernel: compiled for a GPU, "
@@ -27,11 +28,11 @@ def _thread(intrinsic):
     return thread
 
 
-def _block_thread(intrinsic, block_dim):
+def block_thread(intrinsic, block_dim):
     """The simulated thread calling a block-level ``intrinsic``, after checking the launch's block shape and that
     every thread of the block makes this call."""
     thread = _thread(intrinsic)
-    launched = _numba.simulated_block_dim(thread)
+    launched = simulated.simulated_block_dim(thread)
     if launched != block_dim:
         raise error(
             intrinsic,
@@ -44,7 +45,7 @@ def _block_thread(intrinsic, block_dim):
 
 def _exchange(thread, value):
     """Every thread's value, in linear thread order (x fastest), as seen after a barrier."""
-    slots = _numba.block_scratch(thread).setdefault("slots", {})
+    slots = simulated.block_scratch(thread).setdefault("slots", {})
     slots[thread.thread_id] = value
     thread.syncthreads()
     values = [slots[i] for i in range(len(slots))]
@@ -63,7 +64,7 @@ _SITE = "_numba_tiles_site"  # (a simulated thread's attribute) the call it make
 
 def note_call(frame):
     """Record, in the simulated thread running ``frame`` (the caller of an intrinsic), where the call is made."""
-    thread = _numba.simulated_thread()
+    thread = simulated.simulated_thread()
     if thread is not None:
         stack, f = [], frame
         while f is not None:  # (a device function called from two places is two call sites)
@@ -99,12 +100,12 @@ def _not_all_there(intrinsic, where, arrived, size, whom, others):
 def _meet_block(thread, intrinsic):
     """Check, with one barrier, that every thread of the block makes this call."""
     n = _count(thread, "_numba_tiles_block_calls")
-    meetings = _numba.block_scratch(thread).setdefault("meetings", {})
+    meetings = simulated.block_scratch(thread).setdefault("meetings", {})
     meetings.setdefault(n, {})[thread.thread_id] = _site(thread)
     # A thread at meeting n has passed meeting n - 1's barrier, which every thread reached after checking n - 2.
     meetings.pop(n - 2, None)
     thread.syncthreads()
-    size = math.prod(_numba.simulated_block_dim(thread))
+    size = math.prod(simulated.simulated_block_dim(thread))
     stack, where = _site(thread)
     sites = list(meetings[n].values())
     arrived = sum(1 for s, _ in sites if s == stack)
@@ -124,9 +125,9 @@ def _warp_meet(thread, intrinsic, width, value):
     condition of their own rather than the block's barrier. A lane that cannot come (it returned, or waits at a
     block barrier or at another warp call) makes this an error, not a hang."""
     group, lane = divmod(thread.thread_id, width)
-    size = min(width, math.prod(_numba.simulated_block_dim(thread)) - group * width)
+    size = min(width, math.prod(simulated.simulated_block_dim(thread)) - group * width)
     with _warp_lock:
-        meeting = _numba.block_scratch(thread).setdefault("warps", {}).setdefault(
+        meeting = simulated.block_scratch(thread).setdefault("warps", {}).setdefault(
             (width, group), {"cond": threading.Condition(), "calls": {}})
     n = _count(thread, "_numba_tiles_warp_calls")
     stack, where = _site(thread)
@@ -157,7 +158,7 @@ def _warp_meet(thread, intrinsic, width, value):
 def _stuck(thread, width, group, missing, waited):
     """Whether the lanes of ``missing`` cannot come to the calling lane's warp call: each one's thread has ended, or
     waits at a block barrier or at another call of this logical warp; or every thread of the block waits."""
-    dims = _numba.simulated_block_dim(thread)
+    dims = simulated.simulated_block_dim(thread)
     running = {t.thread_id: t for t in threading.enumerate()
                if getattr(t, "_manager", None) is thread._manager and t.is_alive()}
 
@@ -196,7 +197,7 @@ def simulated_block(intrinsic, block_dim, value):
             values, rank = ext.simulated_block(instance.intrinsic, args["block_dim"], args["value"])
             return sum(values) if rank == 0 else 0
     """
-    thread = _block_thread(intrinsic, block_dim)
+    thread = block_thread(intrinsic, block_dim)
     return _exchange(thread, value), thread.thread_id
 
 
@@ -266,7 +267,7 @@ def _threads(args):
 
 def _move(instance, args, array, load):
     """block_load (``load``) or block_store between ``args[array]`` and the thread's items."""
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    thread = block_thread(instance.intrinsic, args["block_dim"])
     memory, items, count = args[array], args["items"], args["items_per_thread"]
     kind = "striped" if args["algorithm"] == "striped" else "blocked"
     valid = _valid(args, memory)
@@ -306,7 +307,7 @@ def _entry_dtype(instance):
 
 
 def block_scan(instance, args):
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    thread = block_thread(instance.intrinsic, args["block_dim"])
     dtype = _entry_dtype(instance)
     mine = _items(args["value"], args["items_per_thread"])
     tiles_ = _exchange(thread, mine)
@@ -356,12 +357,12 @@ def _rearrange(thread, args, arrays, source, target):
 
 
 def block_exchange(instance, args):
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    thread = block_thread(instance.intrinsic, args["block_dim"])
     _rearrange(thread, args, [args["items"]], *_params.ARRANGEMENTS[args["arrangement"]])
 
 
 def block_histogram(instance, args):
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    thread = block_thread(instance.intrinsic, args["block_dim"])
     tiles_ = _exchange(thread, _items(args["items"], args["items_per_thread"]))
     histogram, bins = args["histogram"], args["bins"]
     if thread.thread_id == 0:
@@ -389,7 +390,7 @@ def _ordered_bits(dtype, values):
 def _sort(instance, args, order):
     """What the sorts share: gather the block's (key[, value]) tile in blocked order, let ``order``
     put it in sorted order (a list of items), and give each thread its ranks (blocked, or striped)."""
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    thread = block_thread(instance.intrinsic, args["block_dim"])
     count, threads = args["items_per_thread"], _threads(args)
     arrays = [args["keys"]] + ([args["values"]] if args["values"] is not None else [])
     tiles_ = _exchange(thread, [[tuple(a[j] for a in arrays) for j in range(count)]])
@@ -423,7 +424,7 @@ def block_merge_sort(instance, args):
 
 def _block_tile(instance, args, param="items"):
     """(thread, the block's whole tile in rank order, this thread's first rank, items per thread)."""
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
+    thread = block_thread(instance.intrinsic, args["block_dim"])
     count = args["items_per_thread"] or 1
     mine = _items(args[param], count)
     tile = [item for held in _exchange(thread, mine) for item in held]
@@ -478,15 +479,15 @@ def block_shuffle(instance, args):
 
 # --- 2-D tiles and matmul: thread 0 does the block's work between two barriers ------------------
 
-def _by_first_thread(instance, args, work):
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
+def by_first_thread(instance, args, work):
+    thread = block_thread(instance.intrinsic, args["block_dim"])
     thread.syncthreads()  # every thread has come (and written its part of the inputs)
     if thread.thread_id == 0:
         work()
     thread.syncthreads()  # as on the GPU, the call ends with a barrier
 
 
-def _window(matrix, row, col, shape):
+def tile_window(matrix, row, col, shape):
     """The part of ``matrix`` under a tile of ``shape`` at (row, col), and where it lies in the tile."""
     r0, c0 = max(int(row), 0), max(int(col), 0)
     r1, c1 = min(int(row) + shape[0], matrix.shape[0]), min(int(col) + shape[1], matrix.shape[1])
@@ -499,175 +500,20 @@ def tile_load(instance, args):
     def work():
         src, tile = args["src"], args["tile"]
         tile[...] = args["fill"]
-        inside, part = _window(src, args["row"], args["col"], tile.shape)
+        inside, part = tile_window(src, args["row"], args["col"], tile.shape)
         if inside is not None:
             tile[part] = src[inside]
-    _by_first_thread(instance, args, work)
+    by_first_thread(instance, args, work)
 
 
 def tile_wait(instance, args):
-    _by_first_thread(instance, args, lambda: None)  # the simulator's loads are done when they return
+    by_first_thread(instance, args, lambda: None)  # the simulator's loads are done when they return
 
 
 def tile_store(instance, args):
     def work():
         tile, dst = args["tile"], args["dst"]
-        inside, part = _window(dst, args["row"], args["col"], tile.shape)
+        inside, part = tile_window(dst, args["row"], args["col"], tile.shape)
         if inside is not None:
             dst[inside] = tile[part]
-    _by_first_thread(instance, args, work)
-
-
-def _operand(tile, precision):
-    """A or B as float64 (complex128) values: bfloat16 bits widened to float32's, tf32 rounded to 10 mantissa bits."""
-    if precision == "bf16":
-        return (tile.astype(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    if precision == "tf32":
-        bits = tile.astype(np.float32).view(np.uint32)
-        return ((bits + 0x1000 + ((bits >> 13) & 1) - 1) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
-    return tile.astype(np.complex128 if tile.dtype.kind == "c" else np.float64)
-
-
-def matmul(instance, args):
-    m, n, k = args["shape"]
-    a, b, c = args["a"], args["b"], args["c"]
-    for name, tile, shape in (("a", a, (m, k)), ("b", b, (k, n)), ("c", c, (m, n))):
-        if tile.shape != shape:
-            raise error(instance.intrinsic, f"{name} is {tile.shape[0]} x {tile.shape[1]}; shape={args['shape']} "
-                        f"needs {shape[0]} x {shape[1]}", "pass tiles of the sizes shape=(M, N, K) names")
-
-    def work():
-        # float64 products and sums, rounded to C's dtype once (cuBLASDx accumulates in C's precision)
-        product = _operand(a, args["precision"]) @ _operand(b, args["precision"])
-        c[...] = (args["alpha"] * product + args["beta"] * c.astype(product.dtype)).astype(c.dtype)
-    _by_first_thread(instance, args, work)
-
-
-
-# The register form (tiles.Matmul). Here a shared tile holds its operand row-major and thread t's
-# accumulator holds items t*n ... t*n+n-1 of C in row-major order: the layouts are cuBLASDx's
-# business on the GPU, and a kernel only passes these arrays between the calls.
-
-def matmul_load(instance, args):
-    mm = args["mm"]
-    shape = (mm.a_shape, mm.b_shape)[args["operand"]]
-
-    def work():
-        src = args["src"]
-        tile = np.full(shape, args["fill"], dtype=src.dtype)
-        inside, part = _window(src, args["row"], args["col"], shape)
-        if inside is not None:
-            tile[part] = src[inside]
-        args["tile"][:tile.size] = tile.ravel()
-    _by_first_thread(instance, args, work)
-
-
-def _bf16_bits(value):
-    """A float's bfloat16 rounding (to nearest even), as the 16 bits an int16 tile holds."""
-    bits = int(np.float32(value).view(np.uint32))
-    return np.uint16((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 & 0xFFFF).view(np.int16)
-
-
-def _rounded(value, dtype):
-    """Values as a C of ``dtype`` holds them: 16-bit integers hold bfloat16 bits."""
-    if dtype.kind in "iu":
-        return np.vectorize(_bf16_bits, otypes=[np.int16])(value).astype(dtype)
-    return value.astype(dtype)
-
-
-def _accumulator_items(thread, mm):
-    first = thread.thread_id * mm.accumulator_items
-    return np.unravel_index(np.arange(first, first + mm.accumulator_items), (mm.shape[0], mm.shape[1]))
-
-
-def matmul_multiply(instance, args):
-    mm, acc = args["mm"], args["acc"]
-    thread = _block_thread(instance.intrinsic, mm.block_dim)
-    thread.syncthreads()  # the tiles are complete
-    m, n, k = mm.shape
-    a = _operand(args["a"][:m * k].reshape(m, k), mm.precision)
-    b = _operand(args["b"][:k * n].reshape(k, n), mm.precision)
-    product = (a @ b)[_accumulator_items(thread, mm)]
-    acc[:mm.accumulator_items] = (acc[:mm.accumulator_items].astype(np.float64) + product).astype(acc.dtype)
-    thread.syncthreads()  # as on the GPU, the call ends with a barrier
-
-
-def _epilogue(instance, args, precision):
-    """The call's epilogue as ``finish(value, *coordinates)`` on one item, computed in NumPy ``precision``
-    (the accumulator's, as on the GPU), or None."""
-    callback = next((ty for name, ty, _ in instance.params if name == "epilogue_args"), None)
-    if callback is None:
-        return None
-    extras = args["epilogue_args"] or ()
-    return lambda value, *at: precision.type(callback.simulate(precision.type(value), at, extras))
-
-
-def _epilogued(finish, value, lead=(), origin=(0, 0)):
-    """The 2-D array ``value`` with ``finish`` applied to each item (None: as it is), whose coordinates are
-    ``lead`` then its row and column from ``origin``."""
-    if finish is None:
-        return value
-    out = np.array(value)
-    for (r, c), item in np.ndenumerate(out):
-        out[r, c] = finish(item, *lead, origin[0] + r, origin[1] + c)
-    return out
-
-
-def matmul_store(instance, args):
-    mm, acc, dst = args["mm"], args["acc"], args["dst"]
-    thread = _block_thread(instance.intrinsic, mm.block_dim)
-    rows, cols = _accumulator_items(thread, mm)
-    finish = _epilogue(instance, args, mm._types[1].numpy)
-    for i, (r, c) in enumerate(zip(rows + int(args["row"]), cols + int(args["col"]))):
-        if 0 <= r < dst.shape[0] and 0 <= c < dst.shape[1]:
-            value = args["alpha"] * np.float64(acc[i])
-            bits = mm.precision == "bf16" and dst.dtype.kind in "iu"
-            if args["beta"] != 0:
-                value += args["beta"] * (_operand(np.asarray(dst[r, c]), "bf16") if bits else np.float64(dst[r, c]))
-            if finish is not None:
-                value = np.float64(finish(value, r, c))
-            dst[r, c] = _bf16_bits(value) if bits else value
-
-
-def _ops(instance, args):
-    """The description, A, B and C of the call's ``ops`` (`Matmul.operands`), and the call's arguments with the
-    block its plan runs on (`Matmul.launch` gives it; the twins check the launch's against it)."""
-    ops = args["ops"]
-    block = ops.plan.block
-    return args["mm"], ops.a, ops.b, ops.c, {**args, "block_dim": block + (1,) * (3 - len(block))}
-
-
-def _product(mm, a, b, c, rows, cols, alpha, beta, finish, lead=(), origin=(0, 0)):
-    """alpha * A[rows, :] @ B[:, cols] + beta * C[rows, cols], with the epilogue, as C holds it."""
-    precision = mm.precision
-    value = alpha * (_operand(np.asarray(a[rows, :]), precision) @ _operand(np.asarray(b[:, cols]), precision))
-    if beta != 0:
-        value = value + beta * _operand(np.asarray(c[rows, cols]), precision if c.dtype.kind in "iu" else None)
-    return _rounded(_epilogued(finish, value, lead, origin), c.dtype)
-
-
-def matmul_tile(instance, args):
-    mm, a, b, c, args = _ops(instance, args)
-    finish = _epilogue(instance, args, mm._types[1].numpy)
-
-    def work():
-        m, n, _ = mm.shape
-        r0, c0 = int(args["i"]) * m, int(args["j"]) * n
-        rows, cols = slice(r0, min(r0 + m, c.shape[0])), slice(c0, min(c0 + n, c.shape[1]))
-        if rows.start < rows.stop and cols.start < cols.stop:
-            c[rows, cols] = _product(mm, a, b, c, rows, cols, args["alpha"], args["beta"], finish, origin=(r0, c0))
-    _by_first_thread(instance, args, work)
-
-
-def matmul_batched(instance, args):
-    mm, a, b, c, args = _ops(instance, args)
-    thread = _block_thread(instance.intrinsic, args["block_dim"])
-    grid = _numba.simulated_grid_dim(thread)
-    block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
-    finish = _epilogue(instance, args, mm._types[1].numpy)
-
-    def work():
-        whole = slice(None)
-        for i in range(block, a.shape[0], math.prod(grid)):
-            c[i] = _product(mm, a[i], b[i], c[i], whole, whole, args["alpha"], args["beta"], finish, (i,))
-    _by_first_thread(instance, args, work)
+    by_first_thread(instance, args, work)

@@ -8,7 +8,7 @@ Sizes and block shape are compile-time; the tiles are ordinary ``cuda.shared.arr
 from numba.cuda import types
 
 from . import _matrices, extending as ext, simulator
-from .extending import CUB, Instance, intrinsic
+from .extending import Arg, CUB, Instance, intrinsic
 
 TILE = CUB.header("tile.cuh")
 _shape = _matrices.block_shape
@@ -24,10 +24,9 @@ def _move(name, args, matrix):
 
 def _load_rule(name, args):
     dtype = _move(name, args, "src")
-    return Instance(name, TILE, TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args),
-                                              Async=args["asynchronous"]), types.none,
-                    (("src", args["src"], None), ("row", types.int64, None), ("col", types.int64, None),
-                     ("tile", args["tile"], None), ("fill", dtype.numba, 0)))
+    return Instance(intrinsic=name, header=TILE, template=TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args),
+                                              Async=args["asynchronous"]), result=types.none, params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
+                     Arg("tile", args["tile"]), Arg("fill", dtype.numba, 0)))
 
 
 @intrinsic(consts={"block_dim": ext.block_dim, "asynchronous": ext.flag("asynchronous")},
@@ -76,8 +75,7 @@ def wait_rule(name, args, threads=0):
         if isinstance(pending, types.IntegerLiteral) and pending.literal_value < 0:
             raise ext.error(name, f"pending must be a non-negative int, got {pending.literal_value}",
                             "pass how many of the last asynchronous loads may still run, e.g. pending=2, or 0")
-    return Instance(name, TILE, TILE.template("numba_tiles::tile_wait", **_shape(args)), types.none,
-                    (("pending", types.int32, 0),), threads=threads)
+    return Instance(intrinsic=name, header=TILE, template=TILE.template("numba_tiles::tile_wait", **_shape(args)), result=types.none, params=(Arg("pending", types.int32, 0),), threads=threads)
 
 
 @intrinsic(consts={"block_dim": ext.block_dim}, rule=wait_rule, simulate=simulator.tile_wait)
@@ -113,9 +111,8 @@ def tile_wait(pending=0, *, block_dim):
 
 def _store_rule(name, args):
     dtype = _move(name, args, "dst")
-    return Instance(name, TILE, TILE.template("numba_tiles::tile_store", T=dtype.cxx, **_shape(args)), types.none,
-                    (("tile", args["tile"], None), ("dst", args["dst"], None), ("row", types.int64, None),
-                     ("col", types.int64, None)))
+    return Instance(intrinsic=name, header=TILE, template=TILE.template("numba_tiles::tile_store", T=dtype.cxx, **_shape(args)), result=types.none, params=(Arg("tile", args["tile"]), Arg("dst", args["dst"]), Arg("row", types.int64),
+                     Arg("col", types.int64)))
 
 
 @intrinsic(consts={"block_dim": ext.block_dim}, rule=_store_rule, simulate=simulator.tile_store)

@@ -3,7 +3,7 @@
 from numba.cuda import types
 
 from . import extending as ext, ops, simulator
-from .extending import CUB, Instance, intrinsic
+from .extending import Arg, CUB, Instance, intrinsic
 
 WARP = CUB.header("warp.cuh")
 
@@ -17,8 +17,8 @@ def _reduce_rule(name, args):
         template=WARP.template("numba_tiles::warp_reduce", T=dtype.cxx, Op=op.cxx, Warp=args["warp_size"],
                                Partial=partial),
         result=dtype.numba,
-        params=(("value", dtype.numba, None), ("num_valid", types.int32, 0),
-                ("identity", dtype.numba, ops.identity_value(op, dtype))),
+        params=(Arg("value", dtype.numba), Arg("num_valid", types.int32, 0),
+                Arg("identity", dtype.numba, ops.identity_value(op, dtype))),
         **op.code,
     )
 
@@ -79,8 +79,8 @@ def _scan_rule(name, args):
                                Exclusive=args["exclusive"], HasInitial=has_initial, Aggregate=args["aggregate"],
                                Partial=ops.partial(name, args, op)),
         result=types.UniTuple(dtype.numba, 2) if args["aggregate"] else dtype.numba,
-        params=(("value", dtype.numba, None), ("initial_value", dtype.numba, identity), ("num_valid", types.int32, 0),
-                ("identity", dtype.numba, ops.identity_value(op, dtype))),
+        params=(Arg("value", dtype.numba), Arg("initial_value", dtype.numba, identity), Arg("num_valid", types.int32, 0),
+                Arg("identity", dtype.numba, ops.identity_value(op, dtype))),
         **op.code,
     )
 

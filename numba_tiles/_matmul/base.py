@@ -8,7 +8,8 @@ from numba import cuda
 from numba.cuda import types
 
 from .. import _tensor_maps, extending as ext
-from .._library import MATHDX
+from ..extending import MATHDX
+from .._entry import Member
 
 MATMUL = MATHDX.header("matmul.cuh")  # the register form's steps and loops, and the shared-tile product
 STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # the K-steps of A and B in flight: a parser
@@ -97,4 +98,4 @@ class Implementation:
     def operand_params(self, mm, td, ndim):
         """The entry point's parameters of the arrays it reads: each a member of the call's ``ops``."""
         found = member_types(mm.dtype, td.name, ndim)
-        return tuple((f"ops.{m}", found[m], None) for m in self.members)
+        return tuple(Member("ops", m, found[m]) for m in self.members)

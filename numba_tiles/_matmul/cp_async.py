@@ -5,7 +5,7 @@ sm_80 on, any strides."""
 from numba.cuda import types
 
 from .. import _callback
-from .._spec import Instance
+from ..extending import Arg, Instance, Literal
 from .base import MATMUL, SHARED, Implementation, Plan, stage_bytes
 
 
@@ -34,10 +34,10 @@ class CpAsync(Implementation):
         function = "numba_tiles::matmul_tile" if ndim == 2 else "numba_tiles::matmul_batched"
         template = mm._template(function, Stages=plan.stages, SharedBytes=plan.shared_bytes, T=ta.cxx, TC=tc.cxx,
                                 PD=result, TD=td.cxx, TS="unsigned char")
-        tile = (("i", types.int64, None), ("j", types.int64, None)) if ndim == 2 else ()
-        params = self.operand_params(mm, td, ndim) + tile + (("shared", SHARED, None), ("alpha", tc.numba, 1),
-                                                             ("beta", tc.numba, 0))
-        return Instance(name, MATMUL, template, types.none, params + fused, prelude=prelude, threads=plan.threads)
+        tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
+        params = self.operand_params(mm, td, ndim) + tile + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1),
+                                                             Arg("beta", tc.numba, 0))
+        return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params + fused, prelude=prelude, threads=plan.threads)
 
 
 CP_ASYNC = CpAsync()

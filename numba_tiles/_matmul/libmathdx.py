@@ -9,11 +9,11 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from .. import _callback, _compile, _libmathdx, _numba, _tensor_maps, _toolchain, extending as ext
-from .._errors import error
+from .. import _callback, _libmathdx, _programs, _tensor_maps, _toolchain, extending as ext
+from .._backends import numba_cuda_compile, simulated
+from ..extending import Arg, Instance, error
 from .._library import LIBMATHDX
 from .._matrices import ORDERS
-from .._spec import Instance
 from . import tma
 from .base import STAGES, Implementation, Plan
 from .wgmma import CXX, precision
@@ -84,16 +84,15 @@ def _prelude(symbols):
 @functools.cache
 def _code(pipeline):
     """The libmathdx LTO-IR of ``pipeline``, one object a process (each kernel that calls it links it once)."""
-    code = _numba.lazy_ltoir(f"numba_tiles-libmathdx-{abs(hash(pipeline)):x}.ltoir",
+    code = numba_cuda_compile.lazy_ltoir(f"numba_tiles-libmathdx-{abs(hash(pipeline)):x}.ltoir",
                              lambda: _libmathdx.code(pipeline))
-    _compile.arch_specific.add(code)  # (sm_90a code: a numba-cuda-mlir kernel that calls it links for sm_90a)
+    _programs.arch_specific.add(code)  # (sm_90a code: a numba-cuda-mlir kernel that calls it links for sm_90a)
     return code
 
 
 def _instance(name, mm, stages, template, params, prelude="", threads=0):
     symbols = traits(name, mm, stages)["symbols"]
-    return Instance(name, HEADER, template, types.none, params, prelude=_prelude(symbols) + prelude,
-                    modules=(_code(pipeline(mm, stages)),), threads=threads)
+    return Instance(intrinsic=name, header=HEADER, template=template, result=types.none, params=params, prelude=_prelude(symbols) + prelude, modules=(_code(pipeline(mm, stages)),), threads=threads)
 
 
 def prepare_instance(name, mm, stages, args):
@@ -102,8 +101,8 @@ def prepare_instance(name, mm, stages, args):
     template = HEADER.template("numba_tiles::libmathdx_prepare", DeviceBytes=t["device_bytes"],
                                DeviceAlign=t["device_align"], RowA=ORDERS[mm.arrangement[0]],
                                RowB=ORDERS[mm.arrangement[1]], DeviceCreate=f"&{t['symbols']['device_create']}")
-    return _instance(name, mm, stages, template, (("pipe", args["pipe"], None), ("a", args["a"], None),
-                                                  ("b", args["b"], None)))
+    return _instance(name, mm, stages, template, (Arg("pipe", args["pipe"]), Arg("a", args["a"]),
+                                                  Arg("b", args["b"])))
 
 
 class Libmathdx(Implementation):
@@ -148,8 +147,8 @@ class Libmathdx(Implementation):
         return pipe
 
     def instance(self, name, mm, plan, td, args, ndim):
-        if _numba.simulator_enabled():  # (the simulator's twin computes the tile; nothing is generated)
-            return Instance(name, HEADER, "", types.none, ())
+        if simulated.simulator_enabled():  # (the simulator's twin computes the tile; nothing is generated)
+            return Instance(intrinsic=name, header=HEADER, template="", result=types.none, params=())
         fused, prelude = _callback.fused(name, args, types.float32, 2)
         t = traits(name, mm, plan.stages)
         s = {f: f"&{symbol}" for f, symbol in t["symbols"].items()}
@@ -160,8 +159,8 @@ class Libmathdx(Implementation):
             AccAlign=t["accumulator_align"], TileCreate=s["tile_create"], TileDestroy=s["tile_destroy"],
             AccCreate=s["accumulator_create"], AccDestroy=s["accumulator_destroy"], Execute=s["execute"],
             Finish=s["finish"], CopyF32=s["copy_f32"], P=CXX["float32" if td.name == "float32" else precision(mm)])
-        params = self.operand_params(mm, td, 2) + (("i", types.int64, None), ("j", types.int64, None),
-                                                  ("alpha", types.float32, 1), ("beta", types.float32, 0)) + fused
+        params = self.operand_params(mm, td, 2) + (Arg("i", types.int64), Arg("j", types.int64),
+                                                  Arg("alpha", types.float32, 1), Arg("beta", types.float32, 0)) + fused
         return _instance(name, mm, plan.stages, template, params, prelude, threads=threads(mm))
 
 

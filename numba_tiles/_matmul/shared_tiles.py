@@ -3,8 +3,9 @@
 
 from numba.cuda import types
 
-from .. import _matrices, extending as ext, simulator
-from ..extending import Instance, intrinsic
+from .. import _matrices, extending as ext
+from ..extending import Arg, Instance, intrinsic
+from . import twins
 from .base import MATMUL
 
 
@@ -61,15 +62,14 @@ def _matmul_rule(name, args):
     template = MATMUL.template("numba_tiles::matmul", M=m, N=n, K=k, TA=ta.cxx, TB=tb.cxx, TC=tc.cxx, PA=compute,
                                PB=compute, RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1],
                                LDC=lds[2], Align=align, **_matrices.block_shape(args))
-    return Instance(name, MATMUL, template, types.none,
-                    (("a", args["a"], None), ("b", args["b"], None), ("c", args["c"], None),
-                     ("alpha", tc.numba, 1), ("beta", tc.numba, 0)))
+    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("c", args["c"]),
+                     Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0)))
 
 
 @intrinsic(consts={"shape": _matrices.shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,
                    "alignment": ext.choice("alignment", {None: 0, 16: 16}),
                    "precision": ext.choice("precision", dict.fromkeys([None, *_matrices.NAMED]))},
-           rule=_matmul_rule, simulate=simulator.matmul)
+           rule=_matmul_rule, simulate=twins.matmul)
 def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None,
            alignment=None):
     """``c = alpha * a @ b + beta * c`` for shared-memory tiles, by the whole block with cuBLASDx.

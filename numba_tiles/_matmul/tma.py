@@ -6,7 +6,7 @@ import numpy as np
 from numba.cuda import types
 
 from .. import _callback, _tensor_maps, extending as ext
-from .._spec import Instance
+from ..extending import Arg, Instance, Literal
 from .base import MATMUL, SHARED, Implementation, Plan, stage_bytes
 
 
@@ -63,10 +63,9 @@ class Tma(Implementation):
         fused, prelude = _callback.fused(name, args, tc.numba, ndim)
         template = mm._template("numba_tiles::matmul_batched_tma", Stages=plan.stages, SharedBytes=plan.shared_bytes,
                                 TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
-        params = self.operand_params(mm, td, ndim) + (("shared", SHARED, None), ("alpha", tc.numba, 1),
-                                                      ("beta", tc.numba, 0))
-        return Instance(name, MATMUL, template, types.none, params + fused,
-                        prelude=_tensor_maps.CHECKS["batched_maps"] + "\n" + prelude, threads=plan.threads)
+        params = self.operand_params(mm, td, ndim) + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1),
+                                                      Arg("beta", tc.numba, 0))
+        return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params + fused, prelude=_tensor_maps.CHECKS["batched_maps"] + "\n" + prelude, threads=plan.threads)
 
 
 TMA = Tma()

@@ -6,9 +6,9 @@ import numpy as np
 from numba.cuda import types
 
 from .. import _callback, _tensor_maps
+from ..extending import Arg, Instance
 from .._library import CUTE_SM90A
 from .._matrices import ORDERS
-from .._spec import Instance
 from . import tma
 from .base import Implementation, Plan
 
@@ -79,10 +79,9 @@ class Wgmma(Implementation):
                                   M=m, N=n, K=k, Stages=plan.stages, SharedBytes=plan.shared_bytes,
                                   RowA=ORDERS[mm.arrangement[0]], RowB=ORDERS[mm.arrangement[1]], P=CXX[p],
                                   PD=CXX["float32" if td.name == "float32" else p], TD=td.cxx)
-        tile = (("i", types.int64, None), ("j", types.int64, None)) if ndim == 2 else ()
-        params = self.operand_params(mm, td, ndim) + tile + (("alpha", types.float32, 1), ("beta", types.float32, 0))
-        return Instance(name, WGMMA, template, types.none, params + fused,
-                        prelude="\n".join((*_tensor_maps.CHECKS.values(), prelude)), threads=threads(mm))
+        tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
+        params = self.operand_params(mm, td, ndim) + tile + (Arg("alpha", types.float32, 1), Arg("beta", types.float32, 0))
+        return Instance(intrinsic=name, header=WGMMA, template=template, result=types.none, params=params + fused, prelude="\n".join((*_tensor_maps.CHECKS.values(), prelude)), threads=threads(mm))
 
 
 WGMMA_BLOCK = Wgmma()

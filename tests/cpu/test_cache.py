@@ -143,7 +143,7 @@ if sys.argv[1] == "gpu":  # as on a machine with an sm_90 GPU (device 0's comput
     driver.cuDeviceGetAttribute = lambda a, d: (driver.CUresult.CUDA_SUCCESS, 9 if a == major else 0)
 from numba import cuda
 import numba_tiles as tiles
-from numba_tiles import _compile
+from numba_tiles import _pch, _programs
 
 def kernel_for(block, op):
     def kernel(x, out):
@@ -151,16 +151,16 @@ def kernel_for(block, op):
     return kernel
 
 if sys.argv[1] == "gpu":
-    _compile.wait_for_precompiled_headers()  # (a user's first kernel comes a second after the import)
+    _pch.wait_for_precompiled_headers()  # (a user's first kernel comes a second after the import)
 used, codes = [], []
 for block, op in ((32, tiles.block_sum), (64, tiles.block_scan), (96, tiles.block_sum)):
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         codes.append(tiles.compile(kernel_for(block, op), "void(int32[:], int32[:])", arch="sm_90", output="ltoir")[1])
     used.append(tiles.cache.stats()["pch_used"])
-    _compile.wait_for_precompiled_headers()
+    _pch.wait_for_precompiled_headers()
     if block == 32:
         (first, target), = lowered
-again = _compile.build([first], target)  # the first program once more, now with the PCH
+again = _programs.build([first], target)  # the first program once more, now with the PCH
 used.append(tiles.cache.stats()["pch_used"])
 print(json.dumps({"used": used, "same": codes[0] == again}))
 """
@@ -182,22 +182,22 @@ def test_every_program_after_the_first_takes_the_precompiled_base(tmp_path, mach
 
 def test_cache_true_kernels_are_invalidated_by_toolchain_libraries_and_options(monkeypatch, tmp_path):
     """The stamp in a cache=True kernel's numba-cuda index key moves with what its cubin depends on."""
-    from numba_tiles import _compile, _toolchain, extending
+    from numba_tiles import _programs, _toolchain, extending
 
-    stamp = _compile.kernel_cache_stamp()
-    assert _compile.kernel_cache_stamp() == stamp
+    stamp = _programs.kernel_cache_stamp()
+    assert _programs.kernel_cache_stamp() == stamp
     (tmp_path / "new.cuh").write_text("#pragma once\n")
     extending.library("another_library", tmp_path, blame="test")  # a library declared: its headers count
-    with_library = _compile.kernel_cache_stamp()
+    with_library = _programs.kernel_cache_stamp()
     assert with_library != stamp
     monkeypatch.setattr(_toolchain, "versions", lambda: {"numba_tiles": "0.0.0", "nvrtc": "12.9"})
-    _compile._libraries_stamp.cache_clear()
-    assert _compile.kernel_cache_stamp() not in (stamp, with_library)
+    _programs._libraries_stamp.cache_clear()
+    assert _programs.kernel_cache_stamp() not in (stamp, with_library)
     monkeypatch.undo()
-    _compile._libraries_stamp.cache_clear()
-    assert _compile.kernel_cache_stamp() == with_library
+    _programs._libraries_stamp.cache_clear()
+    assert _programs.kernel_cache_stamp() == with_library
     monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")
-    assert _compile.kernel_cache_stamp() != with_library
+    assert _programs.kernel_cache_stamp() != with_library
 
 
 # Trust: cache entries become GPU code in the process that loads them, so whose files they are matters.

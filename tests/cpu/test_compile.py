@@ -7,7 +7,7 @@ import pytest
 from numba import cuda, float64
 
 import numba_tiles as tiles
-from numba_tiles import _compile, _toolchain, cache
+from numba_tiles import _compile, _library, _programs, _toolchain, cache
 from numba_tiles._library import CUB
 from numba_tiles._target import Target
 
@@ -135,11 +135,11 @@ def test_one_nvrtc_program_per_kernel():
 
 
 def key(source="int x;", **target):
-    return cache.key(_compile.key_parts(source, CUB, Target(**{"arch": "sm_90", **target})))
+    return cache.key(_programs.key_parts(source, CUB, Target(**{"arch": "sm_90", **target})))
 
 
 def test_key_covers_source_target_options_and_versions():
-    parts = _compile.key_parts("int x;", CUB, Target("sm_90"))
+    parts = _programs.key_parts("int x;", CUB, Target("sm_90"))
     assert set(parts) == {"source", "output", "target", "options", "versions"}
     assert parts["versions"]["nvrtc"] == "%d.%d" % _toolchain.nvrtc_version()
     assert parts["versions"]["numba_tiles"] == tiles.__version__
@@ -149,7 +149,7 @@ def test_key_covers_source_target_options_and_versions():
 
 def test_key_changes_with_every_target_mode_and_option(monkeypatch):
     keys = {key(), key(checks=True), key(lineinfo=True)}
-    monkeypatch.setitem(_compile._BASE_OPTIONS, "std", "c++17")
+    monkeypatch.setitem(_library._BASE_OPTIONS, "std", "c++17")
     keys.add(key())
     assert len(keys) == 4
 
@@ -157,13 +157,13 @@ def test_key_changes_with_every_target_mode_and_option(monkeypatch):
 def observed_programs(monkeypatch):
     """The C++ sources and options NVRTC is given (the real NVRTC runs)."""
     seen = []
-    real = _compile._nvrtc
+    real = _programs._nvrtc
 
     def observe(source, library, target, name, instances, output="ltoir", **how):
-        seen.append((source, _compile.options(library, target, output)))
+        seen.append((source, library.program_options(target, output)))
         return real(source, library, target, name, instances, output, **how)
 
-    monkeypatch.setattr(_compile, "_nvrtc", observe)
+    monkeypatch.setattr(_programs, "_nvrtc", observe)
     return seen
 
 
@@ -173,15 +173,15 @@ def test_lineinfo_reaches_nvrtc(monkeypatch):
 
     monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
     seen = observed_programs(monkeypatch)
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         tiles.compile(sum_kernel(160), SIG, arch="sm_90", output="ltoir", lineinfo=True)
     (instance, target), = lowered
     assert target == Target("sm_90", lineinfo=True)
     (source, flags), = seen
     assert flags["lineinfo"] is True
     # NVRTC honours it: the same program and options compiled to a cubin carry a line table.
-    plain = _compile._nvrtc(source, CUB, Target("sm_90"), "plain", [instance], output="cubin")
-    given = _compile._nvrtc(source, CUB, target, "given", [instance], output="cubin")
+    plain = _programs._nvrtc(source, CUB, Target("sm_90"), "plain", [instance], output="cubin")
+    given = _programs._nvrtc(source, CUB, target, "given", [instance], output="cubin")
     assert ".debug_line" not in {s[0] for s in sections(plain)} and ".debug_line" in {s[0] for s in sections(given)}
 
 
@@ -202,7 +202,7 @@ def test_a_kernel_compiles_only_the_headers_its_intrinsics_use(monkeypatch):
 
 def test_entry_point_renders_the_cub_template():
     instance, _ = tiles.block_sum.spec.resolve_values(np.int64(0), block_dim=(16, 16), num_valid=3)
-    source = _compile.translation_unit([instance])
+    source = _programs.translation_unit([instance])
     assert source.startswith('#include "common.cuh"\n#include "block_reduce.cuh"\n\n')
     assert ("numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, 1, "
             "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid, *identity, "
@@ -372,9 +372,9 @@ def test_a_failing_library_header_is_blamed_on_its_library(tmp_path, monkeypatch
     library = Library("mypkg", include_dirs=lambda: (tmp_path, *CUB.include_dirs()), versions=lambda: {"mypkg": "1"},
                       blame="This is a bug in mypkg; report it to mypkg")
     header = library.header("broken.cuh")
-    instance = Instance("mine", header, header.template("mypkg::broken", T="int", N=3), types.none, ())
-    with pytest.raises(_compile.NVRTCError) as info:
-        _compile.build([instance], Target("sm_90"))
+    instance = Instance(intrinsic="mine", header=header, template=header.template("mypkg::broken", T="int", N=3), result=types.none, params=())
+    with pytest.raises(_programs.NVRTCError) as info:
+        _programs.build([instance], Target("sm_90"))
     message = str(info.value)
     assert "tiles.mine as mypkg::broken<int, 3>" in message and "(mypkg). This is a bug in mypkg" in message
     assert "N must be negative" in message and "N must be negative" in info.value.log
@@ -404,20 +404,20 @@ def test_a_per_entry_library_builds_its_programs_side_by_side_in_worker_processe
     header = library.header("pair.cuh")
 
     def instance(template, n):
-        return Instance("mine", header, header.template(f"mypkg::{template}", N=n), types.none, ())
+        return Instance(intrinsic="mine", header=header, template=header.template(f"mypkg::{template}", N=n), result=types.none, params=())
 
     class CodeLibrary:  # what Numba lowers into (only its identity matters here)
         pass
 
     kernel, target = CodeLibrary(), Target("sm_90")
     good, bad = instance("scaled", 3), instance("broken", 5)
-    objects = [_compile.for_call(i, target, kernel) for i in (good, bad)]
+    objects = [_programs.for_call(i, target, kernel) for i in (good, bad)]
     before = tiles.cache.stats()["nvrtc"]
     assert isinstance(objects[0].data, bytes) and objects[0].data  # builds both
     assert tiles.cache.stats()["nvrtc"] == before + 1 and not in_process  # (a failure counts no NVRTC product)
-    with pytest.raises(_compile.NVRTCError, match=r"(?s)tiles.mine as mypkg::broken<5>.*N must be negative"):
+    with pytest.raises(_programs.NVRTCError, match=r"(?s)tiles.mine as mypkg::broken<5>.*N must be negative"):
         objects[1].data
-    later = [_compile.for_call(i, target, CodeLibrary()) for i in (instance("scaled", 7), good)]
+    later = [_programs.for_call(i, target, CodeLibrary()) for i in (instance("scaled", 7), good)]
     assert all(isinstance(o.data, bytes) and o.data for o in later)  # a new program, and the memo's
     assert len(in_process) == 1  # one program to build: no worker
 
@@ -465,10 +465,10 @@ def test_background_nvrtc_work_is_done_before_any_exit_handler_runs(tmp_path):
     script = tmp_path / "exit_early.py"
     script.write_text(
         "import atexit\n"
-        "from numba_tiles import _compile, _library\n"
+        "from numba_tiles import _library, _pch\n"
         "from numba_tiles._target import Target\n"
-        "_compile._start_base_pch(_library.CUB, _compile.options(_library.CUB, Target('sm_90')))\n"
-        "atexit.register(lambda: print('running at exit:', sum(t.is_alive() for t in _compile._background)))\n")
+        "_pch.start(_library.CUB, _library.CUB.program_options(Target('sm_90')))\n"
+        "atexit.register(lambda: print('running at exit:', sum(t.is_alive() for t in _pch._background)))\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "running at exit: 0"

@@ -8,13 +8,13 @@ import pytest
 from numba import cuda
 
 import numba_tiles as tiles
-from numba_tiles import _compile, _toolchain
+from numba_tiles import _programs, _toolchain
 from numba_tiles._library import CUB, UNUSED_PTX_HEADERS
 
 
 def test_each_skipped_ptx_header_is_guarded_by_the_macro_we_define():
     """A CCCL upgrade that renames a header or its guard would silently parse it again: say so here."""
-    defined = {m for m in CUB.options if isinstance(m, str)}
+    defined = {m for m in CUB.macros if isinstance(m, str)}
     for name in UNUSED_PTX_HEADERS:
         path = _toolchain.cccl_include_dir() / "cuda" / "__ptx" / "instructions" / f"{name}.h"
         assert path.is_file(), f"CCCL has no {path}: drop {name!r} from UNUSED_PTX_HEADERS"
@@ -29,19 +29,19 @@ def test_skipping_unused_ptx_headers_leaves_the_ltoir_unchanged():
     def kernel(x, out):
         out[0] = tiles.block_sum(x[cuda.grid(1)], block_dim=64)
 
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         tiles.compile(kernel, "void(float32[:], float32[:])", arch="sm_90", output="ltoir")
     (instance, target), = lowered
-    source = _compile.translation_unit([instance])
+    source = _programs.translation_unit([instance])
 
     def ltoir(library):
-        flags = _compile.options(library, target)
+        flags = library.program_options(target)
         program = Program(source, "c++", options=ProgramOptions(include_path=library.include_path(), **flags))
         return program.compile("ltoir").code
 
-    skipped = [m for m in CUB.options if isinstance(m, str) and m.startswith("_CUDA_PTX_")]
+    skipped = [m for m in CUB.macros if isinstance(m, str) and m.startswith("_CUDA_PTX_")]
     assert len(skipped) == len(UNUSED_PTX_HEADERS)
-    parsing_all = dataclasses.replace(CUB, options=tuple(m for m in CUB.options if m not in skipped))
+    parsing_all = dataclasses.replace(CUB, macros=tuple(m for m in CUB.macros if m not in skipped))
     assert ltoir(CUB) == ltoir(parsing_all)
 
 

@@ -8,7 +8,7 @@ from numba import cuda
 
 import numba_tiles as tiles
 from examples import gemm
-from numba_tiles import _compile, _toolchain
+from numba_tiles import _programs, _toolchain
 
 from .test_compile import observed_programs
 from .test_sass import external_calls, instructions, registers, sass
@@ -39,7 +39,7 @@ def test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory(tmp_path, m
 @pytest.mark.heavy
 def test_matmul_renders_cublasdx_with_the_tiles_arrangement():
     """A column-major A (a transposed shared array), row-major B and C; sizes and block as given."""
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         tiles.compile(gemm.make_gemm((32, 16, 8), "float64", "float64", 64, ("F", "C")),
                       "void(float64[:, :], float64[:, ::1], float64[:, :], float64, float64)", output="ltoir")
     templates = {i.template for i, _ in lowered}

@@ -1,7 +1,7 @@
 """The intrinsics in numba-cuda-mlir kernels, with no GPU: typed by the same rules, lowered to MLIR that calls the
 same entry points, linked with the same LTO-IR by ``tiles.compile``; each kernel against the same kernel compiled by
 numba-cuda (its intrinsics' SASS: the same shuffles, barriers and no calls). And the numba-cuda-mlir hooks the
-adapter (``numba_tiles/_mlir.py``) relies on. Runs where numba-cuda-mlir is installed (the cu13 environment of
+adapter (``numba_tiles/_backends/mlir.py``) relies on. Runs where numba-cuda-mlir is installed (the cu13 environment of
 ``make venv``: ``pip install 'numba-tiles[cu13,mlir]'``)."""
 
 import operator
@@ -109,7 +109,7 @@ def test_block_reduce_is_cubs_warp_shuffles_and_barriers(tmp_path):
 
 def test_a_device_function_calls_them_and_any_arch_compiles(tmp_path):
     """An intrinsic in a @cuda.jit(device=True) helper of numba-cuda-mlir; the cubin is the arch asked for (its ELF
-    flags), whatever the host (numba-cuda-mlir takes the host's from the driver: `_mlir.compile_kernel`)."""
+    flags), whatever the host (numba-cuda-mlir takes the host's from the driver: `mlir.compile_kernel`)."""
     import struct
 
     @mlir_cuda.jit(device=True)
@@ -289,7 +289,7 @@ def test_a_launch_links_hopper_code_for_sm_90a_and_compile_names_the_arch(implem
     for a plain sm_90 that was asked for refuses it with the fix, as for numba-cuda's kernels."""
     import numba_cuda_mlir.tools as tools
 
-    from numba_tiles import _mlir
+    from numba_tiles._backends import mlir
 
     @mlir_cuda.jit
     def kernel(ops):
@@ -300,7 +300,7 @@ def test_a_launch_links_hopper_code_for_sm_90a_and_compile_names_the_arch(implem
         tiles.compile(kernel, sig, arch="sm_90")
     saved, tools._cached_cc = tools._cached_cc, (9, 0)  # (the launch path: the chip is the GPU's)
     try:
-        cubin = bytes(mlir_cuda.compile_cubin(kernel.py_func, tuple(_mlir.to_mlir(t) for t in sig)))
+        cubin = bytes(mlir_cuda.compile_cubin(kernel.py_func, tuple(mlir.to_mlir(t) for t in sig)))
     finally:
         tools._cached_cc = saved
     assert "HGMMA" in sass(cubin, tmp_path)
@@ -312,7 +312,7 @@ def test_mm_launch_passes_operands_as_a_tuple_numba_cuda_mlirs_launcher_flattens
     import numpy as np
     from numba_cuda_mlir.descriptor import _flatten_arg
 
-    from numba_tiles import _mlir
+    from numba_tiles._backends import mlir
 
     class Stand:  # (what launch_arguments reads of an Operands: its type and its members)
         _numba_type_ = BF16.operands_type("float32", batched=True)
@@ -326,15 +326,15 @@ def test_mm_launch_passes_operands_as_a_tuple_numba_cuda_mlirs_launcher_flattens
     def kernel(ops, alpha):
         BF16.batched(ops, alpha)
 
-    ops, alpha = _mlir.launch_arguments((Stand(), 1.5))
+    ops, alpha = mlir.launch_arguments((Stand(), 1.5))
     assert alpha == 1.5 and all(x is y for x, y in zip(ops, members)) and len(ops) == 4
     flat = []
     _flatten_arg(ops, flat)
     assert len(flat) == 4 and all(x is y for x, y in zip(flat, members))
     rebuilt = type(ops)(*flat)
     assert hasattr(ops, "_fields") and type(rebuilt) is type(ops)
-    assert kernel.typeof_pyval(rebuilt) == _mlir.to_mlir(Stand._numba_type_) == kernel.typeof_pyval(ops)
-    assert _mlir.to_numba_cuda(kernel.typeof_pyval(rebuilt)) is Stand._numba_type_
+    assert kernel.typeof_pyval(rebuilt) == mlir.to_mlir(Stand._numba_type_) == kernel.typeof_pyval(ops)
+    assert mlir.to_numba_cuda(kernel.typeof_pyval(rebuilt)) is Stand._numba_type_
 
 
 EPILOGUES = {  # (a store with an epilogue of two arrays; the wgmma tile's with a fastmath tanh GELU)
@@ -362,7 +362,7 @@ def kernel(ops, extras):
 @pytest.mark.parametrize("case", EPILOGUES)
 def test_an_epilogue_is_inlined_into_the_store_as_under_numba_cuda(case, tmp_path):
     """``epilogue=`` in a numba-cuda-mlir kernel: numba-cuda-mlir compiles the function (C ABI), the store's
-    functor calls it with the ``epilogue_args``' fields (`_mlir.pack`), and nvJitLink inlines it: the same
+    functor calls it with the ``epilogue_args``' fields (`mlir.pack`), and nvJitLink inlines it: the same
     library instructions and the user's (FMNMX) as under numba-cuda, no local memory. numba-cuda-mlir
     0.6 computes ``math.tanh`` by libdevice's tanhf even under ``fastmath=True`` (numba-cuda: one MUFU.TANH), so
     the GELU's own instructions differ there (the guide says so)."""
@@ -449,7 +449,7 @@ def test_numba_cuda_mlirs_extension_loader_imports_us():
 
 
 def test_the_numba_cuda_mlir_hooks_the_adapter_uses_are_there():
-    """numba_tiles/_mlir.py's private hooks, by name: a numba-cuda-mlir upgrade that moves one fails here."""
+    """numba_tiles/_backends/mlir.py's private hooks, by name: a numba-cuda-mlir upgrade that moves one fails here."""
     import numba_cuda_mlir.tools as tools
     from numba_cuda_mlir import extending, lowering_utilities, models
     from numba_cuda_mlir.descriptor import mlir_target

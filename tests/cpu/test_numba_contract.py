@@ -1,11 +1,13 @@
-"""One test per numba-cuda touchpoint of numba_tiles._numba: an upgrade that breaks one fails here, by name."""
+"""One test per numba-cuda touchpoint of numba_tiles._backends (numba_cuda, numba_cuda_compile): an upgrade that
+breaks one fails here, by name."""
 
 import numpy as np
 import pytest
 from numba import cuda
 
 import numba_tiles as tiles
-from numba_tiles import _compile, _errors, _numba
+from numba_tiles import _errors, _programs
+from numba_tiles._backends import numba_cuda, numba_cuda_compile, simulated
 
 SIG = "void(float32[::1], float32[::1])"
 
@@ -48,17 +50,19 @@ def test_typing_call_finds_the_call_and_what_the_ir_knows_of_its_arguments():
 
     seen = []
 
-    class Probed(Exception):
+    class Probed(tiles.TilesError):
         pass
 
     def probe(*args, **kwargs):
         pass
 
-    def resolve(args, kws, origins):
+    def resolve(args, kws, origins, debug):
         seen.append(origins)
         raise Probed("probe: typed")
 
-    _numba.register(probe, resolve, lambda *args: None, Probed)
+    import inspect
+
+    numba_cuda.register(probe, "probe", inspect.signature(probe), resolve, lambda call: None)
     closure = (64, 2)
 
     def kernel(x, n):
@@ -77,11 +81,11 @@ def test_typing_call_finds_the_call_and_what_the_ir_knows_of_its_arguments():
         f'File "{__file__}", line {kernel.__code__.co_firstlineno + 3}, in '
         "test_typing_call_finds_the_call_and_what_the_ir_knows_of_its_arguments.<locals>.kernel:",
         "    probe(items, three, 7, BLOCK, closure, x, n, kw=BLOCK, other=n + 1)"]
-    assert _numba.typing_call(probe) is None
+    assert numba_cuda.typing_call(probe) is None
 
 
 def test_is_cuda_module():
-    assert _numba.is_cuda_module(cuda) and not _numba.is_cuda_module(np)
+    assert simulated.is_cuda_module(cuda) and not simulated.is_cuda_module(np)
 
 
 def test_our_performance_warning_is_the_one_numba_cudas_launches_warn_with():
@@ -90,7 +94,7 @@ def test_our_performance_warning_is_the_one_numba_cudas_launches_warn_with():
     from numba.cuda import dispatcher
     from numba.cuda.core import errors
 
-    assert _numba.NumbaPerformanceWarning is errors.NumbaPerformanceWarning
+    assert numba_cuda.NumbaPerformanceWarning is errors.NumbaPerformanceWarning
     assert "errors.NumbaPerformanceWarning(" in inspect.getsource(dispatcher)  # (its grid-size warning)
 
 
@@ -98,7 +102,7 @@ def test_register_types_and_lowers_a_call_to_the_entry_point():
     """Numba's module calls the entry point (it does not link alone), which our object defines."""
     from cuda.core import Linker, LinkerOptions, ObjectCode
 
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         modules = tiles.compile(reduce_kernel, SIG, output="ltoir")
     (instance, _), = lowered
     assert len(modules) == 2
@@ -109,7 +113,7 @@ def test_register_types_and_lowers_a_call_to_the_entry_point():
 
 
 def test_target_flags_carry_the_arch_and_line_info():
-    with _compile.recording() as lowered:
+    with _programs.recording() as lowered:
         tiles.compile(reduce_kernel, SIG, arch="sm_80", output="ltoir", lineinfo=True)
     (_, target), = lowered
     assert (target.arch, target.lineinfo) == ("sm_80", True)
@@ -122,13 +126,13 @@ def test_lazy_ltoir_is_read_only_when_linked():
         made.append(1)
         return b"bytes"
 
-    code = _numba.lazy_ltoir("x.ltoir", make)
+    code = numba_cuda_compile.lazy_ltoir("x.ltoir", make)
     assert isinstance(code, cuda.LTOIR) and code.name == "x.ltoir" and not made
     assert code.data == b"bytes" and made == [1]
 
 
 def test_compile_kernel_and_device_ltoir():
-    modules = _numba.compile_kernel_ltoir(reduce_kernel, SIG, (9, 0))
+    modules = numba_cuda_compile.compile_kernel_ltoir(reduce_kernel, SIG, (9, 0))
     assert all(isinstance(m, bytes) and m for m in modules)
 
     def twice(a, b):
@@ -136,7 +140,7 @@ def test_compile_kernel_and_device_ltoir():
 
     from numba import float32
 
-    code = _numba.compile_device_ltoir(twice, float32(float32, float32), "numba_tiles_test_twice", (9, 0))
+    code = numba_cuda.compile_device_ltoir(twice, float32(float32, float32), "numba_tiles_test_twice", (9, 0))
     assert isinstance(code, bytes) and code
 
 
@@ -154,7 +158,7 @@ def test_numba_cudas_line_info_links_with_nvrtc_ltoir(mode):
     ours = Program('extern "C" __device__ int numba_tiles_test_triple(int* r, int x) { *r = 3 * x; return 0; }',
                    "c++", options=ProgramOptions(arch="sm_90", link_time_optimization=True,
                                                  relocatable_device_code=True)).compile("ltoir").code
-    numbas = _numba.compile_kernel_ltoir(kernel, "void(int32[::1])", (9, 0), **{mode: True})[0]
+    numbas = numba_cuda_compile.compile_kernel_ltoir(kernel, "void(int32[::1])", (9, 0), **{mode: True})[0]
     cubin = Linker(ObjectCode.from_ltoir(numbas), ObjectCode.from_ltoir(ours),
                    options=LinkerOptions(arch="sm_90", link_time_optimization=True, **{mode: True})).link("cubin")
     assert cubin.code[:4] == b"\x7fELF"
@@ -165,8 +169,8 @@ def test_python_function_of_a_device_function():
     def op(a, b):
         return a
 
-    assert _numba.python_function(op) is op.py_func
-    assert _numba.python_function(np.add) is None and _numba.python_function("+") is None
+    assert numba_cuda.python_function(op) is op.py_func
+    assert numba_cuda.python_function(np.add) is None and numba_cuda.python_function("+") is None
 
 
 def test_constant_writes_half_types_as_bit_patterns():
@@ -213,7 +217,7 @@ def test_cached_kernel_libraries_leave_our_ltoir_out_and_keep_their_cubin():
         lib._cubin_cache[(9, 0)] = b"\x7fELF cubin"
         return lib
 
-    ours = _numba.ltoir("numba_tiles-test.ltoir", b"ltoir")
+    ours = numba_cuda_compile.ltoir("numba_tiles-test.ltoir", b"ltoir")
     state = library(ours)._reduce_states()
     assert state["cubin_cache"] == {(9, 0): b"\x7fELF cubin"} and not state["nrt"]
     with pytest.raises(RuntimeError, match="Cannot pickle CUDACodeLibrary with linking files"):
@@ -240,7 +244,7 @@ def test_numba_cudas_link_of_our_ltoir_goes_through_the_disk_cache(tmp_path, mon
         assert isinstance(linker.info_log, str)
         return cubin, {k: after[k] - before[k] for k in ("links", "hits")}
 
-    ours = [_numba.ltoir(f"numba_tiles-contract-{i}.ltoir", m) for i, m in enumerate(intrinsics)]
+    ours = [numba_cuda_compile.ltoir(f"numba_tiles-contract-{i}.ltoir", m) for i, m in enumerate(intrinsics)]
     cold, warm = first_launch_link(*ours), first_launch_link(*ours)
     assert cold[1] == {"links": 1, "hits": 0} and warm[1] == {"links": 0, "hits": 1}
     assert cold[0] == warm[0] and cold[0][:4] == b"\x7fELF"
@@ -259,7 +263,7 @@ def test_cached_kernels_index_key_carries_our_stamp(monkeypatch):
         pass
 
     key = CUDACache(kernel)._index_key(("float32[::1]",), Codegen())
-    assert key[-1] == ("numba_tiles", _compile.kernel_cache_stamp())
+    assert key[-1] == ("numba_tiles", _programs.kernel_cache_stamp())
     monkeypatch.setenv("NUMBA_TILES_DEBUG", "1")  # checks compiled in: another cubin, another key
     assert CUDACache(kernel)._index_key(("float32[::1]",), Codegen()) != key
 
@@ -271,7 +275,7 @@ def test_numba_cudas_extension_loader_imports_us_without_nvrtc_work():
     import sys
 
     code = ("import sys\nfrom numba.cuda.core import entrypoints\nentrypoints.init_all()\n"
-            "import numba_tiles._compile as c\nprint('numba_tiles' in sys.modules, len(c._background))")
+            "import numba_tiles._pch as c\nprint('numba_tiles' in sys.modules, len(c._background))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "0"], done.stdout + done.stderr
-    assert _numba.EXTENSION_LOADER == "numba.cuda.core.entrypoints"
+    assert numba_cuda_compile.EXTENSION_LOADER == "numba.cuda.core.entrypoints"

@@ -272,12 +272,12 @@ def test_a_description_compiles_its_code_ahead_and_a_kernel_waits_for_it(monkeyp
     import threading
     import types as pytypes
 
-    from numba_tiles import _compile, _stats, _toolchain
+    from numba_tiles import _notices, _stats, _toolchain
 
     monkeypatch.setenv("NUMBA_TILES_BACKGROUND", "1")
     monkeypatch.delenv("NUMBA_TILES_QUIET", raising=False)
     monkeypatch.setitem(sys.modules, "ipykernel", pytypes.ModuleType("ipykernel"))
-    monkeypatch.setattr(_compile, "TICK_S", 0.05)
+    monkeypatch.setattr(_notices, "TICK_S", 0.05)
     monkeypatch.setattr(_toolchain, "current_device_cc", lambda: (8, 0))
     before = _stats.snapshot()["nvrtc"]
     mm = tiles.Matmul((32, 32, 16), "float32", block_dim=64, stages=3)  # (a description no other test compiles)

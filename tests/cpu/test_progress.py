@@ -20,7 +20,7 @@ from numba import cuda
 from numba.cuda import types
 
 import numba_tiles as tiles
-from numba_tiles import _compile
+from numba_tiles import _notices, _programs
 from numba_tiles._library import Library
 from numba_tiles._spec import Instance
 from numba_tiles._target import Target
@@ -39,7 +39,7 @@ print(tiles.cache.stats()["nvrtc"])
 """
 
 
-def _notices(text):
+def notice_lines(text):
     return [line for line in text.splitlines() if line.startswith("numba_tiles: ")]
 
 
@@ -78,7 +78,7 @@ def test_a_cublasdx_compile_says_so_once_shows_its_time_on_a_terminal_and_a_cach
     env.pop("NUMBA_TILES_QUIET", None)
     out, err = _in_a_terminal(env)
     notice = ("numba_tiles: compiling tiles.matmul 16x16x16 (float16, float32) with cuBLASDx for sm_90 "
-              f"(NVRTC; {_compile.cold_time([pytypes.SimpleNamespace(intrinsic='matmul')])}; cached afterwards)")
+              f"(NVRTC; {_notices.cold_time([pytypes.SimpleNamespace(intrinsic='matmul')])}; cached afterwards)")
     assert err.startswith(notice + "\n"), err
     assert notice in (ROOT / "docs" / "guide" / "caching.md").read_text().splitlines()
     ticks = re.findall(r"\rnumba_tiles: NVRTC has been compiling for (\d+) s", err)
@@ -112,25 +112,25 @@ def test_a_notice_quotes_the_benchmark_figure_of_its_form_and_the_matmul_guide_t
         seconds = round(newest.data["results"][f"{case}, cold cache"]["compile_s"])
         cores = int(re.search(r"(\d+) cores", newest.data["device"])[1])
         figure = f"about {seconds} s on {cores} CPU cores"
-        assert f"took {figure}" in _compile.cold_time([pytypes.SimpleNamespace(intrinsic=intrinsic)])
+        assert f"took {figure}" in _notices.cold_time([pytypes.SimpleNamespace(intrinsic=intrinsic)])
         (line,) = [line for line in guide.splitlines() if kernel in line]
         assert figure in line and newest.name in guide, guide
     for untimed in ("Matmul.tile", "Matmul.batched"):  # (the register form's loop in one program)
-        assert _compile.cold_time([pytypes.SimpleNamespace(intrinsic=untimed)]) == _compile.UNTIMED
+        assert _notices.cold_time([pytypes.SimpleNamespace(intrinsic=untimed)]) == _notices.UNTIMED
     mixed = [pytypes.SimpleNamespace(intrinsic=i) for i in ("matmul", "Matmul.store")]
-    assert _compile.cold_time(mixed) == _compile.UNTIMED
+    assert _notices.cold_time(mixed) == _notices.UNTIMED
 
 
 @pytest.fixture
 def fast_ticks(monkeypatch):
     """A tick every 20 ms instead of every second, and stderr read as a person would: in Jupyter."""
-    monkeypatch.setattr(_compile, "TICK_S", 0.02)
+    monkeypatch.setattr(_notices, "TICK_S", 0.02)
     monkeypatch.delenv("NUMBA_TILES_QUIET", raising=False)
     monkeypatch.setitem(sys.modules, "ipykernel", pytypes.ModuleType("ipykernel"))
 
 
 def test_a_long_wait_shows_its_time_each_tick_then_clears_it(fast_ticks, capfd):
-    with _compile.elapsed("NVRTC has been compiling", since=time.perf_counter() - 5):
+    with _notices.elapsed("NVRTC has been compiling", since=time.perf_counter() - 5):
         time.sleep(0.2)
     out, err = capfd.readouterr()
     ticks = re.findall(r"\rnumba_tiles: NVRTC has been compiling for (\d+) s", err)
@@ -139,10 +139,10 @@ def test_a_long_wait_shows_its_time_each_tick_then_clears_it(fast_ticks, capfd):
 
 
 def test_a_long_wait_shows_nothing_in_a_log_quietly_or_before_it_is_known_to_be_long(fast_ticks, monkeypatch, capfd):
-    with _compile.elapsed("libmathdx has been generating it", when=lambda: False):  # (a cache hit, so far)
+    with _notices.elapsed("libmathdx has been generating it", when=lambda: False):  # (a cache hit, so far)
         time.sleep(0.1)
     known = []
-    with _compile.elapsed("libmathdx has been generating it", when=lambda: bool(known)):
+    with _notices.elapsed("libmathdx has been generating it", when=lambda: bool(known)):
         time.sleep(0.1)
         known.append(True)  # (announced: it is generating)
         time.sleep(0.1)
@@ -150,11 +150,11 @@ def test_a_long_wait_shows_nothing_in_a_log_quietly_or_before_it_is_known_to_be_
     assert err.startswith("\rnumba_tiles: libmathdx has been generating it for 0 s") and out == "", repr(err)
     assert err.count("\rnumba_tiles:") < 0.2 / 0.02, repr(err)  # (none in the first 0.1 s)
     monkeypatch.delitem(sys.modules, "ipykernel")  # stderr is capfd's file, not a terminal: a log
-    with _compile.elapsed("NVRTC has been compiling"):
+    with _notices.elapsed("NVRTC has been compiling"):
         time.sleep(0.1)
     monkeypatch.setitem(sys.modules, "ipykernel", pytypes.ModuleType("ipykernel"))
     monkeypatch.setenv("NUMBA_TILES_QUIET", "1")
-    with _compile.elapsed("NVRTC has been compiling"):
+    with _notices.elapsed("NVRTC has been compiling"):
         time.sleep(0.1)
     assert capfd.readouterr() == ("", "")
 
@@ -171,7 +171,7 @@ def test_a_small_program_compiles_without_a_word(tmp_path, monkeypatch, capfd):
     tiles.compile(block_max, "void(uint16[::1], uint16[::1])", arch="sm_80", output="ltoir")
     assert tiles.cache.stats()["nvrtc"] == before + 1
     out, err = capfd.readouterr()
-    assert not _notices(out + err), out + err
+    assert not notice_lines(out + err), out + err
 
 
 def _per_entry_library(tmp_path):
@@ -188,15 +188,15 @@ def _per_entry_library(tmp_path):
     def build(*ns):
         """Lower calls of wait<n> for each n into one code library, and read the first program (builds them all)."""
         kernel = CodeLibrary()
-        instances = [Instance("mine", header, header.template("mypkg::wait", N=n), types.none, ()) for n in ns]
-        objects = [_compile.for_call(i, Target("sm_90"), kernel) for i in instances]
+        instances = [Instance(intrinsic="mine", header=header, template=header.template("mypkg::wait", N=n), result=types.none, params=()) for n in ns]
+        objects = [_programs.for_call(i, Target("sm_90"), kernel) for i in instances]
         assert objects[0].data
 
     return build
 
 
 def test_programs_side_by_side_say_so_once_with_a_bar_in_a_notebook(tmp_path, monkeypatch, capfd):
-    monkeypatch.setattr(_compile, "TICK_S", 0.02)
+    monkeypatch.setattr(_notices, "TICK_S", 0.02)
     monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("NUMBA_TILES_COMPILE_JOBS", "2")
     monkeypatch.delenv("NUMBA_TILES_QUIET", raising=False)
@@ -204,12 +204,12 @@ def test_programs_side_by_side_say_so_once_with_a_bar_in_a_notebook(tmp_path, mo
     build = _per_entry_library(tmp_path)
     build(1, 2)
     out, err = capfd.readouterr()
-    assert _notices(err) == ["numba_tiles: compiling 2 programs side by side for sm_90: tiles.mine "
+    assert notice_lines(err) == ["numba_tiles: compiling 2 programs side by side for sm_90: tiles.mine "
                              "(NVRTC in 2 worker processes, cached afterwards)"], err
     assert "numba_tiles NVRTC:" in err and "0/2 [" in err  # the bar (gone when done: leave=False)
     # redrawn each tick while the first program compiles (a worker process's start and NVRTC: over 20 ms)
     assert err.count("0/2 [") >= 2, err
-    monkeypatch.setattr(_compile, "_memo", {})  # (a fresh process: the programs come from the disk cache)
+    monkeypatch.setattr(_programs, "_memo", {})  # (a fresh process: the programs come from the disk cache)
     build(1, 2)
     out, err = capfd.readouterr()
     assert out + err == ""

@@ -1,9 +1,9 @@
-"""The simulator touchpoints of numba_tiles._numba (see tests/cpu/test_numba_contract.py)."""
+"""The simulator touchpoints of numba_tiles._backends (simulated, bytecode; see tests/cpu/test_numba_contract.py)."""
 
 import numpy as np
 from numba import cuda
 
-from numba_tiles import _numba
+from numba_tiles._backends import bytecode, numba_cuda, simulated
 
 
 def test_simulated_thread_block_shape_and_scratch():
@@ -11,14 +11,14 @@ def test_simulated_thread_block_shape_and_scratch():
 
     @cuda.jit
     def kernel(out):
-        thread = _numba.simulated_thread()
-        scratch = _numba.block_scratch(thread)
+        thread = simulated.simulated_thread()
+        scratch = simulated.block_scratch(thread)
         scratch.setdefault("ids", set()).add(thread.thread_id)
-        seen[(cuda.blockIdx.x, thread.thread_id)] = (_numba.simulated_block_dim(thread), scratch)
+        seen[(cuda.blockIdx.x, thread.thread_id)] = (simulated.simulated_block_dim(thread), scratch)
         out[0] = 1
 
     kernel[2, (4, 2)](np.zeros(1))
-    assert _numba.simulated_thread() is None  # outside a kernel
+    assert simulated.simulated_thread() is None  # outside a kernel
     assert {dims for dims, _ in seen.values()} == {(4, 2, 1)}
     scratches = {b: {id(s) for (bb, _), (_, s) in seen.items() if bb == b} for b in (0, 1)}
     assert all(len(ids) == 1 for ids in scratches.values()) and scratches[0] != scratches[1]
@@ -30,7 +30,7 @@ def test_python_function_of_a_simulated_device_function():
     def op(a, b):
         return a
 
-    assert _numba.python_function(op) is op.py_func
+    assert numba_cuda.python_function(op) is op.py_func
 
 
 def test_compiling_on_the_simulator_is_a_tiles_error_of_the_function_called():
@@ -66,11 +66,11 @@ def test_the_simulators_stand_in_for_numba_cuda_is_the_cuda_module():
 
     @cuda.jit
     def kernel(out):
-        seen.append((_numba.is_cuda_module(cuda), _numba.is_cuda_module(cuda.blockDim), _numba.is_cuda_module(np)))
+        seen.append((simulated.is_cuda_module(cuda), simulated.is_cuda_module(cuda.blockDim), simulated.is_cuda_module(np)))
         out[0] = 1
 
     kernel[1, 1](np.zeros(1))
-    assert seen == [(True, False, False)] and _numba.is_cuda_module(cuda)
+    assert seen == [(True, False, False)] and simulated.is_cuda_module(cuda)
 
 
 FLAG = True
@@ -101,7 +101,7 @@ def test_bytecode_ir_numbers_calls_as_the_running_frame_does_and_defines_each_va
         probe(*x)
 
     function(np.ones(2), 3)
-    ir = _numba.bytecode_ir(function.__code__, function.__globals__)
+    ir = bytecode.bytecode_ir(function.__code__, function.__globals__)
     starts = [instruction.offset for instruction in dis.get_instructions(function)]
     first, second, spread = [ir.calls[starts[bisect.bisect_right(starts, at) - 1]] for at in lasti]
     assert spread is None  # (*args: no arguments to read one by one)
@@ -143,4 +143,4 @@ def test_bytecode_ir_is_none_where_the_front_end_refuses_the_function():
             return e
         return x
 
-    assert _numba.bytecode_ir(stores_an_exception.__code__, stores_an_exception.__globals__) is None
+    assert bytecode.bytecode_ir(stores_an_exception.__code__, stores_an_exception.__globals__) is None

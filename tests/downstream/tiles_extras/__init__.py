@@ -32,7 +32,7 @@ def _argmax(name, args, template, storage=None, **shape):
         header=HEADER,
         template=HEADER.template(f"tiles_extras::{template}", T=dtype.cxx, **shape),
         result=types.Tuple((dtype.numba, types.int32)),
-        params=(("value", dtype.numba, None), ("index", types.int32, None)),
+        params=(ext.Arg("value", dtype.numba), ext.Arg("index", types.int32)),
         storage=HEADER.template(f"tiles_extras::{storage}", T=dtype.cxx, **shape) if storage else "",
     )
 
@@ -124,7 +124,7 @@ def _topk_rule(name, args):
         header=HEADER,
         template=HEADER.template("tiles_extras::block_topk", T=dtype.cxx, **shape),
         result=types.none,
-        params=(("items", items, None), ("out", out, None)),
+        params=(ext.Arg("items", items), ext.Arg("out", out)),
         storage=HEADER.template("tiles_extras::topk_storage", T=dtype.cxx, **shape),
     )
 

@@ -1,9 +1,10 @@
-"""Every place numba_tiles touches numba-cuda-mlir, the MLIR-based successor of numba-cuda: its typing and lowering
-of the spec mechanism's intrinsics (`register`) and `numba_tiles.compile` of its kernels (`compile_kernel`).
+"""numba-cuda-mlir, the MLIR-based successor of numba-cuda, behind the compiler seam (`numba_tiles._backends.Backend`):
+every place numba_tiles touches it, its typing and lowering of the spec mechanism's intrinsics (`register`,
+`Call`) and `numba_tiles.compile` of its kernels (`compile_kernel`).
 
 numba-cuda-mlir has its own copy of Numba's types. A call's argument types are mapped to numba.cuda's
 (`to_numba_cuda`), the intrinsic's rule types them as it does numba-cuda's, and the signature is mapped back
-(`to_mlir`). Its lowering emits MLIR with the entry points' ABI of `_numba.call_entry`: arrays as (data,
+(`to_mlir`). Its lowering emits MLIR with the entry points' ABI of `numba_cuda.call_entry`: arrays as (data,
 sizes, strides in items), scalars and results by pointer. Its extension API is young; where it has no public
 way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` pins each:
 
@@ -21,7 +22,7 @@ way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` p
   (`launch_arguments`), and a compile result's ``_codelibrary.get_cufunc().handle``: a copy of the kernel of its
   own for the occupancy query (`resident_blocks`);
 - the frame of its copy of ``ConstraintNetwork.propagate`` (its ``constraint`` and ``typeinfer``): where a
-  call being typed stands and what its arguments are (`_typing_call`, as `_numba.typing_call` does).
+  call being typed stands and what its arguments are (`_typing_call`, as `numba_cuda.typing_call` does).
 
 Supported so far: intrinsics whose parameters are scalars, arrays and compile-time constants (the block and
 warp collectives, the shared-tile matmul), user ops and comparisons among them (compiled by numba-cuda-mlir,
@@ -38,9 +39,9 @@ import weakref
 
 from numba.cuda import types
 
-from ._dtypes import half_bits
-from ._errors import TilesError, call_site, error
-from ._numba import Handle, Keyed, attribute_type, typing_context
+from .._dtypes import half_bits
+from .._errors import TilesError, call_site, error
+from .numba_cuda import Handle, Keyed, attribute_type, typing_context
 
 MIN_VERSION, MAX_VERSION = (0, 6), (0, 7)  # numba-cuda-mlir 0.6.*: the versions this adapter is written for
 
@@ -141,7 +142,7 @@ def to_mlir(ty):
 
 @functools.cache
 def _handle_class():
-    """numba-cuda-mlir's twin of `_numba.Handle`: a tuple of the members' types to its compiler (passed and held as
+    """numba-cuda-mlir's twin of `numba_cuda.Handle`: a tuple of the members' types to its compiler (passed and held as
     a tuple of arrays is), keyed by what made it; `to_numba_cuda` gives the handle back."""
     from numba_cuda_mlir import extending, models
 
@@ -163,7 +164,7 @@ def _handle_class():
 
 
 def register_handle(cls):
-    """`_numba.register_handle` for numba-cuda-mlir: an instance of ``cls`` is typed by its ``_numba_type_``, and
+    """`numba_cuda.register_handle` for numba-cuda-mlir: an instance of ``cls`` is typed by its ``_numba_type_``, and
     launched as `launch_arguments` makes it."""
     from numba_cuda_mlir import extending
 
@@ -195,7 +196,7 @@ def launch_arguments(args):
 
 
 def resident_blocks(kernel, args, threads, nbytes):
-    """`_numba.resident_blocks` of a numba-cuda-mlir ``kernel``, compiled for ``args`` as `launch_arguments` passes
+    """`numba_cuda.resident_blocks` of a numba-cuda-mlir ``kernel``, compiled for ``args`` as `launch_arguments` passes
     them. The occupancy query runs on the compile result's own copy of the kernel, let first to take ``nbytes`` of
     dynamic shared memory (the query counts no block over the kernel's limit; launches lift it themselves)."""
     from cuda.bindings import driver
@@ -241,12 +242,11 @@ def typing_cc():
 
 # --- typing and lowering ------------------------------------------------------------------------
 
-def register(func, name, resolve, lower):
-    """Make ``func`` (the intrinsic ``name``) callable in numba-cuda-mlir kernels: ``resolve(args, kws, debug,
-    origins)`` → a numba.cuda signature for numba.cuda argument types (``debug``: whether the kernel is a debug
-    build; ``origins``: `_typing_call`'s, or None);
-    ``lower(lowerer, target, args, kws)`` lowers a call (numba-cuda-mlir's form: the call's variables, its
-    result's)."""
+def register(func, name, pysig, resolve, lower):
+    """Make ``func`` (the intrinsic ``name``, of Python signature ``pysig``) callable in numba-cuda-mlir kernels:
+    ``resolve(args, kws, origins, debug)`` → a numba.cuda signature for numba.cuda argument types (``origins``:
+    `_typing_call`'s, or None; ``debug``: whether the kernel is a debug build); ``lower(call)`` lowers a call,
+    ``call`` a `Call`."""
     from numba_cuda_mlir import extending
     from numba_cuda_mlir.numba_cuda.typing.templates import AbstractTemplate, signature
 
@@ -264,7 +264,7 @@ def register(func, name, resolve, lower):
                             "compile the kernel with numba-cuda's @cuda.jit (see the numba-cuda-mlir guide)") from None
             site = _typing_call(func)
             try:
-                sig = resolve(args, kws, _debug(), site and site.origins)
+                sig = resolve(args, kws, site and site.origins, _debug())
             except TilesError as exc:
                 if site is not None:
                     exc.args = (f"{exc.args[0]}\n\n{site.location}", *exc.args[1:])
@@ -272,7 +272,8 @@ def register(func, name, resolve, lower):
             return signature(to_mlir(sig.return_type), *(to_mlir(a) for a in sig.args)).replace(pysig=sig.pysig)
 
     extending.typing_registry.register_global(func, theirs.Function(Template))
-    extending.lower_builtin(func, theirs.VarArg(theirs.Any))(lower)
+    extending.lower_builtin(func, theirs.VarArg(theirs.Any))(
+        lambda lowerer, result, args, kws: lower(Call(pysig, lowerer, result, args, kws)))
     # numba-cuda-mlir reads its registries when it makes its typing and target contexts (its first compile):
     # refreshed only if they are made already (the first refresh makes them, about a second).
     from numba_cuda_mlir.descriptor import mlir_target
@@ -282,7 +283,7 @@ def register(func, name, resolve, lower):
 
 
 def register_description(cls, attribute):
-    """`_numba.register_description` for numba-cuda-mlir kernels: a module-level instance of ``cls`` is a
+    """`numba_cuda.register_description` for numba-cuda-mlir kernels: a module-level instance of ``cls`` is a
     compile-time object of its own type there; ``attribute(obj, name)`` is an int (a constant), an intrinsic
     bound to ``obj`` (registered with `register`) or None."""
     from numba_cuda_mlir import extending, models
@@ -316,7 +317,7 @@ def register_description(cls, attribute):
 def _typing_call(func):
     """The call of ``func`` numba-cuda-mlir is typing now (an `_errors.CallSite`: where it stands, what its
     arguments are made of), or None: `_errors.call_site` in the frame of its copy of
-    ``ConstraintNetwork.propagate``, as `_numba.typing_call` finds numba-cuda's."""
+    ``ConstraintNetwork.propagate``, as `numba_cuda.typing_call` finds numba-cuda's."""
     from numba_cuda_mlir import cuda as theirs_cuda
     from numba_cuda_mlir.numba_cuda.core import ir
     from numba_cuda_mlir.numba_cuda.core.typeinfer import CallConstraint, ConstraintNetwork
@@ -335,7 +336,7 @@ def target_flags(lowerer):
 
 
 class _Library:
-    """What `_compile.for_call` groups the programs of one lowered function by (a weak key)."""
+    """What `_programs.for_call` groups the programs of one lowered function by (a weak key)."""
 
 
 def code_library(lowerer):
@@ -466,6 +467,59 @@ def link_arch_specific(lowerer):
     return asked
 
 
+class Call:
+    """One call of an intrinsic that numba-cuda-mlir lowers: the `_backends.Call` of ``Spec.lower``, over the call's
+    variables (bound by the intrinsic's ``pysig``) and its result's."""
+
+    mlir = True
+
+    def __init__(self, pysig, lowerer, result, args, kws):
+        self.lowerer, self.result = lowerer, result
+        self.variables = pysig.bind(*args, **dict(kws)).arguments
+        self.given = argument_types(lowerer, self.variables)  # (numba-cuda-mlir's types)
+        self.types = {name: to_numba_cuda(ty) for name, ty in self.given.items()}
+        for name, p in pysig.parameters.items():
+            self.types.setdefault(name, types.Omitted(p.default))
+
+    def arguments(self):
+        return dict(self.types)
+
+    def target(self):
+        return target_flags(self.lowerer)
+
+    def bound_threads(self, threads):
+        bound_threads(self.lowerer, threads)
+
+    def code_library(self):
+        return code_library(self.lowerer)
+
+    def link(self, code):
+        link(self.lowerer, code)
+
+    def link_arch_specific(self):
+        return link_arch_specific(self.lowerer)
+
+    def member(self, handle, member):
+        return handle_member(self.lowerer, self.variables[handle], self.types[handle], member)
+
+    def callback(self, name, callback, omitted):
+        return pack(self.lowerer, callback.extras, None if omitted else self.variables[name])
+
+    def constant(self, ty, value):
+        return constant(ty, value)
+
+    def value(self, name, ty):
+        return value(self.lowerer, self.variables[name], self.given[name], ty)
+
+    def call_entry(self, symbol, passed, outputs, result):
+        call_entry(self.lowerer, self.result, symbol, passed, outputs)
+
+
+def allow_dynamic_shared_memory(kernel, nbytes, args):
+    """(A numba-cuda-mlir kernel's launch lifts the limit itself: ``nbytes``, as asked.)"""
+    return nbytes
+
+
 FIELD_BYTES = 8  # (each field `pack` writes takes 8 bytes, whatever its type)
 
 
@@ -473,7 +527,7 @@ def c_abi_fields(extras, intrinsic=None):
     """The C types of the arguments numba-cuda-mlir's C ABI passes for values of the numba.cuda types ``extras``,
     in order: an array as its memref descriptor (allocated and aligned pointers, an offset, its sizes and strides
     in items), a number as itself. Other types raise the `TilesError` of ``intrinsic``."""
-    from ._dtypes import cxx
+    from .._dtypes import cxx
 
     fields = []
     for ty in extras:
