@@ -447,8 +447,9 @@ def first_result(found):
     rows.append(spread)
     coop = r.data["versions"].get("cuda-cccl")
     header = ["seconds"] + [MODES[m] + (f" {coop}" if m == "coop" and coop else "") for m in modes]
-    return table(header, rows) + "\n\n" + sources([(r, None)]) + f" Median of {r.data['runs']} fresh processes a column; " \
-        "each row is its own median, so the rows do not add up exactly."
+    return table(header, rows) + "\n\n" + sources([(r, None)]) \
+        + f" Median of {r.data['runs']} fresh processes a column; each row is its own median, so the rows do not " \
+        "add up exactly."
 
 
 def startup(found):
@@ -520,7 +521,8 @@ def summary(found):
     return table(["workload", "numba_tiles", "fastest peer", "ratio"], rows) + "\n\n" + sources(cited)
 
 
-BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "primitives": primitives, "matmul_batched": matmul_batched,
+BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "primitives": primitives,
+          "matmul_batched": matmul_batched,
           "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "matmul_epilogue": matmul_epilogue,
           "compile_latency": compile_latency,
           "compile_later": compile_later, "first_result": first_result, "startup": startup, "files": files,
