@@ -3,9 +3,9 @@
 Each measurement is a new Python process that imports numba_tiles and calls ``tiles.compile``
 for sm_90 (no GPU needed), so it pays every cold cost a user pays: the kernel without the
 intrinsic, with it and an empty disk cache, and with it and a warm cache. Prints a table and
-writes JSON to benchmarks/results/.
+writes benchmarks/results/compile_latency-cpuN.json (N: the machine's cores; ``--out`` another folder).
 
-    python benchmarks/compile_latency.py [--runs 5] [--label background-pch] [--tree DIR] [--matmul] [--batched]
+    python benchmarks/compile_latency.py [--runs 5] [--tree DIR] [--matmul] [--batched] [--out DIR] [--draft]
 
 ``--tree`` measures another checkout of numba_tiles (say, an older commit in a git worktree)
 with the same script, so that before and after come from one machine and one sitting.
@@ -15,14 +15,13 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from _versions import commit as git_commit
+from _versions import add_output_arguments, cpu_device, measured_commit, write_result
 
 os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
 
@@ -115,26 +114,17 @@ def measure(variant, runs, tree=None):
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
 
-def cpu_name():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--label", default="", help="names the JSON file (compile_latency-DATE-LABEL.json)")
     parser.add_argument("--tree", default=None, help="a checkout of numba_tiles to measure instead of this one")
     parser.add_argument("--matmul", action="store_true",
                         help="also a first tiles.matmul and a first tiles.Matmul kernel (~15-30 s a cold run)")
     parser.add_argument("--batched", action="store_true",
                         help="also a first Matmul.batched kernel by wgmma (sm_90a; its own loop, no cuBLASDx GEMM)")
+    add_output_arguments(parser)
     args = parser.parse_args()
+    commit = measured_commit(args, args.tree)
     variants = ("without", "block_reduce, cold cache", "block_reduce, warm cache",
                 "block_reduce, kernel 2 of the process, cold cache",
                 "block_reduce, kernel 3 of the process (PCH made), cold cache")
@@ -143,9 +133,8 @@ def main():
                      "register matmul, warm cache")
     if args.batched:
         variants += ("without batched", "hopper batched, cold cache", "hopper batched, warm cache")
-    results = {variant: measure(variant, args.runs, args.tree) for variant in variants}
-    commit = git_commit(args.tree)
-    device = f"CPU only: {cpu_name()}, {os.cpu_count()} cores"
+    results = {variant: {**measure(variant, args.runs, args.tree), "runs": args.runs} for variant in variants}
+    device = cpu_device()
     date = datetime.date.today().isoformat()
     print(f"compile latency to a linked sm_90 (batched: sm_90a) cubin, fresh process, median of {args.runs} "
           f"({device}, {date}, commit {commit})")
@@ -157,11 +146,8 @@ def main():
                        else "without"]["compile_s"]
         if not variant.startswith("without"):
             print(f"{variant} adds {results[variant]['compile_s'] - base:.2f} s to the compile")
-    record = {"benchmark": "compile_latency", "device": device, "date": date, "runs": args.runs,
-              "commit": commit, "label": args.label, "python": platform.python_version(), "results": results}
-    name = f"compile_latency-{date}" + (f"-{args.label}" if args.label else "")
-    path = Path(__file__).parent / "results" / f"{name}.json"
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path = write_result("compile_latency", {"device": device, "date": date, "commit": commit, "runs": args.runs,
+                                            "results": results}, args)
     print(f"wrote {path}")
 
 

@@ -8,9 +8,10 @@ float32, 256 threads): ``plain`` (a hand-written shared-memory tree, no intrinsi
 earlier process) and ``coop`` (cuda-cccl 1.1.1's ``cuda.coop._experimental.block.make_sum``,
 a host-side factory passed to ``@cuda.jit(link=...)``; skipped if not importable). The child
 times each step and, by wrapping the functions that do them (in the child only), the phases of
-the first launch. Prints medians and the targets; writes every run to JSON. Needs a GPU.
+the first launch. Prints medians and the targets; writes every run to benchmarks/results/first_result-DEVICE.json
+(``--out`` another folder). Needs a GPU.
 
-    python benchmarks/first_result.py [--runs 5] [--label L] [--modes plain,tiles-cold,tiles-warm,coop] [--out DIR]
+    python benchmarks/first_result.py [--runs 5] [--modes plain,tiles-cold,tiles-warm,coop] [--out DIR] [--draft]
     python benchmarks/first_result.py --dry     # no GPU: check that the wrappers attach, compile for sm_90
 
 On the GPU machines (after ``make gpu-test`` made .gpu-site): ``PYTHONPATH=$PWD/.gpu-site:$PWD python3
@@ -32,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _versions import commit as git_commit, device_name, versions
+from _versions import add_output_arguments, measured_commit, versions, write_result
 
 CHILD = r"""
 import time
@@ -247,11 +248,11 @@ def median(values):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--label", default="", help="names the JSON file (first_result-DATE-LABEL.json)")
     parser.add_argument("--modes", default=",".join(MODES), help="a comma-separated subset of " + ",".join(MODES))
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"), help="where the JSON goes")
     parser.add_argument("--dry", action="store_true", help="no GPU: print each child's wrappers and a compile")
+    add_output_arguments(parser)
     args = parser.parse_args()
+    commit = None if args.dry else measured_commit(args)
     modes = [m for m in args.modes.split(",") if m]
     if set(modes) - set(MODES):
         parser.error(f"unknown modes {sorted(set(modes) - set(MODES))}; choose from {', '.join(MODES)}")
@@ -280,7 +281,6 @@ def main():
         raise SystemExit("first_result: every mode was skipped; nothing measured")
     medians = {m: {k: median([flat(r)[k] for r in runs[m]]) for k in flat(runs[m][0])} for m in modes}
     first, date = runs[modes[0]][0], datetime.date.today().isoformat()
-    commit = git_commit()
     print(f"time to first result, fresh process, median of {args.runs} ({first['device']}, sm_{first['cc'].replace('.', '')}, "
           f"driver CUDA {first['driver']}; {os.cpu_count()} CPUs; Python {platform.python_version()}; {date}, "
           f"commit {commit})")
@@ -306,16 +306,12 @@ def main():
         gap = total["tiles-warm"] - total["plain"]
         ok = targets["tiles-warm - plain <= 0.2 s"] = gap <= 0.2
         print(f"target: tiles-warm - plain = {gap:.2f} s <= 0.2 s: {'PASS' if ok else 'FAIL'}")
-    record = {"benchmark": "first_result", "date": date, "label": args.label, "commit": commit,
-              "device": first["device"], "compute_capability": first["cc"], "driver": first["driver"],
+    record = {"date": date, "commit": commit, "device": first["device"], "compute_capability": first["cc"], "driver": first["driver"],
               "cpu_count": os.cpu_count(), "python": platform.python_version(),
               "versions": versions("numba", "numba-cuda", "cuda-core", "cuda-bindings", "numpy", "cuda-cccl",
                                    "nvidia-cuda-nvrtc", "nvidia-nvjitlink"),
               "runs": args.runs, "skipped": skipped, "targets": targets, "medians": medians, "all_runs": runs}
-    path = Path(args.out) / (f"first_result-{date}" + (f"-{args.label}" if args.label else "") + ".json")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {path}")
+    print(f"wrote {write_result('first_result', record, args)}")
 
 
 if __name__ == "__main__":

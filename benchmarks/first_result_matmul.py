@@ -8,10 +8,10 @@ created (``NUMBA_TILES_BACKGROUND=0`` turns that off), so the launch after other
 what is left. Modes: ``cold`` (an empty disk cache) and ``warm`` (the cache an earlier process filled),
 each with and without the other work, and ``cold-serial`` (an empty cache, no background compile: what a
 launch costs without it). Reported: from the interpreter's start to the result, without the other work
-(``first_result_s``), and from the launch to the result (``launch_to_result_s``). Writes JSON under
-benchmarks/results/. Needs a GPU.
+(``first_result_s``), and from the launch to the result (``launch_to_result_s``). Writes
+benchmarks/results/first_result_matmul-DEVICE.json (``--out`` another folder). Needs a GPU.
 
-    PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/first_result_matmul.py [--work 15] [--label L]
+    PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/first_result_matmul.py [--work 15] [--out DIR] [--draft]
 """
 
 import argparse
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from _versions import commit, versions, write_result
+from _versions import add_output_arguments, measured_commit, versions, write_result
 
 CHILD = r"""
 import time
@@ -72,8 +72,9 @@ def run(mode, work, cache):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=float, default=15.0, help="seconds of other work between definition and launch")
-    parser.add_argument("--label", default="")
+    add_output_arguments(parser)
     args = parser.parse_args()
+    commit = measured_commit(args)
     rows = []
     with tempfile.TemporaryDirectory() as cold_now, tempfile.TemporaryDirectory() as cold_later, \
             tempfile.TemporaryDirectory() as serial:
@@ -87,8 +88,9 @@ def main():
     for r in rows:
         print(f"{r['mode']:12} {r['work_s']:12.0f} {r['first_result_s']:15.2f} {r['launch_to_result_s']:19.2f}  "
               f"{r['waited']}")
-    path = write_result("first_result_matmul", datetime.date.today().isoformat(), args.label, rows,
-                        device=rows[0]["device"], commit=commit(), versions=versions("numba", "numba-cuda"))
+    path = write_result("first_result_matmul", {"device": rows[0]["device"], "date": datetime.date.today().isoformat(),
+                                                "commit": commit, "versions": versions("numba", "numba-cuda"),
+                                                "rows": rows}, args)
     print(f"wrote {path}")
 
 

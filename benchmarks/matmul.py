@@ -5,14 +5,14 @@ several descriptions (tiles, blocks and stages), each by every implementation th
 (`Matmul.operands(..., implementation=)`, the label's first word: "wgmma", Hopper's warp-specialized loop of
 TMA loads and wgmma, products in a dynamic order; "tma", the register form's loop with A and B loaded by TMA;
 "cp.async", A and B copied by the threads), launched on its default grid (`Matmul.launch`) and, but for
-wgmma, on grids of 1, 2, 3 or 4 products a block (``--per-block``); last time's best kernel-written loop
+wgmma, on grids of 1, 2, 3 or 4 products a block (``--per-block``); a kernel-written loop
 of the register form (load/multiply/store, several products a block); the shared-C form (`tile_load`,
 `tiles.matmul`, `tile_store`). Cases: fp16 64^3 x 16384 with an fp16 or an fp32 C, bf16 128^3 x 4096
 with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memory. Large, 8192^3 bf16
 against ``torch.matmul``: examples/gemm.py's `make_own_loop` (the register form in a loop over K-tiles,
 "tile loop") and `Matmul.tile` in a persistent loop (benchmarks/gemm_variants.py's `make_grouped`; on
-Hopper our wgmma block and libmathdx's pipeline, each tile by both, the case named "PipelineMatmul" as
-before; libmathdx's one-thread ``prepare`` kernel in `Matmul.operands` is not timed); and 8192^3 float32
+Hopper our wgmma block and libmathdx's pipeline, each tile by both, the case named "Matmul.tile, Hopper
+pipeline"; libmathdx's one-thread ``prepare`` kernel in `Matmul.operands` is not timed); and 8192^3 float32
 multiplied as tf32 by `Matmul.tile` (B column-major) against ``torch.matmul`` with TF32 allowed
 (``--large-cases`` picks among the three). Each output is checked against PyTorch's (relative Frobenius error)
 before timing; then ``--repeats`` samples are timed by CUDA events (`median_ms`: after WARMUP_S of launches, each
@@ -26,10 +26,11 @@ where a long run holds the GPU's power limit by lowering its clock.
 Batched products of 16-bit operands are bound by DRAM bandwidth: each batched row also gives the least time
 in which A and B can be read and C written at the bandwidth of ``torch.add`` (two reads to one write) on
 tensors like A (``memory_bound_ms``; the table's ``bound`` is that over the kernel's time, 1.0 at the bound).
-Prints a table (TFLOP/s, ratio to PyTorch; each case's fastest variant) and writes JSON under
-benchmarks/results/ (each case's row also lists every variant's TFLOP/s).
+Prints a table (TFLOP/s, ratio to PyTorch; each case's fastest variant) and writes
+benchmarks/results/matmul-DEVICE.json (the cases it ran, each row listing every variant's TFLOP/s; ``--out``
+another folder).
 
-    PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul.py [--repeats 20] [--label L] [--large 8192] [--jobs 15]
+    PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul.py [--repeats 20] [--large 8192] [--jobs 15] [--out DIR]
 """
 
 import argparse
@@ -48,7 +49,7 @@ from numba.cuda import types
 import numba_tiles as tiles
 
 import gemm_variants
-from _versions import commit as git_commit, device_name, versions, write_result
+from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 
 os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
 
@@ -313,12 +314,10 @@ def main():
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--label", default="")
     parser.add_argument("--large", type=int, default=8192, help="M = N = K of the large GEMM (0: skip it)")
-    parser.add_argument("--large-cases", default="tile loop,PipelineMatmul,tf32",
+    parser.add_argument("--large-cases", default="tile loop,Matmul.tile,tf32",
                         help="which large GEMMs: bf16 by the own loop of the register form, bf16 by Matmul.tile (on "
-                             "Hopper the wgmma block and libmathdx's pipeline; the case's name from PipelineMatmul), "
-                             "tf32 by Matmul.tile")
+                             "Hopper the wgmma block and libmathdx's pipeline), tf32 by Matmul.tile")
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
     parser.add_argument("--only", default="",
@@ -331,7 +330,9 @@ def main():
                         help="batched launches of this many products a block, besides the default grid")
     parser.add_argument("--case", default="",
                         help="only the batched cases whose name holds this text, or one of these comma-separated")
+    add_output_arguments(parser)
     args = parser.parse_args()
+    commit = measured_commit(args)
     torch.manual_seed(int(time.time()))
     rows, skipped = [], {}
     # (case, A and B's dtype, precision, accumulator, C's dtype, size, batch, torch dtype)
@@ -429,8 +430,7 @@ def main():
         rows[-1]["memory_bound_ms"] = add_ms * (a.nbytes + b.nbytes + c.nbytes) / (3 * a.nbytes)
     n = args.large
     flops, repeats = 2 * n ** 3, max(args.repeats // 4, 5)  # (fewer samples: each is 10 launches of milliseconds)
-    # (the cases keep the names their results have had since PipelineMatmul: benchmarks/report.py finds them by it)
-    if large & {"tile loop", "PipelineMatmul"}:
+    if large & {"tile loop", "Matmul.tile"}:
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         c = torch.zeros(n, n, device="cuda", dtype=torch.bfloat16)
@@ -447,12 +447,12 @@ def main():
         if results:
             rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms,
                                  lambda: torch.matmul(a, b), args.sustained))
-        if "PipelineMatmul" in large:
+        if "Matmul.tile" in large:
             descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=stages)
                             for shape, stages in (((128, 128, 64), 4), ((128, 192, 64), 4), ((64, 256, 64), 4),
                                                   ((128, 256, 64), 3))]
             results = measure_tiles(descriptions, da, db, dc, c, reference, 1e-2, flops, repeats, args.only)
-            rows.append(best_row(f"bf16 {n}^3, bf16 C (PipelineMatmul)", results, flops,
+            rows.append(best_row(f"bf16 {n}^3, bf16 C (Matmul.tile, Hopper pipeline)", results, flops,
                                  "torch.matmul", peer_ms, lambda: torch.matmul(a, b), args.sustained))
     if "tf32" in large:
         # float32 A and B multiplied as tf32, B column-major (tf32's wgmma reads B along K), against cuBLAS's tf32
@@ -467,13 +467,13 @@ def main():
                             for shape, stages in (((128, 128, 32), 2), ((128, 128, 32), 4), ((128, 256, 32), 3))]
             results = measure_tiles(descriptions, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3,
                                     flops, repeats, args.only)
-            rows.append(best_row(f"tf32 {n}^3, fp32 C (PipelineMatmul)", results, flops, "torch.matmul (tf32)",
+            rows.append(best_row(f"tf32 {n}^3, fp32 C (Matmul.tile, Hopper pipeline)", results, flops,
+                                 "torch.matmul (tf32)",
                                  peer_ms, lambda: torch.matmul(a, b), args.sustained))
         finally:
             torch.backends.cuda.matmul.allow_tf32 = False
     name = device_name(cuda.get_current_device())
     date = datetime.date.today().isoformat()
-    commit = git_commit()
     print(f"tile matmul vs cuBLAS (PyTorch), median of {args.repeats} ({name}, {date}, commit {commit})")
     print(f"{'case':<40}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}"
           f"{'bound':>7}{'kernel/gap us':>16}{'peer kernel/gap':>18}{'sustained ratio':>17}{'MHz/peer MHz':>14}")
@@ -488,9 +488,11 @@ def main():
               f"{r['peer_kernel_ms'] * 1e3:>12.1f}/{r['peer_gap_ms'] * 1e3:<5.1f}{sustained}")
     for case, why in skipped.items():
         print(f"{case}: skipped ({why})")
-    path = write_result("matmul", date, args.label, rows, device=name, commit=commit, repeats=args.repeats,
-                        versions=versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
-                                          "nvidia-cuda-nvrtc"), skipped=skipped)
+    path = write_result("matmul", {
+        "device": name, "date": date, "commit": commit, "repeats": args.repeats,
+        "versions": versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
+                             "nvidia-cuda-nvrtc"),
+        "skipped": skipped, "rows": rows}, args)
     print(f"wrote {path}")
 
 

@@ -9,9 +9,9 @@ examples/gemm_epilogue.py's ``bias_gelu_tanh``; eager: ``approximate="tanh"``), 
 first; eager's erf form (PyTorch's default) is timed too, ``eager_erf_ms``. The batched rows also give the host's
 time to queue one launch (``host_launch_ms``): by ``Matmul.launch``, which works out the launch each call, and of
 the launch worked out once (``Matmul.launch_config``), as the timed ones are. Prints a table and writes
-``benchmarks/results/matmul_epilogue-DATE.json``.
+``benchmarks/results/matmul_epilogue-DEVICE.json`` (the cases it ran; ``--out`` another folder).
 
-    PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul_epilogue.py [--repeats 20] [--only relu] [--label L]
+    PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul_epilogue.py [--repeats 20] [--only relu] [--out DIR]
 """
 
 import argparse
@@ -25,7 +25,7 @@ from numba import cuda
 import numba_tiles as tiles
 
 import gemm_variants
-from _versions import commit as git_commit, device_name, versions, write_result
+from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 
 os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
 from matmul import error, host_ms, median_ms
@@ -143,10 +143,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--only", default="", help="only the cases whose name holds this text")
-    parser.add_argument("--label", default="")
+    add_output_arguments(parser)
     args = parser.parse_args()
+    commit = measured_commit(args)
     rows = [case(name, *sizes, args.repeats) for name, case, sizes in CASES if args.only in name]
-    device, date, commit = device_name(cuda.get_current_device()), datetime.date.today().isoformat(), git_commit()
+    device, date = device_name(cuda.get_current_device()), datetime.date.today().isoformat()
     print(f"fused epilogues vs PyTorch, median of {args.repeats} ({device}, {date}, commit {commit})")
     print(f"{'case':<40}{'ms':>8}{'eager':>8}{'fused':>8}{'bare':>8}{'vs eager':>9}{'vs fused':>9}{'vs bare':>8}")
     for r in rows:
@@ -154,9 +155,11 @@ def main():
         print(f"{r['case']:<40}{r['ms']:>8.3f}{r['eager_ms']:>8.3f}{fused or float('nan'):>8.3f}{r['bare_ms']:>8.3f}"
               f"{r['speedup_vs_eager']:>9.2f}{r.get('ratio_vs_cublaslt_fused', float('nan')):>9.2f}"
               f"{r['ratio_vs_bare']:>8.2f}")
-    path = write_result("matmul_epilogue", date, args.label, rows, device=device, commit=commit, repeats=args.repeats,
-                        versions=versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
-                                          "nvidia-cuda-nvrtc"))
+    path = write_result("matmul_epilogue", {
+        "device": device, "date": date, "commit": commit, "repeats": args.repeats,
+        "versions": versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
+                             "nvidia-cuda-nvrtc"),
+        "rows": rows}, args)
     print(f"wrote {path}")
 
 

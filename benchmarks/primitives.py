@@ -17,16 +17,15 @@ Every contender's output is checked against NumPy first (the first segments, or 
 fails the run. Each time is the median of ``--repeats`` trials, a trial being launches queued behind a sleep kernel
 between two CUDA events on the legacy default stream (which orders every library's default stream), so the host's
 launch time stays hidden. GB/s counts the bytes a case must move once (read; read and written for scan and sort).
-Writes benchmarks/results/primitives-<device>.json (``--out`` another folder) and prints a table.
+Writes benchmarks/results/primitives-DEVICE.json (the cases it ran; ``--out`` another folder) and prints a table.
 
-    python benchmarks/primitives.py [--repeats 9] [--scale 1] [--cases histogram,scan] [--out DIR]
+    python benchmarks/primitives.py [--repeats 9] [--scale 1] [--cases histogram,scan] [--out DIR] [--draft]
 
 On the GPU machines: ``PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/primitives.py``.
 """
 
 import argparse
 import datetime
-import json
 import statistics
 import sys
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from numba import cuda
 
-from _versions import commit as git_commit, device_name, versions
+from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -294,20 +293,17 @@ def main():
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--scale", type=float, default=1.0, help="GiB of input per case")
     parser.add_argument("--cases", default=",".join(CASES), help=f"some of {','.join(CASES)}")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    add_output_arguments(parser)
     args = parser.parse_args()
+    commit = measured_commit(args)
     device = cuda.get_current_device()
     name = device_name(device)
     rng = np.random.default_rng()
     rows = [run_case(CASES[c], rng, args) for c in args.cases.split(",")]
-    commit = git_commit()
-    record = {"benchmark": "primitives", "date": datetime.date.today().isoformat(), "device": name,
-              "commit": commit, "scale_gib": args.scale, "repeats": args.repeats,
+    record = {"date": datetime.date.today().isoformat(), "device": name, "commit": commit, "scale_gib": args.scale,
+              "repeats": args.repeats,
               "versions": versions("numba", "numba-cuda", "torch", "cupy-cuda13x", "cuda-cccl"), "rows": rows}
-    label = name.split()[-1].lower()
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"primitives-{label}.json"
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path = write_result("primitives", record, args)
     print(f"\n{name}, commit {commit}, {args.scale:g} GiB a case, median of {args.repeats}; wrote {path}")
     print(f"{'case':<26}{'GB/s':>7}{'limit':>7}{'of it':>7}  peers (GB/s)  target")
     for r in rows:

@@ -10,10 +10,12 @@ the two is this script's, so edit the JSONs (by running a benchmark) or this scr
 numba_tiles/_compile_times.py, which is this script's whole). tests/cpu/test_docs.py fails when a block or
 that file differs from what the JSONs give now.
 
-Each table takes, per case, the newest result file that measured it: the latest ``date``, and among the
-files of one date the one recorded last (``RECORDED``, the order the files were committed in; a file not
-listed there counts as newer than every listed file of its date). Every table names its files, device,
-date and commit; ``files`` lists every result file.
+benchmarks/results/ holds one file a benchmark and device, BENCHMARK-DEVICE.json (benchmarks/_versions.py
+writes it): the GPU tables show the H200's files, the compile-time figures the 2-core CPU machine's. Each
+entry of a file (row, case, shape) has the date, commit and device of the run that measured it: its own
+fields where the file holds several runs, else the file's. Every table names the files, devices, dates and
+commits it drew on. A file that is a draft or has no commit, or a commit with uncommitted changes, is
+refused: nothing here shows a result no commit holds.
 """
 
 import argparse
@@ -27,71 +29,61 @@ RESULTS = ROOT / "benchmarks" / "results"
 TARGETS = [ROOT / "README.md", ROOT / "docs" / "performance.md", ROOT / "docs" / "guide" / "matmul.md",
            ROOT / "docs" / "guide" / "caching.md"]
 COMPILE_TIMES = ROOT / "numba_tiles" / "_compile_times.py"  # (generated whole: `compile_times_module`)
+GPU, CPU = "h200", "cpu2"  # the devices whose files the tables show (a file's name ends in its device's label)
 
-# The order the result files were recorded in (git history), to order the files of one date.
-RECORDED = """
-compile_latency-2026-11-22.json compile_latency-2026-11-22-before-background-pch.json
-compile_latency-2026-11-22-background-pch.json segmented_reduce-2026-11-22-h200.json first_result-2026-11-22-h200.json
-compile_latency-2026-11-23.json first_result-2026-11-23-h200.json compile_latency-2026-11-23-matmul.json
-matmul-2026-11-23-h200.json matmul-2026-11-23-register.json matmul-2026-11-23-dynamic.json
-compile_latency-2026-11-23-register-matmul.json matmul-2026-11-23-int32-offsets.json
-compile_latency-2026-11-23-before-gen-opt-lto.json compile_latency-2026-11-23-gen-opt-lto.json
-compile_latency-2026-11-23-per-entry-programs.json startup-2026-11-23.json startup-2026-11-23-h200.json
-matmul-2026-11-23-pipeline-h200.json matmul-2026-11-23-batched.json matmul-2026-11-23-batched-h200.json
-matmul-2026-11-23-batched-regs.json compile_latency-2026-11-23-link-cache.json matmul-2026-11-23-batched-padding.json
-matmul-2026-11-24-tma2.json matmul-2026-11-24-16bit-stage.json matmul-2026-11-24-fp32-suggested-block.json
-matmul-2026-11-24-bulk-copy.json matmul-2026-11-24-per-block-bf16-fp32.json matmul-2026-11-24-per-block-fp16.json
-matmul-2026-11-24-kernel-gaps-bf16.json matmul-2026-11-24-kernel-gaps-fp16.json matmul-2026-11-24-pipeline-tf32.json
-matmul-2026-11-24-early-load-bf16.json matmul-2026-11-24-early-load-fp16.json matmul-2026-11-24-early-load-fp16-all.json
-matmul_rounds-2026-11-24.json matmul_rounds-2026-11-24-with-torch.json matmul-2026-11-24-pipeline-printf.json
-matmul-2026-11-24-pipeline-trap.json matmul-2026-11-24-bf16-variants.json matmul-2026-11-25-sustained.json
-matmul-2026-11-25-large-sustained.json matmul-2026-11-25-pipeline-batched.json
-compile_latency-2026-11-25-hopper-batched.json
-matmul-2026-11-25-memory-bound.json matmul-2026-11-25-memory-bound-repeat.json matmul-2026-11-25-race-fix.json
-segmented_reduce-2026-11-27-h100-peers.json matmul_epilogue-2026-11-27-h100.json matmul-2026-11-27-h100-large-store.json
-matmul-2026-11-27-h100-large-direct-f32.json matmul_epilogue-2026-11-28-h100-one-matmul-large.json
-matmul_epilogue-2026-11-28-h100-one-matmul-batched.json matmul-2026-11-28-h100-one-matmul-large.json
-matmul-2026-11-28-h100-one-matmul-batched.json first_result_matmul-2026-11-28-h100.json
-matmul-2026-11-28-h100-wgmma-tile.json first_result_matmul-2026-11-28-h100-wgmma-tile.json
-matmul_epilogue-2026-11-28-h100-wgmma-tile.json matmul-2026-11-28-h100-wgmma-batched.json
-matmul_epilogue-2026-11-28-h100-wgmma-tile-f32-gelu.json matmul-2026-11-28-h200-wgmma-256.json
-matmul_epilogue-2026-11-28-h200-fastmath-epilogue.json matmul_epilogue-2026-11-28-h200-edge-loop.json
-segmented_reduce-2026-11-28-h200-mlir.json matmul_epilogue-2026-11-28-h200.json matmul-2026-11-28-h200-batched.json
-matmul-2026-11-28-h200-large.json matmul_epilogue-2026-11-28-h200-batched.json
-matmul_epilogue-2026-11-28-h200-large-1024.json
-matmul_epilogue-2026-11-28-h200-all-four.json
-""".split()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _versions import ENTRIES, device_label  # noqa: E402
 
 BEGIN = re.compile(r"<!-- perf:begin (\S+) -->\n")
 END = "<!-- perf:end -->"
 
 
 class Result:
-    """One result file: its name, benchmark, date, device and commit, and its data."""
+    """One result file: its name, benchmark, device label, and its data; `run` gives an entry's run."""
 
     def __init__(self, path):
         self.name = path.name
         self.data = json.loads(path.read_text())
-        self.benchmark = self.data.get("benchmark") or self.name.split("-")[0]
+        self.benchmark = self.data["benchmark"]
+        self.device = self.data["device"]
+        self.label = device_label(self.device)
         self.date = self.data["date"]
-        self.device = self.data.get("device", "device not recorded")
         self.commit = self.data.get("commit")
-        rank = RECORDED.index(self.name) if self.name in RECORDED else len(RECORDED)
-        self.order = (self.date, rank, self.name)
 
-    def cite(self):
-        commit = f"commit {self.commit}" if self.commit else "no commit recorded"
-        return f"`{self.name}` ({self.device}, {self.date}, {commit})"
+    def run(self, entry=None):
+        """(device, date, commit, attributed) of ``entry``'s run (the file's where it has no fields of its own);
+        ``attributed``: the commit was attributed afterwards (the file's ``commit_note`` says how)."""
+        entry = entry or {}
+        return (entry.get("device", self.device), entry.get("date", self.date), entry.get("commit", self.commit),
+                "commit_note" in entry or "commit_note" in self.data)
+
+    def entries(self):
+        return [e for name in ENTRIES if name in self.data
+                for e in (self.data[name] if isinstance(self.data[name], list) else self.data[name].values())]
+
+    def refused(self):
+        """Why this file may not be shown (None when it may)."""
+        if self.name != f"{self.benchmark}-{self.label}.json":
+            return f"named other than {self.benchmark}-{self.label}.json (one file a benchmark and device)"
+        if self.data.get("draft"):
+            return "a draft"
+        for _, _, commit, _ in {self.run()} | {self.run(e) for e in self.entries() if isinstance(e, dict)}:
+            if not commit or not re.fullmatch(r"[0-9a-f]{7,40}", commit):
+                return f"a result of no commit (commit {commit!r}: uncommitted changes, or none recorded)"
+        return None
 
 
 def results():
-    return sorted((Result(p) for p in RESULTS.glob("*.json")), key=lambda r: r.order)
+    found = [Result(p) for p in sorted(RESULTS.glob("*.json"))]
+    refused = [f"{r.name}: {r.refused()}" for r in found if r.refused()]
+    if refused:
+        raise SystemExit("benchmarks/results/ holds files the docs may not show:\n" + "\n".join(refused))
+    return found
 
 
-def newest(found, benchmark, has=lambda r: True):
-    """The newest result of ``benchmark`` for which ``has(result)`` holds, or None."""
-    fitting = [r for r in found if r.benchmark == benchmark and has(r)]
-    return fitting[-1] if fitting else None
+def result(found, benchmark, device=GPU):
+    """The result of ``benchmark`` on ``device`` (a label), or None."""
+    return next((r for r in found if r.benchmark == benchmark and r.label == device), None)
 
 
 def table(header, rows):
@@ -100,11 +92,29 @@ def table(header, rows):
     return "\n".join(lines)
 
 
+def measured(r, entry=None):
+    """An entry's run in a table's cell: "2026-11-28, 5223dd2"."""
+    _, date, commit, _ = r.run(entry)
+    return f"{date}, {commit}"
+
+
+def cite(r, entries):
+    """"`FILE` (DEVICE, DATE, commit C)", with each run that ``entries`` of ``r`` came from."""
+    by_device = {}
+    for device, date, commit, attributed in dict.fromkeys(r.run(e) for e in entries):
+        by_device.setdefault(device, []).append(
+            f"{date}, commit {commit}" + (" (attributed afterwards: see the file's commit_note)" if attributed else ""))
+    return f"`{r.name}` (" + "; ".join(f"{device}, " + "; ".join(runs) for device, runs in by_device.items()) + ")"
+
+
 def sources(cited):
-    """'From X.' or 'From X and Y.' for the results a table drew on, in the order first used."""
-    unique = list(dict.fromkeys(cited))
-    return "From " + ", ".join(r.cite() for r in unique[:-1]) + (" and " if len(unique) > 1 else "") \
-        + unique[-1].cite() + "."
+    """'From X.' or 'From X and Y.' for the (result, entry) pairs a table drew on, files in the order first used
+    (an entry None: the file as a whole)."""
+    files = {}
+    for r, entry in cited:
+        files.setdefault(r.name, (r, []))[1].append(entry)
+    said = [cite(r, entries) for r, entries in files.values()]
+    return "From " + ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1] + "."
 
 
 def ratio(x):
@@ -114,33 +124,25 @@ def ratio(x):
 # ---- matmul ---------------------------------------------------------------------------------------------
 
 BATCHED = ["fp16 64^3 x 16384, fp16 C", "fp16 64^3 x 16384, fp32 C", "bf16 128^3 x 4096, bf16 C", "fp32 64^3 x 16384"]
-LARGE = ["bf16 8192^3, bf16 C (PipelineMatmul)", "tf32 8192^3, fp32 C (PipelineMatmul)",
+LARGE = ["bf16 8192^3, bf16 C (Matmul.tile, Hopper pipeline)", "tf32 8192^3, fp32 C (Matmul.tile, Hopper pipeline)",
          "bf16 8192^3, bf16 C (tile loop)"]
 
 
-def matmul_row(found, case, *fields):
-    """The newest matmul result with a row for ``case`` that has ``fields``: (result, row), or (None, None)."""
-    def row_of(r):
-        return next((row for row in r.data["rows"] if row["case"] == case and all(row.get(f) for f in fields)), None)
+def row_of(r, case, *fields):
+    """``r``'s row for ``case`` if it has ``fields``, else None."""
+    rows = r.data["rows"] if r else []
+    return next((row for row in rows if row["case"] == case and all(row.get(f) for f in fields)), None)
 
-    r = newest(found, "matmul", lambda r: row_of(r) is not None)
-    return (r, row_of(r)) if r else (None, None)
+
+def matmul_row(found, case, *fields):
+    """The H200's matmul row for ``case`` if it has ``fields``: (result, row), or (None, None)."""
+    r = result(found, "matmul")
+    row = row_of(r, case, *fields)
+    return (r, row) if row else (None, None)
 
 
 def case_name(case):
-    return case.replace("^3", "³").replace(" x ", " × ").replace("(PipelineMatmul)", "(Matmul.tile, Hopper pipeline)")
-
-
-# Kernels the result files label by the API's earlier names, under today's: PipelineMatmul's tile and batched
-# and Matmul.batched_tma are implementations of Matmul.tile and Matmul.batched now (`Matmul.operands`' names).
-RENAMED = {"PipelineMatmul.batched,": "wgmma,", "PipelineMatmul.batched ": "Matmul.batched wgmma ",
-           "PipelineMatmul.tile ": "Matmul.tile libmathdx ", "Matmul.batched_tma ": "Matmul.batched tma ",
-           "batched TMA,": "tma,", "batched,": "cp.async,", "pipeline ": "libmathdx "}
-
-
-def kernel_name(label):
-    old = next((old for old in RENAMED if label.startswith(old)), None)
-    return label if old is None else RENAMED[old] + label[len(old):]
+    return case.replace("^3", "³").replace(" x ", " × ")
 
 
 def matmul_batched(found):
@@ -149,17 +151,17 @@ def matmul_batched(found):
         r, row = matmul_row(found, case)
         if not r:
             continue
-        cited.append(r)
+        cited.append((r, row))
         bound = f"{row['memory_bound_ms'] / row['ms']:.2f}" if row.get("memory_bound_ms") else "—"
         gaps = "—"
         if row.get("kernel_ms"):
             gaps = (f"{row['kernel_ms'] * 1e3:.1f} / {row['gap_ms'] * 1e3:.1f} against "
                     f"{row['peer_kernel_ms'] * 1e3:.1f} / {row['peer_gap_ms'] * 1e3:.1f}")
-        rows.append([case_name(case), kernel_name(row["block_dim"]), f"{row['tflops']:.1f}",
+        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}",
                      f"{row['peer']} {row['peer_tflops']:.1f}", ratio(row["peer_ms"] / row["ms"]), bound, gaps,
-                     f"`{r.name}`"])
+                     measured(r, row)])
     header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "of the memory bound",
-              "kernel / gap µs, ours against cuBLAS's", "file"]
+              "kernel / gap µs, ours against cuBLAS's", "measured"]
     return table(header, rows) + "\n\n" + sources(cited)
 
 
@@ -169,16 +171,16 @@ def matmul_sustained(found):
         r, row = matmul_row(found, case, "sustained_ms")
         if not r:
             continue
-        cited.append(r)
+        cited.append((r, row))
         flops = row["tflops"] * row["ms"]
         rows.append([case_name(case), f"{flops / row['sustained_ms']:.1f} ({row['sustained_mhz']:.0f}, "
                      f"{row['sustained_watts']:.0f})",
                      f"{flops / row['peer_sustained_ms']:.1f} ({row['peer_sustained_mhz']:.0f}, "
                      f"{row['peer_sustained_watts']:.0f})",
                      ratio(row["peer_sustained_ms"] / row["sustained_ms"]), ratio(row["peer_ms"] / row["ms"]),
-                     f"`{r.name}`"])
+                     measured(r, row)])
     header = ["case", "numba_tiles sustained TFLOP/s (SM MHz, W)", "cuBLAS sustained TFLOP/s (SM MHz, W)",
-              "sustained ratio", "burst ratio, same run", "file"]
+              "sustained ratio", "burst ratio, same run", "measured"]
     return table(header, rows) + "\n\n" + sources(cited)
 
 
@@ -188,10 +190,10 @@ def matmul_large(found):
         r, row = matmul_row(found, case)
         if not r:
             continue
-        cited.append(r)
-        rows.append([case_name(case), kernel_name(row["block_dim"]), f"{row['tflops']:.1f}",
-                     f"{row['peer']} {row['peer_tflops']:.1f}", ratio(row["peer_ms"] / row["ms"]), f"`{r.name}`"])
-    header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "file"]
+        cited.append((r, row))
+        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}",
+                     f"{row['peer']} {row['peer_tflops']:.1f}", ratio(row["peer_ms"] / row["ms"]), measured(r, row)])
+    header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "measured"]
     return table(header, rows) + "\n\n" + sources(cited)
 
 
@@ -200,16 +202,16 @@ EPILOGUE = ["batched bf16 128^3 x 4096 relu(bias)", "batched fp16 64^3 x 16384 r
 
 
 def matmul_epilogue(found):
-    """Each case's row from the newest matmul_epilogue result that measured it."""
+    """Each case's row of the H200's matmul_epilogue result."""
     rows, cited = [], []
+    r = result(found, "matmul_epilogue")
     for case in EPILOGUE:
-        r = newest(found, "matmul_epilogue", lambda r: any(row["case"] == case for row in r.data["rows"]))
-        if not r:
+        row = row_of(r, case)
+        if not row:
             continue
-        row = next(row for row in r.data["rows"] if row["case"] == case)
-        cited += [r] * (r not in cited)
+        cited.append((r, row))
         fused = row.get("cublaslt_fused_ms")
-        rows.append([case_name(row["case"]), kernel_name(row["kernel"]), f"{row['ms']:.3f}", f"{row['eager_ms']:.3f}",
+        rows.append([case_name(row["case"]), row["kernel"], f"{row['ms']:.3f}", f"{row['eager_ms']:.3f}",
                      f"{fused:.3f}" if fused else "—", f"{row['bare_ms']:.3f}", ratio(row["speedup_vs_eager"]),
                      ratio(fused / row["ms"]) if fused else "—", ratio(row["bare_ms"] / row["ms"])])
     if not rows:
@@ -234,7 +236,9 @@ def shape_name(shape):
 
 
 def segmented_reduce(found):
-    r = newest(found, "segmented_reduce")
+    r = result(found, "segmented_reduce")
+    if not r:
+        return "No result yet."
     rows = []
     # (the kernels compiled by numba-cuda-mlir, where the run had it: a column of their own)
     mlir = [k for k in ("numba_tiles-mlir",) if any(k in shape["rows"] for shape in r.data["shapes"].values())]
@@ -251,14 +255,14 @@ def segmented_reduce(found):
     gib = r.data["scale_gib"]
     header = ["shape (" + (f"{gib:g} GiB" if gib != 1 else "1 GiB") + ")", "numba_tiles GB/s", "of a full read",
               "best peer GB/s", "vs best peer"] + ["numba-cuda-mlir GB/s"] * len(mlir) + list(PEERS.values())
-    return table(header, rows) + "\n\n" + sources([r]) \
+    return table(header, rows) + "\n\n" + sources([(r, s) for s in r.data["shapes"].values()]) \
         + f" Median of {r.data['repeats']} runs after {r.data['warmup']} warm-ups."
 
 
 # ---- the block primitives, as the guides teach them -----------------------------------------------------
 
 def primitives(found):
-    r = newest(found, "primitives")
+    r = result(found, "primitives")
     if not r:
         return "No result yet."
     rows = []
@@ -270,7 +274,8 @@ def primitives(found):
                      f"{row['target']}: {'met' if row['met'] else 'not met'}"])
     header = [f"case ({r.data['scale_gib']:g} GiB)", "numba_tiles GB/s", "limit GB/s", "of the limit", "peers GB/s",
               "vs best peer", "target"]
-    return table(header, rows) + "\n\n" + sources([r]) + f" Median of {r.data['repeats']} trials."
+    return table(header, rows) + "\n\n" + sources([(r, row) for row in r.data["rows"]]) \
+        + f" Median of {r.data['repeats']} trials."
 
 
 # ---- compile time, first result, start-up ---------------------------------------------------------------
@@ -283,30 +288,39 @@ KERNELS = [  # (row, the case measured, the plain kernel of the same arguments)
 ]
 
 
+def compile_cases(found, *cases):
+    """(result, its entries for ``cases``) of the 2-core machine's compile_latency file; (None, None) unless it
+    has them all."""
+    r = result(found, "compile_latency", CPU)
+    if not r or not all(case in r.data["results"] for case in cases):
+        return None, None
+    return r, [r.data["results"][case] for case in cases]
+
+
 def compile_latency(found):
     rows, cited = [], []
     for label, case, plain in KERNELS:
-        r = newest(found, "compile_latency", lambda r: f"{case}, cold cache" in r.data["results"])
+        r, got = compile_cases(found, f"{case}, cold cache", f"{case}, warm cache", plain)
         if not r:
             continue
-        cited.append(r)
-        got = r.data["results"]
-        cold, warm, base = got[f"{case}, cold cache"], got[f"{case}, warm cache"], got[plain]
+        cold, warm, base = got
+        cited += [(r, entry) for entry in got]
         rows.append([label, f"{cold['compile_s']:.2f}", f"{cold['nvrtc_s']:.2f} ({cold['nvrtc_runs']})",
                      f"{warm['compile_s']:.2f}", f"{base['compile_s']:.2f}",
-                     f"{warm['compile_s'] - base['compile_s']:+.2f}",
-                     f"{r.data['runs']}", f"`{r.name}`"])
+                     f"{warm['compile_s'] - base['compile_s']:+.2f}", f"{cold.get('runs', r.data['runs'])}",
+                     measured(r, cold)])
     header = ["first kernel of a process", "empty cache s", "of which NVRTC s (programs)", "warm cache s",
-              "plain kernel s", "warm over plain s", "runs (median)", "file"]
+              "plain kernel s", "warm over plain s", "runs (median)", "measured"]
     return table(header, rows) + "\n\n" + sources(cited)
 
 
 def compile_later(found):
-    r = newest(found, "compile_latency", lambda r: any("kernel 3" in k for k in r.data["results"]))
-    rows = [[case, f"{v['compile_s']:.2f}", f"{v['nvrtc_s']:.2f}", v["pch_used"]]
-            for case, v in r.data["results"].items() if case == "without" or case.startswith("block_reduce")]
-    return table(["kernel", "compile s", "of which NVRTC s", "base header precompiled"], rows) + "\n\n" + sources([r]) \
-        + f" Median of {r.data['runs']}."
+    r = result(found, "compile_latency", CPU)
+    kept = {case: v for case, v in r.data["results"].items() if case == "without" or case.startswith("block_reduce")}
+    rows = [[case, f"{v['compile_s']:.2f}", f"{v['nvrtc_s']:.2f}", v["pch_used"]] for case, v in kept.items()]
+    runs = sorted({v.get("runs", r.data["runs"]) for v in kept.values()})
+    return table(["kernel", "compile s", "of which NVRTC s", "base header precompiled"], rows) + "\n\n" \
+        + sources([(r, v) for v in kept.values()]) + f" Median of {' or '.join(map(str, runs))}."
 
 
 # ---- the first compile of each long form: numba_tiles' notices and the guides --------------------------
@@ -329,17 +343,17 @@ COLD_KERNELS = [
 ]
 
 
-def cores(r):
-    """The CPU cores of the machine ``r`` was measured on (its device says "..., 2 cores")."""
-    found = re.search(r"(\d+) cores", r.device)
+def cores(r, entry):
+    """The CPU cores of the machine ``entry`` of ``r`` was measured on (its device says "..., 2 cores")."""
+    found = re.search(r"(\d+) cores", r.run(entry)[0])
     return int(found[1]) if found else None
 
 
 def cold_compile(found, case):
-    """(seconds, cores, result): the median time to a first linked kernel of ``case`` with an empty cache, from the
-    newest result that measured it, rounded to a second (what both a notice and the guides say); or None."""
-    r = newest(found, "compile_latency", lambda r: f"{case}, cold cache" in r.data["results"])
-    return (round(r.data["results"][f"{case}, cold cache"]["compile_s"]), cores(r), r) if r else None
+    """(seconds, cores, result, entry): the median time to a first linked kernel of ``case`` with an empty cache on
+    the 2-core machine, rounded to a second (what both a notice and the guides say); or None."""
+    r, got = compile_cases(found, f"{case}, cold cache")
+    return (round(got[0]["compile_s"]), cores(r, got[0]), r, got[0]) if r else None
 
 
 def cold_phrase(kernel, seconds, cpus, side_by_side):
@@ -361,12 +375,13 @@ def compile_times_module(found):
     for form, case, kernel in COLD_FORMS:
         figure = cold_compile(found, case)
         if figure:
-            seconds, cpus, r = figure
+            seconds, cpus, r, entry = figure
             phrase = cold_phrase(kernel, seconds, cpus, side_by_side(r, case))
-            lines += [f"    # {r.name}", f"    {json.dumps(form)}: {json.dumps(phrase, ensure_ascii=False)},"]
+            lines += [f"    # {r.name}: {measured(r, entry)}",
+                      f"    {json.dumps(form)}: {json.dumps(phrase, ensure_ascii=False)},"]
     return ('"""How long the first compile of each long form took, as the notices of `_compile` say it as such a '
-            'compile\nstarts. Generated by benchmarks/report.py from benchmarks/results/ (the newest compile_latency '
-            'result\nof each form); do not edit: run ``python benchmarks/report.py`` after a benchmark run."""\n\n'
+            'compile\nstarts. Generated by benchmarks/report.py from benchmarks/results/ (the 2-core machine\'s '
+            'compile_latency\nresult); do not edit: run ``python benchmarks/report.py`` after a benchmark run."""\n\n'
             "# form → what a notice says of its first kernel with an empty cache (a form not here: no figure)\n"
             "COLD = {\n" + "\n".join(lines) + "\n}\n")
 
@@ -377,8 +392,8 @@ def compile_cold(found):
     for case, kernel in COLD_KERNELS:
         figure = cold_compile(found, case)
         if figure:
-            seconds, cpus, r = figure
-            cited.append(r)
+            seconds, cpus, r, entry = figure
+            cited.append((r, entry))
             more = (f" (its {r.data['results'][f'{case}, cold cache']['nvrtc_runs']} NVRTC programs side by side), "
                     "less on more") if side_by_side(r, case) else ""
             rows.append(f"- {kernel}: about {seconds} s on {cpus} CPU cores{more};")
@@ -389,7 +404,7 @@ def compile_cold(found):
 def compile_notice(found):
     """The caching guide's sample notice: a first tiles.matmul kernel's (tests/cpu/test_progress.py compiles it and
     compares)."""
-    seconds, cpus, r = cold_compile(found, "matmul")
+    seconds, cpus, r, _ = cold_compile(found, "matmul")
     phrase = cold_phrase(COLD_FORMS[0][2], seconds, cpus, side_by_side(r, "matmul"))
     return ("```text\nnumba_tiles: compiling tiles.matmul 16x16x16 (float16, float32) with cuBLASDx for sm_90 (NVRTC; "
             f"{phrase}; cached afterwards)\n```")
@@ -411,7 +426,9 @@ MODES = {"plain": "plain Numba (no intrinsics)", "tiles-cold": "numba_tiles, emp
 
 
 def first_result(found):
-    r = newest(found, "first_result")
+    r = result(found, "first_result")
+    if not r:
+        return "No result yet."
     medians, modes = r.data["medians"], [m for m in MODES if m in r.data["medians"]]
     rows = []
     for label, keys in FIRST:
@@ -430,17 +447,20 @@ def first_result(found):
     rows.append(spread)
     coop = r.data["versions"].get("cuda-cccl")
     header = ["seconds"] + [MODES[m] + (f" {coop}" if m == "coop" and coop else "") for m in modes]
-    return table(header, rows) + "\n\n" + sources([r]) + f" Median of {r.data['runs']} fresh processes a column; " \
-        "each row is its own median, so the rows do not add up exactly."
+    return table(header, rows) + "\n\n" + sources([(r, None)]) \
+        + f" Median of {r.data['runs']} fresh processes a column; each row is its own median, so the rows do not " \
+        "add up exactly."
 
 
 def startup(found):
-    picked = [r for r in (newest(found, "startup", lambda r: "CPU" not in r.device and "none" not in r.device),
-                          newest(found, "startup", lambda r: "CPU" in r.device or "none" in r.device)) if r]
+    picked = [r for r in (result(found, "startup", GPU), result(found, "startup", CPU)) if r]
+    if not picked:
+        return "No result yet."
     keys = list(dict.fromkeys(k for r in picked for k in r.data["seconds"]))
     rows = [[k] + [f"{r.data['seconds'][k]:.3f}" if k in r.data["seconds"] else "–" for r in picked] for k in keys]
-    header = ["seconds"] + [f"{r.device}, {r.data['cpus']} CPUs (median of {r.data['repeat']})" for r in picked]
-    return table(header, rows) + "\n\n" + sources(picked)
+    header = ["seconds"] + [(r.device if r.device.startswith("CPU only") else f"{r.device}, {r.data['cpus']} CPUs")
+                            + f" (median of {r.data['repeat']})" for r in picked]
+    return table(header, rows) + "\n\n" + sources([(r, None) for r in picked])
 
 
 def files(found):
@@ -460,36 +480,40 @@ def files(found):
             return f"{len(d['rows'])} launches"
         return ""
 
-    rows = [[f"`{r.name}`", r.benchmark, r.date, r.device, r.commit or "–", holds(r)] for r in reversed(found)]
-    return table(["file", "benchmark", "date", "device", "commit", "what it holds"], rows)
+    def runs(r):
+        return "; ".join(f"{date}, {commit}" + (" (attributed afterwards)" if attributed else "")
+                         for _, date, commit, attributed in dict.fromkeys(r.run(e) for e in r.entries() or [None]))
+
+    rows = [[f"`{r.name}`", r.benchmark, r.device, runs(r), holds(r)] for r in found]
+    return table(["file", "benchmark", "device", "runs (date, commit)", "what it holds"], rows)
 
 
 # ---- the README's summary -------------------------------------------------------------------------------
 
 def summary(found):
     rows, cited = [], []
-    seg = newest(found, "segmented_reduce")
+    seg = result(found, "segmented_reduce")
     if seg:
-        cited.append(seg)
         for key in ("f32-128", "f32-4096", "f32-csr"):
             shape = seg.data["shapes"].get(key)
             if shape:
+                cited.append((seg, shape))
                 got, best = shape["rows"], shape["best_peer"]
                 rows.append([f"segmented sum, {shape_name(shape)} (1 GiB)", f"{got['numba_tiles']['gbps']:.0f} GB/s",
                              f"{PEERS[best]} {got[best]['gbps']:.0f} GB/s", ratio(got["numba_tiles"]["vs_best_peer"])])
-    prim = newest(found, "primitives")
+    prim = result(found, "primitives")
     if prim:
-        cited.append(prim)
         for row in prim.data["rows"]:
             if row["case"] == "segmented sum f32 4096":
                 continue  # (the segmented_reduce rows above)
+            cited.append((prim, row))
             best = max(row["peers"], key=row["peers"].get)
             rows.append([f"{row['case']} (1 GiB)", f"{row['gbs']:.0f} GB/s", f"{best} {row['peers'][best]:.0f} GB/s",
                          ratio(row["gbs"] / row["peers"][best])])
     for case in BATCHED[:1] + BATCHED[2:] + LARGE[:2]:
         r, row = matmul_row(found, case)
         if r:
-            cited.append(r)
+            cited.append((r, row))
             kind = "batched matmul" if case in BATCHED else "GEMM"
             rows.append([f"{kind}, {case_name(case)}", f"{row['tflops']:.1f} TFLOP/s",
                          f"{row['peer']} {row['peer_tflops']:.1f} TFLOP/s",
@@ -497,7 +521,8 @@ def summary(found):
     return table(["workload", "numba_tiles", "fastest peer", "ratio"], rows) + "\n\n" + sources(cited)
 
 
-BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "primitives": primitives, "matmul_batched": matmul_batched,
+BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "primitives": primitives,
+          "matmul_batched": matmul_batched,
           "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "matmul_epilogue": matmul_epilogue,
           "compile_latency": compile_latency,
           "compile_later": compile_later, "first_result": first_result, "startup": startup, "files": files,

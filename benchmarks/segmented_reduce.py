@@ -19,9 +19,10 @@ Then warm-ups and ``--repeats`` runs, each timed by CUDA events on the legacy de
 orders the default streams that all four libraries launch on), queued behind a ~2 ms sleep kernel so
 the host's launch cost stays hidden. Median time; GB/s = bytes read (the input, and the CSR offsets)
 / time / 1e9. Prints a table and, per shape, whether numba_tiles meets the targets (>= 1.0x the best
-peer, >= 95% of the full-array read); writes JSON with every timing to benchmarks/results/.
+peer, >= 95% of the full-array read); writes every timing to benchmarks/results/segmented_reduce-DEVICE.json (the
+shapes it ran; ``--out`` another folder).
 
-    python benchmarks/segmented_reduce.py [--repeats 25] [--label L] [--shapes f32-128,f32-csr] [--scale 0.05]
+    python benchmarks/segmented_reduce.py [--repeats 25] [--shapes f32-128,f32-csr] [--scale 0.05] [--out DIR]
     ncu -o sr python benchmarks/segmented_reduce.py --ncu numba_tiles:f32-4096   # 4 launches, untimed
     python benchmarks/segmented_reduce.py --self-check                          # NumPy only, no GPU
 
@@ -34,7 +35,6 @@ import datetime
 import functools
 import gc
 import importlib.util
-import json
 import platform
 import statistics
 import subprocess
@@ -46,7 +46,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import cuda
 
-from _versions import commit as git_commit, device_name, versions
+from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = {  # name: (dtype, segment length; 0 = CSR segments of 1..CSR_MAX items)
@@ -347,12 +347,12 @@ def describe():
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=25, help="timed runs per contender (>= 20 for a report)")
-    parser.add_argument("--label", default="", help="names the JSON file (segmented_reduce-DATE-LABEL.json)")
     parser.add_argument("--shapes", default=",".join(SHAPES), help="a comma-separated subset of " + ",".join(SHAPES))
     parser.add_argument("--contenders", default=",".join(CONTENDERS), help="a comma-separated subset")
     parser.add_argument("--scale", type=float, default=1.0, help="input per shape, in GiB (default 1)")
     parser.add_argument("--ncu", metavar="CONTENDER:SHAPE", help="only launch this, 4 times, untimed (for ncu)")
     parser.add_argument("--self-check", action="store_true", help="check the reference and CSR generator; no GPU")
+    add_output_arguments(parser)
     args = parser.parse_args(argv)
     if args.ncu and ":" not in args.ncu:
         parser.error("--ncu takes CONTENDER:SHAPE, e.g. numba_tiles:f32-4096")
@@ -406,20 +406,19 @@ def main():
             launch()
         cuda.synchronize()
         return print(f"launched {args.ncu} 4 times, untimed (the first compiled it)")
+    commit = measured_commit(args)
     args.sleep_us = time_runs(lambda: _sleep[1, 1, cuda.legacy_default_stream()](SLEEP_ITERS), 1)[0][0]
     info, date = describe(), datetime.date.today().isoformat()
-    commit = git_commit()
     print(f"segmented sums, {args.scale:g} GiB per shape, median of {args.repeats} after {WARMUP} warm-ups "
           f"({info['device']}, sm_{info['compute_capability'].replace('.', '')}, driver {info['driver']}, CUDA "
           f"{info['driver_cuda']}; {date}, commit {commit}; sleep kernel {args.sleep_us:.0f} µs)")
     print(f"{'shape':<10}{'contender':<23}{'time µs':>10}{'GB/s':>9}{'of read':>9}{'vs best peer':>14}")
     shapes = {name: run_shape(name, args, rng) for name in args.shapes}
     print("\n".join(s["summary"] for s in shapes.values()))
-    record = {"benchmark": "segmented_reduce", "date": date, "label": args.label, "commit": commit, **info,
+    record = {"date": date, "commit": commit, **info,
               "repeats": args.repeats, "warmup": WARMUP, "scale_gib": args.scale, "sleep_us": args.sleep_us,
               "targets": {"vs_best_peer": TARGET_PEER, "of_read": TARGET_READ}, "shapes": shapes}
-    path = ROOT / "benchmarks" / "results" / f"segmented_reduce-{date}{'-' + args.label if args.label else ''}.json"
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path = write_result("segmented_reduce", record, args)
     print(f"wrote {path}")
     wrong = [f"{n} {c}: {e}" for n, s in shapes.items() for c, e in s["wrong"].items()]
     if wrong:

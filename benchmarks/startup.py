@@ -5,9 +5,10 @@ Each measurement is a new Python process (median of ``--repeat``). The import ro
 the first-launch rows need a GPU (``tests/downstream/cached.py``: a block sum and tiles_extras'
 block_argmax): "compiled" has numba_tiles' disk cache warm and numba-cuda's empty (what a
 kernel without cache=True pays in every new process), "from the cache" has both warm. Prints a
-table and writes JSON under benchmarks/results/ (device and date).
+table and writes benchmarks/results/startup-DEVICE.json (DEVICE: the GPU, or cpuN on a machine without one;
+``--out`` another folder).
 
-    python benchmarks/startup.py [--repeat 7] [--tag h200]
+    python benchmarks/startup.py [--repeat 7] [--out DIR] [--draft]
 """
 
 import argparse
@@ -21,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _versions import device_name as name_of, versions
+from _versions import add_output_arguments, cpu_device, device_name as name_of, measured_commit, versions, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPORTS = {
@@ -56,8 +57,9 @@ def device_name():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--tag", default="")
+    add_output_arguments(parser)
     options = parser.parse_args()
+    commit = measured_commit(options)
     rows = {}
     for name, code in IMPORTS.items():
         rows[name] = statistics.median(float(run(["-c", code])) for _ in range(options.repeat))
@@ -83,11 +85,9 @@ def main():
     for name, seconds in rows.items():
         print(f"{name:<58}{seconds:>9.3f}")
     today = datetime.date.today().isoformat()
-    result = {"date": today, "device": device or "none (CPU only)", "cpus": os.cpu_count(), "repeat": options.repeat,
-              "seconds": rows, "versions": versions("numba", "numba-cuda", "cuda-core")}
-    name = f"startup-{today}{'-' + options.tag if options.tag else ''}.json"
-    (ROOT / "benchmarks" / "results" / name).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote benchmarks/results/{name}")
+    result = {"date": today, "device": device or cpu_device(), "commit": commit, "cpus": os.cpu_count(),
+              "repeat": options.repeat, "seconds": rows, "versions": versions("numba", "numba-cuda", "cuda-core")}
+    print(f"wrote {write_result('startup', result, options)}")
 
 
 if __name__ == "__main__":

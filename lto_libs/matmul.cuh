@@ -475,8 +475,9 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
         cute::make_smem_ptr(reinterpret_cast<typename BLAS::c_value_type*>(staged)), stage_layout);
     cublasdx::copy_fragment<16>(scaled, stage_tensor, partitioner);
   } else {
-    // A half-precision accumulator item by item: with cuBLASDx 0.4's fragment copy here, the
-    // fp16-accumulator GPU tests failed on an H200 (not investigated further; fp32 and fp64 pass).
+    // A half-precision accumulator item by item: with cuBLASDx 0.4's copy_fragment of a half-precision
+    // fragment into this stage the fp16-accumulator GPU tests fail on an H200, for a cause not known
+    // (fp32 and fp64 fragments copy right).
 #pragma unroll
     for (int i = 0; i < CItems; ++i) {
       if (partitioner.is_index_in_bounds(i)) {
@@ -813,8 +814,8 @@ __device__ __forceinline__ void matmul_tile(matrix_ref<T> a, matrix_ref<T> b, ma
 // alignment (TMA's swizzle needs 1024-byte aligned boxes), Stages buffers of an A tile then a B
 // tile (each a multiple of 1 KiB), the stage unless the buffer holds it (batched_tma_aliased) and
 // the Stages mbarriers. The block's first K-tile is started before the sizes are read and checked:
-// a block's start then waits on one load less (with the aliased stage's sixth block an SM, fp16
-// 64^3 x 16384 on an H200 went from 0.98x to 1.00x torch.bmm: benchmarks/results/matmul-2026-11-24-early-load-fp16*.json).
+// a block's start then waits on one load less, which with the aliased stage's sixth block an SM is
+// what brings fp16 64^3 x 16384 on an H200 level with torch.bmm, from about 2% behind.
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
           int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename TC, typename PD,
           typename TD, typename TS, typename Epi = no_epilogue>

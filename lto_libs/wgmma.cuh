@@ -300,8 +300,8 @@ __device__ __forceinline__ void wgmma_check_launch(const array_ref<unsigned char
 // their C is stored.
 // The products' order is dynamic: each block's first is its own index; it then takes the next from the
 // pipe's counter, Ahead products ahead, so that the SMs that draw memory faster take more. On an H200 the
-// same loop in the grid's order (every block its equal share) was 8% slower for bf16 128^3 x 4096 (probes:
-// docs/notes/2026-11-25-batched-matmul.md). The last block to finish sets the counters
+// same loop in the grid's order (every block its equal share) was 8% slower for bf16 128^3 x 4096 (see
+// docs/notes/why-the-matmul-is-shaped-so.md). The last block to finish sets the counters
 // back to zero: one call of a pipe a launch, launches of a pipe in order.
 // epi(value, item, row, col): the epilogue, applied to each item of C inside C before it is rounded.
 template <int M, int N, int K, int Stages, long long SharedBytes, bool RowA, bool RowB, typename P, typename PD,

@@ -4,6 +4,7 @@ benchmarks/results/ now."""
 
 import importlib.util
 import inspect
+import json
 import os
 import re
 import shutil
@@ -162,6 +163,53 @@ def test_generated_tables_are_fresh():
     assert names == set(report.BLOCKS), "every generated block appears in one of report.TARGETS"
     assert report.compile_times_module(found) == report.COMPILE_TIMES.read_text(), \
         "numba_tiles/_compile_times.py differs from benchmarks/results/: run python benchmarks/report.py"
+
+
+def test_report_results_are_one_committed_file_a_benchmark_and_device():
+    """benchmarks/results/ holds one file a benchmark and device, named BENCHMARK-DEVICE.json, each entry with
+    the commit of a committed tree (no draft, no "-dirty" commit): report.results() refuses any other."""
+    report = load_report()
+    found = report.results()
+    assert sorted(p.name for p in report.RESULTS.iterdir()) == sorted(r.name for r in found), "only JSON files"
+    pairs = [(r.benchmark, r.label) for r in found]
+    assert len(pairs) == len(set(pairs))
+    for r in found:
+        assert r.refused() is None, r.name
+        assert all(re.fullmatch(r"[0-9a-f]{7,40}", r.run(e)[2]) for e in [None, *r.entries()]), r.name
+
+
+def test_report_refuses_a_draft_or_a_dirty_result(tmp_path, monkeypatch):
+    report = load_report()
+    record = {"benchmark": "matmul", "device": "NVIDIA H200", "date": "2026-01-01", "commit": "5223dd2",
+              "rows": [{"case": "x", "commit": "5223dd2-dirty"}]}
+    (tmp_path / "matmul-h200.json").write_text(json.dumps(record))
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    with pytest.raises(SystemExit, match="no commit"):
+        report.results()
+    (tmp_path / "matmul-h200.json").write_text(json.dumps({**record, "rows": [], "draft": True}))
+    with pytest.raises(SystemExit, match="draft"):
+        report.results()
+    (tmp_path / "matmul-h200.json").rename(tmp_path / "matmul-2026-01-01.json")
+    with pytest.raises(SystemExit, match="named other than matmul-h200.json"):
+        report.results()
+
+
+NOTES = ROOT / "docs" / "notes"
+
+
+def test_notes_are_undated_topic_pages_all_linked():
+    """docs/notes/ holds topic pages (no date in a name), each in the notes' index; a link to a note from
+    anywhere in the docs, the README, the code or the benchmarks names one that exists."""
+    notes = {p.stem for p in NOTES.glob("*.md")} - {"index"}
+    assert notes
+    assert not [n for n in notes if re.match(r"\d{4}-\d{2}", n)], "a note's name starts with a date"
+    index = (NOTES / "index.md").read_text()
+    assert all(re.search(rf"^{re.escape(n)}$", index, re.M) for n in notes), "a note missing from the toctree"
+    files = [README, *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "numba_tiles").rglob("*.py")),
+             *sorted((ROOT / "lto_libs").rglob("*")), *sorted((ROOT / "benchmarks").glob("*.py"))]
+    for path in (p for p in files if p.is_file() and "_build" not in p.parts):
+        for name in re.findall(r"notes/([\w.-]+?)(?:\.md)?(?=[)#\s`]|$)", path.read_text(errors="ignore"), re.M):
+            assert name == "index" or name in notes, f"{path.relative_to(ROOT)} links to notes/{name}"
 
 
 @pytest.mark.parametrize("example, page", [("byte_histogram", "histogram"), ("segmented_scan", "scans"),
