@@ -5,7 +5,7 @@ from numba import cuda, float32, uint16
 
 import numba_tiles as tiles
 
-from .. import misuse
+from ..support import misuse
 
 
 @pytest.mark.parametrize("index", range(len(misuse.CASES)), ids=[c.call for c in misuse.CASES])

@@ -15,7 +15,7 @@ from numba_tiles import _programs, _target, _toolchain, extending as ext
 
 from ..downstream import kernels
 from ..downstream.tiles_extras import block_argmax, block_topk, warp_argmax
-from .test_sass import external_calls, sass
+from ..support.sass import external_calls, sass
 
 F32 = types.float32[::1]
 

@@ -10,8 +10,8 @@ import numba_tiles as tiles
 from examples import gemm
 from numba_tiles import _programs, _toolchain
 
-from .test_compile import observed_programs
-from .test_sass import external_calls, instructions, registers, sass
+from ..support.programs import observed_programs
+from ..support.sass import external_calls, instructions, registers, sass
 
 SIG = "void(float16[:, :], float16[:, :], float32[:, :], int64)"
 
@@ -265,7 +265,7 @@ def test_an_epilogue_is_inlined_into_the_store(tmp_path):
     checks' message), nothing in local memory (the epilogue's arrays and the fragments stay in registers)."""
     from examples import gemm_epilogue
 
-    from .. import epilogues
+    from ..support import epilogues
 
     mm = tiles.Matmul((64, 64, 32), "float16", block_dim=128)
     kernel = gemm_epilogue.make_own_loop(mm, epilogues.scaled_relu, staged=True)

@@ -17,7 +17,7 @@ from numba_cuda_mlir import cuda as mlir_cuda  # noqa: E402
 
 import numba_tiles as tiles  # noqa: E402
 
-from .test_sass import instructions, sass  # noqa: E402
+from ..support.sass import instructions, sass  # noqa: E402
 
 # (name, kernel body: one statement per line, over x and out (float32 or int32 arrays) and the tile `items`)
 CASES = {

@@ -16,7 +16,7 @@ from numba.cuda import types
 
 import numba_tiles as tiles
 
-from .test_sass import external_calls, instructions, sass
+from ..support.sass import external_calls, instructions, sass
 
 MM = tiles.Matmul((128, 128, 64), "int16", precision="bf16")
 WIDE = tiles.Matmul((128, 256, 64), "float16", stages=3)  # (wgmma's 128 rows take at most 192 columns)

@@ -11,7 +11,7 @@ from numba import cuda
 import numba_tiles as tiles
 from examples import gemm
 
-from .test_sass import instructions, sass
+from ..support.sass import instructions, sass
 
 LTO_LIBS = Path(__file__).resolve().parents[2] / "lto_libs"
 ASM = re.compile(r"\basm\b\s*(?:volatile\b\s*)?\(")

@@ -3,7 +3,7 @@
 The accepted ones compile in batched kernels (one kernel, one NVRTC program, per family and block
 shape); each one a rule of the library rejects must fail at typing, alone, with a `TilesError` that
 names the intrinsic and the fix, before NVRTC runs: a configuration that fails in NVRTC instead is a
-missing typing rule. tests/random_cases.py draws the configurations (a prefix of the GPU test's set);
+missing typing rule. tests/support/random_cases.py draws the configurations (a prefix of the GPU test's set);
 NUMBA_TILES_CASES_SEED or NUMBA_TILES_TEST_SEED draws others.
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 import numba_tiles as tiles
 
-from .. import random_cases as rc
+from ..support import random_cases as rc
 
 # Each shape about twice per family: ~110 kernels, about a minute and a half on 2 cores (NVRTC ~0.7 s each).
 CASES = rc.generate(per_family=20)

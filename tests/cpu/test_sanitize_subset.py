@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..collectives import MOVE_ALGORITHMS
+from ..support.collectives import MOVE_ALGORITHMS
 from ..gpu.conftest import ON_PURPOSE
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,33 +1,11 @@
 """The linked cubin (no GPU needed) has CUB's reduction inlined: no calls, no local memory, shuffles."""
 
-import subprocess
-
 import pytest
-from cuda.pathfinder import find_nvidia_binary_utility
 
 import numba_tiles as tiles
 
-from .. import reference
-
-
-def sass(cubin, tmp_path):
-    nvdisasm = find_nvidia_binary_utility("nvdisasm")
-    assert nvdisasm, "nvdisasm not found: pip install nvidia-cuda-nvdisasm (part of .[test])"
-    path = tmp_path / "kernel.cubin"
-    path.write_bytes(cubin)
-    return subprocess.run([nvdisasm, "-c", str(path)], check=True, capture_output=True, text=True).stdout
-
-
-def external_calls(text):
-    """CALLs to anything but ptxas's own code: its helper routines (``$__internal_...``: shuffles
-    or votes under a lane mask it cannot prove uniform, which CUB issues in some warp-level
-    paths) and subroutines it outlines within the kernel itself (local ``.L_x_`` labels)."""
-    return [line for line in text.splitlines()
-            if " CALL" in line and "$__internal_" not in line and "`(.L_x_" not in line]
-
-
-def instructions(text):
-    return [line.split(";")[0].split("*/", 1)[-1].split() for line in text.splitlines() if "/*" in line and ";" in line]
+from ..support import reference
+from ..support.sass import external_calls, instructions, opcode_names, registers, sass
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -116,10 +94,6 @@ def pipeline_kernel(items, dtype, load="direct", store="direct"):
     return kernel
 
 
-def opcode_names(code):
-    return {op.split(".")[0] for op in (i[1] if i[0].startswith("@") else i[0] for i in instructions(code) if i)}
-
-
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("items", [1, 4, 7, 16])
 def test_collectives_stay_in_registers(arch, items, tmp_path):
@@ -164,7 +138,7 @@ def test_python_ops_are_inlined(arch, tmp_path):
     """A @cuda.jit(device=True) op and comparison, compiled by Numba and linked as LTO-IR, are inlined."""
     from numba import cuda, float32
 
-    from .. import collectives
+    from ..support import collectives
 
     @cuda.jit
     def kernel(x, out):
@@ -190,24 +164,6 @@ def test_a_shared_temp_stays_shared_memory(arch, tmp_path):
     names = opcode_names(code)
     assert {"LDS", "STS", "BAR"} <= names and not names & {"LD", "ST", "LDL", "STL"}, sorted(names)
     assert not external_calls(code)
-
-
-def registers(cubin):
-    """Registers per thread of the cubin's kernel: its ``EIATTR_REGCOUNT`` (0x2f) in ``.nv.info``."""
-    from numba_tiles._elf import sections
-
-    for name, _, offset, size, _ in sections(cubin):
-        at = offset
-        while name == ".nv.info" and at < offset + size:
-            form, attribute = cubin[at], cubin[at + 1]
-            if form in (1, 2):  # no value / a 2-byte value
-                at += 2 * form
-                continue
-            length = int.from_bytes(cubin[at + 2:at + 4], "little")
-            if attribute == 0x2F:
-                return int.from_bytes(cubin[at + 8:at + 12], "little")
-            at += 4 + length
-    raise LookupError("no register count in the cubin")
 
 
 @pytest.mark.parametrize("block_dim", [992, 1000, (10, 100), 1024])

@@ -4,10 +4,10 @@ data: every dtype, the three block ranks, items_per_thread {1, 2, 4, 7, 16}, eve
 import numpy as np
 import pytest
 
-from .. import collectives as c
-from .. import neighbors as nb
-from ..compiler import MLIR, cuda
-from ..cpu.test_compile import COLLECTIVES, one_collective
+from ..support import collectives as c
+from ..support import neighbors as nb
+from ..support.compiler import MLIR, cuda
+from ..support.shared_kernels import COLLECTIVES, one_collective
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
@@ -315,44 +315,14 @@ def test_debug_mode_traps_on_a_launch_shape_mismatch():
 DIVERGENT_CHILD = r"""
 import sys
 import numpy as np
-from numba import cuda, float32
-import numba_tiles as tiles
-
-@cuda.jit
-def whole(x, out):                     # every thread calls: fine under the check too
-    i = cuda.grid(1)
-    s = tiles.block_sum(x[i] if i < x.size else float32(0), block_dim=128)
-    if cuda.threadIdx.x == 0:
-        out[cuda.blockIdx.x] = s
-
-@cuda.jit
-def branch(x, out):                    # half of each block calls
-    v = x[cuda.grid(1)]
-    if cuda.threadIdx.x < 64:
-        s = tiles.block_sum(v, block_dim=128)
-        if cuda.threadIdx.x == 0:
-            out[cuda.blockIdx.x] = s
-
-@cuda.jit
-def early(x, out):                     # the last block's threads past the end return first
-    i = cuda.grid(1)
-    if i >= x.size:
-        return
-    s = tiles.block_sum(x[i], block_dim=128)
-    if cuda.threadIdx.x == 0:
-        out[cuda.blockIdx.x] = s
-
-@cuda.jit
-def lanes(x, out):                     # 12 of each logical warp's 16 lanes call
-    i = cuda.grid(1)
-    if cuda.threadIdx.x % 16 < 12:
-        out[i] = tiles.warp_sum(x[i], warp_size=16)
+from numba import cuda
+from tests.support import divergent as d
 
 x = np.random.default_rng().standard_normal(200).astype(np.float32)
-out = np.zeros(2, np.float32)
-whole[2, 128](x, out)
+out, lanes = np.zeros(2, np.float32), np.zeros(32, np.float32)
+d.whole_block_and_warps[2, 128](x, out, lanes)   # every thread calls: fine under the check too
 np.testing.assert_allclose(out, [x[:128].sum(), x[128:].sum()], rtol=1e-5)
-kernel = {"branch": branch, "early": early, "lanes": lanes}[sys.argv[1]]
+kernel = {"branch": d.half_of_the_block, "early": d.early_return, "lanes": d.partial_warp}[sys.argv[1]]
 kernel[2, 128](x, np.zeros(256, np.float32))
 cuda.synchronize()
 """
@@ -371,8 +341,9 @@ def test_debug_mode_traps_on_a_collective_that_not_every_thread_calls(case, mess
     import sys
 
     env = {**os.environ, "NUMBA_TILES_DEBUG": "1"}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     run = subprocess.run([sys.executable, "-c", DIVERGENT_CHILD, case], env=env, capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, cwd=root)
     assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
     assert message in run.stdout, run.stdout
     assert run.stdout.count("tiles.") == 1, run.stdout  # one message, however many threads fail
@@ -380,7 +351,7 @@ def test_debug_mode_traps_on_a_collective_that_not_every_thread_calls(case, mess
 
 HISTOGRAM_CHILD = r"""
 import numpy as np
-from tests import collectives as c
+from tests.support import collectives as c
 
 c.run_histogram("uint8", "uint32", 256, 128, 4, "sort", np.random.default_rng())
 print("counted")

@@ -1,9 +1,9 @@
-"""Fused epilogues on the GPU against NumPy, every store of the tile matmul (the checks: tests/epilogues.py)."""
+"""Fused epilogues on the GPU against NumPy, every store of the tile matmul (the checks: tests/support/epilogues.py)."""
 
 import pytest
 from numba import cuda
 
-from .. import epilogues
+from ..support import epilogues
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 HOPPER = cuda.is_available() and cuda.get_current_device().compute_capability == (9, 0)

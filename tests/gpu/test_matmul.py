@@ -14,7 +14,7 @@ from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
 from examples import gemm
 
-from .. import matrices
+from ..support import matrices
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 

@@ -17,7 +17,7 @@ from numba import cuda
 import numba_tiles as tiles
 from examples import gemm
 
-from .. import matrices
+from ..support import matrices
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 hopper = pytest.mark.skipif(not (cuda.is_available() and cuda.get_current_device().compute_capability == (9, 0)),

@@ -5,8 +5,8 @@ import pytest
 
 import numba_tiles as tiles
 
-from .. import reference
-from ..compiler import MLIR, cuda
+from ..support import reference
+from ..support.compiler import MLIR, cuda
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 

@@ -7,8 +7,9 @@ from numba import cuda, uint8
 
 import numba_tiles as tiles
 
-from .. import collectives as c
-from .. import neighbors as nb
+from ..support import collectives as c
+from ..support import divergent as d
+from ..support import neighbors as nb
 
 
 @pytest.mark.parametrize("algorithm", c.MOVE_ALGORITHMS)
@@ -130,55 +131,7 @@ def _line_of(kernel, text):
     return f"{inspect.getsourcefile(kernel.py_func)}:{first + next(i for i, t in enumerate(lines) if text in t)}"
 
 
-@cuda.jit
-def _half_of_the_block(x, out):
-    v = x[cuda.grid(1)]
-    if cuda.threadIdx.x < 64:
-        s = tiles.block_sum(v, block_dim=128)
-        if cuda.threadIdx.x == 0:
-            out[cuda.blockIdx.x] = s
-
-
-@cuda.jit
-def _early_return(x, out):
-    i = cuda.grid(1)
-    if i >= x.size:
-        return
-    s = tiles.block_sum(x[i], block_dim=128)
-    if cuda.threadIdx.x == 0:
-        out[cuda.blockIdx.x] = s
-
-
-@cuda.jit
-def _other_collective(x, out):
-    v = x[cuda.grid(1)]
-    if cuda.threadIdx.x < 32:
-        s = tiles.block_sum(v, block_dim=128)
-    else:
-        s = tiles.block_reduce(v, "max", block_dim=128)
-    out[cuda.grid(1)] = s
-
-
-@cuda.jit
-def _partial_warp(x, out):
-    i = cuda.grid(1)
-    if cuda.threadIdx.x % 16 < 12:
-        out[i] = tiles.warp_sum(x[i], warp_size=16)
-
-
-@cuda.jit
-def _whole_block_and_warps(x, out, lanes):
-    i = cuda.grid(1)
-    v = x[i] if i < x.size else np.float32(0)  # threads past the end give the sum's neutral value
-    s = tiles.block_sum(v, block_dim=128)
-    w = tiles.warp_sum(v, warp_size=8)
-    if cuda.threadIdx.x == 0:
-        out[cuda.blockIdx.x] = s
-    if cuda.threadIdx.x % 8 == 0:
-        lanes[i // 8] = w
-
-
-@pytest.mark.parametrize("kernel, arrived, block", [(_half_of_the_block, 64, 0), (_early_return, 72, 1)],
+@pytest.mark.parametrize("kernel, arrived, block", [(d.half_of_the_block, 64, 0), (d.early_return, 72, 1)],
                          ids=["branch", "early-return"])
 def test_a_block_collective_not_every_thread_calls_is_an_error(kernel, arrived, block, rng):
     x = rng.standard_normal(200).astype(np.float32)
@@ -194,8 +147,8 @@ def test_two_collectives_in_two_branches_are_an_error(rng):
     """Threads at either call say how many came to theirs, and where the others went."""
     x = rng.standard_normal(128).astype(np.float32)
     with pytest.raises(tiles.TilesError) as info:
-        _other_collective[1, 128](x, np.zeros(128, np.float32))
-    sum_at, max_at = _line_of(_other_collective, "tiles.block_sum("), _line_of(_other_collective, "tiles.block_reduce(")
+        d.other_collective[1, 128](x, np.zeros(128, np.float32))
+    sum_at, max_at = _line_of(d.other_collective, "tiles.block_sum("), _line_of(d.other_collective, "tiles.block_reduce(")
     message = str(info.value)
     assert (f"tiles.block_sum: called at {sum_at} by 32 of the 128 threads of block (0, 0, 0) (96 reached another "
             f"call instead, at {max_at})" in message
@@ -206,15 +159,15 @@ def test_two_collectives_in_two_branches_are_an_error(rng):
 def test_a_warp_collective_not_every_lane_calls_is_an_error(rng):
     x = rng.standard_normal(64).astype(np.float32)
     with pytest.raises(tiles.TilesError) as info:
-        _partial_warp[1, 64](x, np.zeros(64, np.float32))
-    assert f"tiles.warp_sum: called at {_line_of(_partial_warp, 'tiles.warp_sum(')} by 12 of the 16 threads of " \
+        d.partial_warp[1, 64](x, np.zeros(64, np.float32))
+    assert f"tiles.warp_sum: called at {_line_of(d.partial_warp, 'tiles.warp_sum(')} by 12 of the 16 threads of " \
            "logical warp" in str(info.value), str(info.value)
 
 
 def test_collectives_every_thread_makes_pass_the_check(rng):
     x = rng.standard_normal(200).astype(np.float32)
     out, lanes = np.zeros(2, np.float32), np.zeros(32, np.float32)
-    _whole_block_and_warps[2, 128](x, out, lanes)
+    d.whole_block_and_warps[2, 128](x, out, lanes)
     padded = np.concatenate([x, np.zeros(56, np.float32)])
     np.testing.assert_allclose(out, padded.reshape(2, -1).sum(axis=1), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(lanes, padded.reshape(-1, 8).sum(axis=1), rtol=1e-5, atol=1e-5)

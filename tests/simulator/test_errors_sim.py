@@ -9,7 +9,7 @@ from numba import cuda
 
 import numba_tiles as tiles
 
-from .. import misuse
+from ..support import misuse
 
 
 @pytest.mark.parametrize("index", range(len(misuse.CASES)), ids=[c.call for c in misuse.CASES])

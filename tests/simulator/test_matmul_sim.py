@@ -7,7 +7,7 @@ from numba import cuda
 import numba_tiles as tiles
 from examples import gemm
 
-from .. import epilogues, matrices
+from ..support import epilogues, matrices
 
 
 @pytest.mark.parametrize("dtype,order,precision", [("float32", ("C", "C"), None), ("float64", ("F", "C"), None),

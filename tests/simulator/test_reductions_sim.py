@@ -6,7 +6,7 @@ from numba import cuda
 
 import numba_tiles as tiles
 
-from .. import reference
+from ..support import reference
 
 
 @pytest.mark.parametrize("block_dim", [32, (4, 4), (4, 2, 2)], ids=str)

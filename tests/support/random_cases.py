@@ -8,7 +8,7 @@ of the library rejects (`Case.rejection`) are compiled alone and must fail at ty
 the others are packed, by family and block shape, into `Batch` kernels (one NVRTC program for several
 cases), which `tests/cpu/test_randomized.py` compiles for sm_90 and `tests/gpu/test_randomized.py`
 launches on fresh random data, checking every output against NumPy (the references of
-tests/reference.py, tests/collectives.py and tests/neighbors.py).
+tests/support/reference.py, tests/support/collectives.py and tests/support/neighbors.py).
 
 Configurations come from NUMBA_TILES_CASES_SEED, else NUMBA_TILES_TEST_SEED, else `DEFAULT_SEED` (CI
 sees the same ones every run); data is fresh every run (the ``rng`` fixture, NUMBA_TILES_TEST_SEED).
@@ -49,7 +49,7 @@ def edges(tile, rng):
 
 
 def kinds_of(op):
-    """The dtype kinds an op takes (tests/reference.py's rule): bitwise on integers, min/max not on complex."""
+    """The dtype kinds an op takes (tests/support/reference.py's rule): bitwise on integers, min/max not on complex."""
     return {"+": "iufc", "*": "iufc", "min": "iuf", "max": "iuf", "absmax": "iuf"}.get(op, "iu")
 
 

@@ -22,20 +22,16 @@ def random_array(dtype, n, rng, op="+"):
     return random_values(dtype, op, n, rng)
 
 
-def rank(kind, tid, j, threads, items):
-    """Tile position of item j of thread tid (as in numba_tiles.simulator)."""
-    if kind == "striped":
-        return tid + j * threads
-    if kind == "warp_striped":
-        warp, lane = divmod(tid, 32)
-        return warp * 32 * items + lane + j * 32
-    return tid * items + j
-
-
 def positions(kind, threads, items):
-    """positions[t, j] = tile rank of thread t's item j."""
-    t, j = np.meshgrid(np.arange(threads), np.arange(items), indexing="ij")
-    return rank(kind, t, j, threads, items)
+    """positions[t, j]: the tile rank of thread t's item j in the arrangement ``kind``, as the tile's ranks laid
+    out: blocked, each thread's items in a row; striped, item j of every thread before item j + 1 of any;
+    warp-striped, striped within each warp's 32 * items ranks."""
+    ranks = np.arange(threads * items)
+    if kind == "striped":
+        return ranks.reshape(items, threads).T
+    if kind == "warp_striped":  # [warp, item, lane] → [warp, lane, item]
+        return ranks.reshape(threads // 32, items, 32).transpose(0, 2, 1).reshape(threads, items)
+    return ranks.reshape(threads, items)
 
 
 def run_load_store(dtype, block_dim, items, algorithm, rng, num_valid=False, oob_default=False):
@@ -347,11 +343,21 @@ def sort_keys(dtype, n, rng):
 
 
 def ordered_digits(dtype, keys, begin, end):
-    """The bits CUB's radix sort orders by (see numba_tiles.simulator._ordered_bits), then [begin, end)."""
-    from numba_tiles.simulator import _ordered_bits
-
-    mask = np.uint64((1 << (end - begin)) - 1)
-    return (_ordered_bits(np.dtype(dtype), keys) >> np.uint64(begin)) & mask
+    """Bits [begin, end) of the unsigned key CUB's radix sort orders by, key by key: an integer's bits with its sign
+    bit flipped (unsigned ones as they are); a float's with every bit flipped where it is negative, else its sign
+    bit set (-0.0 counting as +0.0)."""
+    dtype = np.dtype(dtype)
+    width = 8 * dtype.itemsize
+    top, every = 1 << (width - 1), (1 << width) - 1
+    digits = []
+    for key in np.asarray(keys, dtype):
+        bits = 0 if dtype.kind == "f" and key == 0 else int.from_bytes(key.tobytes(), "little")
+        if dtype.kind == "f":
+            bits = ~bits & every if bits & top else bits | top
+        elif dtype.kind == "i":
+            bits ^= top
+        digits.append(bits >> begin & (1 << (end - begin)) - 1)
+    return np.array(digits, np.uint64)
 
 
 def run_radix_sort(dtype, block_dim, items, rng, descending=False, striped=False, with_values=True, bits=None):
