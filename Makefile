@@ -150,7 +150,7 @@ gpu-site-mlir:
 	tar xJf $(GPU_MLIR)/numba_cuda_mlir.tar.xz -C $(GPU_SITE)
 
 gpu-test-mlir:
-	$(GPU_ENV) NUMBA_TILES_TEST_COMPILER=mlir $(GPU_PYTHON) -c "import numba_cuda_mlir, numba_tiles._mlir as m; \
+	$(GPU_ENV) NUMBA_TILES_TEST_COMPILER=mlir $(GPU_PYTHON) -c "import numba_cuda_mlir, numba_tiles._backends.mlir as m; \
 	  print('numba-cuda-mlir', numba_cuda_mlir.__version__, 'adapter', m.available())"
 	$(GPU_ENV) NUMBA_TILES_TEST_COMPILER=mlir $(GPU_PYTHON) -m pytest tests/gpu/test_collectives.py \
 	  tests/gpu/test_reductions.py tests/gpu/test_matmul.py::test_numba_cuda_mlir_kernels_launch_through_mm_launch \
