@@ -349,11 +349,12 @@ def _histogram_rule(name, args):
     common = dict(**block_shape(args), IPT=args["items_per_thread"], Bins=args["bins"])
     params = (Arg("items", args["items"]), Arg("histogram", args["histogram"]))
     if algorithm == "lanes":
-        need = args["bins"] * LANE_COPIES * 4
+        # The copies, and room for the block's own counters of 8 bytes at most (a static shared array beside them).
+        need = args["bins"] * (LANE_COPIES * 4 + 8)
         if need > STATIC_SHARED_BYTES:
-            raise ext.error(name, f"algorithm='lanes' keeps {LANE_COPIES} copies of the {args['bins']} counters, "
-                            f"{need} bytes, over the {STATIC_SHARED_BYTES} of shared memory a block can have",
-                            "use algorithm='atomic' for this many bins")
+            raise ext.error(name, f"algorithm='lanes' keeps {LANE_COPIES} copies of the {args['bins']} counters: "
+                            f"with the counters themselves {need} bytes, over the {STATIC_SHARED_BYTES} of shared "
+                            "memory a block can have", "use algorithm='atomic' for this many bins")
         return Instance(intrinsic=name, header=HISTOGRAM, template=HISTOGRAM.template("numba_tiles::block_histogram_lanes", T=dtype.cxx, Counter=counter.cxx,
                                            **common, Copies=LANE_COPIES, Accumulate=args["accumulate"]), result=types.none, params=params, storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"],
                                                    Copies=LANE_COPIES))

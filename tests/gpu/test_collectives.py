@@ -114,10 +114,10 @@ def test_histogram(algorithm, items, block_dim, rng):
 
 
 @pytest.mark.parametrize("dtype,counter,bins", [("uint16", "int32", 1000), ("int32", "uint64", 16),
-                                                ("uint8", "int32", 7), ("int16", "uint32", 384)])
+                                                ("uint8", "int32", 7), ("int16", "uint32", 352)])
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_histogram_types(dtype, counter, bins, accumulate, rng):
-    for algorithm in ("atomic", "sort") + (("lanes",) if bins <= 384 else ()):
+    for algorithm in ("atomic", "sort") + (("lanes",) if bins <= 352 else ()):
         c.run_histogram(dtype, counter, bins, 128, 4, algorithm, rng, accumulate=accumulate)
 
 
