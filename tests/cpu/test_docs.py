@@ -187,6 +187,61 @@ def test_every_public_name_has_an_example(name):
     assert PUBLIC[name] in EXAMPLES, f"{name} ({PUBLIC[name]}) has no docstring example"
 
 
+def test_matmuls_attributes_are_in_its_docstring():
+    """What a `Matmul` holds is in its docstring, which the API page shows."""
+    mm = tiles.Matmul((64, 64, 32), "float16")
+    attributes = {name for name, value in vars(mm).items() if not name.startswith("_") and not callable(value)}
+    assert {name for name in attributes if f"``{name}``" not in tiles.Matmul.__doc__} == set()
+
+
+API = ROOT / "docs" / "api.md"
+
+
+@pytest.fixture(scope="module")
+def api_html(tmp_path_factory):
+    """docs/api.md as Sphinx renders it (the whole of docs/, warnings as errors, as `make docs`)."""
+    out = tmp_path_factory.mktemp("html")
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "docs", str(out)]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    return (out / "api.html").read_text()
+
+
+def test_the_api_page_documents_every_public_name(api_html):
+    """Each public name (one of its names, for an object public under two) has its entry on the API page, generated
+    from its docstring, and a row in one of the page's tables at its top (modules and classes: their own)."""
+    anchors = set(re.findall(r'<dt class="sig sig-object py" id="([^"]+)"', api_html))
+    anchors |= set(re.findall(r'id="module-([\w.]+)"', api_html))
+    names = {}
+    for name, key in PUBLIC.items():
+        names.setdefault(key, []).append(name)
+    assert [found for found in names.values() if not anchors & set(found)] == []
+    tabled = set(re.findall(r"^   (numba_tiles[\w.]*)$", API.read_text(), re.MULTILINE))
+    top = {f"numba_tiles.{n}" for n in tiles.__all__ if n != "__version__"} | {"numba_tiles.extending"}
+    assert top - tabled == set()
+
+
+def test_the_api_pages_conventions_are_what_the_code_accepts():
+    """docs/api.md's conventions list the dtypes, the ops' names, the most threads a block has and each family's
+    algorithms that the intrinsics accept."""
+    from numba_tiles import _dtypes, _params, block, ops
+
+    def bullet(name):
+        return re.search(rf"^- \*\*{name}\*\*: (.*?)(?=^- |^$)", API.read_text(), re.DOTALL | re.MULTILINE)[1]
+
+    assert re.findall(r"`(\w+)`", bullet("dtypes")) == [d.name for d in _dtypes.SCALARS]
+    assert set(re.findall(r'`"([^"`]+)"`', bullet("ops"))) == {s for s in ops._SPELLINGS if isinstance(s, str)}
+    assert f"at most {_params.MAX_THREADS} threads" in bullet("block_dim")
+    families = {"reductions": block._REDUCE_ALGORITHMS, "scans": block._SCAN_ALGORITHMS,
+                "loads and stores": block._LOAD_ALGORITHMS | block._STORE_ALGORITHMS,
+                "histograms": block._HISTOGRAM_ALGORITHMS}
+    listed = {}
+    for part in " ".join(bullet("algorithm").split()).split(";"):
+        family, names = re.match(r"\s*(?:CUB's, per intrinsic: )?([a-z ]+?) (`.*)", part, re.DOTALL).groups()
+        listed[family] = set(re.findall(r'`"(\w+)"`', names))
+    assert listed == {family: set(names) for family, names in families.items()}
+
+
 COMPILED = "<!-- docs-test: compiled -->"  # a page whose code compiles without a GPU instead of simulating
 
 
