@@ -669,7 +669,8 @@ class Matmul:
 
             cubin = tiles.compile(gemm_steps, "void(float16[:, :], float16[:, :], float32[:, :])", arch="sm_80")
             if cuda.is_available():
-                gemm_steps[(3, 4), MM.threads](a, b, c)   # c (256 x 192) = a @ b
+                gemm_steps[(3, 4), MM.threads](a, b, c)   # c (256 x 192) = a @ b, 64 x 64 a block
+                assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
         """
 
     @ext.method(consts=_callback.CONSTS, fixed=_BLOCK, rule=lambda n, a: _store_rule(n, a),
@@ -712,6 +713,7 @@ class Matmul:
             if cuda.is_available():
                 tiles_m, tiles_n = -(-c.shape[0] // 64), -(-c.shape[1] // 64)
                 MM.launch(gemm_loop, MM.operands(a, b, c), tiles_n, tiles_m * tiles_n, grid="resident")
+                assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
         """
 
     @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _batched_rule(n, a), simulate=simulator.matmul_batched)
@@ -731,6 +733,8 @@ class Matmul:
                 b = cuda.to_device(np.random.rand(1000, 32, 64).astype(np.float16))
                 c = cuda.device_array((1000, 64, 64), np.float32)
                 MM.launch(bmm, MM.operands(a, b, c))
+                product = a.copy_to_host().astype(np.float32) @ b.copy_to_host().astype(np.float32)
+                assert np.allclose(c.copy_to_host(), product, rtol=1e-2, atol=1e-2)
         """
 
     @ext.method(consts={"stages": _STAGES}, rule=lambda n, a: _pipeline.prepare_instance(n, a["mm"], a["stages"], a),
