@@ -194,6 +194,20 @@ def test_matmuls_attributes_are_in_its_docstring():
     assert {name for name in attributes if f"``{name}``" not in tiles.Matmul.__doc__} == set()
 
 
+def test_the_defaults_docstrings_name_are_the_signatures():
+    """A parameter's docstring line that names its default (``- ``op``: ``"-"`` (default), ...``) names the one in
+    the signature, which the API page shows."""
+    checked = 0
+    for name in PUBLIC:
+        value = getattr(tiles, name.removeprefix("numba_tiles."), None)
+        if not callable(value) or not value.__doc__:
+            continue
+        for param, default in re.findall(r"^\s*- ``(\w+)``: [^`]*``([^`]+)`` \(default", value.__doc__, re.MULTILINE):
+            assert inspect.signature(value).parameters[param].default == ast.literal_eval(default), (name, param)
+            checked += 1
+    assert checked >= 5
+
+
 API = ROOT / "docs" / "api.md"
 
 
