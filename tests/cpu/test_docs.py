@@ -156,7 +156,7 @@ def public():
     """{public name: its `DOCSTRINGS` key}: ``numba_tiles``' and ``numba_tiles.extending``'s ``__all__``, the functions
     of ``numba_tiles.cache``, the `Operands` that ``Matmul.operands`` makes, and the methods and properties of these
     classes."""
-    names = {f"numba_tiles.{n}": getattr(tiles, n) for n in tiles.__all__ if n != "__version__"}
+    names = {f"numba_tiles.{n}": getattr(tiles, n) for n in tiles.__all__}
     names.update({f"numba_tiles.extending.{n}": getattr(extending, n) for n in extending.__all__})
     names.update({f"numba_tiles.cache.{n}": f for n, f in vars(tiles.cache).items()
                   if inspect.isfunction(f) and f.__module__ == "numba_tiles.cache" and not n.startswith("_")})
@@ -231,7 +231,7 @@ def test_the_api_page_documents_every_public_name(api_html):
         names.setdefault(key, []).append(name)
     assert [found for found in names.values() if not anchors & set(found)] == []
     tabled = set(re.findall(r"^   (numba_tiles[\w.]*)$", API.read_text(), re.MULTILINE))
-    top = {f"numba_tiles.{n}" for n in tiles.__all__ if n != "__version__"} | {"numba_tiles.extending"}
+    top = {f"numba_tiles.{n}" for n in tiles.__all__} | {"numba_tiles.extending"}
     assert top - tabled == set()
 
 
