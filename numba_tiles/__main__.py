@@ -5,7 +5,7 @@ intrinsic misused in a kernel) prints one line, ``numba-tiles: <what is wrong, a
 status 2; ``--traceback`` prints the stack before it. Output piped into a command that stops reading early
 (``numba-tiles cache list | head -1``) ends quietly.
 
-Example::
+In a shell::
 
     numba-tiles --version
     numba-tiles cache info

@@ -9,7 +9,9 @@ whatever the kernel's module imported. Importing numba_tiles here starts no NVRT
 
 
 def init():
-    """Import numba_tiles (registering its intrinsics). Example::
+    """Import numba_tiles (registering its intrinsics).
+
+    Example::
 
         from numba_tiles._autoload import init
         init()

@@ -10,6 +10,18 @@ from ._errors import error
 
 @dataclass(frozen=True)
 class Dtype:
+    """An element type: its ``name``, ``numba`` type, ``cxx`` spelling and ``numpy`` dtype (float32 for bfloat16,
+    which NumPy lacks).
+
+    Example::
+
+        from numba.cuda import types
+        from numba_tiles import extending as ext
+
+        f32 = ext.scalar("block_sum_of_squares", "value", types.float32)
+        assert (f32.name, f32.cxx, f32.kind, f32.is_integer) == ("float32", "float", "f", False)
+    """
+
     name: str
     numba: types.Type
     cxx: str
@@ -17,11 +29,26 @@ class Dtype:
 
     @property
     def kind(self):
-        """NumPy's kind letter: ``i``/``u`` integers, ``f`` floats (bfloat16 too), ``c`` complex."""
+        """NumPy's kind letter: ``i``/``u`` integers, ``f`` floats (bfloat16 too), ``c`` complex.
+
+        Example::
+
+            from numba_tiles import extending as ext
+
+            assert ext.named("Matmul", "dtype", "bfloat16").kind == "f"
+        """
         return self.numpy.kind
 
     @property
     def is_integer(self):
+        """Whether it is an integer type (signed or unsigned).
+
+        Example::
+
+            from numba_tiles import extending as ext
+
+            assert ext.named("block_top", "keys", "uint8").is_integer
+        """
         return self.kind in "iu"
 
 
@@ -44,6 +71,15 @@ SCALARS = tuple(
         ("complex128", "::cuda::std::complex<double>", None),
     )
 )
+"""Every element type the intrinsics accept, a `Dtype` each: int8 to int64, uint8 to uint64, float16, bfloat16,
+float32, float64, complex64 and complex128.
+
+Example::
+
+    from numba_tiles import extending as ext
+
+    assert [d.name for d in ext.SCALARS if d.kind == "f"] == ["float16", "bfloat16", "float32", "float64"]
+"""
 _BY_NUMBA = {d.numba: d for d in SCALARS}
 
 
@@ -52,6 +88,17 @@ def scalar(intrinsic, param, ty, allowed=None, verb="has type", fix=None):
 
     ``allowed`` narrows the accepted kinds (e.g. ``"iuf"``: no complex) for algorithms that need order;
     ``fix`` replaces the error's fix where a cast is not the way (a ``temp``'s bytes).
+
+    Example::
+
+        from numba.cuda import types
+        from numba_tiles import extending as ext
+
+        assert ext.scalar("block_top", "value", types.int32, allowed="iuf").name == "int32"
+        try:
+            ext.scalar("block_top", "value", types.complex64, allowed="iuf")
+        except ext.TilesError as e:
+            assert str(e).startswith("tiles.block_top: value has type complex64, which is not supported here")
     """
     found = _BY_NUMBA.get(types.unliteral(ty))
     accepted = [d for d in SCALARS if allowed is None or d.kind in allowed]
@@ -79,7 +126,15 @@ def cxx(ty):
 
 
 def element(intrinsic, param, ty, allowed=None, fix=None):
-    """The `Dtype` of a scalar, or of the items of a 1-D array (thread-local or global); ``fix`` as for `scalar`."""
+    """The `Dtype` of a scalar, or of the items of a 1-D array (thread-local or global); ``fix`` as for `scalar`.
+
+    Example::
+
+        from numba.cuda import types
+        from numba_tiles import extending as ext
+
+        assert ext.element("block_top", "keys", types.uint8[::1]).name == "uint8"
+    """
     if isinstance(ty, types.Array):
         if ty.ndim != 1 or ty.layout not in "CA":
             raise error(intrinsic, f"{param} must be a 1-D contiguous array, got {ty}",
@@ -90,13 +145,30 @@ def element(intrinsic, param, ty, allowed=None, fix=None):
 
 
 def integer(intrinsic, param, ty):
-    """Check that a run-time count argument is an integer (any width: it is cast to int32)."""
+    """Check that a run-time count argument is an integer (any width: it is cast to int32).
+
+    Example::
+
+        from numba.cuda import types
+        from numba_tiles import extending as ext
+
+        ext.integer("block_top", "num_valid", types.int64)   # an error for a float
+    """
     if not isinstance(types.unliteral(ty), types.Integer):
         raise error(intrinsic, f"{param} must be an integer, got {ty}", f"pass an int, e.g. {param}=n")
 
 
 def given_integer(intrinsic, args, param):
-    """Whether the optional run-time integer ``args[param]`` was given (checked to be an integer)."""
+    """Whether the optional run-time integer ``args[param]`` was given (checked to be an integer).
+
+    Example::
+
+        from numba.cuda import types
+        from numba_tiles import extending as ext
+
+        assert ext.given_integer("block_top", {"num_valid": types.int32}, "num_valid")
+        assert not ext.given_integer("block_top", {"num_valid": None}, "num_valid")
+    """
     given = args[param] is not None
     if given:
         integer(intrinsic, param, args[param])
@@ -104,7 +176,15 @@ def given_integer(intrinsic, args, param):
 
 
 def named(intrinsic, param, value):
-    """The `Dtype` of a dtype given on the host: a Numba type, a NumPy dtype or type, or a name."""
+    """The `Dtype` of a dtype given on the host: a Numba type, a NumPy dtype or type, or a name.
+
+    Example::
+
+        import numpy as np
+        from numba_tiles import extending as ext
+
+        assert ext.named("Matmul", "dtype", np.float16) == ext.named("Matmul", "dtype", "float16")
+    """
     for dtype in SCALARS:
         if value is dtype.numba or value == dtype.name:
             return dtype

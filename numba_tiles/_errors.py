@@ -32,7 +32,15 @@ class TilesError(TypeError):
 
 
 def error(intrinsic, problem, fix):
-    """The `TilesError` for ``intrinsic``: what was wrong and how to fix it."""
+    """The `TilesError` for ``intrinsic``: what was wrong and how to fix it, for a rule to raise.
+
+    Example::
+
+        from numba_tiles import extending as ext
+
+        e = ext.error("block_top", "k is 0", "pass k=1 or more")
+        assert str(e) == "tiles.block_top: k is 0. Fix: pass k=1 or more."
+    """
     return TilesError(f"tiles.{intrinsic}: {problem}. Fix: {fix}.")
 
 

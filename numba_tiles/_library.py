@@ -39,10 +39,19 @@ class Library:
 
     Example::
 
-        MINE = Library("mypkg", include_dirs=lambda: (HERE / "include",),
-                       versions=lambda: {"mypkg": directory_digest(HERE / "include")},
-                       blame="a bug in mypkg's C++; please report it to mypkg")
+        import tempfile
+        from pathlib import Path
+        from numba_tiles.extending import CUB, Library
+
+        HERE = Path(tempfile.mkdtemp())   # (a package's folder)
+        (HERE / "include").mkdir()
+        (HERE / "include" / "argmax.cuh").write_text("#pragma once")
+
+        MINE = Library("mypkg", include_dirs=lambda: (HERE / "include", *CUB.include_dirs()),
+                       versions=lambda: {**CUB.versions(), "mypkg": "1.0"},
+                       blame="a bug in mypkg's C++; please report it to mypkg", options=CUB.options)
         ARGMAX = MINE.header("argmax.cuh")
+        assert ARGMAX.path() == HERE / "include" / "argmax.cuh"
     """
 
     name: str
@@ -72,9 +81,26 @@ class Library:
         return options
 
     def header(self, filename):
+        """The `Header` ``filename`` of this library (found in its include directories when it is used).
+
+        Example::
+
+            from numba_tiles import extending as ext
+
+            REDUCE = ext.CUB.header("block_reduce.cuh")
+            assert REDUCE.name == "block_reduce.cuh" and REDUCE.library is ext.CUB
+        """
         return Header(self, filename)
 
     def include_path(self):
+        """The include directories, first searched first, as strings (NVRTC's ``-I`` options).
+
+        Example::
+
+            from numba_tiles import extending as ext
+
+            print(ext.CUB.include_path())   # ['.../numba_tiles/lto_libs', '.../cccl/include', '.../cuda/include']
+        """
         return [str(d) for d in self.include_dirs()]
 
 
@@ -83,18 +109,45 @@ DECLARED = []  # every Library made in this process (a cached kernel's stamp has
 
 @dataclasses.dataclass(frozen=True)
 class Header:
-    """One header of a `Library` (``block_reduce.cuh``)."""
+    """One header of a `Library` (``block_reduce.cuh``), from ``library.header(filename)``.
+
+    Example::
+
+        from numba_tiles import extending as ext
+
+        REDUCE = ext.CUB.header("block_reduce.cuh")
+        storage = REDUCE.template("numba_tiles::block_reduce_storage", T="float", BX=128, BY=1, BZ=1,
+                                  Algo="cub::BLOCK_REDUCE_RAKING", Broadcast=False)
+    """
 
     library: Library
     name: str
 
     def path(self):
+        """Where the header is: the first of its library's include directories that has it.
+
+        Example::
+
+            from numba_tiles import extending as ext
+
+            print(ext.CUB.header("block_reduce.cuh").path())   # .../numba_tiles/lto_libs/block_reduce.cuh
+        """
         return _find(self)
 
     def template(self, qualified, **arguments):
-        """``qualified<arguments...>`` in the order the header declares them: every argument named.
+        """``qualified<arguments...>`` in the order the header declares them: every argument named (an
+        argument named out of the declaration's order is an ``AssertionError``).
 
         Trailing template parameters that C++ deduces from the call (``typename Temp``) are left out.
+
+        Example::
+
+            from numba_tiles import extending as ext
+
+            REDUCE = ext.CUB.header("block_reduce.cuh")
+            storage = REDUCE.template("numba_tiles::block_reduce_storage", T="float", BX=128, BY=1, BZ=1,
+                                      Algo="cub::BLOCK_REDUCE_RAKING", Broadcast=False)
+            assert storage == "numba_tiles::block_reduce_storage<float, 128, 1, 1, cub::BLOCK_REDUCE_RAKING, false>"
         """
         declared = self._declared(qualified)[0]
         given = list(arguments)
@@ -104,7 +157,14 @@ class Header:
         return f"{qualified}<{', '.join(str(_cxx(v)) for v in arguments.values())}>"
 
     def line(self, qualified):
-        """The line of this header that declares the template ``qualified`` (an entry point's ``#line``)."""
+        """The line of this header that declares the template ``qualified`` (an entry point's ``#line``).
+
+        Example::
+
+            from numba_tiles import extending as ext
+
+            print(ext.CUB.header("block_reduce.cuh").line("numba_tiles::block_reduce_storage"))   # 15
+        """
         return self._declared(qualified)[1]
 
     def _declared(self, qualified):
@@ -165,6 +225,15 @@ def _cub_versions():
 
 # A block's static shared memory, the most any storage may take: said here, handed to C++.
 STATIC_SHARED_BYTES = 48 * 1024
+"""The most static shared memory a block may declare (CUDA's 48 KiB), which an intrinsic's own storage may take;
+C++ sees it as ``NUMBA_TILES_STATIC_SHARED_BYTES``.
+
+Example::
+
+    from numba_tiles import extending as ext
+
+    assert ext.STATIC_SHARED_BYTES == 48 * 1024
+"""
 
 # numba_tiles' CUB families (lto_libs/*.cuh) over CCCL, which needs the CUDA headers.
 # NDEBUG: CCCL's device assertions (__assertfail calls) are for debugging CCCL, not release code.
@@ -189,6 +258,15 @@ CUB = Library(
              *(f"_CUDA_PTX_{name.upper()}_H_" for name in UNUSED_PTX_HEADERS)),
     base="common.cuh",
 )
+"""numba_tiles' `Library` of CUB families (``lto_libs/*.cuh``, with ``common.cuh``) over CCCL and the CUDA headers:
+what `library` builds on by default.
+
+Example::
+
+    from numba_tiles import extending as ext
+
+    assert ext.CUB.header("common.cuh").path().is_file()
+"""
 
 # The entry points of the cuBLASDx pipeline that libmathdx generates (libmathdx.cuh): over common.cuh alone, the
 # generated functions' LTO-IR keyed apart (by the pipeline and libmathdx's version, numba_tiles/_libmathdx.py).
@@ -210,6 +288,15 @@ MATHDX = Library(
     nvrtc_flags=(("device_as_default_execution_space", True), ("gen_opt_lto", True)),
     per_entry=True,
 )
+"""The `Library` of cuBLASDx (MathDx) over CuTe, CCCL and the CUDA headers, with numba_tiles' ``matmul.cuh``:
+``library(..., over=MATHDX)`` for headers that include cuBLASDx.
+
+Example::
+
+    from numba_tiles import extending as ext
+
+    assert ext.MATHDX.header("matmul.cuh").path().is_file()
+"""
 
 # The wgmma block of Matmul.tile and Matmul.batched (wgmma.cuh): MathDx's CuTe GMMA atoms, which need the
 # arch-specific target (sm_90a), and no cuBLASDx: a library of its own, so that its programs alone are compiled

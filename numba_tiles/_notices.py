@@ -55,10 +55,13 @@ def elapsed(what, since=None, when=None):
     comes (`_interactive`), and not under ``NUMBA_TILES_QUIET=1``. ``when``: shown only once ``when()`` holds
     (checked each second: a wait that may turn out to be a cache hit).
 
-    Example (what a cuBLASDx compile shows on a terminal while NVRTC runs)::
+    Example (on a terminal, ``numba_tiles: NVRTC has been compiling for 1 s`` until the block ends)::
+
+        import time
+        from numba_tiles._notices import elapsed
 
         with elapsed("NVRTC has been compiling"):
-            code = _nvrtc(source, library, target, name, instances)
+            time.sleep(1.5)
     """
     if quiet() or not _interactive():
         yield

@@ -20,10 +20,14 @@ class Operands:
 
     ``implementation``: the code the kernel's call runs (see `Matmul.operands`); ``threads`` and
     ``shared_memory_bytes``: the block and the dynamic shared memory a launch needs (`Matmul.launch`
-    gives them, with a grid). Example::
+    gives them, with a grid).
 
-        ops = MM.operands(a, b, c)           # device arrays; c = a @ b is what the kernel's call computes
-        MM.launch(gemm, ops, 1.0, 0.0)       # the block, shared memory and grid it needs
+    Example, continuing `Matmul`'s::
+
+        if cuda.is_available():
+            ops = MM.operands(a, b, c)           # device arrays; c = a @ b is what the kernel's call computes
+            print(ops.implementation, ops.threads, ops.shared_memory_bytes)
+            MM.launch(gemm, ops, 1.0, 0.0)       # the block, shared memory and grid it needs
     """
 
     def __init__(self, mm, plan, pipe, a, b, c):

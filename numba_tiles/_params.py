@@ -12,7 +12,14 @@ def _is_int(value):
 
 
 def block_dim(intrinsic, value):
-    """``256`` or ``(16, 16)`` or ``(8, 8, 4)`` → ``(x, y, z)``, checked against CUDA's limits."""
+    """``256`` or ``(16, 16)`` or ``(8, 8, 4)`` → ``(x, y, z)``, checked against CUDA's limits.
+
+    Example::
+
+        from numba_tiles import extending as ext
+
+        assert ext.block_dim("block_sum_of_squares", (16, 16)) == (16, 16, 1)
+    """
     dims = value if isinstance(value, tuple) else (value,)
     if not (1 <= len(dims) <= 3 and all(map(_is_int, dims))):
         raise error(intrinsic, f"block_dim must be an int or a tuple of 1 to 3 ints, got {value!r}",
@@ -26,7 +33,16 @@ def block_dim(intrinsic, value):
 
 
 def positive_int(param, example, optional=False, largest=None):
-    """A parser for a positive int constant (or None when ``optional``), at most ``largest``."""
+    """A parser for a positive int constant (or None when ``optional``), at most ``largest``; ``example`` is the
+    value its error's fix shows.
+
+    Example::
+
+        from numba_tiles import extending as ext
+
+        items_per_thread = ext.positive_int("items_per_thread", 4, largest=64)
+        assert items_per_thread("block_top", 8) == 8
+    """
 
     def parse(intrinsic, value):
         if value is None and optional:
@@ -42,7 +58,14 @@ def positive_int(param, example, optional=False, largest=None):
 
 
 def count(param, example):
-    """A parser for a non-negative int constant."""
+    """A parser for a non-negative int constant; ``example`` is the value its error's fix shows.
+
+    Example::
+
+        from numba_tiles import extending as ext
+
+        assert ext.count("distance", 1)("block_shift", 0) == 0
+    """
 
     def parse(intrinsic, value):
         if not _is_int(value) or value < 0:
@@ -54,7 +77,14 @@ def count(param, example):
 
 
 def warp_size(intrinsic, value):
-    """A logical warp size: a power of two from 1 to 32."""
+    """A logical warp size: a power of two from 1 to 32.
+
+    Example::
+
+        from numba_tiles import extending as ext
+
+        assert ext.warp_size("warp_argmax", 16) == 16
+    """
     if not _is_int(value) or value not in (1, 2, 4, 8, 16, 32):
         raise error(intrinsic, f"warp_size must be a power of two from 1 to 32, got {value!r}",
                     "pass warp_size=32 (the default), 16, 8, 4, 2 or 1")
@@ -63,7 +93,16 @@ def warp_size(intrinsic, value):
 
 def choice(param, options, optional=False):
     """A parser for one of the keys of ``options`` (a dict name → C++ spelling); returns the name (or None, left
-    out, where ``optional``: the rule chooses)."""
+    out, where ``optional``: the rule chooses).
+
+    Example::
+
+        from numba_tiles import extending as ext
+
+        ALGORITHMS = {"raking": "cub::BLOCK_SCAN_RAKING", "warp_scans": "cub::BLOCK_SCAN_WARP_SCANS"}
+        algorithm = ext.choice("algorithm", ALGORITHMS)
+        assert ALGORITHMS[algorithm("block_running_sum", "raking")] == "cub::BLOCK_SCAN_RAKING"
+    """
 
     def parse(intrinsic, value):
         if value is None and optional:
@@ -77,7 +116,14 @@ def choice(param, options, optional=False):
 
 
 def flag(param):
-    """A parser for a True/False constant."""
+    """A parser for a True/False constant.
+
+    Example::
+
+        from numba_tiles import extending as ext
+
+        assert ext.flag("descending")("block_top", True) is True
+    """
 
     def parse(intrinsic, value):
         if not isinstance(value, bool):

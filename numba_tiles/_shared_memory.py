@@ -9,7 +9,7 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
     """The static shared memory of a kernel and of each intrinsic storage in it, in bytes: no GPU needed.
 
     Returns ``{"total": bytes, "buffers": {description: bytes}}``. ``total`` is what the linked
-    kernel declares (your ``cuda.shared.array``s included), the number occupancy depends on:
+    kernel declares (your ``cuda.shared.array``\\ s included), the number occupancy depends on:
     the driver's ``sharedSizeBytes`` (numba's ``kernel.get_shared_mem_per_block()``); on sm_80
     and newer the system reserves 1 KiB per block on top of it. ``buffers`` has one entry per
     static buffer the intrinsics declare: one per C++ storage type (CUB's temp storage), which

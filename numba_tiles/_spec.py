@@ -64,10 +64,13 @@ class Instance:
     one as ``numba_tiles::batch_ref<T>`` (data, count, rows, cols, the three strides in items).
     nvJitLink inlines the entry point, after which these pointers are registers again.
 
-    Example::
+    Example, continuing `numba_tiles.extending`'s::
 
-        ext.Instance(intrinsic=name, header=HEADER, template=HEADER.template("mypkg::argmax", T=dtype.cxx),
-                     result=dtype.numba, params=(ext.Arg("value", dtype.numba),))
+        from numba.cuda import types
+
+        instance = _rule("block_sum_of_squares", {"value": types.float32, "block_dim": (128, 1, 1)})
+        assert instance.template == "mine::block_sum_of_squares<float, 128, 1, 1>"
+        print(instance.entry())   # extern "C" __device__ void numba_tiles_block_sum_of_squares_...(...) {...}
     """
 
     intrinsic: str
@@ -82,11 +85,22 @@ class Instance:
     threads: int = 0  # the block's threads its code needs, when the rule fixes them (the kernel's launch bound)
 
     def param_type(self, name: str) -> NumbaType:
-        """The entry type of the parameter ``name`` (an `Arg` or a `Member`)."""
+        """The entry type of the parameter ``name`` (an `Arg` or a `Member`).
+
+        Example, continuing `Instance`'s::
+
+            assert instance.param_type("value") == types.float32
+        """
         return next(p.type for p in self.params if isinstance(p, (Arg, Member)) and p.name == name)
 
     @property
     def outputs(self) -> tuple:
+        """The result's types, one a value the entry point writes: ``()``, ``(result,)``, or the tuple's.
+
+        Example, continuing `Instance`'s::
+
+            assert instance.outputs == (types.float32,)
+        """
         if self.result is types.none:
             return ()
         return tuple(self.result) if isinstance(self.result, types.BaseTuple) else (self.result,)
@@ -119,6 +133,12 @@ class Instance:
 
     @property
     def symbol(self) -> str:
+        """The name of the entry point, the same for every instance of one template with the same parameter types.
+
+        Example, continuing `Instance`'s::
+
+            assert instance.symbol.startswith("numba_tiles_block_sum_of_squares_")
+        """
         # Named after the C++ template and the entry's parameter types, not the intrinsic, so
         # that spellings of one instantiation (block_sum and block_reduce with "+") share one
         # entry point, and a scalar and a one-item array (same template) do not.
@@ -134,7 +154,13 @@ class Instance:
 
         ``lines``: its call is marked (``#line``) as the line of the header that declares the
         template, so that a line table maps the inlined entry to a file a user can open, between
-        the header's lines and the kernel's Python call line."""
+        the header's lines and the kernel's Python call line.
+
+        Example, continuing `Instance`'s::
+
+            assert instance.entry().startswith('extern "C" __device__ void numba_tiles_block_sum_of_squares_')
+            assert "#line" in instance.entry(lines=True)
+        """
         decls, args = self._declarations()
         call = f"{self.template}({', '.join(args)})"
         results = [f"*result{i}" for i in range(len(self.outputs))]
@@ -147,7 +173,17 @@ class Instance:
 
     @property
     def static_storage(self) -> str:
-        """The C++ type of the static shared buffer this instance declares ("" if it has none or uses ``temp``)."""
+        """The C++ type of the static shared buffer this instance declares ("" if it has none or uses ``temp``): the
+        storage of a call given no ``temp``.
+
+        Example, continuing `Instance`'s::
+
+            from dataclasses import replace
+
+            own = replace(instance, params=(*instance.params, ext.Literal("temp", "::numba_tiles::own_storage{}")))
+            assert own.static_storage == "mine::storage<float, 128, 1, 1>"   # a call given no temp
+            assert instance.static_storage == ""                             # (the rule's, before the call's temp)
+        """
         return self.storage if Literal("temp", OWN_STORAGE) in self.params else ""
 
 
@@ -446,11 +482,24 @@ def intrinsic(*, consts: Mapping[str, Parser], rule: Rule, simulate: Simulate | 
     `Instance`; ``simulate(instance, args)``: the simulator's twin; ``fixed``: {parameter: value}
     pinned for a parameter the function does not take; ``per_thread``: the parameters that take a
     thread-local array of ``items_per_thread`` items (an array shorter than that is refused). Public as
-    ``numba_tiles.extending.intrinsic`` (its module doc has a whole example). Example::
+    ``numba_tiles.extending.intrinsic``.
 
-        @intrinsic(consts={"block_dim": ext.block_dim}, rule=_rule, simulate=_simulate)
+    Example, continuing `numba_tiles.extending`'s::
+
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @ext.intrinsic(consts={"block_dim": ext.block_dim}, rule=_rule, simulate=_simulate)
         def block_sum_of_squares(value, *, block_dim, temp=None):
             "The sum of the block's values squared, valid in thread 0."
+
+        @cuda.jit
+        def sums_of_squares(x, out):
+            s = block_sum_of_squares(x[cuda.grid(1)], block_dim=128)
+            if cuda.threadIdx.x == 0:
+                out[cuda.blockIdx.x] = s
+
+        cubin = tiles.compile(sums_of_squares, "void(float32[::1], float32[::1])")   # no GPU needed
     """
 
     def decorate(declaration):
@@ -485,16 +534,41 @@ class method:
     bound to each description: ``mm.load_a`` is the intrinsic ``Matmul.load_a`` whose parameter ``mm`` is
     ``mm`` (``consts``, ``rule``, ``simulate`` as for `intrinsic`; ``fixed``: {parameter: function of the
     description} pinned for each, e.g. ``{"block_dim": lambda mm: mm.block_dim}``).
-    Public as ``numba_tiles.extending.method``, with `description`. Example::
+    Public as ``numba_tiles.extending.method``, with `description`.
 
-        @ext.description(constants=("items",))
-        class Sum:
-            def __init__(self, items):
-                self.items = items
+    Example, continuing `numba_tiles.extending`'s::
 
-            @ext.method(rule=_sum_rule, simulate=_simulate_sum)
-            def total(self, values):
-                "The block's total of ``values[:self.items]``."
+        import math
+        from numba import cuda
+        import numba_tiles as tiles
+
+        @ext.description(constants=("threads",))
+        class Squares:
+            "Sums of squares over a block of ``block_dim`` threads."
+
+            def __init__(self, block_dim):
+                self.block_dim = ext.block_dim("Squares", block_dim)
+                self.threads = math.prod(self.block_dim)
+
+            def __eq__(self, other):
+                return isinstance(other, Squares) and other.block_dim == self.block_dim
+
+            def __hash__(self):
+                return hash(self.block_dim)
+
+            @ext.method(fixed={"block_dim": lambda squares: squares.block_dim}, rule=_rule, simulate=_simulate)
+            def total(self, value, *, temp=None):
+                "The sum of the block's values squared, valid in thread 0."
+
+        SQUARES = Squares(128)   # at module level
+
+        @cuda.jit
+        def sums_of_squares(x, out):
+            s = SQUARES.total(x[cuda.grid(1)])
+            if cuda.threadIdx.x == 0:
+                out[cuda.blockIdx.x] = s
+
+        cubin = tiles.compile(sums_of_squares, "void(float32[::1], float32[::1])")   # no GPU needed
     """
 
     def __init__(self, *, rule: Rule, simulate: Simulate | None, consts: Mapping[str, Parser] | None = None,
@@ -517,7 +591,14 @@ class method:
         return bound
 
     def bind(self, obj: object) -> Callable:
-        """The intrinsic ``<class>.<name>`` with ``mm`` = ``obj``."""
+        """The intrinsic ``<class>.<name>`` with ``mm`` = ``obj``: what ``obj.<name>`` is (the description binds each
+        of its methods when it is made).
+
+        Example, continuing `method`'s::
+
+            total = Squares.total.bind(Squares(256))
+            assert total.__name__ == "Squares.total"
+        """
         signature = inspect.signature(self.declaration)
         stand_in = functools.wraps(self.declaration)(lambda *args, **kwargs: None)
         setattr(stand_in, "__signature__", signature.replace(parameters=list(signature.parameters.values())[1:]))
@@ -534,7 +615,20 @@ def description(*, constants: tuple[str, ...] = ()) -> Callable[[type], type]:
     """Make module-level instances of the decorated class usable in kernels: its `method`\\ s are intrinsics
     bound to the instance, and the attributes named in ``constants`` (ints) compile-time constants. Two equal
     instances are one description (define ``__eq__`` and ``__hash__``). Public as
-    ``numba_tiles.extending.description``; see `method`."""
+    ``numba_tiles.extending.description``; see `method`.
+
+    Example, continuing `method`'s::
+
+        assert Squares(128) == SQUARES   # one description
+
+        @cuda.jit
+        def mean_squares(x, out):
+            s = SQUARES.total(x[cuda.grid(1)])
+            if cuda.threadIdx.x == 0:
+                out[cuda.blockIdx.x] = s / SQUARES.threads   # a compile-time constant
+
+        cubin = tiles.compile(mean_squares, "void(float32[::1], float32[::1])")
+    """
 
     def register(cls):
         methods = {name for name in dir(cls) if isinstance(inspect.getattr_static(cls, name, None), method)}

@@ -21,7 +21,9 @@ class Target:
     debug (``-G``) mode: a debug build of a kernel that calls an intrinsic is refused at typing
     (`_spec.Spec.typing_signature`). Example::
 
-        Target("sm_90", lineinfo=True).nvrtc_options()  # {'arch': 'sm_90', 'lineinfo': True, ...}
+        from numba_tiles._target import Target
+
+        assert Target("sm_90", lineinfo=True).nvrtc_options() == {"arch": "sm_90", "lineinfo": True}
     """
 
     arch: str

@@ -64,13 +64,28 @@ def components(source, *, output, target, options, versions):
 
     ``target``: a `Target`'s fields; ``options``: NVRTC's; ``versions``: the toolchain's and each
     included library's (see `numba_tiles._library`).
+
+    Example::
+
+        from numba_tiles import cache
+
+        parts = cache.components("// C++", output="ltoir", target={"arch": "sm_90"}, options={}, versions={})
+        assert list(parts) == list(cache.KEY_PARTS)
     """
     return {"source": hashlib.sha256(source.encode()).hexdigest(), "output": output, "target": target,
             "options": options, "versions": versions}
 
 
 def key(parts):
-    """The hex digest naming the entry of ``parts`` (from `components`)."""
+    """The hex digest naming the entry of ``parts`` (from `components`).
+
+    Example::
+
+        from numba_tiles import cache
+
+        parts = cache.components("// C++", output="ltoir", target={"arch": "sm_90"}, options={}, versions={})
+        assert len(cache.key(parts)) == 64
+    """
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
@@ -83,12 +98,22 @@ def stats():
 
     Example::
 
+        import numba_tiles as tiles
+
         before = tiles.cache.stats()["nvrtc"]
     """
     return _stats.snapshot()
 
 
 def enabled():
+    """Whether the disk cache is on (``NUMBA_TILES_CACHE`` is not ``0``).
+
+    Example::
+
+        import numba_tiles as tiles
+
+        print(tiles.cache.enabled())   # True
+    """
     return os.environ.get("NUMBA_TILES_CACHE", "1") != "0"
 
 
@@ -97,7 +122,9 @@ def directory():
 
     Example::
 
-        tiles.cache.directory()   # PosixPath('/home/me/.cache/numba_tiles')
+        import numba_tiles as tiles
+
+        print(tiles.cache.directory())   # /home/me/.cache/numba_tiles
     """
     if os.environ.get("NUMBA_TILES_CACHE_DIR"):
         return Path(os.environ["NUMBA_TILES_CACHE_DIR"]).expanduser()
@@ -111,6 +138,14 @@ def directory():
 
 
 def max_bytes():
+    """The size the cache is pruned to after each write: ``NUMBA_TILES_CACHE_MAX_BYTES``, by default 2 GiB.
+
+    Example::
+
+        import numba_tiles as tiles
+
+        print(tiles.cache.max_bytes() >> 20, "MiB")   # 2048 MiB
+    """
     return int(os.environ.get("NUMBA_TILES_CACHE_MAX_BYTES", _DEFAULT_MAX_BYTES))
 
 
@@ -283,7 +318,14 @@ def _decode(blob):
 
 def load(key):
     """The payload stored under ``key`` (a digest from `key`), or None (a miss; a bad entry is removed and
-    counts as one, and so does an entry that is not trusted, which is left alone)."""
+    counts as one, and so does an entry that is not trusted, which is left alone).
+
+    Example::
+
+        from numba_tiles import cache
+
+        assert cache.load("0" * 64) is None   # no such entry
+    """
     if not enabled():
         return None
     folder = directory()
@@ -334,7 +376,16 @@ def load(key):
 
 
 def store(key, components, payload):
-    """Write an entry atomically; on a directory that cannot be written, warn once and go on."""
+    """Write an entry atomically; on a directory that cannot be written, warn once and go on.
+
+    Example::
+
+        from numba_tiles import cache
+
+        parts = cache.components("// C++", output="ltoir", target={"arch": "sm_90"}, options={}, versions={})
+        cache.store(cache.key(parts), parts, b"its bytes")
+        assert cache.load(cache.key(parts)) == b"its bytes" or not cache.enabled()
+    """
     if not enabled():
         return
     folder = directory()
@@ -369,8 +420,9 @@ def cached(components, make):
 
         from numba_tiles import cache
 
-        parts = cache.components("one program", output="ltoir")
-        assert cache.cached(parts, lambda: b"its bytes") == b"its bytes"
+        parts = cache.components("// C++", output="ltoir", target={"arch": "sm_90"}, options={}, versions={})
+        assert cache.cached(parts, lambda: b"its bytes") == b"its bytes"   # made, then stored
+        assert cache.cached(parts, lambda: b"not made again") == b"its bytes" or not cache.enabled()
     """
     digest = key(components)
     payload = load(digest)
@@ -384,6 +436,8 @@ def entries():
     """The entries on disk, most recently used first: dicts of key, size, last use, components.
 
     Example::
+
+        import numba_tiles as tiles
 
         for e in tiles.cache.entries():
             print(e["key"][:16], e["bytes"], e["components"]["target"]["arch"])
@@ -419,6 +473,8 @@ def prune(limit):
 
     Example::
 
+        import numba_tiles as tiles
+
         tiles.cache.prune(100 << 20)   # keep at most 100 MiB
     """
     kept, removed = 0, 0
@@ -439,6 +495,8 @@ def clear():
     """Remove every entry (and stray temporary files); returns how many entries were removed.
 
     Example::
+
+        import numba_tiles as tiles
 
         tiles.cache.clear()
     """
@@ -461,8 +519,10 @@ def info():
 
     Example::
 
-        tiles.cache.info()["entries"]
-        tiles.cache.info()["trusted"]      # False for a world-writable directory without the sticky bit
+        import numba_tiles as tiles
+
+        print(tiles.cache.info()["entries"])
+        print(tiles.cache.info()["trusted"])   # False for a world-writable directory without the sticky bit
     """
     files = _files()
     trust = _check(directory())

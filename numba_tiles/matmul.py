@@ -43,14 +43,19 @@ class Matmul:
     ``arrangement``: A's and B's order in global memory (``("row_major", "row_major")`` by default);
     ``block_dim``: the block of the register form's steps (by default 128 threads for tiles of up to 64
     x 64, else 256); ``stages``: how many K-steps of A and B ``tile`` and ``batched`` keep in flight
-    (2 to 16; by default 2 to 4, by K's bytes). Creating one needs no GPU: it checks the description and
-    tells the sizes a kernel allocates, which reading never compiles anything for; on a machine with a GPU it
-    also starts compiling ``tile`` and ``batched`` for that GPU in the background, so that a kernel calling
-    them finds them compiled (``NUMBA_TILES_BACKGROUND=0`` turns that off). The sizes, also constants inside
-    kernels:
-    ``a_items``, ``b_items`` (items of the shared A and B tiles), ``shared_memory_bytes`` (both
-    together), ``accumulator_items`` (each thread's accumulator), ``c_items`` (items of ``store``'s
-    optional shared stage, in the accumulator's dtype) and ``threads`` (``block_dim``'s threads).
+    (2 to 16; by default 2 to 4, by K's bytes). Creating one needs no GPU: it checks the description, and
+    reading its sizes never compiles anything; on a machine with a GPU it also starts compiling ``tile`` and
+    ``batched`` for that GPU in the background, so that a kernel calling them finds them compiled
+    (``NUMBA_TILES_BACKGROUND=0`` turns that off). Its attributes are those arguments, parsed (``shape``,
+    ``dtype``, ``accumulator``, ``arrangement``, ``precision``, ``block_dim`` as ``(x, y, z)``, ``stages``),
+    A's and B's tile shapes ``a_shape`` (M x K) and ``b_shape`` (K x N), and the sizes a kernel allocates,
+    which are also constants inside kernels:
+
+    - ``a_items``, ``b_items``: the items of the shared A and B tiles;
+    - ``shared_memory_bytes``: the bytes of both together;
+    - ``accumulator_items``: the items of each thread's accumulator;
+    - ``c_items``: the items of ``store``'s optional shared stage, in the accumulator's dtype;
+    - ``threads``: ``block_dim``'s threads.
 
     In a kernel, two whole calls, each given ``ops = mm.operands(a, b, c)`` (made on the host), whose
     code `Matmul.operands` chooses for the GPU, and launched by `Matmul.launch`:
@@ -74,6 +79,7 @@ class Matmul:
 
     Example::
 
+        import numpy as np
         from numba import cuda, float32
         import numba_tiles as tiles
 
@@ -84,9 +90,14 @@ class Matmul:
             MM.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
 
         sig = (MM.operands_type("float32"), float32, float32)
-        cubin = tiles.compile(gemm, sig, arch="sm_80")   # or sm_90a: Hopper's own code
-        # on a GPU, with device arrays a (m x k), b (k x n) and c (m x n, float32):
-        #     MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
+        cubin = tiles.compile(gemm, sig, arch="sm_80")   # no GPU needed (or sm_90a: Hopper's own code)
+        if cuda.is_available():
+            a = cuda.to_device(np.random.rand(256, 128).astype(np.float16))   # m x k
+            b = cuda.to_device(np.random.rand(128, 192).astype(np.float16))   # k x n
+            c = cuda.device_array((256, 192), np.float32)                     # m x n
+            MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
+            expected = a.copy_to_host().astype(np.float32) @ b.copy_to_host().astype(np.float32)
+            assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
     """
 
     def __init__(self, shape, dtype, *, accumulator=None, arrangement=("row_major", "row_major"), precision=None,
@@ -183,10 +194,12 @@ class Matmul:
         that list is chosen. ``implementation=`` takes one of those where it computes the product (a TilesError
         names those that do): the kernel compiles for it, whatever the GPU it runs on.
 
-        Example::
+        Example, continuing `Matmul`'s::
 
-            ops = MM.operands(a, b, c)          # device arrays
-            MM.launch(gemm, ops, 1.0, 0.0)      # a kernel whose first argument is ops
+            if cuda.is_available():
+                ops = MM.operands(a, b, c)          # device arrays
+                print(ops.implementation)           # "wgmma" on an H100, "cp.async" on an A100
+                MM.launch(gemm, ops, 1.0, 0.0)      # a kernel whose first argument is ops
         """
         name = "Matmul.operands"
         ndim = getattr(a, "ndim", None)
@@ -231,10 +244,13 @@ class Matmul:
     def operands_type(self, c="float32", batched=False, implementation=None):
         """The Numba type of this description's `Operands` with a C of ``c``'s dtype (``batched``: 3-D arrays; an
         ``implementation`` as `operands` takes it, else the fastest for the arch the kernel compiles for): what a
-        ``tiles.compile`` signature names for the kernel's ``ops``. Example::
+        ``tiles.compile`` signature names for the kernel's ``ops``.
 
-            sig = (MM.operands_type("float32"), float32, float32)
-            cubin = tiles.compile(gemm, sig, arch="sm_90a")
+        Example, continuing `Matmul`'s::
+
+            sig = (MM.operands_type("float32"), float32, float32)   # gemm's ops, alpha and beta
+            cubin = tiles.compile(gemm, sig, arch="sm_80")
+            batch = MM.operands_type("float32", batched=True)         # the ops of 3-D arrays, for mm.batched
         """
         return handle_type(self, self.dtype, ext.named("Matmul.operands_type", "c", c).name,
                                      3 if batched else 2, implementation)
@@ -242,10 +258,14 @@ class Matmul:
     def launch_config(self, kernel, *args, grid=None):
         """``(grid, block, shared)`` for launching ``kernel`` with ``args``, one of which is an `Operands` of this
         description, after letting the kernel take that much dynamic shared memory (see `launch`; a numba-cuda-mlir
-        kernel takes ``ops`` as `launch` passes it, so launch those with `launch`). Example::
+        kernel takes ``ops`` as `launch` passes it, so launch those with `launch`).
 
-            grid, block, shared = MM.launch_config(gemm, ops, 1.0, 0.0)
-            gemm[grid, block, 0, shared](ops, 1.0, 0.0)
+        Example, continuing `Matmul`'s::
+
+            if cuda.is_available():
+                ops = MM.operands(a, b, c)
+                grid, block, shared = MM.launch_config(gemm, ops, 1.0, 0.0)
+                gemm[grid, block, 0, shared](ops, 1.0, 0.0)
         """
         name = "Matmul.launch"
         found = [a for a in args if isinstance(a, Operands)]
@@ -287,9 +307,12 @@ class Matmul:
         - or a grid of your own.
 
         A numba-cuda-mlir kernel launches so too (its launcher passes ``ops`` as a tuple of its arrays, which
-        ``launch`` makes). Example::
+        ``launch`` makes).
 
-            MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
+        Example, continuing `Matmul`'s::
+
+            if cuda.is_available():
+                MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)   # c = a @ b
         """
         grid, block, shared = self.launch_config(kernel, *args, grid=grid)
         kernel[grid, block, stream, shared](*_backends.of_kernel(kernel).launch_arguments(args))
@@ -352,43 +375,87 @@ class Matmul:
         """Copy A's tile of the 2-D array ``src`` at ``src[row, col]`` (M x K items, ``fill`` past ``src``'s
         edges) into ``tile``, a shared array of ``mm.a_items`` items of ``dtype`` (``alignment=16``), in
         cuBLASDx's layout, by the whole block: 16-byte asynchronous copies inside the matrix. It ends with a
-        barrier, unless ``asynchronous=True``: then it returns at once and ``mm.wait`` completes it. Example::
+        barrier, unless ``asynchronous=True``: then it returns at once and ``mm.wait`` completes it.
 
-            sa = cuda.shared.array(MM.a_items, float16, alignment=16)
-            MM.load_a(a, sa, row, k)
+        Example, continuing `Matmul`'s::
+
+            from numba.cuda.types import float16
+
+            @cuda.jit
+            def first_a(a, row):
+                sa = cuda.shared.array(MM.a_items, float16, alignment=16)
+                MM.load_a(a, sa, row, 0)     # A's tile at a[row, 0], zeros past a's edges
+
+            cubin = tiles.compile(first_a, "void(float16[:, :], int64)", arch="sm_80")
         """
 
     @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: _load_rule(n, a, 1),
                 simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 1}))
     def load_b(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy B's tile of ``src`` at ``src[row, col]`` (K x N items) into ``tile`` (``mm.b_items`` items): as
-        `load_a`. Example::
+        `load_a`.
 
-            sb = cuda.shared.array(MM.b_items, float16, alignment=16)
-            MM.load_b(b, sb, k, col)
+        Example, continuing `Matmul`'s::
+
+            from numba.cuda.types import float16
+
+            @cuda.jit
+            def first_b(b, col):
+                sb = cuda.shared.array(MM.b_items, float16, alignment=16)
+                MM.load_b(b, sb, 0, col)     # B's tile at b[0, col]
+
+            cubin = tiles.compile(first_b, "void(float16[:, :], int64)", arch="sm_80")
         """
 
     @ext.method(fixed=_BLOCK, rule=lambda n, a: wait_rule(n, a, a["mm"].threads),
                 simulate=simulator.tile_wait)
     def wait(self, pending=0):
         """Wait for this block's asynchronous `load_a`\\ s and `load_b`\\ s (all, or all but the last ``pending``),
-        then a barrier, so the tiles they fill are ready. Example::
+        then a barrier, so the tiles they fill are ready.
 
-            MM.load_a(a, sa, row, k, asynchronous=True)
-            MM.load_b(b, sb, k, col, asynchronous=True)
-            MM.wait()
+        Example, continuing `Matmul`'s::
+
+            from numba.cuda.types import float16
+
+            @cuda.jit
+            def first_tiles(a, b, row, col):
+                sa = cuda.shared.array(MM.a_items, float16, alignment=16)
+                sb = cuda.shared.array(MM.b_items, float16, alignment=16)
+                MM.load_a(a, sa, row, 0, asynchronous=True)
+                MM.load_b(b, sb, 0, col, asynchronous=True)   # both copies in flight
+                MM.wait()                                     # both tiles ready
+
+            cubin = tiles.compile(first_tiles, "void(float16[:, :], float16[:, :], int64, int64)", arch="sm_80")
         """
 
     @ext.method(fixed=_BLOCK, rule=lambda n, a: _multiply_rule(n, a), simulate=twins.matmul_multiply)
     def multiply(self, a, b, acc):
         """``acc += a @ b`` for the shared tiles ``a`` and ``b`` (`load_a`, `load_b`) and ``acc``, each thread's
         ``cuda.local.array(mm.accumulator_items, accumulator)`` (zero it first), by the whole block on tensor
-        cores for fp16, bf16, tf32 and fp64; ends with a barrier, so the tiles may be refilled. Example::
+        cores for fp16, bf16, tf32 and fp64; ends with a barrier, so the tiles may be refilled.
 
-            acc = cuda.local.array(MM.accumulator_items, float32)
-            for i in range(MM.accumulator_items):
-                acc[i] = 0
-            MM.multiply(sa, sb, acc)
+        Example, continuing `Matmul`'s (the register form's loop)::
+
+            from numba.cuda.types import float16
+
+            @cuda.jit
+            def gemm_steps(a, b, c):          # C's tile (blockIdx.y, blockIdx.x) = a @ b
+                sa = cuda.shared.array(MM.a_items, float16, alignment=16)
+                sb = cuda.shared.array(MM.b_items, float16, alignment=16)
+                acc = cuda.local.array(MM.accumulator_items, float32)
+                for i in range(MM.accumulator_items):
+                    acc[i] = 0
+                row, col = cuda.blockIdx.y * 64, cuda.blockIdx.x * 64
+                for k in range(0, a.shape[1], 32):
+                    MM.load_a(a, sa, row, k)
+                    MM.load_b(b, sb, k, col)
+                    MM.multiply(sa, sb, acc)
+                MM.store(acc, c, row, col)
+
+            cubin = tiles.compile(gemm_steps, "void(float16[:, :], float16[:, :], float32[:, :])", arch="sm_80")
+            if cuda.is_available():
+                gemm_steps[(3, 4), MM.threads](a, b, c)   # c (256 x 192) = a @ b, 64 x 64 a block
+                assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
         """
 
     @ext.method(consts=_callback.CONSTS, fixed=_BLOCK, rule=lambda n, a: _store_rule(n, a),
@@ -399,33 +466,60 @@ class Matmul:
         (rounded to it, as cuBLAS does for half precision). Each thread stores its own items; with ``stage``
         (``cuda.shared.array(mm.c_items, accumulator, alignment=16)``) C goes through shared memory and out in
         16-byte vectors: faster, and it ends with a barrier. ``epilogue=f, epilogue_args=(x, ...)``: each item
-        stored as ``f(value, row, col, x, ...)`` (see `Matmul`). Example::
+        stored as ``f(value, row, col, x, ...)`` (see `Matmul`).
 
-            MM.store(acc, c, row, col, alpha, beta)
+        Example, continuing `Matmul`'s::
+
+            @cuda.jit
+            def fill(c, value):         # C's tile (0, 0) = value
+                acc = cuda.local.array(MM.accumulator_items, float32)
+                for i in range(MM.accumulator_items):
+                    acc[i] = value
+                MM.store(acc, c, 0, 0)
+
+            cubin = tiles.compile(fill, "void(float32[:, :], float32)", arch="sm_80")
         """
 
     @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _tile_rule(n, a), simulate=twins.matmul_tile)
     def tile(self, ops, i, j, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
         """C's tile (i, j) = ``alpha * A @ B + beta * C`` for ``ops = mm.operands(a, b, c)`` of 2-D arrays, the
-        whole K loop inside, by the whole block; see `Matmul` and `Matmul.operands`. Example::
+        whole K loop inside, by the whole block; see `Matmul` and `Matmul.operands`.
+
+        Example, continuing `Matmul`'s (a persistent loop over C's tiles)::
+
+            from numba import int64
 
             @cuda.jit
-            def gemm(ops, alpha, beta):
-                MM.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
+            def gemm_loop(ops, tiles_n, count):
+                for t in range(cuda.blockIdx.x, count, cuda.gridDim.x):
+                    MM.tile(ops, t // tiles_n, t % tiles_n)
 
-            MM.launch(gemm, MM.operands(a, b, c), 1.0, 0.0)
+            cubin = tiles.compile(gemm_loop, (MM.operands_type("float32"), int64, int64), arch="sm_80")
+            if cuda.is_available():
+                tiles_m, tiles_n = -(-c.shape[0] // 64), -(-c.shape[1] // 64)
+                MM.launch(gemm_loop, MM.operands(a, b, c), tiles_n, tiles_m * tiles_n, grid="resident")
+                assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
         """
 
     @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _batched_rule(n, a), simulate=twins.matmul_batched)
     def batched(self, ops, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
         """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for the whole batch of ``ops = mm.operands(a, b, c)`` (3-D
-        arrays), a persistent loop over the launch's blocks; see `Matmul` and `Matmul.operands`. Example::
+        arrays), a persistent loop over the launch's blocks; see `Matmul` and `Matmul.operands`.
+
+        Example, continuing `Matmul`'s::
 
             @cuda.jit
             def bmm(ops):
-                MM.batched(ops)
+                MM.batched(ops)             # c[i] = a[i] @ b[i]
 
-            MM.launch(bmm, MM.operands(a, b, c))
+            cubin = tiles.compile(bmm, (MM.operands_type("float32", batched=True),), arch="sm_80")
+            if cuda.is_available():
+                a = cuda.to_device(np.random.rand(1000, 64, 32).astype(np.float16))
+                b = cuda.to_device(np.random.rand(1000, 32, 64).astype(np.float16))
+                c = cuda.device_array((1000, 64, 64), np.float32)
+                MM.launch(bmm, MM.operands(a, b, c))
+                product = a.copy_to_host().astype(np.float32) @ b.copy_to_host().astype(np.float32)
+                assert np.allclose(c.copy_to_host(), product, rtol=1e-2, atol=1e-2)
         """
 
 
