@@ -26,7 +26,10 @@ class Arg:
 
     Example::
 
-        ext.Arg("value", dtype.numba), ext.Arg("num_valid", types.int32, 0)
+        from numba.cuda import types
+        from numba_tiles import extending as ext
+
+        params = (ext.Arg("value", types.float32), ext.Arg("num_valid", types.int32, 0))   # num_valid=0 if left out
     """
 
     name: str
@@ -41,7 +44,9 @@ class Literal:
 
     Example::
 
-        ext.Literal("shared", "::numba_tiles::dynamic_shared<unsigned char>()")
+        from numba_tiles import extending as ext
+
+        shared = ext.Literal("shared", "::numba_tiles::dynamic_shared<unsigned char>()")
     """
 
     name: str
@@ -55,7 +60,10 @@ class Member:
 
     Example::
 
-        ext.Member("ops", "c", types.Array(types.float32, 2, "A"))
+        from numba.cuda import types
+        from numba_tiles import extending as ext
+
+        c = ext.Member("ops", "c", types.Array(types.float32, 2, "A"))   # the member c of the argument ops
     """
 
     handle: str
@@ -64,6 +72,12 @@ class Member:
 
     @property
     def name(self) -> str:
+        """``handle.member``: how the entry point names the parameter.
+
+        Example, continuing `Member`'s::
+
+            assert c.name == "ops.c"
+        """
         return f"{self.handle}.{self.member}"
 
 
@@ -74,7 +88,15 @@ class Function:
 
     Example::
 
-        ext.Function("epilogue_args", callback)
+        from numba.cuda import types
+        from numba_tiles import extending as ext
+        from numba_tiles._callback import Callback
+
+        def scaled(value, row, col, factor):   # (the Python function of a user's @cuda.jit(device=True) epilogue)
+            return value * factor
+
+        # an epilogue of a float32 item at (row, col), passed the call's epilogue_args: one float32
+        epilogue = ext.Function("epilogue_args", Callback(scaled, types.float32, 2, (types.float32,)))
     """
 
     name: str

@@ -49,7 +49,7 @@ class Library:
 
         MINE = Library("mypkg", include_dirs=lambda: (HERE / "include", *CUB.include_dirs()),
                        versions=lambda: {**CUB.versions(), "mypkg": "1.0"},
-                       blame="a bug in mypkg's C++; please report it to mypkg", options=CUB.options)
+                       blame="a bug in mypkg's C++; please report it to mypkg", macros=CUB.macros)
         ARGMAX = MINE.header("argmax.cuh")
         assert ARGMAX.path() == HERE / "include" / "argmax.cuh"
     """
@@ -69,7 +69,16 @@ class Library:
 
     def program_options(self, target, output="ltoir"):
         """NVRTC's options (cuda.core ``ProgramOptions`` fields) for a program of this library built for ``target``
-        (all part of its cache key)."""
+        (all part of its cache key); ``output``: ``"ltoir"`` (what nvJitLink links), else code that is not.
+
+        Example::
+
+            from numba_tiles import extending as ext
+            from numba_tiles._target import Target
+
+            options = ext.CUB.program_options(Target("sm_90"))
+            assert options["arch"] == "sm_90" and options["link_time_optimization"]
+        """
         options = {**_BASE_OPTIONS, **dict(self.nvrtc_flags), **target.nvrtc_options()}
         if self.arch_specific:
             options["arch"] += "a"
