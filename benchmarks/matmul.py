@@ -36,20 +36,19 @@ another folder).
 import argparse
 import datetime
 import functools
-import statistics
 import os
+import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import gemm_variants
+from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 from numba import cuda
 from numba.cuda import types
 
 import numba_tiles as tiles
-
-import gemm_variants
-from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 
 os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
 

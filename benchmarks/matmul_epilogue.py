@@ -20,12 +20,11 @@ import os
 import sys
 from pathlib import Path
 
+import gemm_variants
+from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 from numba import cuda
 
 import numba_tiles as tiles
-
-import gemm_variants
-from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 
 os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
 from matmul import error, host_ms, median_ms

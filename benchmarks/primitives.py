@@ -32,9 +32,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from numba import cuda
-
 from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
+from numba import cuda
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))

@@ -44,9 +44,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from numba import cuda
-
 from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
+from numba import cuda
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = {  # name: (dtype, segment length; 0 = CSR segments of 1..CSR_MAX items)

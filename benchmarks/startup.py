@@ -22,7 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _versions import add_output_arguments, cpu_device, device_name as name_of, measured_commit, versions, write_result
+from _versions import add_output_arguments, cpu_device, measured_commit, versions, write_result
+from _versions import device_name as name_of
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPORTS = {

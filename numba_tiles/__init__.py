@@ -20,14 +20,25 @@ import os as _os
 
 from . import _library, _link, _pch, _programs, cache
 from ._backends import numba_cuda_compile, simulated
-from ._version import __version__
 from ._compile import compile, precompile
 from ._errors import TilesError
 from ._occupancy import resident_blocks
 from ._shared_memory import allow_dynamic_shared_memory, shared_memory, temp_bytes
-from .block import (block_adjacent_difference, block_discontinuity, block_exchange, block_histogram, block_load,
-                    block_merge_sort, block_radix_sort, block_reduce, block_scan, block_shuffle, block_store,
-                    block_sum)
+from ._version import __version__
+from .block import (
+    block_adjacent_difference,
+    block_discontinuity,
+    block_exchange,
+    block_histogram,
+    block_load,
+    block_merge_sort,
+    block_radix_sort,
+    block_reduce,
+    block_scan,
+    block_shuffle,
+    block_store,
+    block_sum,
+)
 from .matmul import Matmul, matmul
 from .tile import tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum

@@ -14,8 +14,8 @@ from numba.cuda import types
 
 from . import _compile
 from ._backends import mlir, numba_cuda, simulated
-from ._errors import error
 from ._entry import Function
+from ._errors import error
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from collections.abc import Callable
 
 from . import _toolchain
 
-
 # What every program is compiled with, whatever its library and target.
 _BASE_OPTIONS = {"std": "c++20", "link_time_optimization": True, "relocatable_device_code": True}
 

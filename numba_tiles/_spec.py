@@ -44,7 +44,6 @@ from ._errors import UNKNOWN, Origin, error
 from ._library import Header
 from ._target import Target
 
-
 Parser = Callable[[str, object], object]  # (intrinsic, value) → the parsed compile-time argument, or a TilesError
 Rule = Callable[[str, dict], "Instance"]  # (intrinsic, parsed arguments) → its instantiation
 Simulate = Callable[["Instance", dict], object]  # (instance, the call's Python values) → what the thread gets

@@ -3,13 +3,23 @@ stores, reductions, scans, exchanges and histograms here; sorts in `block_sort`,
 
 from numba.cuda import types
 
-from . import extending as ext, ops, simulator
-from ._collective import (DIM, ITEMS_OPTIONAL, MOVE_CONSTS, block_shape, block_threads, check_shared, cub_names,
-                          tile_dtype, value_dtype)
+from . import extending as ext
+from . import ops, simulator
+from ._collective import (
+    DIM,
+    ITEMS_OPTIONAL,
+    MOVE_CONSTS,
+    block_shape,
+    block_threads,
+    check_shared,
+    cub_names,
+    tile_dtype,
+    value_dtype,
+)
 from ._params import ARRANGEMENTS
 from .block_neighbors import block_adjacent_difference, block_discontinuity, block_shuffle
 from .block_sort import block_merge_sort, block_radix_sort
-from .extending import Arg, CUB, Instance, intrinsic, STATIC_SHARED_BYTES
+from .extending import CUB, STATIC_SHARED_BYTES, Arg, Instance, intrinsic
 
 REDUCE, LOAD, SCAN = CUB.header("block_reduce.cuh"), CUB.header("block_load.cuh"), CUB.header("block_scan.cuh")
 EXCHANGE, HISTOGRAM = CUB.header("block_exchange.cuh"), CUB.header("block_histogram.cuh")

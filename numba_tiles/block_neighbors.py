@@ -6,9 +6,10 @@ import operator
 import numpy as np
 from numba.cuda import types
 
-from . import extending as ext, ops, simulator
+from . import extending as ext
+from . import ops, simulator
 from ._collective import DIM, ITEMS_OPTIONAL, MOVE_CONSTS, block_shape, tile_dtype, value_dtype
-from .extending import Arg, CUB, Instance, intrinsic, Literal
+from .extending import CUB, Arg, Instance, Literal, intrinsic
 
 ADJACENT_DIFFERENCE = CUB.header("block_adjacent_difference.cuh")
 DISCONTINUITY, SHUFFLE = CUB.header("block_discontinuity.cuh"), CUB.header("block_shuffle.cuh")

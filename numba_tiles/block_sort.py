@@ -4,9 +4,10 @@ import operator
 
 from numba.cuda import types
 
-from . import extending as ext, ops, simulator
+from . import extending as ext
+from . import ops, simulator
 from ._collective import MOVE_CONSTS, block_shape, block_threads, check_shared, tile_dtype
-from .extending import Arg, CUB, Instance, intrinsic
+from .extending import CUB, Arg, Instance, intrinsic
 
 RADIX_SORT, MERGE_SORT = CUB.header("block_radix_sort.cuh"), CUB.header("block_merge_sort.cuh")
 

@@ -15,8 +15,8 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from . import (_backends, _callback, _compile, _matmul, _matrices, _programs, _tensor_maps, _toolchain, extending as ext,
-               simulator)
+from . import _backends, _callback, _compile, _matmul, _matrices, _programs, _tensor_maps, _toolchain, simulator
+from . import extending as ext
 from ._backends import numba_cuda, simulated
 from ._matmul import twins
 from ._matmul.base import MATMUL, STAGES

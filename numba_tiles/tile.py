@@ -7,8 +7,9 @@ Sizes and block shape are compile-time; the tiles are ordinary ``cuda.shared.arr
 
 from numba.cuda import types
 
-from . import _matrices, extending as ext, simulator
-from .extending import Arg, CUB, Instance, intrinsic
+from . import _matrices, simulator
+from . import extending as ext
+from .extending import CUB, Arg, Instance, intrinsic
 
 TILE = CUB.header("tile.cuh")
 _shape = _matrices.block_shape

@@ -2,8 +2,9 @@
 
 from numba.cuda import types
 
-from . import extending as ext, ops, simulator
-from .extending import Arg, CUB, Instance, intrinsic
+from . import extending as ext
+from . import ops, simulator
+from .extending import CUB, Arg, Instance, intrinsic
 
 WARP = CUB.header("warp.cuh")
 

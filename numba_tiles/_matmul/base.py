@@ -7,9 +7,10 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from .. import _tensor_maps, extending as ext
-from ..extending import MATHDX
+from .. import _tensor_maps
+from .. import extending as ext
 from .._entry import Member
+from ..extending import MATHDX
 
 MATMUL = MATHDX.header("matmul.cuh")  # the register form's steps and loops, and the shared-tile product
 STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # the K-steps of A and B in flight: a parser

@@ -9,11 +9,12 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from .. import _callback, _libmathdx, _programs, _tensor_maps, _toolchain, extending as ext
+from .. import _callback, _libmathdx, _programs, _tensor_maps, _toolchain
+from .. import extending as ext
 from .._backends import numba_cuda_compile, simulated
-from ..extending import Arg, Instance, error
 from .._library import LIBMATHDX
 from .._matrices import ORDERS
+from ..extending import Arg, Instance, error
 from . import tma
 from .base import STAGES, Implementation, Plan
 from .wgmma import CXX, precision

@@ -3,7 +3,8 @@
 
 from numba.cuda import types
 
-from .. import _matrices, extending as ext
+from .. import _matrices
+from .. import extending as ext
 from ..extending import Arg, Instance, intrinsic
 from . import twins
 from .base import MATMUL

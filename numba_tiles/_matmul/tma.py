@@ -5,7 +5,8 @@ tensor maps (`_tensor_maps.prepare`)."""
 import numpy as np
 from numba.cuda import types
 
-from .. import _callback, _tensor_maps, extending as ext
+from .. import _callback, _tensor_maps
+from .. import extending as ext
 from ..extending import Arg, Instance, Literal
 from .base import MATMUL, SHARED, Implementation, Plan, stage_bytes
 

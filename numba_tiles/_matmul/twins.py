@@ -12,6 +12,7 @@ from .._entry import Function
 from ..extending import error
 from ..simulator import block_thread, by_first_thread, tile_window
 
+
 def _operand(tile, precision):
     """A or B as float64 (complex128) values: bfloat16 bits widened to float32's, tf32 rounded to 10 mantissa bits."""
     if precision == "bf16":

@@ -6,9 +6,9 @@ import numpy as np
 from numba.cuda import types
 
 from .. import _callback, _tensor_maps
-from ..extending import Arg, Instance
 from .._library import CUTE_SM90A
 from .._matrices import ORDERS
+from ..extending import Arg, Instance
 from . import tma
 from .base import Implementation, Plan
 

@@ -11,7 +11,8 @@ from numba import cuda
 from numba.cuda import types
 
 import numba_tiles as tiles
-from numba_tiles import _programs, _target, _toolchain, extending as ext
+from numba_tiles import _programs, _target, _toolchain
+from numba_tiles import extending as ext
 
 from ..downstream import kernels
 from ..downstream.tiles_extras import block_argmax, block_topk, warp_argmax

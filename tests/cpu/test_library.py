@@ -4,7 +4,6 @@ import dataclasses
 import re
 
 import pytest
-
 from numba import cuda
 
 import numba_tiles as tiles

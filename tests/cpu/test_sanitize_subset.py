@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..support.collectives import MOVE_ALGORITHMS
 from ..gpu.conftest import ON_PURPOSE
+from ..support.collectives import MOVE_ALGORITHMS
 
 ROOT = Path(__file__).resolve().parents[2]
 

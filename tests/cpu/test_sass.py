@@ -72,9 +72,8 @@ def test_items_stay_in_registers(arch, algorithm, items, tmp_path):
 
 def pipeline_kernel(items, dtype, load="direct", store="direct"):
     """Every block-level collective on one thread-local array, as a kernel to disassemble."""
-    from numba import cuda, uint32
-
     import numpy as np
+    from numba import cuda, uint32
 
     DT = np.dtype(dtype)
 

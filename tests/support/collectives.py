@@ -3,10 +3,10 @@ shared by the GPU and simulator tests. Each ``run_*`` builds its kernel for the 
 parameters, launches it on fresh random data and checks every output."""
 
 import numpy as np
-from .compiler import cuda
 
 import numba_tiles as tiles
 
+from .compiler import cuda
 from .reference import OPS, random_values, strides_of, threads_of
 
 # Every dtype a thread-local array can hold (numba-cuda has no bfloat16 arrays).

@@ -3,11 +3,11 @@ shuffle), shared by the GPU and simulator tests. Each ``run_*`` launches on fres
 checks every thread's result against the reference of the whole tile."""
 
 import numpy as np
-from .compiler import cuda
 
 import numba_tiles as tiles
 
 from .collectives import absmax, random_array
+from .compiler import cuda
 from .reference import strides_of, threads_of
 
 DIFFERENCE_OPS = {"-": np.subtract, "+": np.add, "max": np.maximum,

@@ -21,8 +21,18 @@ import random
 
 import numpy as np
 
-from .collectives import (ARRAY_DTYPES, absmax, by_magnitude, check_scan, ordered_digits, positions, random_array,
-                          scan_reference, sort_keys, with_seed)
+from .collectives import (
+    ARRAY_DTYPES,
+    absmax,
+    by_magnitude,
+    check_scan,
+    ordered_digits,
+    positions,
+    random_array,
+    scan_reference,
+    sort_keys,
+    with_seed,
+)
 from .neighbors import DIFFERENCE_OPS, adjacent_difference, discontinuity, same_parity_differs
 from .reference import OPS, check, random_values, strides_of, threads_of
 

@@ -3,9 +3,10 @@
 import operator
 
 import numpy as np
-from .compiler import cuda
 
 import numba_tiles as tiles
+
+from .compiler import cuda
 
 DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
 BLOCK_DIMS = [32, 128, 256, 1024, (16, 16), (8, 8, 4)]

@@ -2,7 +2,6 @@
 
 import numba_tiles as tiles
 
-
 COLLECTIVES = ["load", "radix_sort", "merge_sort", "scan", "exchange", "reduce", "two_reductions", "temp"]
 
 
