@@ -53,7 +53,7 @@ comma       := ,
 GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JOBS=2 \
                $(if $(filter cu13,$(CUDA)),,LD_PRELOAD=$(subst $(space),:,$(addprefix $(CURDIR)/$(GPU_SITE)/nvidia/,$(CU12_LIBS))))
 
-.PHONY: venv test test-compile docs demo gpu-wheels gpu-wheels-mlir gpu-site gpu-site-extra gpu-site-mlir gpu-notebooks \
+.PHONY: venv test test-compile lint docs demo gpu-wheels gpu-wheels-mlir gpu-site gpu-site-extra gpu-site-mlir gpu-notebooks \
         gpu-test gpu-test-part gpu-test-mlir gpu-sanitize gpu-sanitize-tools benchmark clean
 
 # The set-up, once: pip lists what it fetches, but under CI (CI set, as GitHub Actions does), whose log
@@ -85,6 +85,12 @@ test-compile: $(PY)
 	$(PY) -m numba_tiles doctor | grep -E "^(CUDA line|NVRTC|nvJitLink|CCCL|CUDA headers) "
 	$(PY) -m pytest $(if $(filter cu12,$(CUDA)),$(TOOLKIT_TESTS) -m "not heavy",$(COMPILE_TESTS)) -q -rfEX -n auto \
 	  --dist worksteal
+
+# ruff's checks over the repository (pyproject.toml: pyflakes, pycodestyle, import order; 120 columns) and mypy
+# over the extension API's typed modules.
+lint: $(PY)
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 # The documentation site (docs/, Sphinx + MyST), warnings as errors: docs/_build/html/index.html.
 docs: $(PY)
