@@ -235,8 +235,8 @@ def flat(r):
     """One run's numbers, keyed as ROWS."""
     cache = r["cache"] or {}
     return {**r["steps"], **{f"phase.{k}": v for k, v in r["phases"].items()}, "relaunch_ms": r["relaunch_s"] * 1e3,
-            "nvrtc_runs": cache["nvrtc"] if cache else r["calls"]["nvrtc"], "cache_hits": cache.get("hits"), "pch_used": cache.get("pch_used"),
-            "pch_wait": cache.get("pch_wait_seconds"),
+            "nvrtc_runs": cache["nvrtc"] if cache else r["calls"]["nvrtc"], "cache_hits": cache.get("hits"),
+            "pch_used": cache.get("pch_used"), "pch_wait": cache.get("pch_wait_seconds"),
             **{k: r[k] for k in ("interpreter", "first_result", "exit")}}
 
 
@@ -281,9 +281,9 @@ def main():
         raise SystemExit("first_result: every mode was skipped; nothing measured")
     medians = {m: {k: median([flat(r)[k] for r in runs[m]]) for k in flat(runs[m][0])} for m in modes}
     first, date = runs[modes[0]][0], datetime.date.today().isoformat()
-    print(f"time to first result, fresh process, median of {args.runs} ({first['device']}, sm_{first['cc'].replace('.', '')}, "
-          f"driver CUDA {first['driver']}; {os.cpu_count()} CPUs; Python {platform.python_version()}; {date}, "
-          f"commit {commit})")
+    print(f"time to first result, fresh process, median of {args.runs} ({first['device']}, "
+          f"sm_{first['cc'].replace('.', '')}, driver CUDA {first['driver']}; {os.cpu_count()} CPUs; "
+          f"Python {platform.python_version()}; {date}, commit {commit})")
     print(f"{'seconds':<32}" + "".join(f"{m:>12}" for m in modes))
     for key, label in ROWS:
         cells = [medians[m].get(key) for m in modes]
@@ -306,8 +306,8 @@ def main():
         gap = total["tiles-warm"] - total["plain"]
         ok = targets["tiles-warm - plain <= 0.2 s"] = gap <= 0.2
         print(f"target: tiles-warm - plain = {gap:.2f} s <= 0.2 s: {'PASS' if ok else 'FAIL'}")
-    record = {"date": date, "commit": commit, "device": first["device"], "compute_capability": first["cc"], "driver": first["driver"],
-              "cpu_count": os.cpu_count(), "python": platform.python_version(),
+    record = {"date": date, "commit": commit, "device": first["device"], "compute_capability": first["cc"],
+              "driver": first["driver"], "cpu_count": os.cpu_count(), "python": platform.python_version(),
               "versions": versions("numba", "numba-cuda", "cuda-core", "cuda-bindings", "numpy", "cuda-cccl",
                                    "nvidia-cuda-nvrtc", "nvidia-nvjitlink"),
               "runs": args.runs, "skipped": skipped, "targets": targets, "medians": medians, "all_runs": runs}

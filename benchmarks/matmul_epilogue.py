@@ -70,8 +70,8 @@ def batched_case(name, dtype, size, count, repeats):
 
 def large_case(name, m, n, k, repeats):
     """gelu(a @ w + bias[col]) in bf16: ours (`Matmul.tile` in benchmarks/gemm_variants.py's persistent loop, on
-    Hopper our wgmma block: the fastest of two tiles, each in a persistent loop and one a block; and its bare product, for the epilogue's cost), eager,
-    cuBLASLt's fused and the bare product."""
+    Hopper our wgmma block: the fastest of two tiles, each in a persistent loop and one a block; and its bare
+    product, for the epilogue's cost), eager, cuBLASLt's fused and the bare product."""
     import torch
 
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)

@@ -35,7 +35,8 @@ def sort_kernel(x, y, seg_len):
 
 
 def segmented_sort(x, seg_len, out=None):
-    """``x``'s runs of ``seg_len`` int32 keys (``x.size`` a multiple of it; at most ``TILE``), each sorted, in ``out``."""
+    """``x``'s runs of ``seg_len`` int32 keys (``x.size`` a multiple of it; at most ``TILE``), each sorted,
+    in ``out``."""
     if x.size % seg_len or not 0 < seg_len <= TILE:
         raise ValueError(f"{x.size} items are not a whole number of segments of 1 to {TILE} items")
     if out is None:

@@ -54,8 +54,8 @@ def check_shared(name, args, *arrays):
     there (transposes, exchanges, sorts) need at least its bytes. (NVRTC checks CUB's exact size later.)"""
     need = block_threads(args) * args["items_per_thread"] * sum(d.numpy.itemsize for d in arrays)
     if need > STATIC_SHARED_BYTES:
-        raise ext.error(name, f"a tile of {block_threads(args)} threads x {args['items_per_thread']} items needs at least "
-                    f"{need} bytes of shared memory, over the {STATIC_SHARED_BYTES} a block can have",
+        raise ext.error(name, f"a tile of {block_threads(args)} threads x {args['items_per_thread']} items needs "
+                    f"at least {need} bytes of shared memory, over the {STATIC_SHARED_BYTES} a block can have",
                     "use fewer items_per_thread or threads, or a smaller dtype")
 
 

@@ -73,7 +73,8 @@ def parse_arch(arch):
     """``"sm_90"`` → ``(9, 0)``, for the architectures this toolkit's NVRTC supports; an arch-specific
     ``"sm_90a"`` (sm_90 on) → ``(9, 0, "a")``."""
     supported = _toolchain.supported_archs()
-    specific = isinstance(arch, str) and arch.endswith("a") and arch[:-1] in supported and Target(arch[:-1]).cc >= (9, 0)
+    specific = (isinstance(arch, str) and arch.endswith("a") and arch[:-1] in supported
+                and Target(arch[:-1]).cc >= (9, 0))
     if arch not in supported and not specific:
         raise ValueError(
             f"numba_tiles.compile: arch must be one of {', '.join(supported)} "

@@ -231,8 +231,9 @@ def _announce(pipeline):
             return
         _announced.add(pipeline)
     p = pipeline
-    say(f"generating tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}, {p.stages} stages, {p.threads} threads) "
-        f"with libmathdx for sm_{SM // 10}a (its NVRTC, usually 15-60 s the first time; cached afterwards)")
+    say(f"generating tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}, {p.stages} stages, "
+        f"{p.threads} threads) with libmathdx for sm_{SM // 10}a (its NVRTC, usually 15-60 s the first time; "
+        f"cached afterwards)")
 
 
 def _future(pipeline, part):

@@ -16,7 +16,8 @@ NAMED = {"tf32": ("cublasdx::tfloat32_t", ("float32",), ("float32",)),
 
 # What a matrix argument must be, and the fix, by its dimensions: a matrix, or a batch of them.
 _ARRAYS = {2: ("a 2-D array", "pass a 2-D array as {} (a shared tile: cuda.shared.array((rows, cols), dtype))"),
-           3: ("a 3-D array (count x rows x cols)", "pass the batch of matrices as one 3-D array ({}[i] is product i's)")}
+           3: ("a 3-D array (count x rows x cols)",
+               "pass the batch of matrices as one 3-D array ({}[i] is product i's)")}
 
 
 def matrix(name, args, param, like=None, ndim=2):

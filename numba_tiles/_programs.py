@@ -177,8 +177,8 @@ def build(instances, target, isolated=False, announce=_notices.announce):
     if not mine:
         if making.done():
             return making.result()
-        _notices.say(f"waiting for {_notices.described(instances)} for {target.arch}, which NVRTC has been compiling in the "
-            f"background for {time.perf_counter() - started:.0f} s")
+        _notices.say(f"waiting for {_notices.described(instances)} for {target.arch}, which NVRTC has been "
+                     f"compiling in the background for {time.perf_counter() - started:.0f} s")
         with _notices.elapsed("NVRTC has been compiling it", since=started):
             return making.result()
 
@@ -273,8 +273,8 @@ def constant(expression, header, arch):
             def make():
                 long = _notices.uses_cublasdx(header.library)
                 if long:
-                    _notices.say(f"computing {expression.replace('numba_tiles::', '')} with cuBLASDx for {arch} (NVRTC; "
-                        f"{_notices.CONSTANT_TIME}; cached afterwards)")
+                    _notices.say(f"computing {expression.replace('numba_tiles::', '')} with cuBLASDx for {arch} "
+                                 f"(NVRTC; {_notices.CONSTANT_TIME}; cached afterwards)")
                 with _notices.elapsed("NVRTC has been computing it") if long else contextlib.nullcontext():
                     cubin = _nvrtc(source, header.library, target, "numba_tiles_constant", (), output="cubin")
                 return symbol_bytes(cubin, "numba_tiles_constant", 8)

@@ -474,7 +474,8 @@ def _document(doc):
 
 
 def intrinsic(*, consts: Mapping[str, Parser], rule: Rule, simulate: Simulate | None,
-              fixed: Mapping[str, object] | None = None, per_thread: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+              fixed: Mapping[str, object] | None = None,
+              per_thread: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
     """Declare the decorated function (its signature and docstring) as an intrinsic (see this module's doc).
 
     ``consts``: {parameter: parser} of the compile-time parameters; ``rule(name, args)`` gives the

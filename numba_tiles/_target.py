@@ -10,7 +10,8 @@ import os
 
 
 def checks_requested():
-    """Whether ``NUMBA_TILES_DEBUG`` asks for the launch and input checks to be compiled in (read when code is lowered)."""
+    """Whether ``NUMBA_TILES_DEBUG`` asks for the launch and input checks to be compiled in (read when code is
+    lowered)."""
     return os.environ.get("NUMBA_TILES_DEBUG", "0") not in ("", "0")
 
 

@@ -98,7 +98,8 @@ def mathdx_include_dirs():
 def cublasdx_version():
     """cuBLASDx's version, e.g. ``"0.4.0"``."""
     text = (mathdx_include_dirs()[0] / "cublasdx" / "cublasdx_version.hpp").read_text()
-    return ".".join(re.search(rf"#define CUBLASDX_VERSION_{part} (\d+)", text)[1] for part in ("MAJOR", "MINOR", "PATCH"))
+    return ".".join(re.search(rf"#define CUBLASDX_VERSION_{part} (\d+)", text)[1]
+                    for part in ("MAJOR", "MINOR", "PATCH"))
 
 
 @functools.cache

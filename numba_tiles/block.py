@@ -54,7 +54,8 @@ _REDUCE_CONSTS = {"op": ops.parse, "block_dim": DIM, "items_per_thread": ITEMS_O
            per_thread=("value",))
 def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None, algorithm="warp_reductions",
                  broadcast=False, temp=None):
-    """Reduce values across the thread block with ``op``; the result is valid in thread 0 (every thread with ``broadcast``).
+    """Reduce values across the thread block with ``op``; the result is valid in thread 0 (every thread with
+    ``broadcast``).
 
     Every thread of the block must call it (like ``cuda.syncthreads()``), with the same
     arguments but ``value``.
@@ -250,18 +251,24 @@ def _scan_rule(name, args):
     storage = SCAN.template("numba_tiles::block_scan_storage", T=dtype.cxx, **block_shape(args), Algo=algo)
     if args["prefix"] is not None:
         if args["aggregate"] or args["initial_value"] is not None:
-            raise ext.error(name, "prefix carries the running total: it cannot be combined with aggregate or initial_value",
+            raise ext.error(name, "prefix carries the running total: it cannot be combined with "
+                        "aggregate or initial_value",
                         "leave out aggregate and initial_value (the prefix is the initial value; read the new "
                         "prefix for the running total)")
         tile_dtype(name, args, "prefix", like=dtype)
-        return Instance(intrinsic=name, header=SCAN, template=SCAN.template("numba_tiles::block_scan_prefix", **head), result=types.none if is_array else dtype.numba, params=(Arg("value", value_type), Arg("prefix", args["prefix"])), storage=storage, **op.code)
+        return Instance(intrinsic=name, header=SCAN, template=SCAN.template("numba_tiles::block_scan_prefix", **head),
+                        result=types.none if is_array else dtype.numba,
+                        params=(Arg("value", value_type), Arg("prefix", args["prefix"])), storage=storage, **op.code)
     aggregate = args["aggregate"]
     if is_array:
         result = dtype.numba if aggregate else types.none
     else:
         result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
     template = "block_scan_aggregate" if aggregate else "block_scan"
-    return Instance(intrinsic=name, header=SCAN, template=SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial), result=result, params=(Arg("value", value_type), Arg("initial_value", dtype.numba, identity)), storage=storage, **op.code)
+    return Instance(intrinsic=name, header=SCAN,
+                    template=SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial),
+                    result=result, params=(Arg("value", value_type), Arg("initial_value", dtype.numba, identity)),
+                    storage=storage, **op.code)
 
 
 @intrinsic(consts={"op": ops.parse, "block_dim": DIM, "items_per_thread": ITEMS_OPTIONAL,
@@ -305,8 +312,11 @@ def _exchange_rule(name, args):
         _whole_warps(name, args, "a warp-striped arrangement", "'blocked_to_striped' or 'striped_to_blocked'")
     check_shared(name, args, dtype)
     shape = dict(T=dtype.cxx, **block_shape(args), IPT=args["items_per_thread"])
-    return Instance(intrinsic=name, header=EXCHANGE, template=EXCHANGE.template("numba_tiles::block_exchange", **shape,
-                                      Kind=f"numba_tiles::exchange::{args['arrangement']}"), result=types.none, params=(Arg("items", args["items"]),), storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape))
+    return Instance(intrinsic=name, header=EXCHANGE,
+                    template=EXCHANGE.template("numba_tiles::block_exchange", **shape,
+                                               Kind=f"numba_tiles::exchange::{args['arrangement']}"),
+                    result=types.none, params=(Arg("items", args["items"]),),
+                    storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape))
 
 
 @intrinsic(consts={**MOVE_CONSTS, "arrangement": ext.choice("arrangement", ARRANGEMENTS)},
@@ -365,14 +375,21 @@ def _histogram_rule(name, args):
             raise ext.error(name, f"algorithm='lanes' keeps {LANE_COPIES} copies of the {args['bins']} counters: "
                             f"with the counters themselves {need} bytes, over the {STATIC_SHARED_BYTES} of shared "
                             "memory a block can have", "use algorithm='atomic' for this many bins")
-        return Instance(intrinsic=name, header=HISTOGRAM, template=HISTOGRAM.template("numba_tiles::block_histogram_lanes", T=dtype.cxx, Counter=counter.cxx,
-                                           **common, Copies=LANE_COPIES, Accumulate=args["accumulate"]), result=types.none, params=params, storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"],
+        return Instance(intrinsic=name, header=HISTOGRAM,
+                        template=HISTOGRAM.template("numba_tiles::block_histogram_lanes", T=dtype.cxx,
+                                                    Counter=counter.cxx, **common, Copies=LANE_COPIES,
+                                                    Accumulate=args["accumulate"]),
+                        result=types.none, params=params,
+                        storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"],
                                                    Copies=LANE_COPIES))
     if algorithm == "sort":  # (it radix-sorts the tile in shared memory first)
         check_shared(name, args, dtype)
     shape = dict(**common, Algo=_HISTOGRAM_ALGORITHMS[algorithm])
-    return Instance(intrinsic=name, header=HISTOGRAM, template=HISTOGRAM.template("numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape,
-                                       Accumulate=args["accumulate"]), result=types.none, params=params, storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
+    return Instance(intrinsic=name, header=HISTOGRAM,
+                    template=HISTOGRAM.template("numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx,
+                                                **shape, Accumulate=args["accumulate"]),
+                    result=types.none, params=params,
+                    storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
 
 
 @intrinsic(consts={**MOVE_CONSTS, "bins": ext.positive_int("bins", 256),

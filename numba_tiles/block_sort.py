@@ -30,8 +30,12 @@ def _sort_rule(name, args):
     dtype, params, shape, storage = _keys_and_values(name, args, RADIX_SORT)
     for bit in ("begin_bit", "end_bit"):
         ext.given_integer(name, args, bit)
-    return Instance(intrinsic=name, header=RADIX_SORT, template=RADIX_SORT.template("numba_tiles::block_radix_sort", **shape, Descending=args["descending"],
-                                        Striped=args["striped"]), result=types.none, params=(*params, Arg("begin_bit", types.int32, 0), Arg("end_bit", types.int32, dtype.numpy.itemsize * 8)), storage=storage)
+    return Instance(intrinsic=name, header=RADIX_SORT,
+                    template=RADIX_SORT.template("numba_tiles::block_radix_sort", **shape,
+                                                 Descending=args["descending"], Striped=args["striped"]),
+                    result=types.none, params=(*params, Arg("begin_bit", types.int32, 0),
+                                               Arg("end_bit", types.int32, dtype.numpy.itemsize * 8)),
+                    storage=storage)
 
 
 @intrinsic(consts={**MOVE_CONSTS, "descending": ext.flag("descending"), "striped": ext.flag("striped")},
@@ -83,7 +87,9 @@ def _merge_sort_rule(name, args):
                     "launch 32, 64, 128, 256, 512 or 1024 threads, or use block_radix_sort (any block)")
     dtype, params, shape, storage = _keys_and_values(name, args, MERGE_SORT)
     less = args["compare"].bind(name, dtype)
-    return Instance(intrinsic=name, header=MERGE_SORT, template=MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less.cxx), result=types.none, params=params, storage=storage, **less.code)
+    return Instance(intrinsic=name, header=MERGE_SORT,
+                    template=MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less.cxx),
+                    result=types.none, params=params, storage=storage, **less.code)
 
 
 @intrinsic(consts={**MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,

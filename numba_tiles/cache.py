@@ -9,7 +9,8 @@ entries go first.
 The key (`key`) digests everything that changes an entry's bytes: the C++ text, the target
 (arch, checks, lineinfo), NVRTC's options, and the versions of the toolchain and of
 every library the program includes (the content of their headers); a linked kernel's, its
-modules' bytes, the link options and nvJitLink's version (`numba_tiles._link`). One file per key, ``<key>.ltoir``: a header (the key, the components it digests, the payload's
+modules' bytes, the link options and nvJitLink's version (`numba_tiles._link`). One file per
+key, ``<key>.ltoir``: a header (the key, the components it digests, the payload's
 length and SHA-256) and the payload. Files are written to a temporary name in the same
 directory and renamed into place, so readers see a whole entry or none, and any number of
 processes may fill the cache at once. An entry that does not check out (truncated, corrupted,
@@ -44,15 +45,15 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from . import _stats
+from ._stats import count
+
 _MAGIC = b"NTLTOIR1"
 _SUFFIX = ".ltoir"
 _DEFAULT_MAX_BYTES = 2 << 30
 _CHECKED = hasattr(os, "getuid")  # POSIX owners and modes; Windows has neither, its entries go unchecked
 # an entry is opened as it is, not through a link, and opening a FIFO planted under its name does not block
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-
-from . import _stats
-from ._stats import count
 
 _warned = set()
 
@@ -92,9 +93,10 @@ def key(parts):
 def stats():
     """Counters of this process: disk ``hits`` and ``misses``, ``nvrtc`` programs compiled and
     ``nvrtc_seconds`` spent, ``pch_used`` programs that took their base header precompiled
-    (``pch_wait_seconds`` waiting for it to be made), ``memo`` reuses in memory, ``writes``, ``evictions``, ``rejected`` (bad entries removed),
-    ``libmathdx`` pipelines generated (`Matmul.tile` on Hopper) and ``libmathdx_seconds`` spent on them, and
-    ``links`` that nvJitLink ran (a linked kernel from the cache counts as a hit instead) and ``link_seconds``.
+    (``pch_wait_seconds`` waiting for it to be made), ``memo`` reuses in memory, ``writes``,
+    ``evictions``, ``rejected`` (bad entries removed), ``libmathdx`` pipelines generated
+    (`Matmul.tile` on Hopper) and ``libmathdx_seconds`` spent on them, and ``links`` that
+    nvJitLink ran (a linked kernel from the cache counts as a hit instead) and ``link_seconds``.
 
     Example::
 

@@ -534,8 +534,9 @@ def _load_rule(name, args, operand):
     _matrices.matrix(name, args, "src", like=("tile", ta))
     _matrices.origin(name, args)
     template = mm._template("numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
-    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
-                     Arg("tile", args["tile"]), Arg("fill", ta.numba, 0)), threads=mm.threads)
+    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none,
+                    params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
+                            Arg("tile", args["tile"]), Arg("fill", ta.numba, 0)), threads=mm.threads)
 
 
 def _multiply_rule(name, args):
@@ -544,7 +545,8 @@ def _multiply_rule(name, args):
     mm._shared_tile(name, args, "b", "b_items")
     tc = mm._accumulator(name, args)
     template = mm._template("numba_tiles::matmul_multiply", TA=ta.cxx, TB=ta.cxx, TC=tc.cxx)
-    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("acc", args["acc"])), threads=mm.threads)
+    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none,
+                    params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("acc", args["acc"])), threads=mm.threads)
 
 
 def _store_rule(name, args):
@@ -562,7 +564,8 @@ def _store_rule(name, args):
                             f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
         function, params = "numba_tiles::matmul_store_staged", params + (Arg("stage", args["stage"]),)
     fused, prelude = _callback.fused(name, args, tc.numba, 2)
-    return Instance(intrinsic=name, header=MATMUL, template=mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx), result=types.none, params=params + fused, prelude=prelude, threads=mm.threads)
+    return Instance(intrinsic=name, header=MATMUL, template=mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx),
+                    result=types.none, params=params + fused, prelude=prelude, threads=mm.threads)
 
 
 def _operands_of(name, args, ndim):

@@ -106,7 +106,8 @@ class UserOp:
         """This op for ``dtype``: a `BoundUserOp` with its functor, declaration and function to link."""
         # Types whose C ABI Numba and NVRTC agree on (Numba passes half, bfloat16 and complex differently).
         if not (dtype.is_integer or dtype.name in ("float32", "float64")):
-            raise error(intrinsic, f"a Python op ({self.name}) works on integers, float32 and float64, got {dtype.name}",
+            raise error(intrinsic, f"a Python op ({self.name}) works on integers, float32 and float64, "
+                        f"got {dtype.name}",
                         "use a built-in op for this dtype, or cast the values")
         return BoundUserOp(self, dtype)
 
@@ -190,7 +191,8 @@ def parse(intrinsic, value):
 def check(intrinsic, op, dtype):
     """Reject an op that has no meaning for the dtype (bitwise ops on floats, min/max on complex)."""
     if dtype.kind == "c" and op.ufunc in (np.minimum, np.maximum):  # (a user op's ufunc is never these)
-        raise error(intrinsic, f"op {op.name!r} needs ordered values, got {dtype.name}", "use '+' or '*' for complex values")
+        raise error(intrinsic, f"op {op.name!r} needs ordered values, got {dtype.name}",
+                    "use '+' or '*' for complex values")
     if op.integer_only and not dtype.is_integer:
         raise error(
             intrinsic,

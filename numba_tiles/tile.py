@@ -25,15 +25,19 @@ def _move(name, args, matrix):
 
 def _load_rule(name, args):
     dtype = _move(name, args, "src")
-    return Instance(intrinsic=name, header=TILE, template=TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args),
-                                              Async=args["asynchronous"]), result=types.none, params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
-                     Arg("tile", args["tile"]), Arg("fill", dtype.numba, 0)))
+    return Instance(intrinsic=name, header=TILE,
+                    template=TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args),
+                                           Async=args["asynchronous"]),
+                    result=types.none,
+                    params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
+                            Arg("tile", args["tile"]), Arg("fill", dtype.numba, 0)))
 
 
 @intrinsic(consts={"block_dim": ext.block_dim, "asynchronous": ext.flag("asynchronous")},
            rule=_load_rule, simulate=simulator.tile_load)
 def tile_load(src, tile, row, col, fill=0, *, block_dim, asynchronous=False):
-    """Copy the tile of the 2-D array ``src`` whose top-left item is ``src[row, col]`` into ``tile``, by the whole block.
+    """Copy the tile of the 2-D array ``src`` whose top-left item is ``src[row, col]`` into ``tile``, by the
+    whole block.
 
     ``tile`` is a 2-D array (usually ``cuda.shared.array((rows, cols), dtype)``, row- or
     column-major, padded or not) that gets ``tile.shape`` items; ``src`` is any 2-D array of the
@@ -76,7 +80,8 @@ def wait_rule(name, args, threads=0):
         if isinstance(pending, types.IntegerLiteral) and pending.literal_value < 0:
             raise ext.error(name, f"pending must be a non-negative int, got {pending.literal_value}",
                             "pass how many of the last asynchronous loads may still run, e.g. pending=2, or 0")
-    return Instance(intrinsic=name, header=TILE, template=TILE.template("numba_tiles::tile_wait", **_shape(args)), result=types.none, params=(Arg("pending", types.int32, 0),), threads=threads)
+    return Instance(intrinsic=name, header=TILE, template=TILE.template("numba_tiles::tile_wait", **_shape(args)),
+                    result=types.none, params=(Arg("pending", types.int32, 0),), threads=threads)
 
 
 @intrinsic(consts={"block_dim": ext.block_dim}, rule=wait_rule, simulate=simulator.tile_wait)
@@ -112,13 +117,17 @@ def tile_wait(pending=0, *, block_dim):
 
 def _store_rule(name, args):
     dtype = _move(name, args, "dst")
-    return Instance(intrinsic=name, header=TILE, template=TILE.template("numba_tiles::tile_store", T=dtype.cxx, **_shape(args)), result=types.none, params=(Arg("tile", args["tile"]), Arg("dst", args["dst"]), Arg("row", types.int64),
-                     Arg("col", types.int64)))
+    return Instance(intrinsic=name, header=TILE,
+                    template=TILE.template("numba_tiles::tile_store", T=dtype.cxx, **_shape(args)),
+                    result=types.none,
+                    params=(Arg("tile", args["tile"]), Arg("dst", args["dst"]), Arg("row", types.int64),
+                            Arg("col", types.int64)))
 
 
 @intrinsic(consts={"block_dim": ext.block_dim}, rule=_store_rule, simulate=simulator.tile_store)
 def tile_store(tile, dst, row, col, *, block_dim):
-    """Copy ``tile`` into the 2-D array ``dst`` at ``dst[row, col]``, by the whole block; items past ``dst``'s edge are dropped.
+    """Copy ``tile`` into the 2-D array ``dst`` at ``dst[row, col]``, by the whole block; items past ``dst``'s
+    edge are dropped.
 
     ``tile`` and ``dst`` are as for `tile_load` (``dst`` writable). Every thread of the block
     must call it; it ends with a barrier, so the tile may be refilled when it returns.

@@ -80,8 +80,8 @@ def _scan_rule(name, args):
                                Exclusive=args["exclusive"], HasInitial=has_initial, Aggregate=args["aggregate"],
                                Partial=ops.partial(name, args, op)),
         result=types.UniTuple(dtype.numba, 2) if args["aggregate"] else dtype.numba,
-        params=(Arg("value", dtype.numba), Arg("initial_value", dtype.numba, identity), Arg("num_valid", types.int32, 0),
-                Arg("identity", dtype.numba, ops.identity_value(op, dtype))),
+        params=(Arg("value", dtype.numba), Arg("initial_value", dtype.numba, identity),
+                Arg("num_valid", types.int32, 0), Arg("identity", dtype.numba, ops.identity_value(op, dtype))),
         **op.code,
     )
 

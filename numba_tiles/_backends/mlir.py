@@ -14,9 +14,9 @@ way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` p
   `register` must refresh the contexts (the first refresh makes them, which takes a second);
 - ``numba_cuda_mlir.lowering_utilities``: ``get_or_insert_function`` (an ``extern "C"`` declaration in the
   kernel's ``gpu.module``) and ``memref_data_pointer`` (an array's data pointer);
-- the lowerer's ``_linker_config`` (its ``arch``: `link_arch_specific`), ``alloca``, ``get_storage_type``, ``as_storage``, ``from_storage``, ``lower_cast``,
-  ``link_external_item``, ``mlir_funcOp``, ``metadata["gpu_target"]``, and ``get_numba_type`` and
-  ``store_var`` (a description's attribute);
+- the lowerer's ``_linker_config`` (its ``arch``: `link_arch_specific`), ``alloca``, ``get_storage_type``,
+  ``as_storage``, ``from_storage``, ``lower_cast``, ``link_external_item``, ``mlir_funcOp``,
+  ``metadata["gpu_target"]``, and ``get_numba_type`` and ``store_var`` (a description's attribute);
 - ``numba_cuda_mlir.descriptor.MLIRDispatcher``: what a ``@cuda.jit(device=True)`` function is (an op);
 - its launcher's rebuilding of a tuple argument with ``_fields`` by ``type(value)(*members)`` before typing it
   (`launch_arguments`), and a compile result's ``_codelibrary.get_cufunc().handle``: a copy of the kernel of its

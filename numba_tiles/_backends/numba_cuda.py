@@ -259,7 +259,8 @@ def _pass(context, builder, ty, value):
         return [value]
     if isinstance(ty, types.Array):  # data, then each dimension's size, then each one's stride in items
         array = context.make_array(ty)(context, builder, value)
-        itemsize = ir.Constant(context.get_value_type(types.intp), context.get_abi_sizeof(context.get_data_type(ty.dtype)))
+        itemsize = ir.Constant(context.get_value_type(types.intp),
+                               context.get_abi_sizeof(context.get_data_type(ty.dtype)))
         sizes = [builder.extract_value(array.shape, d) for d in range(ty.ndim)]
         strides = [builder.sdiv(builder.extract_value(array.strides, d), itemsize) for d in range(ty.ndim)]
         return [array.data, *sizes, *strides]
@@ -303,7 +304,8 @@ def define_callback(context, builder, symbol, body, value, coordinates, extras):
     target = cgutils.get_or_insert_function(module, convention.get_function_type(value, argtypes), body)
     item, index = context.get_value_type(value), context.get_value_type(types.int64)
     raw = ir.IntType(8).as_pointer()
-    wrapper = ir.Function(module, ir.FunctionType(ir.VoidType(), [item.as_pointer(), *[index.as_pointer()] * coordinates,
+    wrapper = ir.Function(module, ir.FunctionType(ir.VoidType(), [item.as_pointer(),
+                                                                 *[index.as_pointer()] * coordinates,
                                                                  raw, item.as_pointer()]), symbol)
     wrapper.linkage = "weak_odr"
     inner = ir.IRBuilder(wrapper.append_basic_block())

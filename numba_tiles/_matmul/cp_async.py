@@ -37,7 +37,8 @@ class CpAsync(Implementation):
         tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
         params = self.operand_params(mm, td, ndim) + tile + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1),
                                                              Arg("beta", tc.numba, 0))
-        return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params + fused, prelude=prelude, threads=plan.threads)
+        return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params + fused,
+                        prelude=prelude, threads=plan.threads)
 
 
 CP_ASYNC = CpAsync()

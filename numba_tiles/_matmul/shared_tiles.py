@@ -63,8 +63,9 @@ def _matmul_rule(name, args):
     template = MATMUL.template("numba_tiles::matmul", M=m, N=n, K=k, TA=ta.cxx, TB=tb.cxx, TC=tc.cxx, PA=compute,
                                PB=compute, RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1],
                                LDC=lds[2], Align=align, **_matrices.block_shape(args))
-    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("c", args["c"]),
-                     Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0)))
+    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none,
+                    params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("c", args["c"]),
+                            Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0)))
 
 
 @intrinsic(consts={"shape": _matrices.shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,

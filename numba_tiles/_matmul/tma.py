@@ -66,7 +66,8 @@ class Tma(Implementation):
                                 TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
         params = self.operand_params(mm, td, ndim) + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1),
                                                       Arg("beta", tc.numba, 0))
-        return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params + fused, prelude=_tensor_maps.CHECKS["batched_maps"] + "\n" + prelude, threads=plan.threads)
+        return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params + fused,
+                        prelude=_tensor_maps.CHECKS["batched_maps"] + "\n" + prelude, threads=plan.threads)
 
 
 TMA = Tma()

@@ -80,8 +80,10 @@ class Wgmma(Implementation):
                                   RowA=ORDERS[mm.arrangement[0]], RowB=ORDERS[mm.arrangement[1]], P=CXX[p],
                                   PD=CXX["float32" if td.name == "float32" else p], TD=td.cxx)
         tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
-        params = self.operand_params(mm, td, ndim) + tile + (Arg("alpha", types.float32, 1), Arg("beta", types.float32, 0))
-        return Instance(intrinsic=name, header=WGMMA, template=template, result=types.none, params=params + fused, prelude="\n".join((*_tensor_maps.CHECKS.values(), prelude)), threads=threads(mm))
+        params = self.operand_params(mm, td, ndim) + tile + (Arg("alpha", types.float32, 1),
+                                                             Arg("beta", types.float32, 0))
+        return Instance(intrinsic=name, header=WGMMA, template=template, result=types.none, params=params + fused,
+                        prelude="\n".join((*_tensor_maps.CHECKS.values(), prelude)), threads=threads(mm))
 
 
 WGMMA_BLOCK = Wgmma()

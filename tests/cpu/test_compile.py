@@ -187,7 +187,8 @@ def test_a_kernel_compiles_only_the_headers_its_intrinsics_use(monkeypatch):
 
     tiles.compile(reduce_and_scan, SIG, arch="sm_90")
     includes = [re.findall(r'#include "([^"]+)"', source) for source, _ in seen]
-    assert includes == [["common.cuh", "block_reduce.cuh"], ["common.cuh", "block_reduce.cuh", "block_scan.cuh"]], includes
+    assert includes == [["common.cuh", "block_reduce.cuh"],
+                        ["common.cuh", "block_reduce.cuh", "block_scan.cuh"]], includes
 
 
 def test_entry_point_renders_the_cub_template():
@@ -309,7 +310,8 @@ def test_a_failing_library_header_is_blamed_on_its_library(tmp_path, monkeypatch
     library = Library("mypkg", include_dirs=lambda: (tmp_path, *CUB.include_dirs()), versions=lambda: {"mypkg": "1"},
                       blame="This is a bug in mypkg; report it to mypkg")
     header = library.header("broken.cuh")
-    instance = Instance(intrinsic="mine", header=header, template=header.template("mypkg::broken", T="int", N=3), result=types.none, params=())
+    instance = Instance(intrinsic="mine", header=header, template=header.template("mypkg::broken", T="int", N=3),
+                        result=types.none, params=())
     with pytest.raises(_programs.NVRTCError) as info:
         _programs.build([instance], Target("sm_90"))
     message = str(info.value)
@@ -341,7 +343,8 @@ def test_a_per_entry_library_builds_its_programs_side_by_side_in_worker_processe
     header = library.header("pair.cuh")
 
     def instance(template, n):
-        return Instance(intrinsic="mine", header=header, template=header.template(f"mypkg::{template}", N=n), result=types.none, params=())
+        return Instance(intrinsic="mine", header=header, template=header.template(f"mypkg::{template}", N=n),
+                        result=types.none, params=())
 
     class CodeLibrary:  # what Numba lowers into (only its identity matters here)
         pass

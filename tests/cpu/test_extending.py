@@ -107,7 +107,8 @@ def _library(tmp_path, text):
     return ext.library("mine_test", tmp_path, blame="This is a bug in mine_test")
 
 
-GOOD = '#pragma once\n#include "common.cuh"\nnamespace mine { template <typename T> __device__ T twice(T v) { return v + v; } }\n'
+GOOD = ('#pragma once\n#include "common.cuh"\n'
+        'namespace mine { template <typename T> __device__ T twice(T v) { return v + v; } }\n')
 
 
 def test_the_headers_content_is_in_the_cache_key(tmp_path):

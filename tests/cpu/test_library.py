@@ -1,4 +1,5 @@
-"""The CUB library's NVRTC options (the CCCL headers it skips are still CCCL's, and skipping them changes no code), and where its headers come from."""
+"""The CUB library's NVRTC options (the CCCL headers it skips are still CCCL's, and skipping them changes no code),
+and where its headers come from."""
 
 import dataclasses
 import re

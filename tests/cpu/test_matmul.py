@@ -61,7 +61,8 @@ def kernel(a, b, c, n):
 @pytest.mark.parametrize("body,sig,message", [
     ("tiles.matmul(sa, sb, sc, block_dim=128)", None, r"missing a required argument: 'shape'"),
     ("tiles.matmul(sa, sb, sc, shape=(64, 64), block_dim=128)", None, r"shape must be a tuple \(M, N, K\)"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 0), block_dim=128)", None, r"shape must be a tuple \(M, N, K\) of positive"),
+    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 0), block_dim=128)", None,
+     r"shape must be a tuple \(M, N, K\) of positive"),
     ("tiles.matmul(sa, sb, sc, shape=(n, 64, 32), block_dim=128)", None, r"shape must be a compile-time constant"),
     ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=n)", None, r"block_dim must be a compile-time constant"),
     ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=2048)", None, r"block_dim=2048 is not a valid CUDA block"),
@@ -98,7 +99,8 @@ def kernel(a, b, c, n):
     ("tiles.tile_load(a[0], sa, 0, 0, block_dim=128)", None, r"src must be a 2-D array"),
     ("tiles.tile_load(c, sa, 0, 0, block_dim=128)", None, r"src holds float32 but tile holds float16"),
     ("tiles.tile_load(a, sa, 0.5, 0, block_dim=128)", None, r"row must be an integer, got float64"),
-    ("tiles.tile_load(a, sa, 0, 0, 1.0, block_dim=(7, 9, 3, 2))", None, r"block_dim must be an int or a tuple of 1 to 3"),
+    ("tiles.tile_load(a, sa, 0, 0, 1.0, block_dim=(7, 9, 3, 2))", None,
+     r"block_dim must be an int or a tuple of 1 to 3"),
     ("tiles.tile_store(sc, a, 0, 0, block_dim=128)", None, r"dst holds float16 but tile holds float32"),
     ("tiles.tile_load(a, sa, 0, 0, block_dim=128, asynchronous=1)", None, r"asynchronous must be True or False"),
     ("tiles.tile_wait(-1, block_dim=128)", None, r"pending must be a non-negative int, got -1"),
@@ -210,7 +212,8 @@ def test_a_matmul_description_checks_and_sizes_itself_with_no_compile():
     bf16 = tiles.Matmul((32, 32, 32), "int16", block_dim=64, precision="bf16", arrangement=("col_major", "row_major"))
     assert bf16.accumulator == "float32" and bf16.accumulator_items == 16
     # the default block: 128 threads for tiles of up to 64 x 64, else 256
-    assert tiles.Matmul((64, 64, 16), "float16").threads == 128 and tiles.Matmul((128, 64, 16), "float16").threads == 256
+    assert (tiles.Matmul((64, 64, 16), "float16").threads == 128
+            and tiles.Matmul((128, 64, 16), "float16").threads == 256)
     for kwargs, message in [
         (dict(shape=(64, 64), dtype="float16", block_dim=128), "shape must be a tuple (M, N, K)"),
         (dict(shape=(16, 16, 16), dtype="float16", block_dim=512), "does not divide among the block's 512 threads"),

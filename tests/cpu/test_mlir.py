@@ -36,7 +36,8 @@ CASES = {
                                        "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
     "block_reduce by operator.add": "out[i] = tiles.block_reduce(x[i], operator.add, block_dim=128)",
     "uint64 block_reduce by min and operator.and_ (an identity over int64's range)":
-        "out[i] = tiles.block_reduce(x[i], min, block_dim=128) & tiles.block_reduce(x[i], operator.and_, block_dim=128)",
+        "out[i] = tiles.block_reduce(x[i], min, block_dim=128) & "
+        "tiles.block_reduce(x[i], operator.and_, block_dim=128)",
     "warp_reduce": "out[i] = tiles.warp_reduce(x[i], 'min')",
     "warp_reduce by min, scan by numpy.add": "out[i] = tiles.warp_reduce(x[i], min) + tiles.warp_scan(x[i], np.add)",
     "warp_scan": "out[i] = tiles.warp_scan(x[i], '+', exclusive=True)",
@@ -147,7 +148,8 @@ def test_misuse_is_the_same_clear_error():
     with pytest.raises(tiles.TilesError, match=re.escape("tiles.block_reduce: op '^^' is not supported. Fix:")) as info:
         tiles.compile(kernel, (types.float32[::1], types.float32[::1]), arch="sm_90")
     # then where the call stands, as under numba-cuda
-    assert re.search(r'File ".*test_mlir\.py", line \d+, in .*kernel:\n +out\[0\] = tiles\.block_reduce', str(info.value))
+    assert re.search(r'File ".*test_mlir\.py", line \d+, in .*kernel:\n +out\[0\] = tiles\.block_reduce',
+                     str(info.value))
 
 
 # (user functions: an op, a comparison; each case's kernel over x and out, with `items` loaded and stored)

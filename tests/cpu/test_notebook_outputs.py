@@ -82,5 +82,6 @@ def test_every_cell_ran_and_shows_its_results(path):
         if "plot_bandwidth(" in source:
             assert any("image/png" in o.get("data", {}) for o in outputs), f"{where} stored no image/png plot"
         for output in outputs:
-            for value in [output.get("text", "")] + [v for k, v in output.get("data", {}).items() if k.startswith("text/")]:
+            for value in [output.get("text", "")] + [v for k, v in output.get("data", {}).items()
+                                                     if k.startswith("text/")]:
                 assert len(text(value)) <= MAX_TEXT, f"{where} stored {len(text(value)):,} characters of text"

@@ -1,7 +1,7 @@
 """tiles.Matmul's Hopper code with no GPU: which implementation a description gets, our wgmma block and libmathdx's
-pipeline linked for sm_90a for ``tile``, and our wgmma loop for ``batched`` (SASS: wgmma and TMA, a K-tile's wgmma issued back to back,
-no calls, no local memory read or in the K loop; the launch check's message only under NUMBA_TILES_DEBUG), and
-misuse of the operands as a TilesError naming the fix.
+pipeline linked for sm_90a for ``tile``, and our wgmma loop for ``batched`` (SASS: wgmma and TMA, a K-tile's wgmma
+issued back to back, no calls, no local memory read or in the K loop; the launch check's message only under
+NUMBA_TILES_DEBUG), and misuse of the operands as a TilesError naming the fix.
 
 Two libmathdx pipelines are made here (bf16 128 x 128 x 64, 2 stages; tf32 128 x 128 x 32): libmathdx takes
 15-35 s each on 2 cores the first time, then the disk cache answers (tests/gpu/test_pipeline.py runs the others).
@@ -49,8 +49,8 @@ def test_the_implementation_is_chosen_by_gpu_dtypes_and_shape():
              (bf16, (8, 6), "int16", 3, "cp.async", (256, 1, 1)), (f32, (9, 0), "float32", 3, "cp.async", (128, 1, 1)),
              (f32, (9, 0), "float32", 2, "cp.async", (128, 1, 1)), (MM, (9, 0), "float32", 2, "wgmma", (384, 1, 1)),
              (f16, (9, 0), "float16", 2, "wgmma", (256, 1, 1)), (WIDE, (9, 0), "float32", 2, "libmathdx", (256, 1, 1)),
-             (TF32, (9, 0), "float32", 2, "libmathdx", (256, 1, 1)), (MM, (8, 0), "float32", 2, "cp.async", (256, 1, 1)),
-             (f16, (9, 0), "float64", 2, "cp.async", (128, 1, 1))]
+             (TF32, (9, 0), "float32", 2, "libmathdx", (256, 1, 1)),
+             (MM, (8, 0), "float32", 2, "cp.async", (256, 1, 1)), (f16, (9, 0), "float64", 2, "cp.async", (128, 1, 1))]
     for mm, cc, c, ndim, implementation, block in cases:
         plan = mm._plan("test", cc, c, ndim)
         assert (plan.implementation, plan.block) == (implementation, block), (mm, cc, c, ndim, plan)
@@ -117,7 +117,7 @@ def test_the_kernel_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(imple
 def assert_wgmma_not_serialized(text):
     """A K-tile's wgmma go out back to back, one wait after the last. (With any call in the kernel, a printf's
     included, ptxas waits after each one: warning C7509. On an H200 the 8192^3 GEMMs went from 508 to 582 TFLOP/s
-    in bf16 and from 317 to 362 in tf32 without it: benchmarks/results/matmul-2026-11-24-pipeline-{printf,trap}.json.)"""
+    in bf16 and from 317 to 362 in tf32 without it.)"""
     products = sum(" HGMMA." in line for line in text.splitlines())
     waits = sum(" WARPGROUP.DEPBAR" in line for line in text.splitlines())
     assert products >= 2 and waits < products, f"{products} HGMMA, {waits} WARPGROUP.DEPBAR: serialized"

@@ -188,7 +188,8 @@ def _per_entry_library(tmp_path):
     def build(*ns):
         """Lower calls of wait<n> for each n into one code library, and read the first program (builds them all)."""
         kernel = CodeLibrary()
-        instances = [Instance(intrinsic="mine", header=header, template=header.template("mypkg::wait", N=n), result=types.none, params=()) for n in ns]
+        instances = [Instance(intrinsic="mine", header=header, template=header.template("mypkg::wait", N=n),
+                              result=types.none, params=()) for n in ns]
         objects = [_programs.for_call(i, Target("sm_90"), kernel) for i in instances]
         assert objects[0].data
 

@@ -30,15 +30,15 @@ def test_the_wgmma_batch_stores_through_the_epilogue(precision, out, full, rng):
     epilogues.batch(rng, (128, 128, 32), 256, precision, out, "wgmma", stages=4, full=full)
 
 
-@pytest.mark.parametrize("implementation", [pytest.param("wgmma", marks=hopper), pytest.param("libmathdx", marks=hopper),
-                                            "cp.async"])
+@pytest.mark.parametrize("implementation", [pytest.param("wgmma", marks=hopper),
+                                            pytest.param("libmathdx", marks=hopper), "cp.async"])
 @pytest.mark.parametrize("out", ["int16", "float32"])
 def test_a_tile_stores_through_the_epilogue(out, implementation, rng):
     epilogues.tile(rng, (128, 128, 64), out, implementation)
 
 
-@pytest.mark.parametrize("implementation", [pytest.param("wgmma", marks=hopper), pytest.param("libmathdx", marks=hopper),
-                                            "cp.async"])
+@pytest.mark.parametrize("implementation", [pytest.param("wgmma", marks=hopper),
+                                            pytest.param("libmathdx", marks=hopper), "cp.async"])
 def test_a_fastmath_epilogue_keeps_its_fastmath(implementation, rng):
     """The tanh GELU under fastmath=True (one MUFU.TANH an item), beta 0: C of bf16 within its rounding."""
     epilogues.tile(rng, (128, 128, 64), "int16", implementation, tanh=True)

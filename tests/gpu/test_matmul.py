@@ -97,7 +97,8 @@ def test_tile_load_store_copy_every_item(dtype, order, cols, asynchronous, rng):
         tiles.tile_store(tile, dst, r, c, block_dim=64)
 
     rows = 96 + 5
-    src = (rng.integers(-100, 100, (rows, cols)) if dtype == "int8" else rng.standard_normal((rows, cols))).astype(dtype)
+    src = (rng.integers(-100, 100, (rows, cols)) if dtype == "int8"
+           else rng.standard_normal((rows, cols))).astype(dtype)
     src = np.asfortranarray(src) if order == "F" else src
     dst = np.full_like(src, 7)
     grid = ((cols + 15) // 16, (rows + 31) // 32)
@@ -348,13 +349,14 @@ def test_batched_with_too_little_shared_memory_stops_with_a_message(implementati
     import sys
     from pathlib import Path
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ,
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]))
     run = subprocess.run([sys.executable, "-c", TOO_LITTLE_SHARED_CHILD.replace("{implementation}", implementation)],
                          capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
     need = int(run.stdout.split("NEED ")[1].split()[0])
-    assert f"tiles.Matmul.batched: shared holds {need - 16} bytes (stride 1); it needs {need} contiguous" in run.stdout, \
-        run.stdout
+    assert (f"tiles.Matmul.batched: shared holds {need - 16} bytes (stride 1); it needs {need} contiguous"
+            in run.stdout), run.stdout
 
 
 MLIR_KERNELS = """

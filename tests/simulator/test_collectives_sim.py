@@ -148,7 +148,8 @@ def test_two_collectives_in_two_branches_are_an_error(rng):
     x = rng.standard_normal(128).astype(np.float32)
     with pytest.raises(tiles.TilesError) as info:
         d.other_collective[1, 128](x, np.zeros(128, np.float32))
-    sum_at, max_at = _line_of(d.other_collective, "tiles.block_sum("), _line_of(d.other_collective, "tiles.block_reduce(")
+    sum_at, max_at = (_line_of(d.other_collective, "tiles.block_sum("),
+                      _line_of(d.other_collective, "tiles.block_reduce("))
     message = str(info.value)
     assert (f"tiles.block_sum: called at {sum_at} by 32 of the 128 threads of block (0, 0, 0) (96 reached another "
             f"call instead, at {max_at})" in message

@@ -1,4 +1,5 @@
-"""tiles.matmul, tile_load, tile_store and tiles.Matmul on Numba's simulator: examples/gemm.py's kernels against NumPy."""
+"""tiles.matmul, tile_load, tile_store and tiles.Matmul on Numba's simulator: examples/gemm.py's kernels against
+NumPy."""
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ def test_gemm_against_numpy(dtype, order, precision, rng):
     m, n, k = (int(v) for v in rng.integers(9, 24, 3))  # not multiples of the 8 x 8 x 4 tiles
     a = rng.standard_normal((k, m)).astype(np.float32).T  # a strided (transposed) view
     b = rng.standard_normal((k, n)).astype(np.float32)
-    a, b = (matrices.bf16_bits(a).T.copy().T, matrices.bf16_bits(b)) if precision == "bf16" else (a.astype(dtype), b.astype(dtype))
+    a, b = ((matrices.bf16_bits(a).T.copy().T, matrices.bf16_bits(b)) if precision == "bf16"
+            else (a.astype(dtype), b.astype(dtype)))
     acc = "float64" if dtype == "float64" else "float32"
     c = rng.standard_normal((m, n)).astype(acc)
     kernel = gemm.make_gemm((8, 8, 4), dtype, acc, 32, order, precision)

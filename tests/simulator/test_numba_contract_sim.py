@@ -66,7 +66,8 @@ def test_the_simulators_stand_in_for_numba_cuda_is_the_cuda_module():
 
     @cuda.jit
     def kernel(out):
-        seen.append((simulated.is_cuda_module(cuda), simulated.is_cuda_module(cuda.blockDim), simulated.is_cuda_module(np)))
+        seen.append((simulated.is_cuda_module(cuda), simulated.is_cuda_module(cuda.blockDim),
+                     simulated.is_cuda_module(np)))
         out[0] = 1
 
     kernel[1, 1](np.zeros(1))

@@ -462,7 +462,8 @@ def run_user_ops(dtype, block_dim, items, rng):
     np.testing.assert_array_equal(reduced, np.abs(x).reshape(blocks, tile).max(axis=1))
     np.testing.assert_array_equal(scanned, inclusive(x.reshape(blocks, tile)))
     per_thread = x[:blocks * T].reshape(blocks, T)
-    want_excl = np.concatenate([np.zeros((blocks, 1)), np.maximum.accumulate(np.abs(per_thread), axis=1)[:, :-1]], axis=1)
+    want_excl = np.concatenate([np.zeros((blocks, 1)), np.maximum.accumulate(np.abs(per_thread), axis=1)[:, :-1]],
+                               axis=1)
     np.testing.assert_array_equal(excl, want_excl.ravel().astype(DT))
     np.testing.assert_array_equal(warp_red, np.abs(per_thread).reshape(-1, 8).max(axis=1))
     np.testing.assert_array_equal(warp_scanned, inclusive(per_thread.reshape(-1, 16)))

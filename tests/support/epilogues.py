@@ -81,8 +81,8 @@ def batch(rng, tile, block_dim, precision, out, implementation, stages=2, full=F
     alpha, beta = _scales(rng)
     d_c = cuda.to_device(c)
     ops = mm.operands(cuda.to_device(a), cuda.to_device(b), d_c, implementation=implementation)
-    mm.launch(gemm_epilogue.make_batched(mm, batched_scaled), ops, alpha, beta, tuple(cuda.to_device(x) for x in extras),
-              grid=int(rng.integers(1, count // 3)))
+    mm.launch(gemm_epilogue.make_batched(mm, batched_scaled), ops, alpha, beta,
+              tuple(cuda.to_device(x) for x in extras), grid=int(rng.integers(1, count // 3)))
     kind = precision if out == "int16" else None
     per_item, scale, bias = extras
     blended = alpha * np.einsum("imk,ikn->imn", matrices.values(a, precision), matrices.values(b, precision)) \
