@@ -190,8 +190,7 @@ def _csr_kernel(dtype, op, regular):
 
     @cuda.jit(device=True, inline="always")
     def step(x, offsets, seg_len, out, seg, at, start, end):
-        """The block's next tile after the one at ``at`` of segment ``seg``: (seg, at, start, end);
-        seg ≥ out.size at the end.
+        """The block's next tile after the one at ``at`` of segment ``seg``: (seg, at, start, end); seg ≥ out.size at the end.
 
         A segment's tiles start at the aligned address at or below its start, so that its loads
         are 16-byte vectors; an empty segment with no tile gets the identity here.
@@ -332,8 +331,7 @@ def _fill_kernel():
 
 
 def segmented_reduce(x, seg_len, op="+", out=None):
-    """``out[i] = op-reduction of x[i·seg_len:(i+1)·seg_len]`` for a 1-D array ``x`` whose size is a multiple
-    of ``seg_len``.
+    """``out[i] = op-reduction of x[i·seg_len:(i+1)·seg_len]`` for a 1-D array ``x`` whose size is a multiple of ``seg_len``.
 
     Example::
 
