@@ -27,170 +27,23 @@ which of them the compiler would see as compile-time constants.
 import dataclasses
 import difflib
 import functools
-import hashlib
 import inspect
 import math
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from numba.cuda import types
 
 from . import _backends, _compile, _constness, _dtypes, _params, _programs, simulator
 from ._backends import numba_cuda
-from ._entry import Arg, Function, Literal, Member, NumbaType, Param
+from ._entry import OWN_STORAGE, Arg, Function, Instance, Literal, Member, NumbaType
 from ._errors import UNKNOWN, Origin, error
-from ._library import Header
 from ._target import Target
 
 Parser = Callable[[str, object], object]  # (intrinsic, value) → the parsed compile-time argument, or a TilesError
 Rule = Callable[[str, dict], "Instance"]  # (intrinsic, parsed arguments) → its instantiation
 Simulate = Callable[["Instance", dict], object]  # (instance, the call's Python values) → what the thread gets
-
-
-@dataclass(frozen=True, kw_only=True)
-class Instance:
-    """One instantiation: ``template`` called from an ``extern "C" __device__`` entry point.
-
-    ``header`` is a `Header` of the library it comes from; ``template`` its spelling, from
-    ``header.template(...)``. ``params`` are the entry point's parameters, in order (`_entry`: an `Arg`, a
-    `Literal`, a `Member` or a `Function` each). ``result`` is a scalar type, a tuple of them, or ``types.none``.
-    The entry point takes every scalar by pointer and writes every result through a pointer,
-    so that no type (half, bfloat16, complex) depends on a C calling convention shared by
-    Numba and NVRTC; a 1-D array arrives as ``numba_tiles::array_ref<T>`` (data, size, stride in
-    items), a 2-D one as ``numba_tiles::matrix_ref<T>`` (data, rows, cols, strides in items), a 3-D
-    one as ``numba_tiles::batch_ref<T>`` (data, count, rows, cols, the three strides in items).
-    nvJitLink inlines the entry point, after which these pointers are registers again.
-
-    Example, continuing `numba_tiles.extending`'s::
-
-        from numba.cuda import types
-
-        instance = _rule("block_sum_of_squares", {"value": types.float32, "block_dim": (128, 1, 1)})
-        assert instance.template == "mine::block_sum_of_squares<float, 128, 1, 1>"
-        print(instance.entry())   # extern "C" __device__ void numba_tiles_block_sum_of_squares_...(...) {...}
-    """
-
-    intrinsic: str
-    header: Header
-    template: str
-    result: NumbaType
-    params: tuple[Param, ...]
-    prelude: str = ""  # C++ declarations the template needs (a user op's functor)
-    functions: tuple = ()  # (symbol, Python function, Numba signature, fastmath): compiled by Numba and linked in
-    modules: tuple = ()  # LTO-IR another producer made (``numba.cuda.LTOIR``\ s: libmathdx's), linked in
-    storage: str = ""  # the C++ type of its shared temp storage ("" for none)
-    threads: int = 0  # the block's threads its code needs, when the rule fixes them (the kernel's launch bound)
-
-    def param_type(self, name: str) -> NumbaType:
-        """The entry type of the parameter ``name`` (an `Arg` or a `Member`).
-
-        Example, continuing `Instance`'s::
-
-            assert instance.param_type("value") == types.float32
-        """
-        return next(p.type for p in self.params if isinstance(p, (Arg, Member)) and p.name == name)
-
-    @property
-    def outputs(self) -> tuple:
-        """The result's types, one a value the entry point writes: ``()``, ``(result,)``, or the tuple's.
-
-        Example, continuing `Instance`'s::
-
-            assert instance.outputs == (types.float32,)
-        """
-        if self.result is types.none:
-            return ()
-        return tuple(self.result) if isinstance(self.result, types.BaseTuple) else (self.result,)
-
-    def _declarations(self) -> tuple[list[str], list[str]]:
-        decls, args = [], []
-        for p in self.params:
-            if isinstance(p, Literal):
-                args.append(p.cxx)
-                continue
-            name = p.name.replace(".", "_")  # (a handle's member)
-            if isinstance(p, Function):
-                decls.append(f"const void* {name}")
-                args.append(f"{p.callback.functor}{{{name}}}")
-                continue
-            ty = p.type
-            cxx = _dtypes.cxx(ty)
-            if isinstance(ty, types.Array) and ty.ndim in (2, 3):
-                parts = [f"{name}_{part}" for part in _REFS[ty.ndim][1]]
-                decls += [f"{cxx}* {name}", *(f"long long {part}" for part in parts)]
-                args.append(f"::numba_tiles::{_REFS[ty.ndim][0]}<{cxx}>{{{name}, {', '.join(parts)}}}")
-            elif isinstance(ty, types.Array):
-                decls += [f"{cxx}* {name}", f"long long {name}_size", f"long long {name}_stride"]
-                args.append(f"::numba_tiles::array_ref<{cxx}>{{{name}, {name}_size, {name}_stride}}")
-            else:
-                decls.append(f"const {cxx}* {name}")
-                args.append(f"*{name}")
-        decls += [f"{_dtypes.cxx(ty)}* result{i}" for i, ty in enumerate(self.outputs)]
-        return decls, args
-
-    @property
-    def symbol(self) -> str:
-        """The name of the entry point, the same for every instance of one template with the same parameter types.
-
-        Example, continuing `Instance`'s::
-
-            assert instance.symbol.startswith("numba_tiles_block_sum_of_squares_")
-        """
-        # Named after the C++ template and the entry's parameter types, not the intrinsic, so
-        # that spellings of one instantiation (block_sum and block_reduce with "+") share one
-        # entry point, and a scalar and a one-item array (same template) do not.
-        decls, _ = self._declarations()
-        callbacks = "".join(p.callback.functor for p in self.params if isinstance(p, Function))
-        origin = f"{self.header.library.name}/{self.header.name}:{self.template}({', '.join(decls)}){callbacks}"
-        digest = hashlib.sha256(origin.encode()).hexdigest()[:16]
-        base = self.template.split("<", 1)[0].rsplit("::", 1)[-1]
-        return f"numba_tiles_{base}_{digest}"
-
-    def entry(self, lines: bool = False) -> str:
-        """The C++ entry point NVRTC compiles for this instance (after ``#include`` of its header).
-
-        ``lines``: its call is marked (``#line``) as the line of the header that declares the
-        template, so that a line table maps the inlined entry to a file a user can open, between
-        the header's lines and the kernel's Python call line.
-
-        Example, continuing `Instance`'s::
-
-            assert instance.entry().startswith('extern "C" __device__ void numba_tiles_block_sum_of_squares_')
-            assert "#line" in instance.entry(lines=True)
-        """
-        decls, args = self._declarations()
-        call = f"{self.template}({', '.join(args)})"
-        results = [f"*result{i}" for i in range(len(self.outputs))]
-        if len(results) > 1:
-            call = f"::cuda::std::tie({', '.join(results)}) = {call}"
-        elif results:
-            call = f"{results[0]} = {call}"
-        line = f'#line {self.header.line(self.template)} "{self.header.path()}"\n' if lines else ""
-        return f'extern "C" __device__ void {self.symbol}({", ".join(decls)}) {{\n{line}  {call};\n}}\n'
-
-    @property
-    def static_storage(self) -> str:
-        """The C++ type of the static shared buffer this instance declares ("" if it has none or uses ``temp``): the
-        storage of a call given no ``temp``.
-
-        Example, continuing `Instance`'s::
-
-            from dataclasses import replace
-
-            own = replace(instance, params=(*instance.params, ext.Literal("temp", "::numba_tiles::own_storage{}")))
-            assert own.static_storage == "mine::storage<float, 128, 1, 1>"   # a call given no temp
-            assert instance.static_storage == ""                             # (the rule's, before the call's temp)
-        """
-        return self.storage if Literal("temp", OWN_STORAGE) in self.params else ""
-
-
-# The C++ view of a 2-D and a 3-D array, and its fields after the data (as `numba_cuda._pass` passes them).
-_REFS = {2: ("matrix_ref", ("rows", "cols", "row_stride", "col_stride")),
-         3: ("batch_ref", ("count", "rows", "cols", "batch_stride", "row_stride", "col_stride"))}
-
-OWN_STORAGE = "::numba_tiles::own_storage{}"
 
 
 _TEMP_FIX = "pass cuda.shared.array(TEMP_BYTES, uint8), with TEMP_BYTES from tiles.temp_bytes(...)"

@@ -65,11 +65,11 @@ import os
 
 from . import _library
 from ._dtypes import SCALARS, Dtype, element, given_integer, integer, named, scalar
-from ._entry import Arg, Function, Literal, Member
+from ._entry import Arg, Function, Instance, Literal, Member
 from ._errors import TilesError, error
 from ._library import CUB, MATHDX, STATIC_SHARED_BYTES, Header, Library
 from ._params import block_dim, choice, count, flag, positive_int, warp_size
-from ._spec import Instance, description, intrinsic, method
+from ._spec import description, intrinsic, method
 from .simulator import simulated_block, simulated_warp
 
 

@@ -8,22 +8,18 @@ it chooses by the GPU, the dtypes and the shape (`Matmul.operands`).
 """
 
 import math
-import os
-import threading
 
 import numpy as np
 from numba import cuda
-from numba.cuda import types
 
-from . import _backends, _callback, _compile, _matmul, _matrices, _programs, _tensor_maps, _toolchain, simulator
+from . import _backends, _callback, _matmul, _matrices, _programs, _tensor_maps, simulator
 from . import extending as ext
 from ._backends import numba_cuda, simulated
-from ._matmul import twins
+from ._matmul import calls, twins
+from ._matmul.ahead import compile_ahead
 from ._matmul.base import MATMUL, STAGES
 from ._matmul.shared_tiles import matmul
 from ._operands import Operands, handle_type
-from ._target import Target
-from .extending import Arg, Instance
 from .tile import wait_rule
 
 __all__ = ["Matmul", "matmul"]
@@ -118,7 +114,7 @@ class Matmul:
         self.accumulator_items = m * n // threads
         self.c_items = m * (n + 32 // tc.numpy.itemsize)  # rows padded by 32 bytes: stage_pitch in matmul.cuh
         self.shared_memory_bytes = (self.a_items + self.b_items) * ta.numpy.itemsize
-        _compile_ahead(self)
+        compile_ahead(self)
 
     def _describe(self, name, shape, dtype, accumulator, arrangement, precision):
         """Check and keep what the product is, the block aside."""
@@ -331,45 +327,9 @@ class Matmul:
                 f"block_dim={self.block_dim}, arrangement={self.arrangement}, precision={self.precision}"
                 + (f", stages={self.stages})" if self.stages else ")"))
 
-    # ---- what the kernels' calls check and instantiate ----
-
-    def _template(self, function, **more):
-        m, n, k = self.shape
-        ta, tc = self._types
-        bx, by, bz = self.block_dim
-        row_a, row_b = (_matrices.ORDERS[a] for a in self.arrangement)
-        return MATMUL.template(function, M=m, N=n, K=k, PA=self._compute, PB=self._compute, PC=tc.cxx, RowA=row_a,
-                               RowB=row_b, BX=bx, BY=by, BZ=bz, AItems=self.a_items, BItems=self.b_items,
-                               CItems=self.accumulator_items, **more)
-
-    def _shared_tile(self, name, args, param, items):
-        """Check that ``param`` is a 1-D array of A's and B's dtype (the shared tile)."""
-        ta = ext.element(name, param, args[param])
-        if ta != self._types[0]:
-            raise ext.error(name, f"{param} holds {ta.name}; this Matmul's tiles hold {self.dtype}",
-                            f"allocate cuda.shared.array(mm.{items}, {self.dtype}, alignment=16)")
-        return ta
-
-    def _result(self, name, param, td):
-        """``(td, the C++ precision C is rounded to)`` for a C of dtype ``td``: the accumulator's, or A's
-        (the result rounded to A's precision, bfloat16 for int16 bits)."""
-        ta, tc = self._types
-        if td not in (tc, ta):
-            raise ext.error(name, f"{param} holds {td.name}; this Matmul stores its {tc.name} accumulator as {tc.name}"
-                            + (f" or rounded to {ta.name}" if ta.kind == "f" or self.precision == "bf16" else ""),
-                            f"store into an array of {tc.name}" + (f" or {ta.name}" if ta != tc else ""))
-        return td, tc.cxx if td == tc else ("__nv_bfloat16" if self.precision == "bf16" else ta.cxx)
-
-    def _accumulator(self, name, args):
-        tc = ext.element(name, "acc", args["acc"])
-        if tc != self._types[1] or not isinstance(args["acc"], types.Array):
-            raise ext.error(name, f"acc must be an array of {self.accumulator}, got {args['acc']}",
-                            f"allocate cuda.local.array(mm.accumulator_items, {self.accumulator})")
-        return tc
-
     # ---- in kernels ----
 
-    @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: _load_rule(n, a, 0),
+    @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: calls.load_rule(n, a, 0),
                 simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 0}))
     def load_a(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy A's tile of the 2-D array ``src`` at ``src[row, col]`` (M x K items, ``fill`` past ``src``'s
@@ -389,7 +349,7 @@ class Matmul:
             cubin = tiles.compile(first_a, "void(float16[:, :], int64)", arch="sm_80")
         """
 
-    @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: _load_rule(n, a, 1),
+    @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: calls.load_rule(n, a, 1),
                 simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 1}))
     def load_b(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy B's tile of ``src`` at ``src[row, col]`` (K x N items) into ``tile`` (``mm.b_items`` items): as
@@ -428,7 +388,7 @@ class Matmul:
             cubin = tiles.compile(first_tiles, "void(float16[:, :], float16[:, :], int64, int64)", arch="sm_80")
         """
 
-    @ext.method(fixed=_BLOCK, rule=lambda n, a: _multiply_rule(n, a), simulate=twins.matmul_multiply)
+    @ext.method(fixed=_BLOCK, rule=calls.multiply_rule, simulate=twins.matmul_multiply)
     def multiply(self, a, b, acc):
         """``acc += a @ b`` for the shared tiles ``a`` and ``b`` (`load_a`, `load_b`) and ``acc``, each thread's
         ``cuda.local.array(mm.accumulator_items, accumulator)`` (zero it first), by the whole block on tensor
@@ -458,7 +418,7 @@ class Matmul:
                 assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
         """
 
-    @ext.method(consts=_callback.CONSTS, fixed=_BLOCK, rule=lambda n, a: _store_rule(n, a),
+    @ext.method(consts=_callback.CONSTS, fixed=_BLOCK, rule=calls.store_rule,
                 simulate=twins.matmul_store)
     def store(self, acc, dst, row, col, alpha=1.0, beta=0.0, stage=None, *, epilogue=None, epilogue_args=None):
         """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators, items past
@@ -480,7 +440,7 @@ class Matmul:
             cubin = tiles.compile(fill, "void(float32[:, :], float32)", arch="sm_80")
         """
 
-    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _tile_rule(n, a), simulate=twins.matmul_tile)
+    @ext.method(consts=_callback.CONSTS, rule=calls.tile_rule, simulate=twins.matmul_tile)
     def tile(self, ops, i, j, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
         """C's tile (i, j) = ``alpha * A @ B + beta * C`` for ``ops = mm.operands(a, b, c)`` of 2-D arrays, the
         whole K loop inside, by the whole block; see `Matmul` and `Matmul.operands`.
@@ -501,7 +461,7 @@ class Matmul:
                 assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
         """
 
-    @ext.method(consts=_callback.CONSTS, rule=lambda n, a: _batched_rule(n, a), simulate=twins.matmul_batched)
+    @ext.method(consts=_callback.CONSTS, rule=calls.batched_rule, simulate=twins.matmul_batched)
     def batched(self, ops, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
         """``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for the whole batch of ``ops = mm.operands(a, b, c)`` (3-D
         arrays), a persistent loop over the launch's blocks; see `Matmul` and `Matmul.operands`.
@@ -526,119 +486,3 @@ class Matmul:
 # (the registry's list of implementations, each as it describes itself: see _matmul)
 Matmul.operands.__doc__ = Matmul.operands.__doc__.replace(
     "{{implementations}}", _matmul.described().replace("\n", "\n" + " " * 8))
-
-
-def _load_rule(name, args, operand):
-    mm = args["mm"]
-    ta = mm._shared_tile(name, args, "tile", "ab"[operand] + "_items")
-    _matrices.matrix(name, args, "src", like=("tile", ta))
-    _matrices.origin(name, args)
-    template = mm._template("numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
-    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none,
-                    params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
-                            Arg("tile", args["tile"]), Arg("fill", ta.numba, 0)), threads=mm.threads)
-
-
-def _multiply_rule(name, args):
-    mm = args["mm"]
-    ta = mm._shared_tile(name, args, "a", "a_items")
-    mm._shared_tile(name, args, "b", "b_items")
-    tc = mm._accumulator(name, args)
-    template = mm._template("numba_tiles::matmul_multiply", TA=ta.cxx, TB=ta.cxx, TC=tc.cxx)
-    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none,
-                    params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("acc", args["acc"])), threads=mm.threads)
-
-
-def _store_rule(name, args):
-    mm = args["mm"]
-    tc = mm._accumulator(name, args)
-    td, result = mm._result(name, "dst", _matrices.matrix(name, args, "dst"))
-    _matrices.origin(name, args)
-    _matrices.scales(name, args)
-    params = (Arg("acc", args["acc"]), Arg("dst", args["dst"]), Arg("row", types.int64),
-              Arg("col", types.int64), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
-    function = "numba_tiles::matmul_store"
-    if args["stage"] is not None:
-        if ext.element(name, "stage", args["stage"]) != tc or not isinstance(args["stage"], types.Array):
-            raise ext.error(name, f"stage must be a shared array of {tc.name}, got {args['stage']}",
-                            f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
-        function, params = "numba_tiles::matmul_store_staged", params + (Arg("stage", args["stage"]),)
-    fused, prelude = _callback.fused(name, args, tc.numba, 2)
-    return Instance(intrinsic=name, header=MATMUL, template=mm._template(function, TC=tc.cxx, PD=result, TD=td.cxx),
-                    result=types.none, params=params + fused, prelude=prelude, threads=mm.threads)
-
-
-def _operands_of(name, args, ndim):
-    """The description, its `_Plan` for the kernel's GPU and C's `Dtype`, of the call's ``ops``: `Operands` of this
-    description (``ndim``: 2 for tile, 3 for batched)."""
-    mm, ops = args["mm"], args["ops"]
-    made = ops.info if isinstance(ops, numba_cuda.Handle) else None
-    call = {2: "tile", 3: "batched"}[ndim]
-    if made is None:
-        raise ext.error(name, f"ops must be what mm.operands(a, b, c) returns, got {ops}",
-                        "pass ops = mm.operands(a, b, c), made on the host, to the kernel")
-    if made["mm"] != mm:
-        raise ext.error(name, f"ops were made by another description, {made['mm']!r}; this is {mm!r}",
-                        "make them with this description's operands(a, b, c)")
-    if made["ndim"] != ndim:
-        raise ext.error(name, f"ops describe {'a batch (3-D arrays)' if made['ndim'] == 3 else '2-D arrays'}",
-                        f"call mm.{'batched' if made['ndim'] == 3 else 'tile'}(ops, ...), or make ops of "
-                        f"{ndim}-D arrays for mm.{call}")
-    _matrices.scales(name, args)
-    td = ext.scalar(name, "c", made["c"], verb="holds")
-    mm._result(name, "c", td)
-    cc = None if simulated.simulator_enabled() else _compile.typing_cc()
-    if cc is not None and cc < (8, 0):
-        raise ext.error(name, f"it needs sm_80 or later (asynchronous copies); this kernel compiles for "
-                        f"sm_{cc[0]}{cc[1]}",
-                        "compile for sm_80 or later, or write the loop of load_a, load_b, multiply and store with "
-                        "tiles.matmul")
-    return mm, mm._plan(name, cc, td.name, ndim, made["implementation"]), td
-
-
-def _tile_rule(name, args):
-    mm, plan, td = _operands_of(name, args, 2)
-    _matrices.origin(name, args, ("i", "j"))
-    return _matmul.IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, 2)
-
-
-def _batched_rule(name, args):
-    mm, plan, td = _operands_of(name, args, 3)
-    return _matmul.IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, 3)
-
-
-# Programs compiled ahead at once, at most: each NVRTC of cuBLASDx takes about 2.2 GB while it runs, and a
-# module may define many descriptions.
-_AHEAD = threading.BoundedSemaphore(2)
-
-
-def _compile_ahead(mm):
-    """Start making the C++ of ``mm.tile`` and ``mm.batched`` (into a C of the accumulator's dtype, with no
-    epilogue) for this machine's GPU, in background threads, the compilers in worker processes: a kernel
-    that calls them finds their LTO-IR made, or waits for what is left (`_programs.build` says so). Nothing on a
-    machine with no GPU, on the simulator, or with ``NUMBA_TILES_BACKGROUND=0``."""
-    if simulated.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
-        return
-
-    def make(cc, ndim):
-        name = f"Matmul.{'tile' if ndim == 2 else 'batched'}"
-        td = ext.named(name, "c", mm.accumulator)
-        try:
-            with _AHEAD:
-                plan = mm._plan(name, cc, td.name, ndim)
-                instance = _matmul.IMPLEMENTATIONS[plan.implementation].instance(
-                    name, mm, plan, td, {"epilogue": None, "epilogue_args": None}, ndim)
-                _programs.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
-                               announce=lambda *_: None)
-        except Exception:  # (a kernel that calls it compiles it itself, and raises what is wrong there)
-            pass
-
-    def start():
-        cc = _toolchain.current_device_cc()
-        if cc is not None and "sm_%d%d" % cc in _toolchain.supported_archs():
-            for ndim in (2, 3):
-                # (daemons: a process that ends meanwhile does not wait for them; NVRTC runs in a child)
-                threading.Thread(target=make, args=(cc, ndim), daemon=True,
-                                 name="numba_tiles ahead").start()
-
-    threading.Thread(target=start, daemon=True, name="numba_tiles ahead").start()

@@ -7,7 +7,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from .. import _tensor_maps
+from .. import _matrices, _tensor_maps
 from .. import extending as ext
 from .._entry import Member
 from ..extending import MATHDX
@@ -100,3 +100,26 @@ class Implementation:
         """The entry point's parameters of the arrays it reads: each a member of the call's ``ops``."""
         found = member_types(mm.dtype, td.name, ndim)
         return tuple(Member("ops", m, found[m]) for m in self.members)
+
+
+def instantiate(mm, function, **more):
+    """``function``'s template in MATMUL.cuh for ``mm``: its shape, precisions, arrangement, block and tile sizes,
+    then ``more``."""
+    m, n, k = mm.shape
+    ta, tc = mm._types
+    bx, by, bz = mm.block_dim
+    row_a, row_b = (_matrices.ORDERS[a] for a in mm.arrangement)
+    return MATMUL.template(function, M=m, N=n, K=k, PA=mm._compute, PB=mm._compute, PC=tc.cxx, RowA=row_a,
+                           RowB=row_b, BX=bx, BY=by, BZ=bz, AItems=mm.a_items, BItems=mm.b_items,
+                           CItems=mm.accumulator_items, **more)
+
+
+def c_precision(mm, name, param, td):
+    """``(td, the C++ precision C is rounded to)`` for a C of dtype ``td``: the accumulator's, or A's
+    (the result rounded to A's precision, bfloat16 for int16 bits)."""
+    ta, tc = mm._types
+    if td not in (tc, ta):
+        raise ext.error(name, f"{param} holds {td.name}; this Matmul stores its {tc.name} accumulator as {tc.name}"
+                        + (f" or rounded to {ta.name}" if ta.kind == "f" or mm.precision == "bf16" else ""),
+                        f"store into an array of {tc.name}" + (f" or {ta.name}" if ta != tc else ""))
+    return td, tc.cxx if td == tc else ("__nv_bfloat16" if mm.precision == "bf16" else ta.cxx)

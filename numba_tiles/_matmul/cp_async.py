@@ -6,7 +6,7 @@ from numba.cuda import types
 
 from .. import _callback
 from ..extending import Arg, Instance, Literal
-from .base import MATMUL, SHARED, Implementation, Plan, stage_bytes
+from .base import MATMUL, SHARED, Implementation, Plan, c_precision, instantiate, stage_bytes
 
 
 class CpAsync(Implementation):
@@ -29,10 +29,10 @@ class CpAsync(Implementation):
 
     def instance(self, name, mm, plan, td, args, ndim):
         ta, tc = mm._types
-        _, result = mm._result(name, "c", td)
+        _, result = c_precision(mm, name, "c", td)
         fused, prelude = _callback.fused(name, args, tc.numba, ndim)
         function = "numba_tiles::matmul_tile" if ndim == 2 else "numba_tiles::matmul_batched"
-        template = mm._template(function, Stages=plan.stages, SharedBytes=plan.shared_bytes, T=ta.cxx, TC=tc.cxx,
+        template = instantiate(mm, function, Stages=plan.stages, SharedBytes=plan.shared_bytes, T=ta.cxx, TC=tc.cxx,
                                 PD=result, TD=td.cxx, TS="unsigned char")
         tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
         params = self.operand_params(mm, td, ndim) + tile + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1),

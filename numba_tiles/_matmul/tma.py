@@ -8,7 +8,7 @@ from numba.cuda import types
 from .. import _callback, _tensor_maps
 from .. import extending as ext
 from ..extending import Arg, Instance, Literal
-from .base import MATMUL, SHARED, Implementation, Plan, stage_bytes
+from .base import MATMUL, SHARED, Implementation, Plan, c_precision, instantiate, stage_bytes
 
 
 def fits(mm):
@@ -60,9 +60,9 @@ class Tma(Implementation):
 
     def instance(self, name, mm, plan, td, args, ndim):
         _, tc = mm._types
-        _, result = mm._result(name, "c", td)
+        _, result = c_precision(mm, name, "c", td)
         fused, prelude = _callback.fused(name, args, tc.numba, ndim)
-        template = mm._template("numba_tiles::matmul_batched_tma", Stages=plan.stages, SharedBytes=plan.shared_bytes,
+        template = instantiate(mm, "numba_tiles::matmul_batched_tma", Stages=plan.stages, SharedBytes=plan.shared_bytes,
                                 TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
         params = self.operand_params(mm, td, ndim) + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1),
                                                       Arg("beta", tc.numba, 0))

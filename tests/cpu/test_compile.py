@@ -301,7 +301,7 @@ def test_a_failing_library_header_is_blamed_on_its_library(tmp_path, monkeypatch
     from numba.cuda import types
 
     from numba_tiles._library import Library
-    from numba_tiles._spec import Instance
+    from numba_tiles.extending import Instance
 
     monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
     (tmp_path / "broken.cuh").write_text(
@@ -326,7 +326,7 @@ def test_a_per_entry_library_builds_its_programs_side_by_side_in_worker_processe
     from numba.cuda import types
 
     from numba_tiles._library import Library
-    from numba_tiles._spec import Instance
+    from numba_tiles.extending import Instance
 
     monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
     monkeypatch.setenv("NUMBA_TILES_COMPILE_JOBS", "2")

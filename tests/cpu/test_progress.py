@@ -22,8 +22,8 @@ from numba.cuda import types
 import numba_tiles as tiles
 from numba_tiles import _notices, _programs
 from numba_tiles._library import Library
-from numba_tiles._spec import Instance
 from numba_tiles._target import Target
+from numba_tiles.extending import Instance
 
 ROOT = Path(__file__).resolve().parents[2]
 
