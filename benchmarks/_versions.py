@@ -92,18 +92,26 @@ def commit(tree=None):
     if os.environ.get("NUMBA_TILES_COMMIT"):
         return os.environ["NUMBA_TILES_COMMIT"]
     tree = tree or str(Path(__file__).resolve().parents[1])
-    return subprocess.run(["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", tree, "describe", "--always", "--dirty"], capture_output=True, text=True
+    ).stdout.strip()
 
 
 def add_output_arguments(parser):
     """``--out`` and ``--draft``, which every benchmark that writes a result takes."""
-    parser.add_argument("--out", type=Path, default=RESULTS,
-                        help="the folder the result goes to (default benchmarks/results/, whose files the docs' "
-                             "tables show: one a benchmark and device, BENCHMARK-DEVICE.json)")
-    parser.add_argument("--draft", action="store_true",
-                        help="measure a tree with uncommitted changes; the result is marked a draft and needs an "
-                             "--out other than benchmarks/results/")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        help="the folder the result goes to (default benchmarks/results/, whose files the docs' "
+        "tables show: one a benchmark and device, BENCHMARK-DEVICE.json)",
+    )
+    parser.add_argument(
+        "--draft",
+        action="store_true",
+        help="measure a tree with uncommitted changes; the result is marked a draft and needs an "
+        "--out other than benchmarks/results/",
+    )
 
 
 def draft_refused(measured, out, draft):
@@ -113,8 +121,10 @@ def draft_refused(measured, out, draft):
     if draft and into_results:
         return "a draft goes to another folder: give --out a scratch folder, not benchmarks/results/"
     if not draft and (not measured or measured.endswith("-dirty")):
-        return (f"the tree measured has uncommitted changes (commit {measured or 'unknown'}): commit them and run "
-                "again, or pass --draft with --out a scratch folder")
+        return (
+            f"the tree measured has uncommitted changes (commit {measured or 'unknown'}): commit them and run "
+            "again, or pass --draft with --out a scratch folder"
+        )
     return None
 
 
@@ -160,14 +170,21 @@ def write_result(benchmark, record, args):
         if name in record:
             previous = old.get(name, [] if isinstance(record[name], list) else {})
             before = {k: old[k] for k in ("date", "commit", "device") if k in old}
-            previous = ([{**before, **row} for row in previous] if isinstance(previous, list)
-                        else {k: {**before, **v} for k, v in previous.items()})
+            previous = (
+                [{**before, **row} for row in previous]
+                if isinstance(previous, list)
+                else {k: {**before, **v} for k, v in previous.items()}
+            )
             record[name] = _merge(previous, record[name], stamp)
-            runs = {(e["date"], e["commit"]) for e in (record[name] if isinstance(record[name], list)
-                                                       else record[name].values())}
+            runs = {
+                (e["date"], e["commit"])
+                for e in (record[name] if isinstance(record[name], list) else record[name].values())
+            }
             if len(runs) > 1:
-                record["entries_from"] = (f"{len(runs)} runs: each entry's date, commit and device are its own "
-                                          "run's; the top-level fields are the latest run's")
+                record["entries_from"] = (
+                    f"{len(runs)} runs: each entry's date, commit and device are its own "
+                    "run's; the top-level fields are the latest run's"
+                )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return path

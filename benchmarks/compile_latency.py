@@ -108,8 +108,9 @@ def measure(variant, runs, tree=None):
             if "cold cache" in variant:
                 for entry in Path(cache_dir).iterdir():
                     entry.unlink()
-            out = subprocess.run([sys.executable, "-c", CHILD, variant], env=env, cwd=cwd, capture_output=True,
-                                 text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, variant], env=env, cwd=cwd, capture_output=True, text=True, check=True
+            )
             samples.append(json.loads(out.stdout.strip().splitlines()[-1]))
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
@@ -118,36 +119,57 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tree", default=None, help="a checkout of numba_tiles to measure instead of this one")
-    parser.add_argument("--matmul", action="store_true",
-                        help="also a first tiles.matmul and a first tiles.Matmul kernel (~15-30 s a cold run)")
-    parser.add_argument("--batched", action="store_true",
-                        help="also a first Matmul.batched kernel by wgmma (sm_90a; its own loop, no cuBLASDx GEMM)")
+    parser.add_argument(
+        "--matmul",
+        action="store_true",
+        help="also a first tiles.matmul and a first tiles.Matmul kernel (~15-30 s a cold run)",
+    )
+    parser.add_argument(
+        "--batched",
+        action="store_true",
+        help="also a first Matmul.batched kernel by wgmma (sm_90a; its own loop, no cuBLASDx GEMM)",
+    )
     add_output_arguments(parser)
     args = parser.parse_args()
     commit = measured_commit(args, args.tree)
-    variants = ("without", "block_reduce, cold cache", "block_reduce, warm cache",
-                "block_reduce, kernel 2 of the process, cold cache",
-                "block_reduce, kernel 3 of the process (PCH made), cold cache")
+    variants = (
+        "without",
+        "block_reduce, cold cache",
+        "block_reduce, warm cache",
+        "block_reduce, kernel 2 of the process, cold cache",
+        "block_reduce, kernel 3 of the process (PCH made), cold cache",
+    )
     if args.matmul:
-        variants += ("without matmul", "matmul, cold cache", "matmul, warm cache", "register matmul, cold cache",
-                     "register matmul, warm cache")
+        variants += (
+            "without matmul",
+            "matmul, cold cache",
+            "matmul, warm cache",
+            "register matmul, cold cache",
+            "register matmul, warm cache",
+        )
     if args.batched:
         variants += ("without batched", "hopper batched, cold cache", "hopper batched, warm cache")
     results = {variant: {**measure(variant, args.runs, args.tree), "runs": args.runs} for variant in variants}
     device = cpu_device()
     date = datetime.date.today().isoformat()
-    print(f"compile latency to a linked sm_90 (batched: sm_90a) cubin, fresh process, median of {args.runs} "
-          f"({device}, {date}, commit {commit})")
+    print(
+        f"compile latency to a linked sm_90 (batched: sm_90a) cubin, fresh process, median of {args.runs} "
+        f"({device}, {date}, commit {commit})"
+    )
     print(f"{'kernel':<62}{'import s':>10}{'compile s':>11}{'NVRTC s':>9}")
     for variant, r in results.items():
         print(f"{variant:<62}{r['import_s']:>10.2f}{r['compile_s']:>11.2f}{r['nvrtc_s']:>9.2f}")
     for variant in variants[1:]:
-        base = results["without matmul" if "matmul" in variant else "without batched" if "batched" in variant
-                       else "without"]["compile_s"]
+        base = results[
+            "without matmul" if "matmul" in variant else "without batched" if "batched" in variant else "without"
+        ]["compile_s"]
         if not variant.startswith("without"):
             print(f"{variant} adds {results[variant]['compile_s'] - base:.2f} s to the compile")
-    path = write_result("compile_latency", {"device": device, "date": date, "commit": commit, "runs": args.runs,
-                                            "results": results}, args)
+    path = write_result(
+        "compile_latency",
+        {"device": device, "date": date, "commit": commit, "runs": args.runs, "results": results},
+        args,
+    )
     print(f"wrote {path}")
 
 

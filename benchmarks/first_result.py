@@ -199,15 +199,30 @@ print(json.dumps(record))
 """
 
 MODES = ("plain", "tiles-cold", "tiles-warm", "coop")
-ROWS = [("interpreter", "interpreter start"), ("import_numpy", "import numpy"),
-        ("import_numba_cuda", "from numba import cuda"), ("import_lib", "import numba_tiles / cuda.coop"),
-        ("context", "CUDA context"), ("data", "data to the device"), ("compile_launch", "define + first launch"),
-        ("phase.typing_lowering", "  typing + lowering"), ("phase.nvvm", "  NVVM"), ("phase.nvrtc", "  NVRTC"),
-        ("phase.nvjitlink", "  nvJitLink"), ("phase.module_load", "  module load"), ("phase.launch", "  launch"),
-        ("phase.other", "  other"), ("check", "copy back + check"), ("first_result", "= first result"),
-        ("exit", "(process exit)"), ("relaunch_ms", "(relaunch + sync, ms)"), ("nvrtc_runs", "(NVRTC programs)"),
-        ("cache_hits", "(disk cache hits)"), ("pch_used", "(programs on the precompiled base)"),
-        ("pch_wait", "  (waiting for it to be made)")]
+ROWS = [
+    ("interpreter", "interpreter start"),
+    ("import_numpy", "import numpy"),
+    ("import_numba_cuda", "from numba import cuda"),
+    ("import_lib", "import numba_tiles / cuda.coop"),
+    ("context", "CUDA context"),
+    ("data", "data to the device"),
+    ("compile_launch", "define + first launch"),
+    ("phase.typing_lowering", "  typing + lowering"),
+    ("phase.nvvm", "  NVVM"),
+    ("phase.nvrtc", "  NVRTC"),
+    ("phase.nvjitlink", "  nvJitLink"),
+    ("phase.module_load", "  module load"),
+    ("phase.launch", "  launch"),
+    ("phase.other", "  other"),
+    ("check", "copy back + check"),
+    ("first_result", "= first result"),
+    ("exit", "(process exit)"),
+    ("relaunch_ms", "(relaunch + sync, ms)"),
+    ("nvrtc_runs", "(NVRTC programs)"),
+    ("cache_hits", "(disk cache hits)"),
+    ("pch_used", "(programs on the precompiled base)"),
+    ("pch_wait", "  (waiting for it to be made)"),
+]
 COUNTS = ("nvrtc_runs", "cache_hits", "pch_used")
 
 
@@ -216,8 +231,13 @@ def run_child(mode, cache_dir, dry=False):
     env = {k: v for k, v in os.environ.items() if k != "CCCL_ENABLE_CACHE"}  # cuda.coop's opt-in disk cache: off
     env["NUMBA_TILES_CACHE_DIR"] = cache_dir
     spawn = time.time()
-    out = subprocess.run([sys.executable, "-c", CHILD, mode] + (["--dry"] if dry else []), env=env,
-                         cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, mode] + (["--dry"] if dry else []),
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+    )
     wall = time.time() - spawn
     if out.returncode == 2 and "no CUDA GPU" in out.stderr:
         raise SystemExit(f"first_result: {out.stderr.strip()}; run it on a machine with a GPU")
@@ -234,10 +254,16 @@ def run_child(mode, cache_dir, dry=False):
 def flat(r):
     """One run's numbers, keyed as ROWS."""
     cache = r["cache"] or {}
-    return {**r["steps"], **{f"phase.{k}": v for k, v in r["phases"].items()}, "relaunch_ms": r["relaunch_s"] * 1e3,
-            "nvrtc_runs": cache["nvrtc"] if cache else r["calls"]["nvrtc"], "cache_hits": cache.get("hits"),
-            "pch_used": cache.get("pch_used"), "pch_wait": cache.get("pch_wait_seconds"),
-            **{k: r[k] for k in ("interpreter", "first_result", "exit")}}
+    return {
+        **r["steps"],
+        **{f"phase.{k}": v for k, v in r["phases"].items()},
+        "relaunch_ms": r["relaunch_s"] * 1e3,
+        "nvrtc_runs": cache["nvrtc"] if cache else r["calls"]["nvrtc"],
+        "cache_hits": cache.get("hits"),
+        "pch_used": cache.get("pch_used"),
+        "pch_wait": cache.get("pch_wait_seconds"),
+        **{k: r[k] for k in ("interpreter", "first_result", "exit")},
+    }
 
 
 def median(values):
@@ -281,36 +307,63 @@ def main():
         raise SystemExit("first_result: every mode was skipped; nothing measured")
     medians = {m: {k: median([flat(r)[k] for r in runs[m]]) for k in flat(runs[m][0])} for m in modes}
     first, date = runs[modes[0]][0], datetime.date.today().isoformat()
-    print(f"time to first result, fresh process, median of {args.runs} ({first['device']}, "
-          f"sm_{first['cc'].replace('.', '')}, driver CUDA {first['driver']}; {os.cpu_count()} CPUs; "
-          f"Python {platform.python_version()}; {date}, commit {commit})")
+    print(
+        f"time to first result, fresh process, median of {args.runs} ({first['device']}, "
+        f"sm_{first['cc'].replace('.', '')}, driver CUDA {first['driver']}; {os.cpu_count()} CPUs; "
+        f"Python {platform.python_version()}; {date}, commit {commit})"
+    )
     print(f"{'seconds':<32}" + "".join(f"{m:>12}" for m in modes))
     for key, label in ROWS:
         cells = [medians[m].get(key) for m in modes]
-        print(f"{label:<32}" + "".join(f"{'-':>12}" if v is None else f"{v:>12g}" if key in COUNTS
-                                       else f"{v:>12.3f}" for v in cells))
+        print(
+            f"{label:<32}"
+            + "".join(f"{'-':>12}" if v is None else f"{v:>12g}" if key in COUNTS else f"{v:>12.3f}" for v in cells)
+        )
     print("(each row is its own median; 'other' is define + first launch less the phases measured)")
     total = {m: medians[m]["first_result"] for m in modes}
     print("first result: " + " | ".join(f"{m} {total[m]:.2f} s" for m in modes))
     targets = {}
     if "tiles-cold" in total:  # the issue's 1.5 s, read both ways: the whole first result, and its compile
-        for what, value in (("first result", total["tiles-cold"]),
-                            ("define + first launch", medians["tiles-cold"]["compile_launch"])):
+        for what, value in (
+            ("first result", total["tiles-cold"]),
+            ("define + first launch", medians["tiles-cold"]["compile_launch"]),
+        ):
             ok = targets[f"tiles-cold {what} <= 1.5 s"] = value <= 1.5
             print(f"target: tiles-cold {what} {value:.2f} s <= 1.5 s: {'PASS' if ok else 'FAIL'}")
         if "coop" in total:
             ok = targets["tiles-cold first result below coop"] = total["tiles-cold"] < total["coop"]
-            print(f"target: tiles-cold {total['tiles-cold']:.2f} s below coop {total['coop']:.2f} s: "
-                  f"{'PASS' if ok else 'FAIL'}")
+            print(
+                f"target: tiles-cold {total['tiles-cold']:.2f} s below coop {total['coop']:.2f} s: "
+                f"{'PASS' if ok else 'FAIL'}"
+            )
     if "tiles-warm" in total and "plain" in total:
         gap = total["tiles-warm"] - total["plain"]
         ok = targets["tiles-warm - plain <= 0.2 s"] = gap <= 0.2
         print(f"target: tiles-warm - plain = {gap:.2f} s <= 0.2 s: {'PASS' if ok else 'FAIL'}")
-    record = {"date": date, "commit": commit, "device": first["device"], "compute_capability": first["cc"],
-              "driver": first["driver"], "cpu_count": os.cpu_count(), "python": platform.python_version(),
-              "versions": versions("numba", "numba-cuda", "cuda-core", "cuda-bindings", "numpy", "cuda-cccl",
-                                   "nvidia-cuda-nvrtc", "nvidia-nvjitlink"),
-              "runs": args.runs, "skipped": skipped, "targets": targets, "medians": medians, "all_runs": runs}
+    record = {
+        "date": date,
+        "commit": commit,
+        "device": first["device"],
+        "compute_capability": first["cc"],
+        "driver": first["driver"],
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "versions": versions(
+            "numba",
+            "numba-cuda",
+            "cuda-core",
+            "cuda-bindings",
+            "numpy",
+            "cuda-cccl",
+            "nvidia-cuda-nvrtc",
+            "nvidia-nvjitlink",
+        ),
+        "runs": args.runs,
+        "skipped": skipped,
+        "targets": targets,
+        "medians": medians,
+        "all_runs": runs,
+    }
     print(f"wrote {write_result('first_result', record, args)}")
 
 

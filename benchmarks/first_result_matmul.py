@@ -61,8 +61,9 @@ print(json.dumps({"define_s": defined - T0, "first_result_s": end - T0 - (start 
 def run(mode, work, cache):
     """One child process: its record."""
     env = dict(os.environ, NUMBA_TILES_CACHE_DIR=cache, NUMBA_TILES_BACKGROUND="0" if mode == "cold-serial" else "1")
-    done = subprocess.run([sys.executable, "-c", CHILD, str(work)], env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(work)], env=env, capture_output=True, text=True, timeout=600
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{mode}: {done.stderr[-3000:]}")
     record = json.loads(done.stdout.splitlines()[-1])
@@ -76,8 +77,11 @@ def main():
     args = parser.parse_args()
     commit = measured_commit(args)
     rows = []
-    with tempfile.TemporaryDirectory() as cold_now, tempfile.TemporaryDirectory() as cold_later, \
-            tempfile.TemporaryDirectory() as serial:
+    with (
+        tempfile.TemporaryDirectory() as cold_now,
+        tempfile.TemporaryDirectory() as cold_later,
+        tempfile.TemporaryDirectory() as serial,
+    ):
         rows.append(run("cold", 0.0, cold_now))  # (a): define and launch at once
         rows.append(run("cold", args.work, cold_later))  # (b): define, other work, launch
         rows.append(run("cold-serial", 0.0, serial))
@@ -86,11 +90,21 @@ def main():
     print(f"first result of a Matmul.tile kernel in a fresh process ({rows[0]['device']})")
     print(f"{'mode':12} {'other work s':>12} {'first result s':>15} {'launch to result s':>19}  waited")
     for r in rows:
-        print(f"{r['mode']:12} {r['work_s']:12.0f} {r['first_result_s']:15.2f} {r['launch_to_result_s']:19.2f}  "
-              f"{r['waited']}")
-    path = write_result("first_result_matmul", {"device": rows[0]["device"], "date": datetime.date.today().isoformat(),
-                                                "commit": commit, "versions": versions("numba", "numba-cuda"),
-                                                "rows": rows}, args)
+        print(
+            f"{r['mode']:12} {r['work_s']:12.0f} {r['first_result_s']:15.2f} {r['launch_to_result_s']:19.2f}  "
+            f"{r['waited']}"
+        )
+    path = write_result(
+        "first_result_matmul",
+        {
+            "device": rows[0]["device"],
+            "date": datetime.date.today().isoformat(),
+            "commit": commit,
+            "versions": versions("numba", "numba-cuda"),
+            "rows": rows,
+        },
+        args,
+    )
     print(f"wrote {path}")
 
 

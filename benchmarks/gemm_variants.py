@@ -32,6 +32,7 @@ def make_grouped(mm, epilogue=None, group=8, persistent=True):
     that they meet in L2): a persistent loop, each block taking tiles ``gridDim.x`` apart, or (not
     ``persistent``) one tile a block, in the same order. Launch it with `launch_grouped`."""
     if persistent and epilogue is None:
+
         @cuda.jit
         def gemm(ops, rows, cols, alpha, beta):
             t = cuda.blockIdx.x
@@ -40,6 +41,7 @@ def make_grouped(mm, epilogue=None, group=8, persistent=True):
                 mm.tile(ops, i, j, alpha, beta)
                 t += cuda.gridDim.x
     elif persistent:
+
         @cuda.jit
         def gemm(ops, rows, cols, alpha, beta, extras):
             t = cuda.blockIdx.x
@@ -48,15 +50,18 @@ def make_grouped(mm, epilogue=None, group=8, persistent=True):
                 mm.tile(ops, i, j, alpha, beta, epilogue=epilogue, epilogue_args=extras)
                 t += cuda.gridDim.x
     elif epilogue is None:
+
         @cuda.jit
         def gemm(ops, rows, cols, alpha, beta):
             i, j = _grouped(cuda.blockIdx.x, rows, cols, group)
             mm.tile(ops, i, j, alpha, beta)
     else:
+
         @cuda.jit
         def gemm(ops, rows, cols, alpha, beta, extras):
             i, j = _grouped(cuda.blockIdx.x, rows, cols, group)
             mm.tile(ops, i, j, alpha, beta, epilogue=epilogue, epilogue_args=extras)
+
     gemm.persistent = persistent
     return gemm
 
@@ -91,20 +96,21 @@ def register_kernel(size, dtype, accumulator, block_dim, k_tile, per_block, prec
             ahead = s + S - 1
             if ahead < steps:
                 j, kk, slot = ahead // ksteps, ahead % ksteps, ahead % S
-                mm.load_a(a[first + j], shared[slot * A:(slot + 1) * A], 0, kk * k_tile, asynchronous=True)
-                mm.load_b(b[first + j], shared[S * A + slot * B:S * A + (slot + 1) * B], kk * k_tile, 0,
-                          asynchronous=True)
+                mm.load_a(a[first + j], shared[slot * A : (slot + 1) * A], 0, kk * k_tile, asynchronous=True)
+                mm.load_b(
+                    b[first + j], shared[S * A + slot * B : S * A + (slot + 1) * B], kk * k_tile, 0, asynchronous=True
+                )
             if s >= 0:
                 mm.wait(2 * min(steps - 1 - s, S - 1))  # later K-tiles' loads (2 each) may still run
                 j, kk, slot = s // ksteps, s % ksteps, s % S
                 if kk == 0:
                     for i in range(mm.accumulator_items):
                         acc[i] = 0
-                mm.multiply(shared[slot * A:(slot + 1) * A], shared[S * A + slot * B:S * A + (slot + 1) * B], acc)
+                mm.multiply(shared[slot * A : (slot + 1) * A], shared[S * A + slot * B : S * A + (slot + 1) * B], acc)
                 if kk == ksteps - 1:
                     if staged:
                         stage = cuda.shared.array(0, acc_type, alignment=ALIGNED)
-                        mm.store(acc, c[first + j], 0, 0, 1.0, 0.0, stage[STAGE:STAGE + C])
+                        mm.store(acc, c[first + j], 0, 0, 1.0, 0.0, stage[STAGE : STAGE + C])
                     else:
                         mm.store(acc, c[first + j], 0, 0)
 

@@ -71,8 +71,12 @@ def own_loop_kernel(tile, dtype, accumulator, block_dim, precision, stages):
     return gemm.make_own_loop(mm, stages=stages)
 
 
-KERNELS = {"register": gemm_variants.register_kernel, "batched": batched_kernel, "shared": gemm_variants.shared_kernel,
-           "own_loop": own_loop_kernel}
+KERNELS = {
+    "register": gemm_variants.register_kernel,
+    "batched": batched_kernel,
+    "shared": gemm_variants.shared_kernel,
+    "own_loop": own_loop_kernel,
+}
 
 
 @functools.cache
@@ -144,8 +148,11 @@ def median_ms(launch, repeats, inner=10):
         times.append(start.elapsed_time(end) / inner)
     median = statistics.median(times)
     if short:
-        print(f"  (host-bound: queueing {inner} launches outlasted the GPU's hold in {short} of {repeats} samples; "
-              f"{median:.3f} ms of GPU time a launch)", flush=True)
+        print(
+            f"  (host-bound: queueing {inner} launches outlasted the GPU's hold in {short} of {repeats} samples; "
+            f"{median:.3f} ms of GPU time a launch)",
+            flush=True,
+        )
     return median
 
 
@@ -188,8 +195,14 @@ def sustained_ms(launch, seconds):
 
     run(1.0)
     device = cuda.get_current_device()  # (by its PCI address: CUDA's device numbers need not be nvidia-smi's)
-    query = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "100",
-             f"--id={device.PCI_DOMAIN_ID:08x}:{device.PCI_BUS_ID:02x}:{device.PCI_DEVICE_ID:02x}.0"]
+    query = [
+        "nvidia-smi",
+        "--query-gpu=clocks.sm,power.draw",
+        "--format=csv,noheader,nounits",
+        "-lms",
+        "100",
+        f"--id={device.PCI_DOMAIN_ID:08x}:{device.PCI_BUS_ID:02x}:{device.PCI_DEVICE_ID:02x}.0",
+    ]
     sampler = subprocess.Popen(query, stdout=subprocess.PIPE, text=True) if shutil.which("nvidia-smi") else None
     try:
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -205,8 +218,11 @@ def sustained_ms(launch, seconds):
     samples = [line.split(", ") for line in lines if line.count(",") == 1]
     if not samples:
         return ms, None, None
-    return (ms, statistics.median(float(mhz) for mhz, _ in samples),
-            statistics.median(float(watts) for _, watts in samples))
+    return (
+        ms,
+        statistics.median(float(mhz) for mhz, _ in samples),
+        statistics.median(float(watts) for _, watts in samples),
+    )
 
 
 def kernel_ms(launch, launches=20):
@@ -221,8 +237,14 @@ def kernel_ms(launch, launches=20):
         for _ in range(launches):
             launch()
         torch.cuda.synchronize()
-    kernels = sorted((e.time_range for e in prof.events() if e.device_type.name == "CUDA"
-                      and not any(word in e.name for word in ("emcpy", "emset"))), key=lambda r: r.start)[-launches:]
+    kernels = sorted(
+        (
+            e.time_range
+            for e in prof.events()
+            if e.device_type.name == "CUDA" and not any(word in e.name for word in ("emcpy", "emset"))
+        ),
+        key=lambda r: r.start,
+    )[-launches:]
     gaps = [b.start - a.end for a, b in zip(kernels, kernels[1:])]
     return statistics.median(r.end - r.start for r in kernels) / 1e3, statistics.median(gaps) / 1e3
 
@@ -265,24 +287,30 @@ def measure(case, label, start, output, reference, bound, flops, repeats):
     return label, ms, err, launch
 
 
-
 def measure_tiles(descriptions, da, db, dc, c, reference, bound, flops, repeats, only=""):
     """`measure` `Matmul.tile` of each of ``descriptions`` in benchmarks/gemm_variants.py's `make_grouped` kernels
     (persistent, and one tile a block) on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch tensor of
     ``dc``), by each implementation that computes it on this GPU but the threads' copies (cp.async: not a large
     GEMM's loop); ``only``: the implementations whose name holds one of these |-separated texts."""
     cc = tuple(cuda.get_current_device().compute_capability)
-    variants = [(mm, i, persistent) for mm in descriptions for i in mm._implementations(cc, str(dc.dtype), 2)
-                if i != "cp.async" and any(part in i for part in only.split("|")) for persistent in (True, False)]
+    variants = [
+        (mm, i, persistent)
+        for mm in descriptions
+        for i in mm._implementations(cc, str(dc.dtype), 2)
+        if i != "cp.async" and any(part in i for part in only.split("|"))
+        for persistent in (True, False)
+    ]
     with ThreadPoolExecutor(len(variants)) as pool:  # (libmathdx makes their pipelines side by side)
         plans = list(pool.map(lambda v: gemm_variants.plan(v[0], str(dc.dtype), 2, v[1]), variants))
     results = []
     for (mm, implementation, persistent), plan in zip(variants, plans):
         kernel = gemm_variants.make_grouped(mm, persistent=persistent)
         start = lambda: gemm_variants.launch_grouped(  # noqa: E731
-            mm, kernel, mm.operands(da, db, dc, implementation=implementation), 1.0, 0.0)
-        label = (f"{plan.implementation} {mm.shape} x {plan.threads}, {plan.stages} stages"
-                 + ("" if persistent else ", a tile a block"))
+            mm, kernel, mm.operands(da, db, dc, implementation=implementation), 1.0, 0.0
+        )
+        label = f"{plan.implementation} {mm.shape} x {plan.threads}, {plan.stages} stages" + (
+            "" if persistent else ", a tile a block"
+        )
         results.append(measure("large", label, start, c, reference, bound, flops, repeats))
     return results
 
@@ -294,18 +322,28 @@ def best_row(case, results, flops, peer, peer_ms, peer_launch, sustained):
     measured = [r for r in results if r]
     label, ms, err, launch = min(measured, key=lambda r: r[1])
     (kernel, gap), (peer_kernel, peer_gap) = kernel_ms(launch), kernel_ms(peer_launch)
-    row = {"case": case, "block_dim": label, "ms": ms, "tflops": flops / ms / 1e9, "error": err, "peer": peer,
-           "peer_ms": peer_ms, "peer_tflops": flops / peer_ms / 1e9, "kernel_ms": kernel, "gap_ms": gap,
-           "peer_kernel_ms": peer_kernel, "peer_gap_ms": peer_gap,
-           "variants": {r[0]: flops / r[1] / 1e9 for r in measured}}
+    row = {
+        "case": case,
+        "block_dim": label,
+        "ms": ms,
+        "tflops": flops / ms / 1e9,
+        "error": err,
+        "peer": peer,
+        "peer_ms": peer_ms,
+        "peer_tflops": flops / peer_ms / 1e9,
+        "kernel_ms": kernel,
+        "gap_ms": gap,
+        "peer_kernel_ms": peer_kernel,
+        "peer_gap_ms": peer_gap,
+        "variants": {r[0]: flops / r[1] / 1e9 for r in measured},
+    }
     if sustained:
         for prefix, run in (("", launch), ("peer_", peer_launch)):
-            row[f"{prefix}sustained_ms"], row[f"{prefix}sustained_mhz"], row[f"{prefix}sustained_watts"] = (
-                sustained_ms(run, sustained))
+            row[f"{prefix}sustained_ms"], row[f"{prefix}sustained_mhz"], row[f"{prefix}sustained_watts"] = sustained_ms(
+                run, sustained
+            )
         row["sustained_ratio"] = row["peer_sustained_ms"] / row["sustained_ms"]
     return row
-
-
 
 
 def main():
@@ -314,43 +352,81 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--large", type=int, default=8192, help="M = N = K of the large GEMM (0: skip it)")
-    parser.add_argument("--large-cases", default="tile loop,Matmul.tile,tf32",
-                        help="which large GEMMs: bf16 by the own loop of the register form, bf16 by Matmul.tile (on "
-                             "Hopper the wgmma block and libmathdx's pipeline), tf32 by Matmul.tile")
+    parser.add_argument(
+        "--large-cases",
+        default="tile loop,Matmul.tile,tf32",
+        help="which large GEMMs: bf16 by the own loop of the register form, bf16 by Matmul.tile (on "
+        "Hopper the wgmma block and libmathdx's pipeline), tf32 by Matmul.tile",
+    )
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
-    parser.add_argument("--only", default="",
-                        help="only the variants whose label (batched) or implementation (large) holds this text "
-                             "(e.g. tma), or one of these |-separated")
-    parser.add_argument("--sustained", type=float, default=2.0,
-                        help="seconds of back-to-back launches timing each case's fastest variant and its peer at "
-                             "the GPU's power limit (0: skip)")
-    parser.add_argument("--per-block", default="1,2,3,4", type=lambda v: [int(x) for x in v.split(",") if x],
-                        help="batched launches of this many products a block, besides the default grid")
-    parser.add_argument("--case", default="",
-                        help="only the batched cases whose name holds this text, or one of these comma-separated")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="only the variants whose label (batched) or implementation (large) holds this text "
+        "(e.g. tma), or one of these |-separated",
+    )
+    parser.add_argument(
+        "--sustained",
+        type=float,
+        default=2.0,
+        help="seconds of back-to-back launches timing each case's fastest variant and its peer at "
+        "the GPU's power limit (0: skip)",
+    )
+    parser.add_argument(
+        "--per-block",
+        default="1,2,3,4",
+        type=lambda v: [int(x) for x in v.split(",") if x],
+        help="batched launches of this many products a block, besides the default grid",
+    )
+    parser.add_argument(
+        "--case", default="", help="only the batched cases whose name holds this text, or one of these comma-separated"
+    )
     add_output_arguments(parser)
     args = parser.parse_args()
     commit = measured_commit(args)
     torch.manual_seed(int(time.time()))
     rows, skipped = [], {}
     # (case, A and B's dtype, precision, accumulator, C's dtype, size, batch, torch dtype)
-    cases = [("fp16 64^3 x 16384, fp16 C", "float16", None, "float32", "float16", 64, 16384, "float16"),
-             ("fp16 64^3 x 16384, fp32 C", "float16", None, "float32", "float32", 64, 16384, "float16"),
-             ("bf16 128^3 x 4096, bf16 C", "int16", "bf16", "float32", "int16", 128, 4096, "bfloat16"),
-             ("fp32 64^3 x 16384", "float32", None, "float32", "float32", 64, 16384, "float32")]
+    cases = [
+        ("fp16 64^3 x 16384, fp16 C", "float16", None, "float32", "float16", 64, 16384, "float16"),
+        ("fp16 64^3 x 16384, fp32 C", "float16", None, "float32", "float32", 64, 16384, "float16"),
+        ("bf16 128^3 x 4096, bf16 C", "int16", "bf16", "float32", "int16", 128, 4096, "bfloat16"),
+        ("fp32 64^3 x 16384", "float32", None, "float32", "float32", 64, 16384, "float32"),
+    ]
     # Matmul.batched descriptions (tile, block_dim, stages) per size: the 64^3 cases are bound by memory, so the
     # stages are what keeps loads in flight; at 128^3 a K-tile of 32 leaves room for more stages. (wgmma has a
     # block of its own: descriptions differing in block_dim alone are one variant there.)
-    batched = {64: [((64, 64, 64), 128, 2), ((64, 64, 64), 128, 3), ((64, 64, 64), 128, 4), ((64, 64, 32), 128, 3),
-                    ((64, 64, 64), 128, 6), ((64, 64, 32), 128, 4), ((64, 64, 32), 128, 6), ((64, 64, 32), 128, 10),
-                    ((64, 64, 32), 128, 12), ((64, 64, 64), 256, 3)],
-               128: [((128, 128, 32), 256, 4), ((128, 128, 32), 256, 5), ((128, 128, 32), 256, 6),
-                     ((128, 128, 32), 256, 7), ((128, 128, 32), 256, 8),
-                     ((128, 128, 32), 256, 10), ((128, 128, 64), 256, 5),
-                     ((128, 128, 64), 256, 2), ((128, 128, 64), 256, 3), ((128, 128, 64), 128, 3),
-                     # 128 threads, two blocks an SM (a 64 x 64 warp tile: a third fewer ldmatrix a product)
-                     ((128, 128, 32), 128, 3), ((128, 128, 32), 128, 4), ((128, 128, 64), 128, 2)]}
+    batched = {
+        64: [
+            ((64, 64, 64), 128, 2),
+            ((64, 64, 64), 128, 3),
+            ((64, 64, 64), 128, 4),
+            ((64, 64, 32), 128, 3),
+            ((64, 64, 64), 128, 6),
+            ((64, 64, 32), 128, 4),
+            ((64, 64, 32), 128, 6),
+            ((64, 64, 32), 128, 10),
+            ((64, 64, 32), 128, 12),
+            ((64, 64, 64), 256, 3),
+        ],
+        128: [
+            ((128, 128, 32), 256, 4),
+            ((128, 128, 32), 256, 5),
+            ((128, 128, 32), 256, 6),
+            ((128, 128, 32), 256, 7),
+            ((128, 128, 32), 256, 8),
+            ((128, 128, 32), 256, 10),
+            ((128, 128, 64), 256, 5),
+            ((128, 128, 64), 256, 2),
+            ((128, 128, 64), 256, 3),
+            ((128, 128, 64), 128, 3),
+            # 128 threads, two blocks an SM (a 64 x 64 warp tile: a third fewer ldmatrix a product)
+            ((128, 128, 32), 128, 3),
+            ((128, 128, 32), 128, 4),
+            ((128, 128, 64), 128, 2),
+        ],
+    }
     # the best of the kernel's own loop of load/multiply/store (register form) last time: (block_dim,
     # K-tile, products a block, C through shared memory, stages)
     register = {64: (128, 64, 8, True, 2), 128: (256, 64, 2, True, 3)}
@@ -376,25 +452,43 @@ def main():
                     found.setdefault(key, ("batched", factory_args, implementation, grid))
         block_dim, k_tile, per_block, staged, stages = register[size]
         if not args.batched_only:
-            found[f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
-                  + (", staged C" if staged else "")] = (
-                "register", (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages), None,
-                (batch // per_block, block_dim))
+            found[
+                f"register {block_dim}, K-tile {k_tile} x {stages}, {per_block} a block"
+                + (", staged C" if staged else "")
+            ] = (
+                "register",
+                (size, dtype, acc, block_dim, k_tile, per_block, precision, staged, stages),
+                None,
+                (batch // per_block, block_dim),
+            )
         if precision is None and out == acc and not args.batched_only:
             found["shared C, 128, aligned"] = ("shared", (size, dtype, acc, 128, 16), None, (batch, 128))
         variants = [(label, v) for label, v in found.items() if any(part in label for part in args.only.split("|"))]
         arrays = f"void({dtype}[:, :, ::1], {dtype}[:, :, ::1], {out}[:, :, ::1])"
         for kind, factory_args, implementation in dict.fromkeys(v[:3] for _, v in variants):
-            jobs.append((kind, factory_args, (out, True, implementation, types.float64, types.float64)
-                         if kind == "batched" else arrays))
+            jobs.append(
+                (
+                    kind,
+                    factory_args,
+                    (out, True, implementation, types.float64, types.float64) if kind == "batched" else arrays,
+                )
+            )
         plans.append((name, dtype, precision, out, size, batch, torch_dtype, variants))
     large_variants = []
     large = set(args.large_cases.split(",")) if args.large and not args.batched_only else set()
     if "tile loop" in large:
-        for tile, block_dim, stages in (((128, 128, 32), 128, 2), ((128, 128, 64), 128, 2), ((128, 128, 64), 128, 3),
-                                        ((128, 256, 64), 256, 2)):
-            large_variants.append((f"{tile} x {block_dim}, {stages} stages",
-                                   ("own_loop", (tile, "int16", "float32", block_dim, "bf16", stages))))
+        for tile, block_dim, stages in (
+            ((128, 128, 32), 128, 2),
+            ((128, 128, 64), 128, 2),
+            ((128, 128, 64), 128, 3),
+            ((128, 256, 64), 256, 2),
+        ):
+            large_variants.append(
+                (
+                    f"{tile} x {block_dim}, {stages} stages",
+                    ("own_loop", (tile, "int16", "float32", block_dim, "bf16", stages)),
+                )
+            )
         jobs += [(*f, "void(int16[:, ::1], int16[:, ::1], int16[:, ::1], float64, float64)") for _, f in large_variants]
     if args.jobs:
         precompile(jobs, args.jobs)
@@ -406,7 +500,7 @@ def main():
         a = torch.randn(batch, size, size, device="cuda", dtype=getattr(torch, torch_dtype))
         b = torch.randn(batch, size, size, device="cuda", dtype=getattr(torch, torch_dtype))
         c = torch.empty(batch, size, size, device="cuda", dtype=torch.float32 if out == "float32" else a.dtype)
-        flops = 2 * batch * size ** 3
+        flops = 2 * batch * size**3
         reference = torch.bmm(a.float(), b.float())
         peer_ms = median_ms(lambda: torch.bmm(a, b), args.repeats)
         da, db, dc = (to_numba(t) for t in (a, b, c))
@@ -416,8 +510,13 @@ def main():
             kernel = kernel_of(kind, factory_args)
             if kind == "batched":
                 start = lambda: gemm_variants.launcher(  # noqa: E731
-                    kernel.mm, kernel, kernel.mm.operands(da, db, dc, implementation=implementation), 1.0, 0.0,
-                    grid=launch)
+                    kernel.mm,
+                    kernel,
+                    kernel.mm.operands(da, db, dc, implementation=implementation),
+                    1.0,
+                    0.0,
+                    grid=launch,
+                )
             else:
                 start = lambda: started(kernel, launch, da, db, dc)  # noqa: E731
             results.append(measure(name, label, start, c, reference, bound, flops, args.repeats))
@@ -428,7 +527,7 @@ def main():
         add_ms = median_ms(lambda: torch.add(a, b, out=total), args.repeats)
         rows[-1]["memory_bound_ms"] = add_ms * (a.nbytes + b.nbytes + c.nbytes) / (3 * a.nbytes)
     n = args.large
-    flops, repeats = 2 * n ** 3, max(args.repeats // 4, 5)  # (fewer samples: each is 10 launches of milliseconds)
+    flops, repeats = 2 * n**3, max(args.repeats // 4, 5)  # (fewer samples: each is 10 launches of milliseconds)
     if large & {"tile loop", "Matmul.tile"}:
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -444,54 +543,103 @@ def main():
             start = lambda: started(kernel, (grid, block_dim), da, db, dc, 1.0, 0.0)  # noqa: E731
             results.append(measure("large", label, start, c, reference, 1e-2, flops, repeats))
         if results:
-            rows.append(best_row(f"bf16 {n}^3, bf16 C (tile loop)", results, flops, "torch.matmul", peer_ms,
-                                 lambda: torch.matmul(a, b), args.sustained))
+            rows.append(
+                best_row(
+                    f"bf16 {n}^3, bf16 C (tile loop)",
+                    results,
+                    flops,
+                    "torch.matmul",
+                    peer_ms,
+                    lambda: torch.matmul(a, b),
+                    args.sustained,
+                )
+            )
         if "Matmul.tile" in large:
-            descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=stages)
-                            for shape, stages in (((128, 128, 64), 4), ((128, 192, 64), 4), ((64, 256, 64), 4),
-                                                  ((128, 256, 64), 3))]
+            descriptions = [
+                tiles.Matmul(shape, "int16", precision="bf16", stages=stages)
+                for shape, stages in (((128, 128, 64), 4), ((128, 192, 64), 4), ((64, 256, 64), 4), ((128, 256, 64), 3))
+            ]
             results = measure_tiles(descriptions, da, db, dc, c, reference, 1e-2, flops, repeats, args.only)
-            rows.append(best_row(f"bf16 {n}^3, bf16 C (Matmul.tile, Hopper pipeline)", results, flops,
-                                 "torch.matmul", peer_ms, lambda: torch.matmul(a, b), args.sustained))
+            rows.append(
+                best_row(
+                    f"bf16 {n}^3, bf16 C (Matmul.tile, Hopper pipeline)",
+                    results,
+                    flops,
+                    "torch.matmul",
+                    peer_ms,
+                    lambda: torch.matmul(a, b),
+                    args.sustained,
+                )
+            )
     if "tf32" in large:
         # float32 A and B multiplied as tf32, B column-major (tf32's wgmma reads B along K), against cuBLAS's tf32
-        a, b, c = (torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda").t(),
-                   torch.zeros(n, n, device="cuda"))
+        a, b, c = (
+            torch.randn(n, n, device="cuda"),
+            torch.randn(n, n, device="cuda").t(),
+            torch.zeros(n, n, device="cuda"),
+        )
         reference = torch.matmul(a.double(), b.double()).float()
         torch.backends.cuda.matmul.allow_tf32 = True
         try:
             peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
-            descriptions = [tiles.Matmul(shape, "float32", precision="tf32", stages=stages,
-                                         arrangement=("row_major", "col_major"))
-                            for shape, stages in (((128, 128, 32), 2), ((128, 128, 32), 4), ((128, 256, 32), 3))]
-            results = measure_tiles(descriptions, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3,
-                                    flops, repeats, args.only)
-            rows.append(best_row(f"tf32 {n}^3, fp32 C (Matmul.tile, Hopper pipeline)", results, flops,
-                                 "torch.matmul (tf32)",
-                                 peer_ms, lambda: torch.matmul(a, b), args.sustained))
+            descriptions = [
+                tiles.Matmul(shape, "float32", precision="tf32", stages=stages, arrangement=("row_major", "col_major"))
+                for shape, stages in (((128, 128, 32), 2), ((128, 128, 32), 4), ((128, 256, 32), 3))
+            ]
+            results = measure_tiles(
+                descriptions, *(cuda.as_cuda_array(t) for t in (a, b, c)), c, reference, 1e-3, flops, repeats, args.only
+            )
+            rows.append(
+                best_row(
+                    f"tf32 {n}^3, fp32 C (Matmul.tile, Hopper pipeline)",
+                    results,
+                    flops,
+                    "torch.matmul (tf32)",
+                    peer_ms,
+                    lambda: torch.matmul(a, b),
+                    args.sustained,
+                )
+            )
         finally:
             torch.backends.cuda.matmul.allow_tf32 = False
     name = device_name(cuda.get_current_device())
     date = datetime.date.today().isoformat()
     print(f"tile matmul vs cuBLAS (PyTorch), median of {args.repeats} ({name}, {date}, commit {commit})")
-    print(f"{'case':<40}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}"
-          f"{'bound':>7}{'kernel/gap us':>16}{'peer kernel/gap':>18}{'sustained ratio':>17}{'MHz/peer MHz':>14}")
+    print(
+        f"{'case':<40}{'kernel':>34}{'ms':>9}{'TFLOP/s':>9}{'peer':>14}{'peer TFLOP/s':>14}{'ratio':>7}"
+        f"{'bound':>7}{'kernel/gap us':>16}{'peer kernel/gap':>18}{'sustained ratio':>17}{'MHz/peer MHz':>14}"
+    )
     for r in rows:
         r["ratio"] = r["tflops"] / r["peer_tflops"]
-        sustained = "" if "sustained_ratio" not in r else (
-            f"{r['sustained_ratio']:>17.2f}{r['sustained_mhz'] or 0:>8.0f}/{r['peer_sustained_mhz'] or 0:<5.0f}")
+        sustained = (
+            ""
+            if "sustained_ratio" not in r
+            else (f"{r['sustained_ratio']:>17.2f}{r['sustained_mhz'] or 0:>8.0f}/{r['peer_sustained_mhz'] or 0:<5.0f}")
+        )
         memory = f"{r['memory_bound_ms'] / r['ms']:>7.2f}" if "memory_bound_ms" in r else " " * 7
-        print(f"{r['case']:<40}{str(r['block_dim']):>34}{r['ms']:>9.3f}{r['tflops']:>9.1f}{r['peer']:>14}"
-              f"{r['peer_tflops']:>14.1f}{r['ratio']:>7.2f}{memory}"
-              f"{r['kernel_ms'] * 1e3:>10.1f}/{r['gap_ms'] * 1e3:<5.1f}"
-              f"{r['peer_kernel_ms'] * 1e3:>12.1f}/{r['peer_gap_ms'] * 1e3:<5.1f}{sustained}")
+        print(
+            f"{r['case']:<40}{str(r['block_dim']):>34}{r['ms']:>9.3f}{r['tflops']:>9.1f}{r['peer']:>14}"
+            f"{r['peer_tflops']:>14.1f}{r['ratio']:>7.2f}{memory}"
+            f"{r['kernel_ms'] * 1e3:>10.1f}/{r['gap_ms'] * 1e3:<5.1f}"
+            f"{r['peer_kernel_ms'] * 1e3:>12.1f}/{r['peer_gap_ms'] * 1e3:<5.1f}{sustained}"
+        )
     for case, why in skipped.items():
         print(f"{case}: skipped ({why})")
-    path = write_result("matmul", {
-        "device": name, "date": date, "commit": commit, "repeats": args.repeats,
-        "versions": versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
-                             "nvidia-cuda-nvrtc"),
-        "skipped": skipped, "rows": rows}, args)
+    path = write_result(
+        "matmul",
+        {
+            "device": name,
+            "date": date,
+            "commit": commit,
+            "repeats": args.repeats,
+            "versions": versions(
+                "numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13", "nvidia-cuda-nvrtc"
+            ),
+            "skipped": skipped,
+            "rows": rows,
+        },
+        args,
+    )
     print(f"wrote {path}")
 
 

@@ -58,13 +58,19 @@ def batched_case(name, dtype, size, count, repeats):
     extras = (to_numba(bias.float()),)
     start = lambda: gemm_variants.launcher(mm, kernel, ops, 1.0, 0.0, extras)  # noqa: E731
     eager = lambda: torch.relu(torch.bmm(a, b) + bias)  # noqa: E731
-    row = measure(name, f"Matmul.batched {ops.implementation} {mm.shape} x {mm.stages} stages", start, c, eager,
-                  repeats)
+    row = measure(
+        name, f"Matmul.batched {ops.implementation} {mm.shape} x {mm.stages} stages", start, c, eager, repeats
+    )
     # (the host's side of a launch: mm.launch works out the launch each call, the timed launches do not)
-    row["host_launch_ms"] = {"mm.launch": host_ms(lambda: mm.launch(kernel, ops, 1.0, 0.0, extras)),
-                             "configured": host_ms(start())}
-    print(f"  host time a launch: mm.launch {row['host_launch_ms']['mm.launch']:.3f} ms, configured "
-          f"{row['host_launch_ms']['configured']:.3f} ms", flush=True)
+    row["host_launch_ms"] = {
+        "mm.launch": host_ms(lambda: mm.launch(kernel, ops, 1.0, 0.0, extras)),
+        "configured": host_ms(start()),
+    }
+    print(
+        f"  host time a launch: mm.launch {row['host_launch_ms']['mm.launch']:.3f} ms, configured "
+        f"{row['host_launch_ms']['configured']:.3f} ms",
+        flush=True,
+    )
     return finish(row, {"eager_ms": eager, "bare_ms": lambda: torch.bmm(a, b)}, repeats)
 
 
@@ -85,17 +91,33 @@ def large_case(name, m, n, k, repeats):
     for mm in descriptions:
         for persistent in (True, False):
             ops, bare_ops = (mm.operands(to_numba(a), to_numba(w), to_numba(c)) for _ in range(2))  # (a pipe each)
-            kernel, bare = (gemm_variants.make_grouped(mm, epilogue, persistent=persistent)
-                            for epilogue in (gemm_epilogue.bias_gelu_tanh, None))
+            kernel, bare = (
+                gemm_variants.make_grouped(mm, epilogue, persistent=persistent)
+                for epilogue in (gemm_epilogue.bias_gelu_tanh, None)
+            )
             start = lambda: gemm_variants.launch_grouped(mm, kernel, ops, 1.0, 0.0, extras)  # noqa: E731
-            label = (f"Matmul.tile {ops.implementation} {mm.shape} x {mm.stages} stages"
-                     + ("" if persistent else ", a tile a block"))
-            rows.append(measure(name, label, start, c, eager, repeats,
-                                ours_bare_ms=gemm_variants.launch_grouped(mm, bare, bare_ops, 1.0, 0.0)))
+            label = f"Matmul.tile {ops.implementation} {mm.shape} x {mm.stages} stages" + (
+                "" if persistent else ", a tile a block"
+            )
+            rows.append(
+                measure(
+                    name,
+                    label,
+                    start,
+                    c,
+                    eager,
+                    repeats,
+                    ours_bare_ms=gemm_variants.launch_grouped(mm, bare, bare_ops, 1.0, 0.0),
+                )
+            )
     row = min(rows, key=lambda r: r["ms"])
     row["variants"] = {r["kernel"]: r["ms"] for r in rows}
-    peers = {"eager_ms": eager, "eager_erf_ms": lambda: torch.nn.functional.gelu(a @ w + bias),
-             "cublaslt_fused_ms": lambda: torch._addmm_activation(bias, a, w, use_gelu=True), "bare_ms": lambda: a @ w}
+    peers = {
+        "eager_ms": eager,
+        "eager_erf_ms": lambda: torch.nn.functional.gelu(a @ w + bias),
+        "cublaslt_fused_ms": lambda: torch._addmm_activation(bias, a, w, use_gelu=True),
+        "bare_ms": lambda: a @ w,
+    }
     return finish(row, peers, repeats)
 
 
@@ -125,17 +147,22 @@ def finish(row, peers, repeats):
     row["ratio_vs_bare"] = row["bare_ms"] / row["ms"]
     if "cublaslt_fused_ms" in row:
         row["ratio_vs_cublaslt_fused"] = row["cublaslt_fused_ms"] / row["ms"]
-    print(f"  {row['case']}: {row['ms']:.3f} ms ({row['kernel']}), eager {row['eager_ms']:.3f}, bare "
-          f"{row['bare_ms']:.3f}" + (f", cuBLASLt fused {row['cublaslt_fused_ms']:.3f}" if "cublaslt_fused_ms" in row
-                                     else "") + (f", ours bare {row['ours_bare_ms']:.3f}" if "ours_bare_ms" in row
-                                                 else ""), flush=True)
+    print(
+        f"  {row['case']}: {row['ms']:.3f} ms ({row['kernel']}), eager {row['eager_ms']:.3f}, bare "
+        f"{row['bare_ms']:.3f}"
+        + (f", cuBLASLt fused {row['cublaslt_fused_ms']:.3f}" if "cublaslt_fused_ms" in row else "")
+        + (f", ours bare {row['ours_bare_ms']:.3f}" if "ours_bare_ms" in row else ""),
+        flush=True,
+    )
     return row
 
 
-CASES = [("batched bf16 128^3 x 4096 relu(bias)", batched_case, ("bfloat16", 128, 4096)),
-         ("batched fp16 64^3 x 16384 relu(bias)", batched_case, ("float16", 64, 16384)),
-         ("bf16 8192^3 gelu(bias)", large_case, (8192, 8192, 8192)),
-         ("bf16 8192x8192x1024 gelu(bias)", large_case, (8192, 8192, 1024))]
+CASES = [
+    ("batched bf16 128^3 x 4096 relu(bias)", batched_case, ("bfloat16", 128, 4096)),
+    ("batched fp16 64^3 x 16384 relu(bias)", batched_case, ("float16", 64, 16384)),
+    ("bf16 8192^3 gelu(bias)", large_case, (8192, 8192, 8192)),
+    ("bf16 8192x8192x1024 gelu(bias)", large_case, (8192, 8192, 1024)),
+]
 
 
 def main():
@@ -151,14 +178,25 @@ def main():
     print(f"{'case':<40}{'ms':>8}{'eager':>8}{'fused':>8}{'bare':>8}{'vs eager':>9}{'vs fused':>9}{'vs bare':>8}")
     for r in rows:
         fused = r.get("cublaslt_fused_ms")
-        print(f"{r['case']:<40}{r['ms']:>8.3f}{r['eager_ms']:>8.3f}{fused or float('nan'):>8.3f}{r['bare_ms']:>8.3f}"
-              f"{r['speedup_vs_eager']:>9.2f}{r.get('ratio_vs_cublaslt_fused', float('nan')):>9.2f}"
-              f"{r['ratio_vs_bare']:>8.2f}")
-    path = write_result("matmul_epilogue", {
-        "device": device, "date": date, "commit": commit, "repeats": args.repeats,
-        "versions": versions("numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13",
-                             "nvidia-cuda-nvrtc"),
-        "rows": rows}, args)
+        print(
+            f"{r['case']:<40}{r['ms']:>8.3f}{r['eager_ms']:>8.3f}{fused or float('nan'):>8.3f}{r['bare_ms']:>8.3f}"
+            f"{r['speedup_vs_eager']:>9.2f}{r.get('ratio_vs_cublaslt_fused', float('nan')):>9.2f}"
+            f"{r['ratio_vs_bare']:>8.2f}"
+        )
+    path = write_result(
+        "matmul_epilogue",
+        {
+            "device": device,
+            "date": date,
+            "commit": commit,
+            "repeats": args.repeats,
+            "versions": versions(
+                "numba", "numba-cuda", "torch", "nvidia-mathdx", "nvidia-libmathdx-cu13", "nvidia-cuda-nvrtc"
+            ),
+            "rows": rows,
+        },
+        args,
+    )
     print(f"wrote {path}")
 
 

@@ -39,8 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 SLEEP_ITERS = 1500  # the sleep kernel: 1500 x nanosleep(1 µs)
 TARGETS = {  # case: (what the target is, a function of the row that says whether it is met)
-    "histogram u8 256 bins": (">= 2000 GB/s and >= 1.0x CUB's DeviceHistogram",
-                              lambda r: r["gbs"] >= 2000 and r["gbs"] >= r["peers"]["CUB DeviceHistogram"]),
+    "histogram u8 256 bins": (
+        ">= 2000 GB/s and >= 1.0x CUB's DeviceHistogram",
+        lambda r: r["gbs"] >= 2000 and r["gbs"] >= r["peers"]["CUB DeviceHistogram"],
+    ),
     "segmented scan f32 4096": (">= 85% of the copy", lambda r: r["gbs"] >= 0.85 * r["limit_gbs"]),
     "segmented sort i32 2048": (">= 1.5x torch.sort", lambda r: r["gbs"] >= 1.5 * r["peers"]["torch.sort"]),
     "segmented sum f32 4096": (">= 95% of the read", lambda r: r["gbs"] >= 0.95 * r["limit_gbs"]),
@@ -80,8 +82,10 @@ def view(a, lib):
     """Numba device array ``a`` as a torch tensor or a CuPy array over the same memory (no copy)."""
     if lib == "torch":
         import torch
+
         return torch.as_tensor(a, device="cuda")
     import cupy
+
     return cupy.asarray(a)
 
 
@@ -115,9 +119,13 @@ def histogram_case(rng, scale):
 
     def cub():
         import cuda.compute as cc
+
         hist = cuda.device_array(256, np.int32)
-        levels = dict(h_num_output_levels=np.array([257], np.int32), h_lower_level=np.array([0], np.int32),
-                      h_upper_level=np.array([256], np.int32))
+        levels = dict(
+            h_num_output_levels=np.array([257], np.int32),
+            h_lower_level=np.array([0], np.int32),
+            h_upper_level=np.array([256], np.int32),
+        )
         run = dict(d_samples=x, d_histogram=hist, num_samples=x.size, **levels)
         made = cc.make_histogram_even(**run)
         temp = cuda.device_array(max(made(temp_storage=None, **run), 1), np.uint8)
@@ -125,11 +133,13 @@ def histogram_case(rng, scale):
 
     def torch_bincount():
         import torch
+
         t = view(x, "torch")
         return lambda: torch.bincount(t, minlength=256), lambda got: np.array_equal(host(got), want)
 
     def cupy_histogram():
         import cupy
+
         c = view(x, "cupy")
         return lambda: cupy.histogram(c, bins=256, range=(0, 256))[0], lambda got: np.array_equal(host(got), want)
 
@@ -140,7 +150,7 @@ def histogram_case(rng, scale):
 
 
 def rows_of(a, seg_len, count=64):
-    return host(a[:count * seg_len]).reshape(count, seg_len)
+    return host(a[: count * seg_len]).reshape(count, seg_len)
 
 
 def scan_case(rng, scale):
@@ -158,11 +168,13 @@ def scan_case(rng, scale):
 
     def torch_cumsum():
         import torch
+
         tx, ty = view(x, "torch").view(-1, 4096), view(y, "torch").view(-1, 4096)
         return lambda: (torch.cumsum(tx, dim=1, out=ty), y)[1], close
 
     def cupy_cumsum():
         import cupy
+
         cx, cy = view(x, "cupy").reshape(-1, 4096), view(y, "cupy").reshape(-1, 4096)
         return lambda: (cupy.cumsum(cx, axis=1, out=cy), y)[1], close
 
@@ -174,7 +186,7 @@ def scan_case(rng, scale):
 def sort_case(rng, scale):
     import segmented_sort as s
 
-    x = cuda.to_device(rng.integers(-2**31, 2**31 - 1, int(scale * 2**28), dtype=np.int32))
+    x = cuda.to_device(rng.integers(-(2**31), 2**31 - 1, int(scale * 2**28), dtype=np.int32))
     y = cuda.device_array_like(x)
     want = np.sort(rows_of(x, 2048), axis=1)
 
@@ -186,20 +198,29 @@ def sort_case(rng, scale):
 
     def torch_sort():
         import torch
+
         tx = view(x, "torch").view(-1, 2048)
         return lambda: torch.sort(tx, dim=1).values.view(-1), sorted_
 
     def cupy_sort():
         import cupy
+
         cx = view(x, "cupy").reshape(-1, 2048)
         return lambda: cupy.sort(cx, axis=1).reshape(-1), sorted_
 
     def cub_segmented_sort():
         import cuda.compute as cc
+
         count = x.size // 2048
         offsets = cuda.to_device(np.arange(count + 1, dtype=np.int64) * 2048)
-        run = dict(d_in_keys=x, d_out_keys=y, d_in_values=None, d_out_values=None, start_offsets_in=offsets[:-1],
-                   end_offsets_in=offsets[1:])
+        run = dict(
+            d_in_keys=x,
+            d_out_keys=y,
+            d_in_values=None,
+            d_out_values=None,
+            start_offsets_in=offsets[:-1],
+            end_offsets_in=offsets[1:],
+        )
         made = cc.make_segmented_sort(**run, order=cc.SortOrder.ASCENDING)
         run.update(num_items=x.size, num_segments=count)
         temp = cuda.device_array(max(made(temp_storage=None, **run), 1), np.uint8)
@@ -226,20 +247,29 @@ def sum_case(rng, scale):
 
     def torch_sum():
         import torch
+
         tx, to = view(x, "torch").view(-1, 4096), view(out, "torch")
         return lambda: (torch.sum(tx, dim=1, out=to), out)[1], close
 
     def cupy_sum():
         import cupy
+
         cx, co = view(x, "cupy").reshape(-1, 4096), view(out, "cupy")
         return lambda: (cupy.sum(cx, axis=1, out=co), out)[1], close
 
     def cub_segmented_reduce():
         import cuda.compute as cc
+
         count = x.size // 4096
         offsets = cuda.to_device(np.arange(count + 1, dtype=np.int64) * 4096)
-        build = dict(d_in=x, d_out=out, start_offsets_in=offsets[:-1], end_offsets_in=offsets[1:],
-                     op=cc.OpKind.PLUS, h_init=np.zeros((), np.float32))
+        build = dict(
+            d_in=x,
+            d_out=out,
+            start_offsets_in=offsets[:-1],
+            end_offsets_in=offsets[1:],
+            op=cc.OpKind.PLUS,
+            h_init=np.zeros((), np.float32),
+        )
         made = cc.make_segmented_reduce(**build)
         run = dict(build, num_segments=count, max_segment_size=4096)
         temp = cuda.device_array(max(made(temp_storage=None, **run), 1), np.uint8)
@@ -259,7 +289,7 @@ def limits(x, repeats):
     copy of it (bytes read and written)."""
     import torch
 
-    t = view(x, "torch").view(torch.uint8)[:x.nbytes - x.nbytes % 4].view(torch.float32)
+    t = view(x, "torch").view(torch.uint8)[: x.nbytes - x.nbytes % 4].view(torch.float32)
     copy, total = torch.empty_like(t), torch.empty((), dtype=torch.float32, device="cuda")
     read = t.nbytes / median_ms(lambda: torch.sum(t, dim=0, out=total), repeats) / 1e6
     copied = 2 * t.nbytes / median_ms(lambda: copy.copy_(t), repeats) / 1e6
@@ -279,8 +309,15 @@ def run_case(make, rng, args):
         if not peer_check(peer()):
             sys.exit(f"{case.name}: {name}'s result is wrong")
         peers[name] = case.nbytes / median_ms(peer, args.repeats) / 1e6
-    row = {"case": case.name, "ms": ms, "gbs": case.nbytes / ms / 1e6, "limit_gbs": limit,
-           "limit": f"a full {case.limit} of the same bytes", "peers": peers, "bytes": case.nbytes}
+    row = {
+        "case": case.name,
+        "ms": ms,
+        "gbs": case.nbytes / ms / 1e6,
+        "limit_gbs": limit,
+        "limit": f"a full {case.limit} of the same bytes",
+        "peers": peers,
+        "bytes": case.nbytes,
+    }
     target, met = TARGETS[case.name]
     row.update(of_limit=row["gbs"] / limit, target=target, met=bool(met(row)))
     del x
@@ -299,16 +336,24 @@ def main():
     name = device_name(device)
     rng = np.random.default_rng()
     rows = [run_case(CASES[c], rng, args) for c in args.cases.split(",")]
-    record = {"date": datetime.date.today().isoformat(), "device": name, "commit": commit, "scale_gib": args.scale,
-              "repeats": args.repeats,
-              "versions": versions("numba", "numba-cuda", "torch", "cupy-cuda13x", "cuda-cccl"), "rows": rows}
+    record = {
+        "date": datetime.date.today().isoformat(),
+        "device": name,
+        "commit": commit,
+        "scale_gib": args.scale,
+        "repeats": args.repeats,
+        "versions": versions("numba", "numba-cuda", "torch", "cupy-cuda13x", "cuda-cccl"),
+        "rows": rows,
+    }
     path = write_result("primitives", record, args)
     print(f"\n{name}, commit {commit}, {args.scale:g} GiB a case, median of {args.repeats}; wrote {path}")
     print(f"{'case':<26}{'GB/s':>7}{'limit':>7}{'of it':>7}  peers (GB/s)  target")
     for r in rows:
         peers = ", ".join(f"{k} {v:.0f}" for k, v in r["peers"].items())
-        print(f"{r['case']:<26}{r['gbs']:>7.0f}{r['limit_gbs']:>7.0f}{r['of_limit']:>7.0%}  {peers}  "
-              f"{r['target']}: {'met' if r['met'] else 'NOT MET'}")
+        print(
+            f"{r['case']:<26}{r['gbs']:>7.0f}{r['limit_gbs']:>7.0f}{r['of_limit']:>7.0%}  {peers}  "
+            f"{r['target']}: {'met' if r['met'] else 'NOT MET'}"
+        )
     return 0 if all(r["met"] for r in rows) else 1
 
 

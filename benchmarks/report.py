@@ -26,8 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-TARGETS = [ROOT / "README.md", ROOT / "docs" / "performance.md", ROOT / "docs" / "guide" / "matmul.md",
-           ROOT / "docs" / "guide" / "caching.md"]
+TARGETS = [
+    ROOT / "README.md",
+    ROOT / "docs" / "performance.md",
+    ROOT / "docs" / "guide" / "matmul.md",
+    ROOT / "docs" / "guide" / "caching.md",
+]
 COMPILE_TIMES = ROOT / "numba_tiles" / "_compile_times.py"  # (generated whole: `compile_times_module`)
 GPU, CPU = "h200", "cpu2"  # the devices whose files the tables show (a file's name ends in its device's label)
 
@@ -54,12 +58,20 @@ class Result:
         """(device, date, commit, attributed) of ``entry``'s run (the file's where it has no fields of its own);
         ``attributed``: the commit was attributed afterwards (the file's ``commit_note`` says how)."""
         entry = entry or {}
-        return (entry.get("device", self.device), entry.get("date", self.date), entry.get("commit", self.commit),
-                "commit_note" in entry or "commit_note" in self.data)
+        return (
+            entry.get("device", self.device),
+            entry.get("date", self.date),
+            entry.get("commit", self.commit),
+            "commit_note" in entry or "commit_note" in self.data,
+        )
 
     def entries(self):
-        return [e for name in ENTRIES if name in self.data
-                for e in (self.data[name] if isinstance(self.data[name], list) else self.data[name].values())]
+        return [
+            e
+            for name in ENTRIES
+            if name in self.data
+            for e in (self.data[name] if isinstance(self.data[name], list) else self.data[name].values())
+        ]
 
     def refused(self):
         """Why this file may not be shown (None when it may)."""
@@ -99,11 +111,12 @@ def measured(r, entry=None):
 
 
 def cite(r, entries):
-    """"`FILE` (DEVICE, DATE, commit C)", with each run that ``entries`` of ``r`` came from."""
+    """ "`FILE` (DEVICE, DATE, commit C)", with each run that ``entries`` of ``r`` came from."""
     by_device = {}
     for device, date, commit, attributed in dict.fromkeys(r.run(e) for e in entries):
         by_device.setdefault(device, []).append(
-            f"{date}, commit {commit}" + (" (attributed afterwards: see the file's commit_note)" if attributed else ""))
+            f"{date}, commit {commit}" + (" (attributed afterwards: see the file's commit_note)" if attributed else "")
+        )
     return f"`{r.name}` (" + "; ".join(f"{device}, " + "; ".join(runs) for device, runs in by_device.items()) + ")"
 
 
@@ -124,8 +137,11 @@ def ratio(x):
 # ---- matmul ---------------------------------------------------------------------------------------------
 
 BATCHED = ["fp16 64^3 x 16384, fp16 C", "fp16 64^3 x 16384, fp32 C", "bf16 128^3 x 4096, bf16 C", "fp32 64^3 x 16384"]
-LARGE = ["bf16 8192^3, bf16 C (Matmul.tile, Hopper pipeline)", "tf32 8192^3, fp32 C (Matmul.tile, Hopper pipeline)",
-         "bf16 8192^3, bf16 C (tile loop)"]
+LARGE = [
+    "bf16 8192^3, bf16 C (Matmul.tile, Hopper pipeline)",
+    "tf32 8192^3, fp32 C (Matmul.tile, Hopper pipeline)",
+    "bf16 8192^3, bf16 C (tile loop)",
+]
 
 
 def row_of(r, case, *fields):
@@ -155,13 +171,32 @@ def matmul_batched(found):
         bound = f"{row['memory_bound_ms'] / row['ms']:.2f}" if row.get("memory_bound_ms") else "—"
         gaps = "—"
         if row.get("kernel_ms"):
-            gaps = (f"{row['kernel_ms'] * 1e3:.1f} / {row['gap_ms'] * 1e3:.1f} against "
-                    f"{row['peer_kernel_ms'] * 1e3:.1f} / {row['peer_gap_ms'] * 1e3:.1f}")
-        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}",
-                     f"{row['peer']} {row['peer_tflops']:.1f}", ratio(row["peer_ms"] / row["ms"]), bound, gaps,
-                     measured(r, row)])
-    header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "of the memory bound",
-              "kernel / gap µs, ours against cuBLAS's", "measured"]
+            gaps = (
+                f"{row['kernel_ms'] * 1e3:.1f} / {row['gap_ms'] * 1e3:.1f} against "
+                f"{row['peer_kernel_ms'] * 1e3:.1f} / {row['peer_gap_ms'] * 1e3:.1f}"
+            )
+        rows.append(
+            [
+                case_name(case),
+                row["block_dim"],
+                f"{row['tflops']:.1f}",
+                f"{row['peer']} {row['peer_tflops']:.1f}",
+                ratio(row["peer_ms"] / row["ms"]),
+                bound,
+                gaps,
+                measured(r, row),
+            ]
+        )
+    header = [
+        "case",
+        "kernel",
+        "numba_tiles TFLOP/s",
+        "cuBLAS (PyTorch) TFLOP/s",
+        "ratio",
+        "of the memory bound",
+        "kernel / gap µs, ours against cuBLAS's",
+        "measured",
+    ]
     return table(header, rows) + "\n\n" + sources(cited)
 
 
@@ -173,14 +208,25 @@ def matmul_sustained(found):
             continue
         cited.append((r, row))
         flops = row["tflops"] * row["ms"]
-        rows.append([case_name(case), f"{flops / row['sustained_ms']:.1f} ({row['sustained_mhz']:.0f}, "
-                     f"{row['sustained_watts']:.0f})",
-                     f"{flops / row['peer_sustained_ms']:.1f} ({row['peer_sustained_mhz']:.0f}, "
-                     f"{row['peer_sustained_watts']:.0f})",
-                     ratio(row["peer_sustained_ms"] / row["sustained_ms"]), ratio(row["peer_ms"] / row["ms"]),
-                     measured(r, row)])
-    header = ["case", "numba_tiles sustained TFLOP/s (SM MHz, W)", "cuBLAS sustained TFLOP/s (SM MHz, W)",
-              "sustained ratio", "burst ratio, same run", "measured"]
+        rows.append(
+            [
+                case_name(case),
+                f"{flops / row['sustained_ms']:.1f} ({row['sustained_mhz']:.0f}, {row['sustained_watts']:.0f})",
+                f"{flops / row['peer_sustained_ms']:.1f} ({row['peer_sustained_mhz']:.0f}, "
+                f"{row['peer_sustained_watts']:.0f})",
+                ratio(row["peer_sustained_ms"] / row["sustained_ms"]),
+                ratio(row["peer_ms"] / row["ms"]),
+                measured(r, row),
+            ]
+        )
+    header = [
+        "case",
+        "numba_tiles sustained TFLOP/s (SM MHz, W)",
+        "cuBLAS sustained TFLOP/s (SM MHz, W)",
+        "sustained ratio",
+        "burst ratio, same run",
+        "measured",
+    ]
     return table(header, rows) + "\n\n" + sources(cited)
 
 
@@ -191,14 +237,26 @@ def matmul_large(found):
         if not r:
             continue
         cited.append((r, row))
-        rows.append([case_name(case), row["block_dim"], f"{row['tflops']:.1f}",
-                     f"{row['peer']} {row['peer_tflops']:.1f}", ratio(row["peer_ms"] / row["ms"]), measured(r, row)])
+        rows.append(
+            [
+                case_name(case),
+                row["block_dim"],
+                f"{row['tflops']:.1f}",
+                f"{row['peer']} {row['peer_tflops']:.1f}",
+                ratio(row["peer_ms"] / row["ms"]),
+                measured(r, row),
+            ]
+        )
     header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "measured"]
     return table(header, rows) + "\n\n" + sources(cited)
 
 
-EPILOGUE = ["batched bf16 128^3 x 4096 relu(bias)", "batched fp16 64^3 x 16384 relu(bias)", "bf16 8192^3 gelu(bias)",
-            "bf16 8192x8192x1024 gelu(bias)"]
+EPILOGUE = [
+    "batched bf16 128^3 x 4096 relu(bias)",
+    "batched fp16 64^3 x 16384 relu(bias)",
+    "bf16 8192^3 gelu(bias)",
+    "bf16 8192x8192x1024 gelu(bias)",
+]
 
 
 def matmul_epilogue(found):
@@ -211,20 +269,43 @@ def matmul_epilogue(found):
             continue
         cited.append((r, row))
         fused = row.get("cublaslt_fused_ms")
-        rows.append([case_name(row["case"]), row["kernel"], f"{row['ms']:.3f}", f"{row['eager_ms']:.3f}",
-                     f"{fused:.3f}" if fused else "—", f"{row['bare_ms']:.3f}", ratio(row["speedup_vs_eager"]),
-                     ratio(fused / row["ms"]) if fused else "—", ratio(row["bare_ms"] / row["ms"])])
+        rows.append(
+            [
+                case_name(row["case"]),
+                row["kernel"],
+                f"{row['ms']:.3f}",
+                f"{row['eager_ms']:.3f}",
+                f"{fused:.3f}" if fused else "—",
+                f"{row['bare_ms']:.3f}",
+                ratio(row["speedup_vs_eager"]),
+                ratio(fused / row["ms"]) if fused else "—",
+                ratio(row["bare_ms"] / row["ms"]),
+            ]
+        )
     if not rows:
         return "No result yet."
-    header = ["case", "kernel", "numba_tiles ms", "eager PyTorch ms", "cuBLASLt fused ms", "bare product ms",
-              "vs eager", "vs cuBLASLt fused", "vs bare product"]
+    header = [
+        "case",
+        "kernel",
+        "numba_tiles ms",
+        "eager PyTorch ms",
+        "cuBLASLt fused ms",
+        "bare product ms",
+        "vs eager",
+        "vs cuBLASLt fused",
+        "vs bare product",
+    ]
     return table(header, rows) + "\n\n" + sources(cited)
 
 
 # ---- segmented reductions -------------------------------------------------------------------------------
 
-PEERS = {"cupy": "CuPy", "torch": "PyTorch", "cuda.compute": "cuda.compute",
-         "cuda.compute-counting": "cuda.compute (counting)"}
+PEERS = {
+    "cupy": "CuPy",
+    "torch": "PyTorch",
+    "cuda.compute": "cuda.compute",
+    "cuda.compute-counting": "cuda.compute (counting)",
+}
 
 
 def shape_name(shape):
@@ -249,17 +330,39 @@ def segmented_reduce(found):
         def gbps(peer):
             return f"{got[peer]['gbps']:.0f}" if peer in got else "–"
 
-        rows.append([shape_name(shape), f"{got['numba_tiles']['gbps']:.0f}", f"{got['numba_tiles']['of_read']:.1%}",
-                     f"{PEERS[best]} {got[best]['gbps']:.0f}", ratio(got["numba_tiles"]["vs_best_peer"])]
-                    + [gbps(k) for k in mlir] + [gbps(p) for p in PEERS])
+        rows.append(
+            [
+                shape_name(shape),
+                f"{got['numba_tiles']['gbps']:.0f}",
+                f"{got['numba_tiles']['of_read']:.1%}",
+                f"{PEERS[best]} {got[best]['gbps']:.0f}",
+                ratio(got["numba_tiles"]["vs_best_peer"]),
+            ]
+            + [gbps(k) for k in mlir]
+            + [gbps(p) for p in PEERS]
+        )
     gib = r.data["scale_gib"]
-    header = ["shape (" + (f"{gib:g} GiB" if gib != 1 else "1 GiB") + ")", "numba_tiles GB/s", "of a full read",
-              "best peer GB/s", "vs best peer"] + ["numba-cuda-mlir GB/s"] * len(mlir) + list(PEERS.values())
-    return table(header, rows) + "\n\n" + sources([(r, s) for s in r.data["shapes"].values()]) \
+    header = (
+        [
+            "shape (" + (f"{gib:g} GiB" if gib != 1 else "1 GiB") + ")",
+            "numba_tiles GB/s",
+            "of a full read",
+            "best peer GB/s",
+            "vs best peer",
+        ]
+        + ["numba-cuda-mlir GB/s"] * len(mlir)
+        + list(PEERS.values())
+    )
+    return (
+        table(header, rows)
+        + "\n\n"
+        + sources([(r, s) for s in r.data["shapes"].values()])
         + f" Median of {r.data['repeats']} runs after {r.data['warmup']} warm-ups."
+    )
 
 
 # ---- the block primitives, as the guides teach them -----------------------------------------------------
+
 
 def primitives(found):
     r = result(found, "primitives")
@@ -269,13 +372,32 @@ def primitives(found):
     for row in r.data["rows"]:
         best = max(row["peers"], key=row["peers"].get) if row["peers"] else None
         peers = ", ".join(f"{k} {v:.0f}" for k, v in row["peers"].items()) or "—"
-        rows.append([row["case"], f"{row['gbs']:.0f}", f"{row['limit_gbs']:.0f} ({row['limit'].split()[2]})",
-                     f"{row['of_limit']:.0%}", peers, ratio(row["gbs"] / row["peers"][best]) if best else "—",
-                     f"{row['target']}: {'met' if row['met'] else 'not met'}"])
-    header = [f"case ({r.data['scale_gib']:g} GiB)", "numba_tiles GB/s", "limit GB/s", "of the limit", "peers GB/s",
-              "vs best peer", "target"]
-    return table(header, rows) + "\n\n" + sources([(r, row) for row in r.data["rows"]]) \
+        rows.append(
+            [
+                row["case"],
+                f"{row['gbs']:.0f}",
+                f"{row['limit_gbs']:.0f} ({row['limit'].split()[2]})",
+                f"{row['of_limit']:.0%}",
+                peers,
+                ratio(row["gbs"] / row["peers"][best]) if best else "—",
+                f"{row['target']}: {'met' if row['met'] else 'not met'}",
+            ]
+        )
+    header = [
+        f"case ({r.data['scale_gib']:g} GiB)",
+        "numba_tiles GB/s",
+        "limit GB/s",
+        "of the limit",
+        "peers GB/s",
+        "vs best peer",
+        "target",
+    ]
+    return (
+        table(header, rows)
+        + "\n\n"
+        + sources([(r, row) for row in r.data["rows"]])
         + f" Median of {r.data['repeats']} trials."
+    )
 
 
 # ---- compile time, first result, start-up ---------------------------------------------------------------
@@ -305,12 +427,28 @@ def compile_latency(found):
             continue
         cold, warm, base = got
         cited += [(r, entry) for entry in got]
-        rows.append([label, f"{cold['compile_s']:.2f}", f"{cold['nvrtc_s']:.2f} ({cold['nvrtc_runs']})",
-                     f"{warm['compile_s']:.2f}", f"{base['compile_s']:.2f}",
-                     f"{warm['compile_s'] - base['compile_s']:+.2f}", f"{cold.get('runs', r.data['runs'])}",
-                     measured(r, cold)])
-    header = ["first kernel of a process", "empty cache s", "of which NVRTC s (programs)", "warm cache s",
-              "plain kernel s", "warm over plain s", "runs (median)", "measured"]
+        rows.append(
+            [
+                label,
+                f"{cold['compile_s']:.2f}",
+                f"{cold['nvrtc_s']:.2f} ({cold['nvrtc_runs']})",
+                f"{warm['compile_s']:.2f}",
+                f"{base['compile_s']:.2f}",
+                f"{warm['compile_s'] - base['compile_s']:+.2f}",
+                f"{cold.get('runs', r.data['runs'])}",
+                measured(r, cold),
+            ]
+        )
+    header = [
+        "first kernel of a process",
+        "empty cache s",
+        "of which NVRTC s (programs)",
+        "warm cache s",
+        "plain kernel s",
+        "warm over plain s",
+        "runs (median)",
+        "measured",
+    ]
     return table(header, rows) + "\n\n" + sources(cited)
 
 
@@ -319,8 +457,12 @@ def compile_later(found):
     kept = {case: v for case, v in r.data["results"].items() if case == "without" or case.startswith("block_reduce")}
     rows = [[case, f"{v['compile_s']:.2f}", f"{v['nvrtc_s']:.2f}", v["pch_used"]] for case, v in kept.items()]
     runs = sorted({v.get("runs", r.data["runs"]) for v in kept.values()})
-    return table(["kernel", "compile s", "of which NVRTC s", "base header precompiled"], rows) + "\n\n" \
-        + sources([(r, v) for v in kept.values()]) + f" Median of {' or '.join(map(str, runs))}."
+    return (
+        table(["kernel", "compile s", "of which NVRTC s", "base header precompiled"], rows)
+        + "\n\n"
+        + sources([(r, v) for v in kept.values()])
+        + f" Median of {' or '.join(map(str, runs))}."
+    )
 
 
 # ---- the first compile of each long form: numba_tiles' notices and the guides --------------------------
@@ -336,10 +478,8 @@ COLD_FORMS = [
 # Hopper kernel with no cuBLASDx GEMM (no notice: it is short).
 COLD_KERNELS = [
     ("matmul", "a first `tiles.matmul` kernel (shared C, 64×64×64 fp16)"),
-    ("register matmul", "a first kernel of `tiles.Matmul`'s own loop (loads, product and staged store, "
-                        "64×64×32 fp16)"),
-    ("hopper batched", "a first `Matmul.batched` kernel by `\"wgmma\"` (bf16 128×128×32, sm_90a; no cuBLASDx "
-                       "GEMM)"),
+    ("register matmul", "a first kernel of `tiles.Matmul`'s own loop (loads, product and staged store, 64×64×32 fp16)"),
+    ("hopper batched", 'a first `Matmul.batched` kernel by `"wgmma"` (bf16 128×128×32, sm_90a; no cuBLASDx GEMM)'),
 ]
 
 
@@ -377,13 +517,17 @@ def compile_times_module(found):
         if figure:
             seconds, cpus, r, entry = figure
             phrase = cold_phrase(kernel, seconds, cpus, side_by_side(r, case))
-            lines += [f"    # {r.name}: {measured(r, entry)}",
-                      f"    {json.dumps(form)}: {json.dumps(phrase, ensure_ascii=False)},"]
-    return ('"""How long the first compile of each long form took, as the notices of `_compile` say it as such a '
-            'compile\nstarts. Generated by benchmarks/report.py from benchmarks/results/ (the 2-core machine\'s '
-            'compile_latency\nresult); do not edit: run ``python benchmarks/report.py`` after a benchmark run."""\n\n'
-            "# form → what a notice says of its first kernel with an empty cache (a form not here: no figure)\n"
-            "COLD = {\n" + "\n".join(lines) + "\n}\n")
+            lines += [
+                f"    # {r.name}: {measured(r, entry)}",
+                f"    {json.dumps(form)}: {json.dumps(phrase, ensure_ascii=False)},",
+            ]
+    return (
+        '"""How long the first compile of each long form took, as the notices of `_compile` say it as such a '
+        "compile\nstarts. Generated by benchmarks/report.py from benchmarks/results/ (the 2-core machine's "
+        'compile_latency\nresult); do not edit: run ``python benchmarks/report.py`` after a benchmark run."""\n\n'
+        "# form → what a notice says of its first kernel with an empty cache (a form not here: no figure)\n"
+        "COLD = {\n" + "\n".join(lines) + "\n}\n"
+    )
 
 
 def compile_cold(found):
@@ -394,8 +538,14 @@ def compile_cold(found):
         if figure:
             seconds, cpus, r, entry = figure
             cited.append((r, entry))
-            more = (f" (its {r.data['results'][f'{case}, cold cache']['nvrtc_runs']} NVRTC programs side by side), "
-                    "less on more") if side_by_side(r, case) else ""
+            more = (
+                (
+                    f" (its {r.data['results'][f'{case}, cold cache']['nvrtc_runs']} NVRTC programs side by side), "
+                    "less on more"
+                )
+                if side_by_side(r, case)
+                else ""
+            )
             rows.append(f"- {kernel}: about {seconds} s on {cpus} CPU cores{more};")
     rows[-1] = rows[-1][:-1] + "."
     return "\n".join(rows) + "\n\n" + sources(cited)
@@ -406,8 +556,10 @@ def compile_notice(found):
     compares)."""
     seconds, cpus, r, _ = cold_compile(found, "matmul")
     phrase = cold_phrase(COLD_FORMS[0][2], seconds, cpus, side_by_side(r, "matmul"))
-    return ("```text\nnumba_tiles: compiling tiles.matmul 16x16x16 (float16, float32) with cuBLASDx for sm_90 (NVRTC; "
-            f"{phrase}; cached afterwards)\n```")
+    return (
+        "```text\nnumba_tiles: compiling tiles.matmul 16x16x16 (float16, float32) with cuBLASDx for sm_90 (NVRTC; "
+        f"{phrase}; cached afterwards)\n```"
+    )
 
 
 FIRST = [  # (row, the medians' keys it adds up)
@@ -417,12 +569,18 @@ FIRST = [  # (row, the medians' keys it adds up)
     ("CUDA context + data", ["context", "data"]),
     ("first launch: typing + lowering", ["phase.typing_lowering"]),
     ("first launch: NVRTC", ["phase.nvrtc"]),
-    ("first launch: NVVM, nvJitLink, load, launch, the rest; copy back",
-     ["phase.nvvm", "phase.nvjitlink", "phase.module_load", "phase.launch", "phase.other", "check"]),
+    (
+        "first launch: NVVM, nvJitLink, load, launch, the rest; copy back",
+        ["phase.nvvm", "phase.nvjitlink", "phase.module_load", "phase.launch", "phase.other", "check"],
+    ),
     ("**first result**", ["first_result"]),
 ]
-MODES = {"plain": "plain Numba (no intrinsics)", "tiles-cold": "numba_tiles, empty cache",
-         "tiles-warm": "numba_tiles, warm cache", "coop": "cuda.coop"}
+MODES = {
+    "plain": "plain Numba (no intrinsics)",
+    "tiles-cold": "numba_tiles, empty cache",
+    "tiles-warm": "numba_tiles, warm cache",
+    "coop": "cuda.coop",
+}
 
 
 def first_result(found):
@@ -447,9 +605,13 @@ def first_result(found):
     rows.append(spread)
     coop = r.data["versions"].get("cuda-cccl")
     header = ["seconds"] + [MODES[m] + (f" {coop}" if m == "coop" and coop else "") for m in modes]
-    return table(header, rows) + "\n\n" + sources([(r, None)]) \
-        + f" Median of {r.data['runs']} fresh processes a column; each row is its own median, so the rows do not " \
+    return (
+        table(header, rows)
+        + "\n\n"
+        + sources([(r, None)])
+        + f" Median of {r.data['runs']} fresh processes a column; each row is its own median, so the rows do not "
         "add up exactly."
+    )
 
 
 def startup(found):
@@ -458,8 +620,11 @@ def startup(found):
         return "No result yet."
     keys = list(dict.fromkeys(k for r in picked for k in r.data["seconds"]))
     rows = [[k] + [f"{r.data['seconds'][k]:.3f}" if k in r.data["seconds"] else "–" for r in picked] for k in keys]
-    header = ["seconds"] + [(r.device if r.device.startswith("CPU only") else f"{r.device}, {r.data['cpus']} CPUs")
-                            + f" (median of {r.data['repeat']})" for r in picked]
+    header = ["seconds"] + [
+        (r.device if r.device.startswith("CPU only") else f"{r.device}, {r.data['cpus']} CPUs")
+        + f" (median of {r.data['repeat']})"
+        for r in picked
+    ]
     return table(header, rows) + "\n\n" + sources([(r, None) for r in picked])
 
 
@@ -481,14 +646,17 @@ def files(found):
         return ""
 
     def runs(r):
-        return "; ".join(f"{date}, {commit}" + (" (attributed afterwards)" if attributed else "")
-                         for _, date, commit, attributed in dict.fromkeys(r.run(e) for e in r.entries() or [None]))
+        return "; ".join(
+            f"{date}, {commit}" + (" (attributed afterwards)" if attributed else "")
+            for _, date, commit, attributed in dict.fromkeys(r.run(e) for e in r.entries() or [None])
+        )
 
     rows = [[f"`{r.name}`", r.benchmark, r.device, runs(r), holds(r)] for r in found]
     return table(["file", "benchmark", "device", "runs (date, commit)", "what it holds"], rows)
 
 
 # ---- the README's summary -------------------------------------------------------------------------------
+
 
 def summary(found):
     rows, cited = [], []
@@ -499,8 +667,14 @@ def summary(found):
             if shape:
                 cited.append((seg, shape))
                 got, best = shape["rows"], shape["best_peer"]
-                rows.append([f"segmented sum, {shape_name(shape)} (1 GiB)", f"{got['numba_tiles']['gbps']:.0f} GB/s",
-                             f"{PEERS[best]} {got[best]['gbps']:.0f} GB/s", ratio(got["numba_tiles"]["vs_best_peer"])])
+                rows.append(
+                    [
+                        f"segmented sum, {shape_name(shape)} (1 GiB)",
+                        f"{got['numba_tiles']['gbps']:.0f} GB/s",
+                        f"{PEERS[best]} {got[best]['gbps']:.0f} GB/s",
+                        ratio(got["numba_tiles"]["vs_best_peer"]),
+                    ]
+                )
     prim = result(found, "primitives")
     if prim:
         for row in prim.data["rows"]:
@@ -508,25 +682,46 @@ def summary(found):
                 continue  # (the segmented_reduce rows above)
             cited.append((prim, row))
             best = max(row["peers"], key=row["peers"].get)
-            rows.append([f"{row['case']} (1 GiB)", f"{row['gbs']:.0f} GB/s", f"{best} {row['peers'][best]:.0f} GB/s",
-                         ratio(row["gbs"] / row["peers"][best])])
+            rows.append(
+                [
+                    f"{row['case']} (1 GiB)",
+                    f"{row['gbs']:.0f} GB/s",
+                    f"{best} {row['peers'][best]:.0f} GB/s",
+                    ratio(row["gbs"] / row["peers"][best]),
+                ]
+            )
     for case in BATCHED[:1] + BATCHED[2:] + LARGE[:2]:
         r, row = matmul_row(found, case)
         if r:
             cited.append((r, row))
             kind = "batched matmul" if case in BATCHED else "GEMM"
-            rows.append([f"{kind}, {case_name(case)}", f"{row['tflops']:.1f} TFLOP/s",
-                         f"{row['peer']} {row['peer_tflops']:.1f} TFLOP/s",
-                         ratio(row["peer_ms"] / row["ms"])])
+            rows.append(
+                [
+                    f"{kind}, {case_name(case)}",
+                    f"{row['tflops']:.1f} TFLOP/s",
+                    f"{row['peer']} {row['peer_tflops']:.1f} TFLOP/s",
+                    ratio(row["peer_ms"] / row["ms"]),
+                ]
+            )
     return table(["workload", "numba_tiles", "fastest peer", "ratio"], rows) + "\n\n" + sources(cited)
 
 
-BLOCKS = {"summary": summary, "segmented_reduce": segmented_reduce, "primitives": primitives,
-          "matmul_batched": matmul_batched,
-          "matmul_sustained": matmul_sustained, "matmul_large": matmul_large, "matmul_epilogue": matmul_epilogue,
-          "compile_latency": compile_latency,
-          "compile_later": compile_later, "first_result": first_result, "startup": startup, "files": files,
-          "compile_cold": compile_cold, "compile_notice": compile_notice}
+BLOCKS = {
+    "summary": summary,
+    "segmented_reduce": segmented_reduce,
+    "primitives": primitives,
+    "matmul_batched": matmul_batched,
+    "matmul_sustained": matmul_sustained,
+    "matmul_large": matmul_large,
+    "matmul_epilogue": matmul_epilogue,
+    "compile_latency": compile_latency,
+    "compile_later": compile_later,
+    "first_result": first_result,
+    "startup": startup,
+    "files": files,
+    "compile_cold": compile_cold,
+    "compile_notice": compile_notice,
+}
 
 
 def render(text, found):
@@ -539,7 +734,7 @@ def render(text, found):
         name = m.group(1)
         if name not in BLOCKS:
             raise KeyError(f"no generated block named {name!r} (known: {', '.join(BLOCKS)})")
-        out += [text[pos:m.end()], BLOCKS[name](found), "\n"]
+        out += [text[pos : m.end()], BLOCKS[name](found), "\n"]
         pos = end
     return "".join(out) + text[pos:]
 

@@ -49,8 +49,13 @@ from numba import cuda
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = {  # name: (dtype, segment length; 0 = CSR segments of 1..CSR_MAX items)
-    "f32-128": (np.float32, 128), "f32-4096": (np.float32, 4096), "f32-1M": (np.float32, 2**20),
-    "f32-csr": (np.float32, 0), "f64-4096": (np.float64, 4096), "i32-4096": (np.int32, 4096)}
+    "f32-128": (np.float32, 128),
+    "f32-4096": (np.float32, 4096),
+    "f32-1M": (np.float32, 2**20),
+    "f32-csr": (np.float32, 0),
+    "f64-4096": (np.float64, 4096),
+    "i32-4096": (np.int32, 4096),
+}
 CSR_MAX, WARMUP, SLEEP_ITERS = 8191, 3, 2000  # the sleep kernel: 2000 x nanosleep(1 µs)
 TARGET_PEER, TARGET_READ = 1.0, 0.95
 
@@ -60,6 +65,7 @@ class Skip(Exception):
 
 
 # ---- data and the NumPy reference (no GPU) ----
+
 
 def csr_offsets(rng, items):
     """n + 1 int64 offsets of segments with lengths uniform in 1..CSR_MAX, about ``items`` in all."""
@@ -71,8 +77,7 @@ def make_input(dtype, seg_len, scale, rng):
     """The host input (``scale`` GiB) and its n + 1 offsets (``arange(n + 1) * seg_len`` for regular segments)."""
     dtype = np.dtype(dtype)
     items = int(scale * 2**30) // dtype.itemsize
-    offsets = (np.arange(max(items // seg_len, 1) + 1, dtype=np.int64) * seg_len if seg_len
-               else csr_offsets(rng, items))
+    offsets = np.arange(max(items // seg_len, 1) + 1, dtype=np.int64) * seg_len if seg_len else csr_offsets(rng, items)
     n = int(offsets[-1])  # small integers: no int32 sum overflows, whoever adds them in whatever order
     x = rng.integers(-100, 101, n, dtype=dtype) if dtype.kind == "i" else rng.standard_normal(n, dtype=dtype)
     return x, offsets
@@ -108,6 +113,7 @@ def check(got, want, tol):
 
 
 # ---- contenders: setup(c) returns a launch callable, which returns the output (a device array) ----
+
 
 def share(a, lib):
     """Numba device array ``a`` as a CuPy array or a torch tensor over the same memory (no copy, checked)."""
@@ -151,6 +157,7 @@ def example_under_mlir():
 
 def cupy_sum(c, whole=False):
     import cupy
+
     x = share(c.x, "cupy")
     if whole:
         out = cupy.empty((), x.dtype)
@@ -163,6 +170,7 @@ def cupy_sum(c, whole=False):
 
 def torch_sum(c, whole=False):
     import torch
+
     x = share(c.x, "torch")
     if whole:
         out = torch.empty((), dtype=x.dtype, device="cuda")
@@ -178,6 +186,7 @@ def compute(c, counting=False):
     """cuda-cccl 1.1.1 (cuda/compute/algorithms/_segmented_reduce.py at git tag python-1.1.1): the object built by
     ``make_segmented_reduce`` returns the temp bytes when called with ``temp_storage=None``, else it launches."""
     import cuda.compute as cc
+
     if counting and not c.seg_len:
         raise Skip("regular segments only")
     if counting:
@@ -185,11 +194,18 @@ def compute(c, counting=False):
 
         def start(i):  # segment i is [start(i), start(i + 1))
             return i * step
+
         starts, ends = (cc.TransformIterator(cc.CountingIterator(np.int64(k)), start) for k in (0, 1))
     else:
         starts, ends = c.offsets[:-1], c.offsets[1:]
-    build = dict(d_in=c.x, d_out=c.out, start_offsets_in=starts, end_offsets_in=ends, op=cc.OpKind.PLUS,
-                 h_init=np.zeros((), c.x.dtype))
+    build = dict(
+        d_in=c.x,
+        d_out=c.out,
+        start_offsets_in=starts,
+        end_offsets_in=ends,
+        op=cc.OpKind.PLUS,
+        h_init=np.zeros((), c.x.dtype),
+    )
     reducer = cc.make_segmented_reduce(**build)
     run = dict(build, num_segments=c.count, max_segment_size=c.max_len)  # stream=None: the default stream
     temp = cuda.device_array(max(reducer(temp_storage=None, **run), 1), np.uint8)
@@ -197,15 +213,20 @@ def compute(c, counting=False):
     def launch():
         reducer(temp_storage=temp, **run)
         return c.out
+
     return launch
 
 
 CONTENDERS = {  # name: (kind, setup); kinds: "tiles", "peer", "read" (the full-array read: the limit)
-    "numba_tiles": ("tiles", tiles), "numba_tiles-mlir": ("tiles", lambda c: tiles(c, mlir=True)),
-    "cupy": ("peer", cupy_sum), "torch": ("peer", torch_sum),
-    "cuda.compute": ("peer", compute), "cuda.compute-counting": ("peer", lambda c: compute(c, counting=True)),
+    "numba_tiles": ("tiles", tiles),
+    "numba_tiles-mlir": ("tiles", lambda c: tiles(c, mlir=True)),
+    "cupy": ("peer", cupy_sum),
+    "torch": ("peer", torch_sum),
+    "cuda.compute": ("peer", compute),
+    "cuda.compute-counting": ("peer", lambda c: compute(c, counting=True)),
     "read:cupy": ("read", lambda c: cupy_sum(c, whole=True)),
-    "read:torch": ("read", lambda c: torch_sum(c, whole=True))}
+    "read:torch": ("read", lambda c: torch_sum(c, whole=True)),
+}
 
 
 def to_host(a):
@@ -215,6 +236,7 @@ def to_host(a):
 
 
 # ---- timing ----
+
 
 @cuda.jit
 def _sleep(iterations):
@@ -252,10 +274,20 @@ def release():
 
 # ---- one shape ----
 
+
 def setup_shape(name, scale, rng):
     x, offsets = make_input(*SHAPES[name], scale, rng)
-    return x, offsets, SimpleNamespace(x=cuda.to_device(x), offsets=cuda.to_device(offsets), seg_len=SHAPES[name][1],
-                                       count=offsets.size - 1, max_len=int(np.diff(offsets).max()))
+    return (
+        x,
+        offsets,
+        SimpleNamespace(
+            x=cuda.to_device(x),
+            offsets=cuda.to_device(offsets),
+            seg_len=SHAPES[name][1],
+            count=offsets.size - 1,
+            max_len=int(np.diff(offsets).max()),
+        ),
+    )
 
 
 def contender(case, cname):
@@ -274,8 +306,16 @@ def run_shape(name, args, rng):
     x, offsets, case = setup_shape(name, args.scale, rng)
     segments, whole = reference(x, offsets)
     nbytes = x.nbytes + (0 if case.seg_len else offsets.nbytes)
-    result = {"dtype": x.dtype.name, "seg_len": case.seg_len or f"csr 1..{CSR_MAX}", "segments": case.count,
-              "items": x.size, "bytes": nbytes, "rows": {}, "skipped": {}, "wrong": {}}
+    result = {
+        "dtype": x.dtype.name,
+        "seg_len": case.seg_len or f"csr 1..{CSR_MAX}",
+        "segments": case.count,
+        "items": x.size,
+        "bytes": nbytes,
+        "rows": {},
+        "skipped": {},
+        "wrong": {},
+    }
     del x, offsets
     for cname in args.contenders:
         kind = CONTENDERS[cname][0]
@@ -292,8 +332,13 @@ def run_shape(name, args, rng):
             continue
         times, host_us = time_runs(launch, args.repeats)
         median = statistics.median(times)
-        result["rows"][cname] = {"kind": kind, "times_us": times, "median_us": median, "host_launch_max_us": host_us,
-                                 "gbps": (case.x.nbytes if kind == "read" else nbytes) / median / 1e3}
+        result["rows"][cname] = {
+            "kind": kind,
+            "times_us": times,
+            "median_us": median,
+            "host_launch_max_us": host_us,
+            "gbps": (case.x.nbytes if kind == "read" else nbytes) / median / 1e3,
+        }
         del launch
     del case
     release()
@@ -308,39 +353,67 @@ def run_shape(name, args, rng):
         if cname in rows:
             r = rows[cname]
             blocked = r["host_launch_max_us"] > 0.5 * args.sleep_us  # it waited for the GPU: its host time counts
-            line = (f"{r['median_us']:>10.1f}{r['gbps']:>9.0f}{cell(r['of_read'], '>9.1%')}"
-                    f"{cell(r['vs_best_peer'], '>14.2f')}" + ("  (the launch blocked the host)" if blocked else ""))
+            line = (
+                f"{r['median_us']:>10.1f}{r['gbps']:>9.0f}{cell(r['of_read'], '>9.1%')}"
+                f"{cell(r['vs_best_peer'], '>14.2f')}" + ("  (the launch blocked the host)" if blocked else "")
+            )
         else:
-            line = (f"  WRONG: {result['wrong'][cname]}" if cname in result["wrong"]
-                    else f"  skipped: {result['skipped'][cname]}")
+            line = (
+                f"  WRONG: {result['wrong'][cname]}"
+                if cname in result["wrong"]
+                else f"  skipped: {result['skipped'][cname]}"
+            )
         print(f"{name:<10}{cname:<23}{line}")
     t = rows.get("numba_tiles")
     vs, of = (t["vs_best_peer"], t["of_read"]) if t else (None, None)
     result["meets_targets"] = meets = None if vs is None or of is None else vs >= TARGET_PEER and of >= TARGET_READ
     verdict = {True: "MEETS the targets", False: "MISSES the targets", None: "cannot tell against the targets"}[meets]
-    result["summary"] = (f"{name}: numba_tiles not measured" if not t else
-                         f"{name}: numba_tiles {t['gbps']:.0f} GB/s, "
-                         + (f"{vs:.2f}x the best peer ({best} {peers[best]:.0f} GB/s), " if best else "no peer, ")
-                         + (f"{of:.1%} of the full-array read ({limit:.0f} GB/s)" if limit else "no full-array read")
-                         + f": {verdict} (>= {TARGET_PEER:.1f}x the best peer, >= {TARGET_READ:.0%} of the read)")
+    result["summary"] = (
+        f"{name}: numba_tiles not measured"
+        if not t
+        else f"{name}: numba_tiles {t['gbps']:.0f} GB/s, "
+        + (f"{vs:.2f}x the best peer ({best} {peers[best]:.0f} GB/s), " if best else "no peer, ")
+        + (f"{of:.1%} of the full-array read ({limit:.0f} GB/s)" if limit else "no full-array read")
+        + f": {verdict} (>= {TARGET_PEER:.1f}x the best peer, >= {TARGET_READ:.0%} of the read)"
+    )
     print(result["summary"])
     return result
 
 
 # ---- the run ----
 
+
 def describe():
     dev = cuda.get_current_device()
     try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
-                             capture_output=True, text=True).stdout.strip() or None
+        smi = (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            or None
+        )
     except OSError:
         smi = None
-    return {"device": device_name(dev),
-            "compute_capability": "%d.%d" % tuple(dev.compute_capability), "driver": smi,
-            "driver_cuda": "%d.%d" % cuda.cudadrv.driver.get_version(), "python": platform.python_version(),
-            "versions": versions("numpy", "numba", "numba-cuda", "cuda-core", "cuda-bindings", "cupy-cuda13x",
-                                 "cupy-cuda12x", "torch", "cuda-cccl")}
+    return {
+        "device": device_name(dev),
+        "compute_capability": "%d.%d" % tuple(dev.compute_capability),
+        "driver": smi,
+        "driver_cuda": "%d.%d" % cuda.cudadrv.driver.get_version(),
+        "python": platform.python_version(),
+        "versions": versions(
+            "numpy",
+            "numba",
+            "numba-cuda",
+            "cuda-core",
+            "cuda-bindings",
+            "cupy-cuda13x",
+            "cupy-cuda12x",
+            "torch",
+            "cuda-cccl",
+        ),
+    }
 
 
 def parse(argv=None):
@@ -371,8 +444,14 @@ def self_check():
     rng = np.random.default_rng(0)
     lengths = np.diff(csr_offsets(rng, 2**28))
     assert lengths.min() == 1 and lengths.max() == CSR_MAX and abs(lengths.sum() / 2**28 - 1) < 0.01
-    for dtype, seg_len in ((np.float32, 128), (np.float32, 2**14), (np.float32, 0), (np.float64, 4096),
-                           (np.int32, 4096), (np.int32, 0)):
+    for dtype, seg_len in (
+        (np.float32, 128),
+        (np.float32, 2**14),
+        (np.float32, 0),
+        (np.float64, 4096),
+        (np.int32, 4096),
+        (np.int32, 0),
+    ):
         x, offsets = make_input(dtype, seg_len, 2**-6, rng)
         assert offsets[0] == 0 and offsets[-1] == x.size and np.diff(offsets).min() >= 1
         (want, tol), whole = reference(x, offsets)
@@ -382,8 +461,12 @@ def self_check():
         assert check(sums, want, tol) is None and check(ordered, want, tol) is None, (dtype, seg_len)
         assert check([x.sum(dtype=x.dtype)], *whole) is None, (dtype, seg_len)
         first = np.arange(sums.size) == 0
-        for wrong in (sums + first, sums - first * pieces[0][np.argmax(np.abs(pieces[0]))], sums[:-1],
-                      np.where(first, np.nan, sums)):  # off by one, the largest item dropped, one missing, unwritten
+        for wrong in (
+            sums + first,
+            sums - first * pieces[0][np.argmax(np.abs(pieces[0]))],
+            sums[:-1],
+            np.where(first, np.nan, sums),
+        ):  # off by one, the largest item dropped, one missing, unwritten
             assert check(wrong, want, tol) is not None, (dtype, seg_len)
     big = np.full(8, 2**30, np.int32)  # int32 sums wrap: 2**33 is 0 modulo 2**32
     assert check(np.add.reduce(big, dtype=np.int32, keepdims=True), *reference(big, np.array([0, 8]))[0]) is None
@@ -396,8 +479,10 @@ def main():
     if args.self_check:
         return self_check()
     if not cuda.is_available():
-        raise SystemExit("segmented_reduce: no CUDA GPU (numba.cuda.is_available() is False); it times GPU kernels, "
-                         "so run it on a machine with one (--self-check runs without)")
+        raise SystemExit(
+            "segmented_reduce: no CUDA GPU (numba.cuda.is_available() is False); it times GPU kernels, "
+            "so run it on a machine with one (--self-check runs without)"
+        )
     rng = np.random.default_rng(2026)
     if args.ncu:
         launch, _ = contender(setup_shape(args.shapes[0], args.scale, rng)[2], args.contenders[0])
@@ -408,15 +493,25 @@ def main():
     commit = measured_commit(args)
     args.sleep_us = time_runs(lambda: _sleep[1, 1, cuda.legacy_default_stream()](SLEEP_ITERS), 1)[0][0]
     info, date = describe(), datetime.date.today().isoformat()
-    print(f"segmented sums, {args.scale:g} GiB per shape, median of {args.repeats} after {WARMUP} warm-ups "
-          f"({info['device']}, sm_{info['compute_capability'].replace('.', '')}, driver {info['driver']}, CUDA "
-          f"{info['driver_cuda']}; {date}, commit {commit}; sleep kernel {args.sleep_us:.0f} µs)")
+    print(
+        f"segmented sums, {args.scale:g} GiB per shape, median of {args.repeats} after {WARMUP} warm-ups "
+        f"({info['device']}, sm_{info['compute_capability'].replace('.', '')}, driver {info['driver']}, CUDA "
+        f"{info['driver_cuda']}; {date}, commit {commit}; sleep kernel {args.sleep_us:.0f} µs)"
+    )
     print(f"{'shape':<10}{'contender':<23}{'time µs':>10}{'GB/s':>9}{'of read':>9}{'vs best peer':>14}")
     shapes = {name: run_shape(name, args, rng) for name in args.shapes}
     print("\n".join(s["summary"] for s in shapes.values()))
-    record = {"date": date, "commit": commit, **info,
-              "repeats": args.repeats, "warmup": WARMUP, "scale_gib": args.scale, "sleep_us": args.sleep_us,
-              "targets": {"vs_best_peer": TARGET_PEER, "of_read": TARGET_READ}, "shapes": shapes}
+    record = {
+        "date": date,
+        "commit": commit,
+        **info,
+        "repeats": args.repeats,
+        "warmup": WARMUP,
+        "scale_gib": args.scale,
+        "sleep_us": args.sleep_us,
+        "targets": {"vs_best_peer": TARGET_PEER, "of_read": TARGET_READ},
+        "shapes": shapes,
+    }
     path = write_result("segmented_reduce", record, args)
     print(f"wrote {path}")
     wrong = [f"{n} {c}: {e}" for n, s in shapes.items() for c, e in s["wrong"].items()]

@@ -27,15 +27,15 @@ from _versions import device_name as name_of
 
 ROOT = Path(__file__).resolve().parents[1]
 IMPORTS = {
-    "import numba.cuda": "import time; t = time.perf_counter(); from numba import cuda; "
-                         "print(time.perf_counter() - t)",
+    "import numba.cuda": "import time; t = time.perf_counter(); from numba import cuda; print(time.perf_counter() - t)",
     "import numba_tiles (numba.cuda imported first)": "from numba import cuda; import time; t = time.perf_counter(); "
-                                                       "import numba_tiles; print(time.perf_counter() - t)",
+    "import numba_tiles; print(time.perf_counter() - t)",
     "import numba_tiles (from nothing)": "import time; t = time.perf_counter(); import numba_tiles; "
-                                         "print(time.perf_counter() - t)",
+    "print(time.perf_counter() - t)",
     "numba-cuda's extension loader (imports numba_tiles)": (
         "from numba import cuda; from numba.cuda.core import entrypoints; import time; "
-        "t = time.perf_counter(); entrypoints.init_all(); print(time.perf_counter() - t)"),
+        "t = time.perf_counter(); entrypoints.init_all(); print(time.perf_counter() - t)"
+    ),
 }
 
 
@@ -78,16 +78,25 @@ def main():
         assert all(r["correct"] for r in compiled + cached)
         assert all(r["numba_compiles"] == 0 and r["nvrtc"] == 0 for r in cached), cached
         rows["first launch, compiled (numba_tiles cache warm)"] = statistics.median(
-            r["seconds_to_first_launch"] for r in compiled)
+            r["seconds_to_first_launch"] for r in compiled
+        )
         rows["first launch, cache=True kernel from the cache"] = statistics.median(
-            r["seconds_to_first_launch"] for r in cached)
+            r["seconds_to_first_launch"] for r in cached
+        )
         shutil.rmtree(work, ignore_errors=True)
     print(f"{'what (new process, median of %d)' % options.repeat:<58}{'seconds':>9}")
     for name, seconds in rows.items():
         print(f"{name:<58}{seconds:>9.3f}")
     today = datetime.date.today().isoformat()
-    result = {"date": today, "device": device or cpu_device(), "commit": commit, "cpus": os.cpu_count(),
-              "repeat": options.repeat, "seconds": rows, "versions": versions("numba", "numba-cuda", "cuda-core")}
+    result = {
+        "date": today,
+        "device": device or cpu_device(),
+        "commit": commit,
+        "cpus": os.cpu_count(),
+        "repeat": options.repeat,
+        "seconds": rows,
+        "versions": versions("numba", "numba-cuda", "cuda-core"),
+    }
     print(f"wrote {write_result('startup', result, options)}")
 
 

@@ -34,7 +34,7 @@ def histogram_kernel(x, out):
     cuda.syncthreads()
     whole = x.size // TILE
     for t in range(cuda.blockIdx.x, whole, cuda.gridDim.x):  # every thread of the block makes each call
-        tiles.block_load(x[t * TILE:], items, block_dim=BLOCK, items_per_thread=ITEMS)
+        tiles.block_load(x[t * TILE :], items, block_dim=BLOCK, items_per_thread=ITEMS)
         tiles.block_histogram(items, counts, block_dim=BLOCK, items_per_thread=ITEMS, bins=BINS, accumulate=True)
     if cuda.blockIdx.x == 0:  # the bytes after the last whole tile
         for i in range(whole * TILE + cuda.threadIdx.x, x.size, BLOCK):

@@ -17,8 +17,15 @@ from numba.cuda import types
 import numba_tiles as tiles
 
 
-def make_gemm(tile=(64, 64, 32), dtype="float16", accumulator="float32", block_dim=128, order=("C", "C"),
-              precision=None, alignment=None):
+def make_gemm(
+    tile=(64, 64, 32),
+    dtype="float16",
+    accumulator="float32",
+    block_dim=128,
+    order=("C", "C"),
+    precision=None,
+    alignment=None,
+):
     """``gemm(a, b, c, alpha, beta)`` with shared tiles of ``tile=(TM, TN, TK)``, A's and B's in row-major ("C") or
     column-major ("F") ``order``; ``precision``: None, "tf32" or "bf16"; ``alignment=16``: ldmatrix's tiles."""
     TM, TN, TK = tile
@@ -38,8 +45,9 @@ def make_gemm(tile=(64, 64, 32), dtype="float16", accumulator="float32", block_d
         for k in range(0, a.shape[1], TK):
             tiles.tile_load(a, ta, row, k, block_dim=block_dim)
             tiles.tile_load(b, tb, k, col, block_dim=block_dim)
-            tiles.matmul(ta, tb, sc, alpha, scale, shape=tile, block_dim=block_dim, precision=precision,
-                         alignment=alignment)
+            tiles.matmul(
+                ta, tb, sc, alpha, scale, shape=tile, block_dim=block_dim, precision=precision, alignment=alignment
+            )
             scale = 1.0  # later K-tiles accumulate
         if a.shape[1] == 0:  # no K-tiles: C = beta * C
             for i in range(cuda.threadIdx.x + cuda.blockDim.x * cuda.threadIdx.y, TM * TN, threads):  # (1-D or 2-D)
@@ -61,6 +69,7 @@ def run(gemm, a, b, c, alpha, beta, tile=(64, 64, 32), block_dim=128, extras=())
 
 def make_tile_gemm(mm):
     """``gemm(ops, alpha, beta)``: C's tile (blockIdx.y, blockIdx.x) by `Matmul.tile`."""
+
     @cuda.jit
     def gemm(ops, alpha, beta):
         mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta)
@@ -70,6 +79,7 @@ def make_tile_gemm(mm):
 
 def make_batched(mm):
     """``bmm(ops, alpha, beta)``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for the batch, by `Matmul.batched`."""
+
     @cuda.jit
     def bmm(ops, alpha, beta):
         mm.batched(ops, alpha, beta)
@@ -104,15 +114,15 @@ def make_own_loop(mm, staged=False, stages=2):
             ahead = s + S - 1  # K-tile `ahead` starts loading S - 1 products before its own
             if ahead < steps:
                 slot = ahead % S
-                mm.load_a(a, shared[slot * A:(slot + 1) * A], row, ahead * TK, asynchronous=True)
-                mm.load_b(b, shared[S * A + slot * B:S * A + (slot + 1) * B], ahead * TK, col, asynchronous=True)
+                mm.load_a(a, shared[slot * A : (slot + 1) * A], row, ahead * TK, asynchronous=True)
+                mm.load_b(b, shared[S * A + slot * B : S * A + (slot + 1) * B], ahead * TK, col, asynchronous=True)
             if s >= 0:
                 mm.wait(2 * min(steps - 1 - s, S - 1))  # later K-tiles' loads (2 each) may still run
                 slot = s % S
-                mm.multiply(shared[slot * A:(slot + 1) * A], shared[S * A + slot * B:S * A + (slot + 1) * B], acc)
+                mm.multiply(shared[slot * A : (slot + 1) * A], shared[S * A + slot * B : S * A + (slot + 1) * B], acc)
         if staged:
             stage = cuda.shared.array(0, acc_type, alignment=aligned)
-            mm.store(acc, c, row, col, alpha, beta, stage[STAGE:STAGE + mm.c_items])
+            mm.store(acc, c, row, col, alpha, beta, stage[STAGE : STAGE + mm.c_items])
         else:
             mm.store(acc, c, row, col, alpha, beta)
 
@@ -128,19 +138,22 @@ def relative_error(result, a, b, c, alpha, beta):  # ‖result − (alpha·A·B 
 def main():
     rng = np.random.default_rng()
     small, m, n, k = (True, 40, 50, 36) if cuda.config.ENABLE_CUDASIM else (False, 1000, 1104, 904)  # (16-byte rows)
-    for dtype, acc, tile, bound in (("float16", "float32", (64, 64, 32), 1e-2), ("float64", "float64", (32, 32, 16),
-                                                                                 1e-12)):
+    for dtype, acc, tile, bound in (
+        ("float16", "float32", (64, 64, 32), 1e-2),
+        ("float64", "float64", (32, 32, 16), 1e-12),
+    ):
         (tm, tn, tk) = tile = (16, 16, 16) if small else tile
         mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=32 if small else None)
         a, b, c = (rng.standard_normal(s).astype(t) for s, t in (((m, k), dtype), ((k, n), dtype), ((m, n), acc)))
-        a3, b3, c3 = (rng.standard_normal((50, *s)).astype(t) for s, t in (((tm, tk), dtype), ((tk, tn), dtype),
-                                                                          ((tm, tn), acc)))  # a batch
+        a3, b3, c3 = (
+            rng.standard_normal((50, *s)).astype(t) for s, t in (((tm, tk), dtype), ((tk, tn), dtype), ((tm, tn), acc))
+        )  # a batch
         for form, args, launch in (
-                ("tiles.matmul", (a, b, c), lambda *x: run(make_gemm(tile, dtype, acc, mm.threads), *x, tile,
-                                                             mm.threads)),
-                ("own loop", (a, b, c), lambda *x: run(make_own_loop(mm), *x, tile, mm.block_dim)),
-                ("Matmul.tile", (a, b, c), lambda *x: run_described(mm, make_tile_gemm(mm), *x)),
-                ("Matmul.batched", (a3, b3, c3), lambda *x: run_described(mm, make_batched(mm), *x))):
+            ("tiles.matmul", (a, b, c), lambda *x: run(make_gemm(tile, dtype, acc, mm.threads), *x, tile, mm.threads)),
+            ("own loop", (a, b, c), lambda *x: run(make_own_loop(mm), *x, tile, mm.block_dim)),
+            ("Matmul.tile", (a, b, c), lambda *x: run_described(mm, make_tile_gemm(mm), *x)),
+            ("Matmul.batched", (a3, b3, c3), lambda *x: run_described(mm, make_batched(mm), *x)),
+        ):
             error = relative_error(launch(*args, 0.75, -1.25), *args, 0.75, -1.25)
             print(f"{form:14} {dtype} -> {acc}, tiles {tile}: relative error {error:.1e}")
             assert error < bound, f"{form}: {error:.1e} is over {bound:g}"

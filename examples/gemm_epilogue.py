@@ -88,6 +88,7 @@ def make_own_loop(mm, epilogue, staged=False):
 def make_tile_gemm(mm, epilogue):
     """``gemm(ops, alpha, beta, extras)``: C's tile (blockIdx.y, blockIdx.x) by `Matmul.tile` with ``epilogue``;
     launch with `gemm.run_described`."""
+
     @cuda.jit
     def tile_gemm(ops, alpha, beta, extras):
         mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, alpha, beta, epilogue=epilogue, epilogue_args=extras)
@@ -98,6 +99,7 @@ def make_tile_gemm(mm, epilogue):
 def make_batched(mm, epilogue):
     """``bmm(ops, alpha, beta, extras)``: the whole batch by `Matmul.batched` with ``epilogue`` (which takes the
     product's index too); launch with `gemm.run_described`."""
+
     @cuda.jit
     def bmm(ops, alpha, beta, extras):
         mm.batched(ops, alpha, beta, epilogue=epilogue, epilogue_args=extras)
@@ -117,10 +119,17 @@ def main():
     extras = (cuda.to_device(bias),)
     c = np.zeros((m, n), np.float32)
     for form, result, expected in (
-            ("own loop, relu", lambda: gemm.run(make_own_loop(mm, bias_relu), a, b, c, 1.0, 0.0, mm.shape,
-                                                mm.block_dim, extras=(extras,)), relu),
-            ("Matmul.tile, gelu", lambda: gemm.run_described(mm, make_tile_gemm(mm, bias_gelu), a, b, c, 1.0, 0.0,
-                                                             extras), gelu)):
+        (
+            "own loop, relu",
+            lambda: gemm.run(make_own_loop(mm, bias_relu), a, b, c, 1.0, 0.0, mm.shape, mm.block_dim, extras=(extras,)),
+            relu,
+        ),
+        (
+            "Matmul.tile, gelu",
+            lambda: gemm.run_described(mm, make_tile_gemm(mm, bias_gelu), a, b, c, 1.0, 0.0, extras),
+            gelu,
+        ),
+    ):
         error = np.linalg.norm(result() - expected) / np.linalg.norm(expected)
         print(f"{form:18} {m} x {n} x {k} float16 -> float32, tiles {mm.shape}: relative error {error:.1e}")
         assert error < 1e-3, f"{form}: {error:.1e}"

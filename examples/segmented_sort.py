@@ -28,8 +28,7 @@ LARGEST = np.iinfo(np.int32).max
 def sort_kernel(x, y, seg_len):
     keys = cuda.local.array(ITEMS, int32)
     start = cuda.blockIdx.x * seg_len
-    tiles.block_load(x[start:], keys, block_dim=BLOCK, items_per_thread=ITEMS, num_valid=seg_len,
-                     oob_default=LARGEST)
+    tiles.block_load(x[start:], keys, block_dim=BLOCK, items_per_thread=ITEMS, num_valid=seg_len, oob_default=LARGEST)
     tiles.block_radix_sort(keys, block_dim=BLOCK, items_per_thread=ITEMS)
     tiles.block_store(y[start:], keys, block_dim=BLOCK, items_per_thread=ITEMS, num_valid=seg_len)
 
@@ -48,7 +47,7 @@ def segmented_sort(x, seg_len, out=None):
 if __name__ == "__main__":
     rng = np.random.default_rng()
     seg_len, count = (1000, 3) if cuda.config.ENABLE_CUDASIM else (2048, 2**17)
-    data = rng.integers(-2**31, 2**31 - 1, seg_len * count, dtype=np.int32)
+    data = rng.integers(-(2**31), 2**31 - 1, seg_len * count, dtype=np.int32)
     out = segmented_sort(data if cuda.config.ENABLE_CUDASIM else cuda.to_device(data), seg_len)
     got = (out if cuda.config.ENABLE_CUDASIM else out.copy_to_host()).reshape(count, seg_len)
     np.testing.assert_array_equal(got, np.sort(data.reshape(count, seg_len), axis=1))

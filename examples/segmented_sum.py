@@ -79,8 +79,10 @@ def cross_compile(arch="sm_90"):
     cubin = tiles.compile(segment_sums, NUMBA_TILES_PRECOMPILE[segment_sums][0], arch=arch)
     seconds = time.perf_counter() - start
     nvrtc = tiles.cache.stats()["nvrtc"]
-    print(f"cross-compiled for {arch} with no GPU: {len(cubin)} bytes of cubin in {seconds:.1f} s "
-          f"({nvrtc} NVRTC run(s); 0 means the LTO-IR came from the cache)")
+    print(
+        f"cross-compiled for {arch} with no GPU: {len(cubin)} bytes of cubin in {seconds:.1f} s "
+        f"({nvrtc} NVRTC run(s); 0 means the LTO-IR came from the cache)"
+    )
     from cuda.pathfinder import find_nvidia_binary_utility
 
     nvdisasm = find_nvidia_binary_utility("nvdisasm")

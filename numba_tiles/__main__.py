@@ -39,8 +39,10 @@ def _cache(args):
         print(f"enabled     {info['enabled']}  (NUMBA_TILES_CACHE=0 turns it off)")
         print(f"trust       {info['trust'] or 'not checked'}  (NUMBA_TILES_CACHE_TRUST=user or group)")
         print(f"trusted     {'yes' if info['trusted'] else 'no'}: {info['trust_detail']}")
-        print(f"entries     {info['entries']}, {info['bytes'] / 2**20:.1f} MiB of {info['max_bytes'] / 2**20:.0f} MiB"
-              "  (NUMBA_TILES_CACHE_MAX_BYTES)")
+        print(
+            f"entries     {info['entries']}, {info['bytes'] / 2**20:.1f} MiB of {info['max_bytes'] / 2**20:.0f} MiB"
+            "  (NUMBA_TILES_CACHE_MAX_BYTES)"
+        )
         print("key         digest of: " + ", ".join(info["key_components"]))
         now = {**_toolchain.versions(), **_library.CUB.versions()}
         print("now         " + ", ".join(f"{k}={v}" for k, v in now.items()))
@@ -58,8 +60,10 @@ def _cache(args):
             else:
                 arch = c.get("target", {}).get("arch", "?")
                 what = ", ".join(name for name, v in versions.items() if isinstance(v, dict))
-            print(f"{e['key'][:16]:<18}{e['bytes']:>10}  {used:<20}{arch:<8}"
-                  f"{c.get('output', '?'):<9}{versions.get('nvrtc', '-'):<7}{what}")
+            print(
+                f"{e['key'][:16]:<18}{e['bytes']:>10}  {used:<20}{arch:<8}"
+                f"{c.get('output', '?'):<9}{versions.get('nvrtc', '-'):<7}{what}"
+            )
         print(f"{len(rows)} entries")
     elif args.action == "clear":
         print(f"removed {cache.clear()} entries from {cache.directory()}")
@@ -77,7 +81,8 @@ def _check_arch(arch):
         nvrtc = ".".join(map(str, _toolchain.nvrtc_version()))
         raise _UsageError(
             f"--arch {arch} is not a target NVRTC {nvrtc} compiles for: use one of "
-            f"{', '.join(_toolchain.supported_archs())}, or from sm_90 on the arch-specific form (sm_90a)") from exc
+            f"{', '.join(_toolchain.supported_archs())}, or from sm_90 on the arch-specific form (sm_90a)"
+        ) from exc
 
 
 def _parse_signature(text):
@@ -94,7 +99,8 @@ def _parse_signature(text):
     except Exception as exc:  # (Numba evaluates the text: NameError, SyntaxError, TypeError, ...)
         raise _UsageError(
             f"--signature {text!r} is not a Numba signature ({type(exc).__name__}: {_one_line(str(exc))}): write "
-            "the argument types as @cuda.jit takes them, e.g. 'void(float32[::1], float32[::1])'") from exc
+            "the argument types as @cuda.jit takes them, e.g. 'void(float32[::1], float32[::1])'"
+        ) from exc
     if returns not in (None, types.none):
         raise _UsageError(f"--signature {text!r} returns {returns}, but a kernel returns nothing: write void(...)")
     return name, signature, args
@@ -116,7 +122,8 @@ def _import(name):
             raise _UsageError(
                 f"no module named {exc.name!r}{of} in the current directory ({here}) or on the rest of sys.path "
                 "(PYTHONPATH, the installed packages): run from the directory that holds it, or add that "
-                "directory to PYTHONPATH") from exc
+                "directory to PYTHONPATH"
+            ) from exc
         raise _UsageError(f"{name} does not import: {exc}, which it imports: install it") from exc
     except Exception as exc:  # the module's own code failed: say where
         frame = traceback.extract_tb(exc.__traceback__)[-1]
@@ -138,26 +145,34 @@ def _signatures(module, given, kernels):
         raise _UsageError(
             f"no signatures to compile {', '.join(entry) or 'the device functions'} of {module.__name__} for: the "
             f"module has no NUMBA_TILES_PRECOMPILE = {{kernel: [signature, ...]}} for {them}; give the argument types "
-            f"with --signature {first.py_func.__name__}='void(...)' (a Numba type for each of {params}; repeatable)")
+            f"with --signature {first.py_func.__name__}='void(...)' (a Numba type for each of {params}; repeatable)"
+        )
     wanted = {}
     for name, signature, args in given:
         if name is None:
             if not entry:
-                raise _UsageError(f"{module.__name__} has device functions only ({', '.join(kernels)}): precompile "
-                                  "the module of a kernel that calls them")
+                raise _UsageError(
+                    f"{module.__name__} has device functions only ({', '.join(kernels)}): precompile "
+                    "the module of a kernel that calls them"
+                )
             if len(entry) > 1:
                 raise _UsageError(
                     f"--signature '{signature}' names no kernel, and {module.__name__} has {len(entry)} "
-                    f"({', '.join(entry)}): say which, as --signature {entry[0]}='{signature}'")
+                    f"({', '.join(entry)}): say which, as --signature {entry[0]}='{signature}'"
+                )
             name = entry[0]
         if name not in entry:
             what = "a device function (a kernel that calls it compiles it)" if name in kernels else "not one of them"
-            raise _UsageError(f"--signature {name}=...: {module.__name__}'s kernels are {', '.join(entry) or 'none'}; "
-                              f"{name} is {what}")
+            raise _UsageError(
+                f"--signature {name}=...: {module.__name__}'s kernels are {', '.join(entry) or 'none'}; "
+                f"{name} is {what}"
+            )
         params = inspect.signature(kernels[name].py_func).parameters.values()
         if all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) and len(params) != len(args):
-            raise _UsageError(f"--signature '{signature}' gives {len(args)} argument type(s), but {name} takes "
-                              f"{len(params)} ({', '.join(p.name for p in params)})")
+            raise _UsageError(
+                f"--signature '{signature}' gives {len(args)} argument type(s), but {name} takes "
+                f"{len(params)} ({', '.join(p.name for p in params)})"
+            )
         wanted.setdefault(name, []).append(signature)
     return wanted
 
@@ -172,8 +187,9 @@ def _precompile(args):
     module = _import(args.module)
     kernels = {k.py_func.__name__: k for k in vars(module).values() if hasattr(k, "py_func")}
     if not kernels:
-        raise _UsageError(f"{args.module} ({module.__file__}) has no @cuda.jit kernel among its globals: nothing "
-                          "to precompile")
+        raise _UsageError(
+            f"{args.module} ({module.__file__}) has no @cuda.jit kernel among its globals: nothing to precompile"
+        )
     _compile.precompile(module, arch=archs, signatures=_signatures(module, given, kernels))
 
 
@@ -192,8 +208,10 @@ def _libmathdx_row():
     from . import _toolchain
 
     try:
-        return (f"{_toolchain.libmathdx_version()} (cuBLASDx 0.7 pipelines: Matmul.tile on Hopper)  "
-                f"{_toolchain.libmathdx_path()}")
+        return (
+            f"{_toolchain.libmathdx_version()} (cuBLASDx 0.7 pipelines: Matmul.tile on Hopper)  "
+            f"{_toolchain.libmathdx_path()}"
+        )
     except Exception as exc:  # (the rest of the library works without it)
         return f"not found: {exc}"
 
@@ -262,18 +280,28 @@ def report():
         ("NVVM", _tool("nvvm")),
         ("CCCL", f"{_cccl_release(_toolchain.cccl_version())}  {_toolchain.cccl_include_dir()}"),
         ("CUDA headers", f"{_cuda_release(_toolchain.cuda_headers_version())}  {_toolchain.cuda_include_dir()}"),
-        (f"library {_library.CUB.name}", "in the cache key: "
-         + ", ".join(f"{k}={v}" for k, v in _library.CUB.versions().items())),
-        ("MathDx", f"{package('nvidia-mathdx')}, cuBLASDx {_toolchain.cublasdx_version()}  "
-                   f"{_toolchain.mathdx_include_dirs()[0]}"),
-        (f"library {_library.MATHDX.name}", "in the cache key: " + ", ".join(
-            f"{k}={v}" for k, v in _library.MATHDX.versions().items() if k not in _library.CUB.versions())),
+        (
+            f"library {_library.CUB.name}",
+            "in the cache key: " + ", ".join(f"{k}={v}" for k, v in _library.CUB.versions().items()),
+        ),
+        (
+            "MathDx",
+            f"{package('nvidia-mathdx')}, cuBLASDx {_toolchain.cublasdx_version()}  "
+            f"{_toolchain.mathdx_include_dirs()[0]}",
+        ),
+        (
+            f"library {_library.MATHDX.name}",
+            "in the cache key: "
+            + ", ".join(f"{k}={v}" for k, v in _library.MATHDX.versions().items() if k not in _library.CUB.versions()),
+        ),
         ("libmathdx", _libmathdx_row()),
         ("targets", ", ".join(_toolchain.supported_archs())),
     ]
     if _toolchain.nvrtc_version() > nvjitlink.version():
-        problems.append(f"NVRTC {nvrtc} is newer than nvJitLink {jitlink}, which cannot link its LTO-IR: "
-                        f"reinstall with one line's pins, {_toolchain.INSTALL}")
+        problems.append(
+            f"NVRTC {nvrtc} is newer than nvJitLink {jitlink}, which cannot link its LTO-IR: "
+            f"reinstall with one line's pins, {_toolchain.INSTALL}"
+        )
     if nvjitlink.version()[0] != _toolchain.nvrtc_version()[0]:
         problems.append(f"NVRTC {nvrtc} and nvJitLink {jitlink} are of two CUDA lines: {_toolchain.INSTALL}")
     driver = _driver_version()
@@ -283,9 +311,11 @@ def report():
         rows.append(("driver", "CUDA %d.%d" % driver))
         if nvjitlink.version() > driver:
             older = "; or the CUDA 12 line, pip install 'numba-tiles[cu12]'" if driver >= (12, 9) else ""
-            problems.append(f"the toolkit ({jitlink}) is newer than the driver (CUDA {'%d.%d' % driver}), which "
-                            f"cannot load its code: install a driver for CUDA {jitlink} or newer (r580 for 13.0, "
-                            f"r575 for 12.9){older}")
+            problems.append(
+                f"the toolkit ({jitlink}) is newer than the driver (CUDA {'%d.%d' % driver}), which "
+                f"cannot load its code: install a driver for CUDA {jitlink} or newer (r580 for 13.0, "
+                f"r575 for 12.9){older}"
+            )
         from numba import cuda
 
         for gpu in cuda.gpus if cuda.is_available() else ():
@@ -359,8 +389,10 @@ def _explain(exc):
         return _one_line(str(exc)), USAGE
     if isinstance(exc, OSError):  # the machine's: a cache directory not writable, a full disk, ...
         return _one_line(str(exc)), USAGE
-    bug = (f"unexpected {type(exc).__name__}: {_one_line(str(exc))}. This is a bug of numba_tiles or of a library "
-           "it calls: run again with --traceback and report the stack")
+    bug = (
+        f"unexpected {type(exc).__name__}: {_one_line(str(exc))}. This is a bug of numba_tiles or of a library "
+        "it calls: run again with --traceback and report the stack"
+    )
     return bug, BUG
 
 
@@ -382,33 +414,50 @@ def _parser():
 
     stack = argparse.ArgumentParser(add_help=False)
     # (also after the command; SUPPRESS keeps a subcommand's default from hiding the top-level flag)
-    stack.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
-                       help="on an error, print the stack before the one-line message")
+    stack.add_argument(
+        "--traceback",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="on an error, print the stack before the one-line message",
+    )
     parser = argparse.ArgumentParser(
-        prog="numba-tiles", description="numba_tiles: cache, precompilation, toolchain",
+        prog="numba-tiles",
+        description="numba_tiles: cache, precompilation, toolchain",
         epilog="exit status: 0 done; 1 doctor found a problem, or an unexpected error (a bug); 2 a mistake in "
-               "the command or its input, said in one line on stderr")
+        "the command or its input, said in one line on stderr",
+    )
     parser.add_argument("--version", action="version", version=__version__)
-    parser.add_argument("--traceback", action="store_true", help="on an error, print the stack before the "
-                        "one-line message")
+    parser.add_argument(
+        "--traceback", action="store_true", help="on an error, print the stack before the one-line message"
+    )
     sub = parser.add_subparsers(dest="command")
     cache = sub.add_parser("cache", parents=[stack], help="inspect or empty the on-disk LTO-IR cache")
     cache.add_argument("action", choices=["info", "list", "clear", "prune"])
     cache.add_argument("--max-bytes", type=int, default=None, help="with prune: the size to prune to")
     pre = sub.add_parser(
-        "precompile", parents=[stack], help="compile a module's kernels into the cache, with no GPU",
+        "precompile",
+        parents=[stack],
+        help="compile a module's kernels into the cache, with no GPU",
         description="Compile a module's @cuda.jit kernels into the cache, for each --arch, with no GPU: for the "
-                    "signatures given with --signature, else those of the module's NUMBA_TILES_PRECOMPILE = "
-                    "{kernel: [signature, ...]}.")
-    pre.add_argument("module", metavar="MODULE",
-                     help="a module's dotted name (my_kernels, pkg.kernels; not a file), imported as Python imports "
-                          "it with the current directory first on sys.path: the current directory, then "
-                          "PYTHONPATH, then the installed packages")
+        "signatures given with --signature, else those of the module's NUMBA_TILES_PRECOMPILE = "
+        "{kernel: [signature, ...]}.",
+    )
+    pre.add_argument(
+        "module",
+        metavar="MODULE",
+        help="a module's dotted name (my_kernels, pkg.kernels; not a file), imported as Python imports "
+        "it with the current directory first on sys.path: the current directory, then "
+        "PYTHONPATH, then the installed packages",
+    )
     pre.add_argument("--arch", action="append", help="target, e.g. sm_90 (repeatable; default sm_90)")
-    pre.add_argument("--signature", action="append", metavar="[KERNEL=]SIGNATURE",
-                     help="compile KERNEL for these argument types, e.g. 'void(float32[::1], float32[::1])' "
-                          "(repeatable; KERNEL= may be left out when the module has one kernel); given, these "
-                          "replace the module's NUMBA_TILES_PRECOMPILE")
+    pre.add_argument(
+        "--signature",
+        action="append",
+        metavar="[KERNEL=]SIGNATURE",
+        help="compile KERNEL for these argument types, e.g. 'void(float32[::1], float32[::1])' "
+        "(repeatable; KERNEL= may be left out when the module has one kernel); given, these "
+        "replace the module's NUMBA_TILES_PRECOMPILE",
+    )
     sub.add_parser("doctor", parents=[stack], help="report the toolchain, driver, GPU and cache, and flag problems")
     return parser
 

@@ -62,21 +62,24 @@ class Callback:
         if self.mlir:
             fields = mlir.c_abi_fields(self.extras)
             given = "".join(f", at{i}" for i in range(self.coordinates))
-            read = "".join(f", *reinterpret_cast<{f} const*>(e + {mlir.FIELD_BYTES * k})"
-                           for k, f in enumerate(fields))
-            return (f'extern "C" __device__ {value} {self.body}({value}{", long long" * self.coordinates}'
-                    f'{"".join(", " + f for f in fields)});\n'
-                    f"struct {self.functor} {{\n  const void* extras;\n"
-                    f"  __device__ __forceinline__ {value} operator()({value} value{coordinates}) const {{\n"
-                    f"    const char* const e = static_cast<const char*>(extras);\n"
-                    f"    return {self.body}(value{given}{read});\n  }}\n}};\n")
-        pointers = "".join(f", &at{i}" for i in range(self.coordinates))
-        return (f'extern "C" __device__ void {self.symbol}(const {value}*'
-                f'{", const long long*" * self.coordinates}, const void*, {value}*);\n'
+            read = "".join(f", *reinterpret_cast<{f} const*>(e + {mlir.FIELD_BYTES * k})" for k, f in enumerate(fields))
+            return (
+                f'extern "C" __device__ {value} {self.body}({value}{", long long" * self.coordinates}'
+                f"{''.join(', ' + f for f in fields)});\n"
                 f"struct {self.functor} {{\n  const void* extras;\n"
                 f"  __device__ __forceinline__ {value} operator()({value} value{coordinates}) const {{\n"
-                f"    {value} result;\n    {self.symbol}(&value{pointers}, extras, &result);\n"
-                f"    return result;\n  }}\n}};\n")
+                f"    const char* const e = static_cast<const char*>(extras);\n"
+                f"    return {self.body}(value{given}{read});\n  }}\n}};\n"
+            )
+        pointers = "".join(f", &at{i}" for i in range(self.coordinates))
+        return (
+            f'extern "C" __device__ void {self.symbol}(const {value}*'
+            f"{', const long long*' * self.coordinates}, const void*, {value}*);\n"
+            f"struct {self.functor} {{\n  const void* extras;\n"
+            f"  __device__ __forceinline__ {value} operator()({value} value{coordinates}) const {{\n"
+            f"    {value} result;\n    {self.symbol}(&value{pointers}, extras, &result);\n"
+            f"    return result;\n  }}\n}};\n"
+        )
 
     def code(self, cc):
         """The user's function compiled for ``cc`` by the kernel's compiler (C ABI, under `body`)."""
@@ -100,9 +103,12 @@ def parse(intrinsic, value):
     if value is None:
         return None
     if _compile.device_function(value) is None:
-        raise error(intrinsic, f"epilogue must be a @cuda.jit(device=True) function, got {value!r}",
-                    "define it as @cuda.jit(device=True) def epilogue(value, row, col, ...) returning the "
-                    "item's new value, and pass epilogue=epilogue")
+        raise error(
+            intrinsic,
+            f"epilogue must be a @cuda.jit(device=True) function, got {value!r}",
+            "define it as @cuda.jit(device=True) def epilogue(value, row, col, ...) returning the "
+            "item's new value, and pass epilogue=epilogue",
+        )
     return value
 
 
@@ -113,19 +119,31 @@ def bind(intrinsic, function, extras, value, coordinates, names):
     these types is an error of this call."""
     if function is None:
         if extras is not None:
-            raise error(intrinsic, "epilogue_args given without an epilogue",
-                        "pass epilogue=<a @cuda.jit(device=True) function> too, or leave epilogue_args out")
+            raise error(
+                intrinsic,
+                "epilogue_args given without an epilogue",
+                "pass epilogue=<a @cuda.jit(device=True) function> too, or leave epilogue_args out",
+            )
         return None
     if extras is None:
         extras = ()
     elif isinstance(extras, types.BaseTuple):
         extras = tuple(extras)
     else:
-        raise error(intrinsic, f"epilogue_args must be a tuple of the values the epilogue takes after "
-                    f"({', '.join(names)}), got {extras}", "pass epilogue_args=(bias,) (a 1-tuple has a comma)")
+        raise error(
+            intrinsic,
+            f"epilogue_args must be a tuple of the values the epilogue takes after ({', '.join(names)}), got {extras}",
+            "pass epilogue_args=(bias,) (a 1-tuple has a comma)",
+        )
     pyfunc = _compile.device_function(function)
-    callback = Callback(pyfunc, types.unliteral(value), coordinates, tuple(types.unliteral(t) for t in extras),
-                        numba_cuda.fastmath(function), mlir.typing_cc() is not None)
+    callback = Callback(
+        pyfunc,
+        types.unliteral(value),
+        coordinates,
+        tuple(types.unliteral(t) for t in extras),
+        numba_cuda.fastmath(function),
+        mlir.typing_cc() is not None,
+    )
     if callback.mlir:
         mlir.c_abi_fields(callback.extras, intrinsic)  # (what it cannot pass is an error of this call)
     if not simulated.simulator_enabled():
@@ -133,10 +151,12 @@ def bind(intrinsic, function, extras, value, coordinates, names):
             callback.code(_compile.typing_cc())
         except Exception as exc:  # noqa: BLE001 (Numba's typing and lowering errors: the user's code)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise error(intrinsic, f"the epilogue {pyfunc.__name__} does not compile for {callback.signature.args} "
-                        f"({', '.join(names)}{', *epilogue_args' if extras else ''}): {first}",
-                        f"make {pyfunc.__name__} take ({', '.join(names)}"
-                        f"{', ...' if extras else ''}) and return a number") from None
+            raise error(
+                intrinsic,
+                f"the epilogue {pyfunc.__name__} does not compile for {callback.signature.args} "
+                f"({', '.join(names)}{', *epilogue_args' if extras else ''}): {first}",
+                f"make {pyfunc.__name__} take ({', '.join(names)}{', ...' if extras else ''}) and return a number",
+            ) from None
     return callback
 
 

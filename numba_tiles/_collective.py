@@ -25,12 +25,18 @@ def tile_dtype(name, args, param, like=None, allowed=None):
     """The `Dtype` of a thread-local (or global) array argument ``param``; ``like`` = the dtype it must share."""
     ty = args[param]
     if not isinstance(ty, types.Array):
-        raise ext.error(name, f"{param} must be an array, got {ty}",
-                    f"pass a thread-local array, cuda.local.array(items_per_thread, dtype), as {param}")
+        raise ext.error(
+            name,
+            f"{param} must be an array, got {ty}",
+            f"pass a thread-local array, cuda.local.array(items_per_thread, dtype), as {param}",
+        )
     dtype = ext.element(name, param, ty, allowed)
     if like is not None and dtype != like:
-        raise ext.error(name, f"{param} holds {dtype.name} but the other array holds {like.name}",
-                    "use arrays of one dtype (cast the items first)")
+        raise ext.error(
+            name,
+            f"{param} holds {dtype.name} but the other array holds {like.name}",
+            "use arrays of one dtype (cast the items first)",
+        )
     return dtype
 
 
@@ -40,12 +46,18 @@ def value_dtype(name, args):
     dtype = ext.element(name, "value", value)
     if isinstance(value, types.Array):
         if items is None:
-            raise ext.error(name, "an array input needs items_per_thread",
-                        "pass items_per_thread=N, the number of items each thread holds")
+            raise ext.error(
+                name,
+                "an array input needs items_per_thread",
+                "pass items_per_thread=N, the number of items each thread holds",
+            )
         return dtype, value, items
     if items not in (None, 1):
-        raise ext.error(name, f"items_per_thread={items} needs an array input, got a scalar {value}",
-                    "pass the thread-local array (cuda.local.array(items_per_thread, dtype))")
+        raise ext.error(
+            name,
+            f"items_per_thread={items} needs an array input, got a scalar {value}",
+            "pass the thread-local array (cuda.local.array(items_per_thread, dtype))",
+        )
     return dtype, dtype.numba, 1
 
 
@@ -54,9 +66,12 @@ def check_shared(name, args, *arrays):
     there (transposes, exchanges, sorts) need at least its bytes. (NVRTC checks CUB's exact size later.)"""
     need = block_threads(args) * args["items_per_thread"] * sum(d.numpy.itemsize for d in arrays)
     if need > STATIC_SHARED_BYTES:
-        raise ext.error(name, f"a tile of {block_threads(args)} threads x {args['items_per_thread']} items needs "
-                    f"at least {need} bytes of shared memory, over the {STATIC_SHARED_BYTES} a block can have",
-                    "use fewer items_per_thread or threads, or a smaller dtype")
+        raise ext.error(
+            name,
+            f"a tile of {block_threads(args)} threads x {args['items_per_thread']} items needs "
+            f"at least {need} bytes of shared memory, over the {STATIC_SHARED_BYTES} a block can have",
+            "use fewer items_per_thread or threads, or a smaller dtype",
+        )
 
 
 def cub_names(prefix, *names):

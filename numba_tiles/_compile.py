@@ -6,7 +6,7 @@ import threading
 import time
 
 from . import _link, _programs, _toolchain
-from ._backends import mlir, numba_cuda, numba_cuda_compile, simulated
+from ._backends import mlir, mlir_compile, numba_cuda, numba_cuda_compile, simulated
 from ._target import Target
 
 _lock = threading.Lock()  # (the memo of users' functions, and the functions their symbols keep alive)
@@ -37,14 +37,26 @@ def function_symbol(kind, pyfunc, *more):
 
     code = pyfunc.__code__
     cells = tuple(cell.cell_contents for cell in pyfunc.__closure__ or ())
-    plain = all(isinstance(v, _PLAIN) or (isinstance(v, tuple) and all(isinstance(x, _PLAIN) for x in v))
-                for v in cells)
+    plain = all(
+        isinstance(v, _PLAIN) or (isinstance(v, tuple) and all(isinstance(x, _PLAIN) for x in v)) for v in cells
+    )
     if not plain:
         with _lock:
             if not any(f is pyfunc for f in _kept):
                 _kept.append(pyfunc)
-    origin = ":".join(map(str, (pyfunc.__module__, pyfunc.__qualname__, code.co_code.hex(), code.co_consts,
-                                cells if plain else f"id {id(pyfunc)}", *more)))
+    origin = ":".join(
+        map(
+            str,
+            (
+                pyfunc.__module__,
+                pyfunc.__qualname__,
+                code.co_code.hex(),
+                code.co_consts,
+                cells if plain else f"id {id(pyfunc)}",
+                *more,
+            ),
+        )
+    )
     name = re.sub(r"\W", "_", pyfunc.__name__)
     return f"numba_tiles_{kind}_{name}_{hashlib.sha256(origin.encode()).hexdigest()[:12]}"
 
@@ -65,7 +77,8 @@ def python_function(symbol, pyfunc, signature, cc, fastmath=False, by_mlir=False
         if found is None:
             compiler = mlir if by_mlir else numba_cuda
             found = _functions[symbol, cc, by_mlir] = numba_cuda_compile.ltoir(
-                f"{symbol}.ltoir", compiler.compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath))
+                f"{symbol}.ltoir", compiler.compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath)
+            )
         return found
 
 
@@ -73,8 +86,9 @@ def parse_arch(arch):
     """``"sm_90"`` → ``(9, 0)``, for the architectures this toolkit's NVRTC supports; an arch-specific
     ``"sm_90a"`` (sm_90 on) → ``(9, 0, "a")``."""
     supported = _toolchain.supported_archs()
-    specific = (isinstance(arch, str) and arch.endswith("a") and arch[:-1] in supported
-                and Target(arch[:-1]).cc >= (9, 0))
+    specific = (
+        isinstance(arch, str) and arch.endswith("a") and arch[:-1] in supported and Target(arch[:-1]).cc >= (9, 0)
+    )
     if arch not in supported and not specific:
         raise ValueError(
             f"numba_tiles.compile: arch must be one of {', '.join(supported)} "
@@ -90,8 +104,11 @@ def refuse_simulator(intrinsic, nothing, to):
     if simulated.simulator_enabled():
         from ._errors import error
 
-        raise error(intrinsic, f"Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles "
-                    f"{nothing}", f"unset NUMBA_ENABLE_CUDASIM to {to}: no GPU is needed")
+        raise error(
+            intrinsic,
+            f"Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles {nothing}",
+            f"unset NUMBA_ENABLE_CUDASIM to {to}: no GPU is needed",
+        )
 
 
 def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, debug=False):
@@ -134,22 +151,36 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
     cc = parse_arch(arch)
     if mlir.is_kernel(pyfunc):  # (a numba-cuda-mlir kernel: its own compiler links it)
         if output != "cubin":
-            raise ValueError(f"numba_tiles.compile: a numba-cuda-mlir kernel compiles to a cubin only so far; "
-                             f"got output={output!r}")
-        return mlir.compile_kernel(pyfunc, signature, cc, arch)
+            raise ValueError(
+                f"numba_tiles.compile: a numba-cuda-mlir kernel compiles to a cubin only so far; got output={output!r}"
+            )
+        return mlir_compile.compile_kernel(pyfunc, signature, cc, arch)
     # A @cuda.jit kernel's own options that shape its code, as its launches compile it
     options = getattr(pyfunc, "targetoptions", {})
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     # While recording (shared_memory), device functions compile again, so that their intrinsics are seen.
-    modules = numba_cuda_compile.compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=lineinfo, debug=debug,
-                                          fresh=_programs.is_recording(), fastmath=options.get("fastmath", False),
-                                          launch_bounds=options.get("launch_bounds"))
+    modules = numba_cuda_compile.compile_kernel_ltoir(
+        pyfunc,
+        signature,
+        cc,
+        lineinfo=lineinfo,
+        debug=debug,
+        fresh=_programs.is_recording(),
+        fastmath=options.get("fastmath", False),
+        launch_bounds=options.get("launch_bounds"),
+    )
     if output == "ltoir":
         return modules
     if not arch.endswith("a") and any(m in _programs.arch_specific for m in modules):
         raise _programs.arch_specific_error(arch)
-    linker_options = LinkerOptions(arch=arch, link_time_optimization=True, lineinfo=lineinfo, debug=debug,
-                                   ptx=output == "ptx", max_register_count=options.get("max_registers"))
+    linker_options = LinkerOptions(
+        arch=arch,
+        link_time_optimization=True,
+        lineinfo=lineinfo,
+        debug=debug,
+        ptx=output == "ptx",
+        max_register_count=options.get("max_registers"),
+    )
     return _link.link([ObjectCode.from_ltoir(m) for m in modules], linker_options, output)
 
 
@@ -212,6 +243,8 @@ def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):
         compile(kernel, sig, arch=a, output="cubin" if mlir.is_kernel(kernel) else "ltoir")
         done.append((getattr(kernel, "py_func", kernel).__name__, str(sig), a))
     if progress:
-        print(f"numba_tiles: precompiled {len(done)} kernel signature(s) in {time.perf_counter() - start:.1f} s"
-              + (f"; skipped (no signatures): {', '.join(missing)}" if missing else ""))
+        print(
+            f"numba_tiles: precompiled {len(done)} kernel signature(s) in {time.perf_counter() - start:.1f} s"
+            + (f"; skipped (no signatures): {', '.join(missing)}" if missing else "")
+        )
     return done

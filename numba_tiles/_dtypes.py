@@ -137,9 +137,13 @@ def element(intrinsic, param, ty, allowed=None, fix=None):
     """
     if isinstance(ty, types.Array):
         if ty.ndim != 1 or ty.layout not in "CA":
-            raise error(intrinsic, f"{param} must be a 1-D contiguous array, got {ty}",
-                        fix or "pass a thread-local array, cuda.local.array(items_per_thread, dtype), or a 1-D "
-                        "slice of a global array (x[start:])")
+            raise error(
+                intrinsic,
+                f"{param} must be a 1-D contiguous array, got {ty}",
+                fix
+                or "pass a thread-local array, cuda.local.array(items_per_thread, dtype), or a 1-D "
+                "slice of a global array (x[start:])",
+            )
         return scalar(intrinsic, param, ty.dtype, allowed, verb="holds", fix=fix)
     return scalar(intrinsic, param, ty, allowed, fix=fix)
 
@@ -194,8 +198,11 @@ def named(intrinsic, param, value):
         name = None
     found = next((d for d in SCALARS if d.name == name), None)
     if found is None:
-        raise error(intrinsic, f"{param}={value!r} is not a dtype numba_tiles knows",
-                    f"pass one of {', '.join(d.name for d in SCALARS)} (a Numba type, a NumPy dtype or its name)")
+        raise error(
+            intrinsic,
+            f"{param}={value!r} is not a dtype numba_tiles knows",
+            f"pass one of {', '.join(d.name for d in SCALARS)} (a Numba type, a NumPy dtype or its name)",
+        )
     return found
 
 

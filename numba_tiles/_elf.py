@@ -5,13 +5,13 @@ import struct
 
 def sections(elf):
     """(name, type, file offset, size, link) of each section."""
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
     entsize, count, names_index = struct.unpack_from("<HHH", elf, 0x3A)
     raw = [struct.unpack_from("<IIQQQQI", elf, shoff + i * entsize) for i in range(count)]
     names = raw[names_index][4]
 
     def name(offset):
-        return elf[names + offset:elf.index(b"\0", names + offset)].decode()
+        return elf[names + offset : elf.index(b"\0", names + offset)].decode()
 
     return [(name(r[0]), r[1], r[4], r[5], r[6]) for r in raw]
 
@@ -25,9 +25,9 @@ def symbol_bytes(elf, wanted, size):
         strings = table[link][2]
         for at in range(offset, offset + length, 24):
             name, _, _, index, value, _ = struct.unpack_from("<IBBHQQ", elf, at)
-            if elf[strings + name:elf.index(b"\0", strings + name)] == wanted.encode():
+            if elf[strings + name : elf.index(b"\0", strings + name)] == wanted.encode():
                 start = table[index][2] + value
-                return elf[start:start + size]
+                return elf[start : start + size]
     raise LookupError(wanted)
 
 
@@ -40,7 +40,10 @@ def static_shared(cubin):
     reserves their 1 KiB on its own).
     """
     found = sections(cubin)
-    size = sum(size for name, _, _, size, _ in found
-               if name.startswith(".nv.shared.") and not name.startswith(".nv.shared.reserved"))
+    size = sum(
+        size
+        for name, _, _, size, _ in found
+        if name.startswith(".nv.shared.") and not name.startswith(".nv.shared.reserved")
+    )
     reserved = any(name.startswith(".nv.shared.reserved") for name, *_ in found)
     return max(size - 1024, 0) if reserved else size

@@ -250,7 +250,9 @@ class Instance:
 
 
 # The C++ view of a 2-D and a 3-D array, and its fields after the data (as `numba_cuda._pass` passes them).
-_REFS = {2: ("matrix_ref", ("rows", "cols", "row_stride", "col_stride")),
-         3: ("batch_ref", ("count", "rows", "cols", "batch_stride", "row_stride", "col_stride"))}
+_REFS = {
+    2: ("matrix_ref", ("rows", "cols", "row_stride", "col_stride")),
+    3: ("batch_ref", ("count", "rows", "cols", "batch_stride", "row_stride", "col_stride")),
+}
 
 OWN_STORAGE = "::numba_tiles::own_storage{}"

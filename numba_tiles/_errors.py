@@ -69,8 +69,11 @@ def typing_site(func, propagate, call_constraint):
     loc = constraint.loc
     function = getattr(getattr(typeinfer, "func_id", None), "func_qualname", "?")
     source = linecache.getline(loc.filename, loc.line).strip()
-    return constraint, typeinfer, f'File "{loc.filename}", line {loc.line}, in {function}:' + (
-        f"\n    {source}" if source else "")
+    return (
+        constraint,
+        typeinfer,
+        f'File "{loc.filename}", line {loc.line}, in {function}:' + (f"\n    {source}" if source else ""),
+    )
 
 
 UNKNOWN = object()  # an `Origin`'s value where the IR does not hold it
@@ -125,8 +128,11 @@ def _origin(typeinfer, ir, local_array, var):
         return Origin()
     if isinstance(found, (ir.Const, ir.Global, ir.FreeVar)):
         return Origin(value=found.value)
-    if isinstance(found, ir.Expr) and found.op == "call" and \
-            getattr(_type_of(typeinfer, found.func.name), "typing_key", None) is local_array:
+    if (
+        isinstance(found, ir.Expr)
+        and found.op == "call"
+        and getattr(_type_of(typeinfer, found.func.name), "typing_key", None) is local_array
+    ):
         shape = found.args[0] if found.args else dict(found.kws).get("shape")
         ty = shape is not None and _type_of(typeinfer, shape.name)
         if any(c.__name__ == "BaseTuple" for c in type(ty).__mro__) and len(ty) == 1:  # (either compiler's types)

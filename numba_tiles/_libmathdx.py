@@ -25,11 +25,24 @@ import threading
 import time
 
 _LL = ctypes.c_longlong
-_RUNTIME = -(2 ** 63)  # LIBMATHDX_RUNTIME: an extent or stride known only when the kernel runs
+_RUNTIME = -(2**63)  # LIBMATHDX_RUNTIME: an extent or stride known only when the kernel runs
 _PRECISION = {"bf16": 2, "fp16": 3, "tf32": 4, "float32": 5}  # commondxPrecision
 _VALUE = {"bf16": 4, "fp16": 7, "tf32": 10, "float32": 12}  # commondxValueType (real; tf32: 32-bit items)
-_OPERATOR = dict(FUNCTION=0, SIZE=1, TYPE=2, PRECISION=3, SM=4, EXECUTION=5, BLOCK_DIM=6, API=9, ARRANGEMENT=10,
-                 ALIGNMENT=11, STATIC_BLOCK_DIM=12, ENABLE_INPUT_STREAMING=13, WITH_PIPELINE=14)
+_OPERATOR = dict(
+    FUNCTION=0,
+    SIZE=1,
+    TYPE=2,
+    PRECISION=3,
+    SM=4,
+    EXECUTION=5,
+    BLOCK_DIM=6,
+    API=9,
+    ARRANGEMENT=10,
+    ALIGNMENT=11,
+    STATIC_BLOCK_DIM=12,
+    ENABLE_INPUT_STREAMING=13,
+    WITH_PIPELINE=14,
+)
 _COL, _ROW, _GMEM = 0, 1, 2
 _FUNCTION = dict(EXECUTE=0, COPY=1, CREATE=11, DESTROY=12, FINISH_ACCUMULATION=15)
 _PIPELINE_TRAIT = dict(STORAGE_BYTES=0, STORAGE_ALIGNMENT_BYTES=1, BUFFER_SIZE=2, BUFFER_ALIGNMENT_BYTES=3)
@@ -58,6 +71,7 @@ class Pipeline:
 
 
 # ---- in the worker process ------------------------------------------------------------------------
+
 
 class _Lib:
     def __init__(self, path):
@@ -88,12 +102,21 @@ def _int64s(values):
 def _describe(lib, p):
     """The libmathdx handles of ``p``: its descriptor, pipelines and tensors, and its device functions."""
     h = lib.out("cublasdxCreateDescriptor")
-    for name, value in (("API", 2), ("FUNCTION", 0), ("EXECUTION", 1), ("TYPE", 0), ("SIZE", [p.m, p.n, p.k]),
-                        ("PRECISION", [_PRECISION[p.precision]] * 2 + [_PRECISION["float32"]]), ("SM", [SM, 1]),
-                        ("BLOCK_DIM", [p.threads, 1, 1]),
-                        ("ARRANGEMENT", [_ROW if p.row_a else _COL, _ROW if p.row_b else _COL, _ROW]),
-                        ("ALIGNMENT", [16, 16, 16]), ("WITH_PIPELINE", 1), ("STATIC_BLOCK_DIM", 1),
-                        ("ENABLE_INPUT_STREAMING", 1)):
+    for name, value in (
+        ("API", 2),
+        ("FUNCTION", 0),
+        ("EXECUTION", 1),
+        ("TYPE", 0),
+        ("SIZE", [p.m, p.n, p.k]),
+        ("PRECISION", [_PRECISION[p.precision]] * 2 + [_PRECISION["float32"]]),
+        ("SM", [SM, 1]),
+        ("BLOCK_DIM", [p.threads, 1, 1]),
+        ("ARRANGEMENT", [_ROW if p.row_a else _COL, _ROW if p.row_b else _COL, _ROW]),
+        ("ALIGNMENT", [16, 16, 16]),
+        ("WITH_PIPELINE", 1),
+        ("STATIC_BLOCK_DIM", 1),
+        ("ENABLE_INPUT_STREAMING", 1),
+    ):
         if isinstance(value, int):
             lib("cublasdxSetOperatorInt64", _LL(h), _OPERATOR[name], _LL(value))
         else:
@@ -102,8 +125,9 @@ def _describe(lib, p):
 
     def global_matrix(row):  # run-time extents and leading dimension
         stride = [_RUNTIME, 1] if row else [1, _RUNTIME]
-        return lib.out("cublasdxCreateTensorStrided", _GMEM, value, None, _LL(2), _int64s([_RUNTIME] * 2),
-                       _int64s(stride))
+        return lib.out(
+            "cublasdxCreateTensorStrided", _GMEM, value, None, _LL(2), _int64s([_RUNTIME] * 2), _int64s(stride)
+        )
 
     a, b = global_matrix(p.row_a), global_matrix(p.row_b)
     device = lib.out("cublasdxCreateDevicePipeline", _LL(h), 0, _LL(p.stages), 1, _LL(a), _LL(b))
@@ -114,9 +138,15 @@ def _describe(lib, p):
     tensors = [accumulator, c32]
 
     def function(kind, tensors=(), pipelines=()):
-        return lib.out("cublasdxCreateDeviceFunctionWithPipelines", _LL(h), _FUNCTION[kind],
-                       ctypes.c_size_t(len(tensors)), _int64s(tensors) if tensors else None,
-                       ctypes.c_size_t(len(pipelines)), _int64s(pipelines))
+        return lib.out(
+            "cublasdxCreateDeviceFunctionWithPipelines",
+            _LL(h),
+            _FUNCTION[kind],
+            ctypes.c_size_t(len(tensors)),
+            _int64s(tensors) if tensors else None,
+            ctypes.c_size_t(len(pipelines)),
+            _int64s(pipelines),
+        )
 
     functions = {
         "device_create": function("CREATE", pipelines=[device]),
@@ -171,8 +201,9 @@ def generate(pipeline, part, libmathdx, nvrtc):
         for trait, index in (("bytes", "STORAGE_BYTES"), ("align", "STORAGE_ALIGNMENT_BYTES")):
             found[f"{name}_{trait}"] = lib.out("cublasdxGetPipelineTraitInt64", _LL(handle), _PIPELINE_TRAIT[index])
     found["buffer_bytes"] = lib.out("cublasdxGetPipelineTraitInt64", _LL(device), _PIPELINE_TRAIT["BUFFER_SIZE"])
-    found["buffer_align"] = lib.out("cublasdxGetPipelineTraitInt64", _LL(device),
-                                    _PIPELINE_TRAIT["BUFFER_ALIGNMENT_BYTES"])
+    found["buffer_align"] = lib.out(
+        "cublasdxGetPipelineTraitInt64", _LL(device), _PIPELINE_TRAIT["BUFFER_ALIGNMENT_BYTES"]
+    )
     found["accumulator_bytes"] = lib.out("cublasdxGetTensorTraitInt64", _LL(tensors[0]), 0)
     found["accumulator_align"] = lib.out("cublasdxGetTensorTraitInt64", _LL(tensors[0]), 1)
     return found
@@ -198,9 +229,13 @@ _announced = set()  # the pipelines whose generation this process has told the u
 def _key_parts(pipeline, part):
     from . import _toolchain, cache
 
-    return cache.components(pipeline.key(), output=f"libmathdx-{part}", target={"arch": f"sm_{SM // 10}a"},
-                            options={"nvrtc": ["-gen-opt-lto"]},
-                            versions={**_toolchain.versions(), "libmathdx": _toolchain.libmathdx_version()})
+    return cache.components(
+        pipeline.key(),
+        output=f"libmathdx-{part}",
+        target={"arch": f"sm_{SM // 10}a"},
+        options={"nvrtc": ["-gen-opt-lto"]},
+        versions={**_toolchain.versions(), "libmathdx": _toolchain.libmathdx_version()},
+    )
 
 
 def _make(pipeline, part):
@@ -209,8 +244,12 @@ def _make(pipeline, part):
 
     def make():
         _announce(pipeline)
-        request = (dataclasses.asdict(pipeline), part, str(_toolchain.libmathdx_path()),
-                   [str(p) for p in _toolchain.nvrtc_libraries()])
+        request = (
+            dataclasses.asdict(pipeline),
+            part,
+            str(_toolchain.libmathdx_path()),
+            [str(p) for p in _toolchain.nvrtc_libraries()],
+        )
         start = time.perf_counter()
         status, found = _nvrtc_worker.ask(__file__, request, "libmathdx")
         if status != "ok":
@@ -231,9 +270,11 @@ def _announce(pipeline):
             return
         _announced.add(pipeline)
     p = pipeline
-    say(f"generating tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}, {p.stages} stages, "
+    say(
+        f"generating tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}, {p.stages} stages, "
         f"{p.threads} threads) with libmathdx for sm_{SM // 10}a (its NVRTC, usually 15-60 s the first time; "
-        f"cached afterwards)")
+        f"cached afterwards)"
+    )
 
 
 def _future(pipeline, part):
@@ -268,8 +309,10 @@ def _result(pipeline, part):
     waited = time.perf_counter() - future.started
     if waited >= 1:
         p = pipeline
-        say(f"waiting for tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}), which libmathdx has been "
-            f"generating in the background for {waited:.0f} s")
+        say(
+            f"waiting for tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}), which libmathdx has been "
+            f"generating in the background for {waited:.0f} s"
+        )
     # (the time shows once the pipeline is being generated, announced: not while it loads from the disk cache)
     with elapsed("libmathdx has been generating it", since=future.started, when=lambda: pipeline in _announced):
         return future.result()

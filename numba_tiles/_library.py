@@ -159,9 +159,11 @@ class Header:
         """
         declared = self._declared(qualified)[0]
         given = list(arguments)
-        if given != declared[:len(given)]:
-            raise AssertionError(f"{self.library.name}: {qualified} in {self.name} takes <{', '.join(declared)}>; "
-                                 f"the rule gives <{', '.join(given)}>")
+        if given != declared[: len(given)]:
+            raise AssertionError(
+                f"{self.library.name}: {qualified} in {self.name} takes <{', '.join(declared)}>; "
+                f"the rule gives <{', '.join(given)}>"
+            )
         return f"{qualified}<{', '.join(str(_cxx(v)) for v in arguments.values())}>"
 
     def line(self, qualified):
@@ -189,8 +191,7 @@ def _find(header):
     for directory in header.library.include_dirs():
         if (directory / header.name).is_file():
             return directory / header.name
-    raise FileNotFoundError(f"{header.library.name}: header {header.name} not found in "
-                            f"{header.library.include_path()}")
+    raise FileNotFoundError(f"{header.library.name}: header {header.name} not found in {header.library.include_path()}")
 
 
 def _cxx(value):
@@ -205,7 +206,8 @@ _TEMPLATE = re.compile(
     r"template\s*<(?P<params>[^<>]*)>\s*"
     r"(?:using\s+(?P<alias>\w+)\s*=|(?:struct|union|class)\s+(?P<struct>\w+)\s*[{:]"
     r"|(?:inline\s+)?constexpr\s+\w+\s+(?P<variable>\w+)\s*="
-    r"|[^;{}()]*?\b(?P<function>\w+)\s*\((?!&))")
+    r"|[^;{}()]*?\b(?P<function>\w+)\s*\((?!&))"
+)
 
 
 @functools.cache
@@ -253,17 +255,37 @@ Example::
 # calls; defining a header's include guard skips it, which cuts a sixth of NVRTC's time (0.77 s
 # to 0.63 s for a block_sum on the 2-core machine, the same LTO-IR). A use of one would fail to compile, not change
 # code; tests/cpu/test_library.py checks that each guard still names a CCCL header.
-UNUSED_PTX_HEADERS = ("ld", "st", "multimem_ld_reduce", "multimem_red", "multimem_st", "cp_reduce_async_bulk_tensor",
-                      "tensormap_replace", "tcgen05_alloc", "tcgen05_commit", "tcgen05_cp", "tcgen05_fence",
-                      "tcgen05_ld", "tcgen05_mma", "tcgen05_mma_ws", "tcgen05_shift", "tcgen05_st", "tcgen05_wait")
+UNUSED_PTX_HEADERS = (
+    "ld",
+    "st",
+    "multimem_ld_reduce",
+    "multimem_red",
+    "multimem_st",
+    "cp_reduce_async_bulk_tensor",
+    "tensormap_replace",
+    "tcgen05_alloc",
+    "tcgen05_commit",
+    "tcgen05_cp",
+    "tcgen05_fence",
+    "tcgen05_ld",
+    "tcgen05_mma",
+    "tcgen05_mma_ws",
+    "tcgen05_shift",
+    "tcgen05_st",
+    "tcgen05_wait",
+)
 CUB = Library(
     name="numba_tiles.cub",
     include_dirs=lambda: (_toolchain.lto_libs_dir(), _toolchain.cccl_include_dir(), _toolchain.cuda_include_dir()),
     versions=_cub_versions,
     blame="This is a numba_tiles bug; please report it with this message",
-    macros=("NDEBUG", ("_CCCL_META_UNROLL_LIMIT", "10"), "CCCL_DISABLE_NVFP8_SUPPORT",
-             ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES)),
-             *(f"_CUDA_PTX_{name.upper()}_H_" for name in UNUSED_PTX_HEADERS)),
+    macros=(
+        "NDEBUG",
+        ("_CCCL_META_UNROLL_LIMIT", "10"),
+        "CCCL_DISABLE_NVFP8_SUPPORT",
+        ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES)),
+        *(f"_CUDA_PTX_{name.upper()}_H_" for name in UNUSED_PTX_HEADERS),
+    ),
     base="common.cuh",
 )
 """numba_tiles' `Library` of CUB families (``lto_libs/*.cuh``, with ``common.cuh``) over CCCL and the CUDA headers:
@@ -287,10 +309,17 @@ LIBMATHDX = dataclasses.replace(CUB, name="numba_tiles.libmathdx")
 # instantiating the GEMM (parsing its headers is ~1.3 s of ~9 s), and its PCH would be 300 MB.
 MATHDX = Library(
     name="numba_tiles.mathdx",
-    include_dirs=lambda: (_toolchain.lto_libs_dir(), *_toolchain.mathdx_include_dirs(),
-                          _toolchain.cccl_include_dir(), _toolchain.cuda_include_dir()),
-    versions=lambda: {**_cub_versions(), "cublasdx": _toolchain.cublasdx_version(),
-                      "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent)},
+    include_dirs=lambda: (
+        _toolchain.lto_libs_dir(),
+        *_toolchain.mathdx_include_dirs(),
+        _toolchain.cccl_include_dir(),
+        _toolchain.cuda_include_dir(),
+    ),
+    versions=lambda: {
+        **_cub_versions(),
+        "cublasdx": _toolchain.cublasdx_version(),
+        "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent),
+    },
     blame="This is a numba_tiles bug (or a size cuBLASDx does not support); please report it with this message",
     macros=("NDEBUG", ("NUMBA_TILES_STATIC_SHARED_BYTES", str(STATIC_SHARED_BYTES))),
     nvrtc_flags=(("device_as_default_execution_space", True), ("gen_opt_lto", True)),
@@ -311,6 +340,11 @@ Example::
 # for sm_90a and their key holds MathDx's headers but not cuBLASDx's version (whose long-compile notice they
 # would earn: one takes about 2 s of NVRTC).
 CUTE_SM90A = dataclasses.replace(
-    MATHDX, name="numba_tiles.cute.sm90a", arch_specific=True,
-    versions=lambda: {**_cub_versions(),
-                      "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent)})
+    MATHDX,
+    name="numba_tiles.cute.sm90a",
+    arch_specific=True,
+    versions=lambda: {
+        **_cub_versions(),
+        "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent),
+    },
+)

@@ -28,9 +28,12 @@ def components(objects, options, output):
     from cuda.bindings import nvjitlink
 
     settings = {k: v for k, v in dataclasses.asdict(options).items() if v is not None and k != "name"}
-    return {"modules": sorted([o.code_type, hashlib.sha256(o.code).hexdigest()] for o in objects),
-            "options": {k: repr(v) for k, v in sorted(settings.items())}, "output": output,
-            "versions": {"nvjitlink": "%d.%d" % nvjitlink.version(), "numba_tiles": __version__}}
+    return {
+        "modules": sorted([o.code_type, hashlib.sha256(o.code).hexdigest()] for o in objects),
+        "options": {k: repr(v) for k, v in sorted(settings.items())},
+        "output": output,
+        "versions": {"nvjitlink": "%d.%d" % nvjitlink.version(), "numba_tiles": __version__},
+    }
 
 
 def link(objects, options, output="cubin"):
@@ -65,10 +68,14 @@ def warn_if_serialized(log):
 
     for why, symbol in _SERIALIZED.findall(log or ""):
         kernel = _python_name(symbol)
-        warnings.warn(f"numba_tiles: ptxas serialized the wgmma (tensor-core products) of kernel {kernel}, "
-                      f"due to {why}: each waits for the one before. A call in the kernel does this: print(), or the "
-                      "messages NUMBA_TILES_DEBUG=1 compiles in; keep calls out of kernels that call "
-                      "Matmul.tile", NumbaPerformanceWarning, stacklevel=2)
+        warnings.warn(
+            f"numba_tiles: ptxas serialized the wgmma (tensor-core products) of kernel {kernel}, "
+            f"due to {why}: each waits for the one before. A call in the kernel does this: print(), or the "
+            "messages NUMBA_TILES_DEBUG=1 compiles in; keep calls out of kernels that call "
+            "Matmul.tile",
+            NumbaPerformanceWarning,
+            stacklevel=2,
+        )
 
 
 def _python_name(symbol):
@@ -76,6 +83,6 @@ def _python_name(symbol):
     parts, rest = [], symbol[3:] if symbol.startswith("_ZN") else ""
     while length := re.match(r"\d+", rest):  # (each name: its length, then itself)
         end = length.end() + int(length.group())
-        parts.append(rest[length.end():end])
+        parts.append(rest[length.end() : end])
         rest = rest[end:]
     return ".".join(parts) or symbol

@@ -7,17 +7,25 @@ from ._errors import error
 
 ORDERS = {"row_major": True, "col_major": False}
 # cuBLASDx's real precisions numba_tiles offers: (A and B's dtype) → the dtypes C may have.
-PRECISIONS = {"float16": ("float16", "float32"), "float32": ("float32",), "float64": ("float64",),
-              "complex64": ("complex64",), "complex128": ("complex128",)}
+PRECISIONS = {
+    "float16": ("float16", "float32"),
+    "float32": ("float32",),
+    "float64": ("float64",),
+    "complex64": ("complex64",),
+    "complex128": ("complex128",),
+}
 # precision= names: the C++ type A and B are computed in, the dtypes that may store them, and C's.
 # bfloat16 travels as its bits in 16-bit integers, since numba-cuda 0.30 has no bfloat16 arrays.
-NAMED = {"tf32": ("cublasdx::tfloat32_t", ("float32",), ("float32",)),
-         "bf16": ("__nv_bfloat16", ("int16", "uint16"), ("float32",))}
+NAMED = {
+    "tf32": ("cublasdx::tfloat32_t", ("float32",), ("float32",)),
+    "bf16": ("__nv_bfloat16", ("int16", "uint16"), ("float32",)),
+}
 
 # What a matrix argument must be, and the fix, by its dimensions: a matrix, or a batch of them.
-_ARRAYS = {2: ("a 2-D array", "pass a 2-D array as {} (a shared tile: cuda.shared.array((rows, cols), dtype))"),
-           3: ("a 3-D array (count x rows x cols)",
-               "pass the batch of matrices as one 3-D array ({}[i] is product i's)")}
+_ARRAYS = {
+    2: ("a 2-D array", "pass a 2-D array as {} (a shared tile: cuda.shared.array((rows, cols), dtype))"),
+    3: ("a 3-D array (count x rows x cols)", "pass the batch of matrices as one 3-D array ({}[i] is product i's)"),
+}
 
 
 def matrix(name, args, param, like=None, ndim=2):
@@ -29,8 +37,11 @@ def matrix(name, args, param, like=None, ndim=2):
         raise error(name, f"{param} must be {what}, got {ty}", fix.format(param))
     dtype = scalar(name, param, ty.dtype, verb="holds")
     if like is not None and dtype != like[1]:
-        raise error(name, f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
-                    f"use {param} and {like[0]} of one dtype")
+        raise error(
+            name,
+            f"{param} holds {dtype.name} but {like[0]} holds {like[1].name}",
+            f"use {param} and {like[0]} of one dtype",
+        )
     return dtype
 
 
@@ -54,16 +65,22 @@ def scales(name, args):
 
 def shape_mnk(intrinsic, value):
     if not (isinstance(value, tuple) and len(value) == 3 and all(isinstance(v, int) and v >= 1 for v in value)):
-        raise error(intrinsic, f"shape must be a tuple (M, N, K) of positive ints, got {value!r}",
-                    "pass shape=(M, N, K): A is M x K, B is K x N, C is M x N, e.g. shape=(64, 64, 32)")
+        raise error(
+            intrinsic,
+            f"shape must be a tuple (M, N, K) of positive ints, got {value!r}",
+            "pass shape=(M, N, K): A is M x K, B is K x N, C is M x N, e.g. shape=(64, 64, 32)",
+        )
     return value
 
 
 def arrangement2(intrinsic, value):
     if not (isinstance(value, tuple) and len(value) == 2 and set(value) <= set(ORDERS)):
-        raise error(intrinsic, f"arrangement must be a 2-tuple of 'row_major'/'col_major' (A's, B's), got {value!r}",
-                    "pass arrangement=('row_major', 'col_major') for A and B as they lie in global memory, "
-                    "or leave it out (both row-major)")
+        raise error(
+            intrinsic,
+            f"arrangement must be a 2-tuple of 'row_major'/'col_major' (A's, B's), got {value!r}",
+            "pass arrangement=('row_major', 'col_major') for A and B as they lie in global memory, "
+            "or leave it out (both row-major)",
+        )
     return value
 
 
@@ -72,19 +89,28 @@ def compute_type(name, ta, tc, named):
     if named is not None:
         computed, storage, accumulators = NAMED[named]
         if ta.name not in storage or tc.name not in accumulators:
-            raise error(name, f"precision={named!r} takes A and B of {' or '.join(storage)} and C of "
-                        f"{' or '.join(accumulators)}, got {ta.name} and {tc.name}",
-                        f"store A and B as {storage[0]} and C as {accumulators[0]}, or leave precision out")
+            raise error(
+                name,
+                f"precision={named!r} takes A and B of {' or '.join(storage)} and C of "
+                f"{' or '.join(accumulators)}, got {ta.name} and {tc.name}",
+                f"store A and B as {storage[0]} and C as {accumulators[0]}, or leave precision out",
+            )
         return computed
     if ta.name not in PRECISIONS or tc.name not in PRECISIONS[ta.name]:
         combos = "; ".join(f"{a} A and B with {' or '.join(c)} C" for a, c in PRECISIONS.items())
-        raise error(name, f"{ta.name} A and B with {tc.name} C is not a supported precision",
-                    f"use {combos}; or precision='tf32' (float32) or 'bf16' (bfloat16 bits in int16)")
+        raise error(
+            name,
+            f"{ta.name} A and B with {tc.name} C is not a supported precision",
+            f"use {combos}; or precision='tf32' (float32) or 'bf16' (bfloat16 bits in int16)",
+        )
     return ta.cxx
 
 
 def whole_warps(name, block_dim):
     x, y, z = block_dim
     if x * y * z < 32:
-        raise error(name, f"cuBLASDx computes with whole warps; block_dim={block_dim} has {x * y * z} threads",
-                    "launch blocks of 32 to 1024 threads (128 or 256 suit most tiles)")
+        raise error(
+            name,
+            f"cuBLASDx computes with whole warps; block_dim={block_dim} has {x * y * z} threads",
+            "launch blocks of 32 to 1024 threads (128 or 256 suit most tiles)",
+        )

@@ -92,8 +92,10 @@ def elapsed(what, since=None, when=None):
 # cuBLASDx takes seconds to a minute of NVRTC; one of CUB alone, under a second. The figure a notice
 # gives is the measured first compile of its form (`_compile_times`, which benchmarks/report.py makes
 # from the benchmark results, as it makes the matmul guide's); a form no benchmark times gets none.
-_FORMS = {"matmul": "tiles.matmul",
-          **{f"Matmul.{entry}": "tiles.Matmul" for entry in ("load_a", "load_b", "multiply", "store")}}
+_FORMS = {
+    "matmul": "tiles.matmul",
+    **{f"Matmul.{entry}": "tiles.Matmul" for entry in ("load_a", "load_b", "multiply", "store")},
+}
 UNTIMED = "tens of seconds the first time"
 CONSTANT_TIME = "a few seconds the first time"  # (a cuBLASDx constant: its headers' parse, most of it)
 
@@ -136,8 +138,10 @@ def announce(instances, target):
     """The notice of one program about to compile, if it is long (cuBLASDx's); returns whether it is."""
     long = uses_cublasdx(instances[0].header.library)
     if long:
-        say(f"compiling {described(instances)} with cuBLASDx for {target.arch} (NVRTC; {cold_time(instances)}; "
-            "cached afterwards)")
+        say(
+            f"compiling {described(instances)} with cuBLASDx for {target.arch} (NVRTC; {cold_time(instances)}; "
+            "cached afterwards)"
+        )
     return long
 
 
@@ -157,13 +161,22 @@ class SideBySide:
             everything = [i for p in self.programs for i in p._sorted()]
             cublasdx = any(uses_cublasdx(p.library) for p in self.programs)
             time_taken = f"; {cold_time(everything)};" if cublasdx else ","
-            say(f"compiling {len(self.programs)} {'cuBLASDx ' if cublasdx else ''}programs side by side for "
+            say(
+                f"compiling {len(self.programs)} {'cuBLASDx ' if cublasdx else ''}programs side by side for "
                 f"{target.arch}: {described(everything)} (NVRTC in {self.jobs} worker "
-                f"processes{time_taken} cached afterwards)")
+                f"processes{time_taken} cached afterwards)"
+            )
             from tqdm import tqdm
 
-            self.bar = tqdm(total=len(self.programs), initial=self.done, desc="numba_tiles NVRTC", unit="program",
-                            file=sys.stderr, leave=False, disable=not _interactive())
+            self.bar = tqdm(
+                total=len(self.programs),
+                initial=self.done,
+                desc="numba_tiles NVRTC",
+                unit="program",
+                file=sys.stderr,
+                leave=False,
+                disable=not _interactive(),
+            )
             if not self.bar.disable:  # (tqdm redraws as programs finish: its elapsed time would stand still)
                 self.ticker = _Ticker(self._redraw)
 

@@ -41,8 +41,11 @@ def resident_blocks(kernel, block_dim, *args, shared_bytes=0):
     """
     threads = math.prod(block_dim) if isinstance(block_dim, tuple) else block_dim
     if not isinstance(threads, int) or not 0 < threads <= 1024:
-        raise error("resident_blocks", f"block_dim={block_dim!r} is not a block of 1 to 1024 threads",
-                    "pass the launch's block shape, e.g. 256 or (16, 16)")
+        raise error(
+            "resident_blocks",
+            f"block_dim={block_dim!r} is not a block of 1 to 1024 threads",
+            "pass the launch's block shape, e.g. 256 or (16, 16)",
+        )
     if simulated.simulator_enabled():
         return SIMULATED_BLOCKS
     return _backends.of_kernel(kernel).resident_blocks(kernel, args, threads, shared_bytes)

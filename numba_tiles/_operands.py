@@ -51,12 +51,18 @@ def handle_type(mm, a_dtype, c_dtype, ndim, implementation=None):
     """The Numba type of `Operands` of ``mm`` with A and B of ``a_dtype``, C of ``c_dtype``, ``ndim``-D (2: a
     matrix, 3: a batch), for ``implementation`` (None: the fastest for the kernel's arch): what ``tiles.compile``
     signatures name (`Matmul.operands_type`)."""
-    name = (f"Matmul.operands({'batch' if ndim == 3 else 'matrix'}, A {a_dtype}, C {c_dtype}"
-            + (f", {implementation}" if implementation else "") + f"; {mm!r})")
+    name = (
+        f"Matmul.operands({'batch' if ndim == 3 else 'matrix'}, A {a_dtype}, C {c_dtype}"
+        + (f", {implementation}" if implementation else "")
+        + f"; {mm!r})"
+    )
     member_types = _matmul.member_types(a_dtype, c_dtype, ndim)
-    return numba_cuda.Handle(name, ("Matmul.operands", mm, a_dtype, c_dtype, ndim, implementation),
-                         tuple((m, member_types[m]) for m in _matmul.members(implementation)),
-                         info={"mm": mm, "ndim": ndim, "c": getattr(types, c_dtype), "implementation": implementation})
+    return numba_cuda.Handle(
+        name,
+        ("Matmul.operands", mm, a_dtype, c_dtype, ndim, implementation),
+        tuple((m, member_types[m]) for m in _matmul.members(implementation)),
+        info={"mm": mm, "ndim": ndim, "c": getattr(types, c_dtype), "implementation": implementation},
+    )
 
 
 for _backend in _backends.registered():  # (none on the simulator)

@@ -22,13 +22,19 @@ def block_dim(intrinsic, value):
     """
     dims = value if isinstance(value, tuple) else (value,)
     if not (1 <= len(dims) <= 3 and all(map(_is_int, dims))):
-        raise error(intrinsic, f"block_dim must be an int or a tuple of 1 to 3 ints, got {value!r}",
-                    "pass the launch's block shape, e.g. block_dim=256 or block_dim=(16, 16)")
+        raise error(
+            intrinsic,
+            f"block_dim must be an int or a tuple of 1 to 3 ints, got {value!r}",
+            "pass the launch's block shape, e.g. block_dim=256 or block_dim=(16, 16)",
+        )
     dims = tuple(dims) + (1,) * (3 - len(dims))
     threads = dims[0] * dims[1] * dims[2]
     if min(dims) < 1 or threads > MAX_THREADS or any(d > lim for d, lim in zip(dims, _LIMITS)):
-        raise error(intrinsic, f"block_dim={value!r} is not a valid CUDA block ({threads} threads)",
-                    f"use at most {MAX_THREADS} threads in all, each dimension within {_LIMITS}")
+        raise error(
+            intrinsic,
+            f"block_dim={value!r} is not a valid CUDA block ({threads} threads)",
+            f"use at most {MAX_THREADS} threads in all, each dimension within {_LIMITS}",
+        )
     return dims
 
 
@@ -49,8 +55,7 @@ def positive_int(param, example, optional=False, largest=None):
             return None
         if not _is_int(value) or value < 1 or (largest is not None and value > largest):
             bound = f" no larger than {largest}" if largest else ""
-            raise error(intrinsic, f"{param} must be a positive int{bound}, got {value!r}",
-                        f"pass {param}={example}")
+            raise error(intrinsic, f"{param} must be a positive int{bound}, got {value!r}", f"pass {param}={example}")
         return value
 
     parse.example = example  # (what a fix that names no value of its own may show: `_spec.Spec._example`)
@@ -86,8 +91,11 @@ def warp_size(intrinsic, value):
         assert ext.warp_size("warp_argmax", 16) == 16
     """
     if not _is_int(value) or value not in (1, 2, 4, 8, 16, 32):
-        raise error(intrinsic, f"warp_size must be a power of two from 1 to 32, got {value!r}",
-                    "pass warp_size=32 (the default), 16, 8, 4, 2 or 1")
+        raise error(
+            intrinsic,
+            f"warp_size must be a power of two from 1 to 32, got {value!r}",
+            "pass warp_size=32 (the default), 16, 8, 4, 2 or 1",
+        )
     return value
 
 
@@ -108,8 +116,7 @@ def choice(param, options, optional=False):
         if value is None and optional:
             return None
         if value not in options:
-            raise error(intrinsic, f"{param}={value!r} is not supported",
-                        f"use one of {', '.join(map(repr, options))}")
+            raise error(intrinsic, f"{param}={value!r} is not supported", f"use one of {', '.join(map(repr, options))}")
         return value
 
     return parse
@@ -127,8 +134,9 @@ def flag(param):
 
     def parse(intrinsic, value):
         if not isinstance(value, bool):
-            raise error(intrinsic, f"{param} must be True or False, got {value!r}",
-                        f"pass {param}=True or leave it out")
+            raise error(
+                intrinsic, f"{param} must be True or False, got {value!r}", f"pass {param}=True or leave it out"
+            )
         return value
 
     return parse
@@ -147,11 +155,14 @@ ARRANGEMENTS = {
 DOCS = {
     "block_dim": (
         "- ``block_dim``: the block shape the kernel is launched with, an int or a 2-/3-tuple; a\n"
-        "      compile-time constant (a literal or a module-level global)."),
+        "      compile-time constant (a literal or a module-level global)."
+    ),
     "items_per_thread": (
         "- ``items_per_thread``: the thread-local array's length, a compile-time constant; the block's\n"
-        "      tile is in blocked arrangement (thread t holds items t*N ... t*N+N-1)."),
+        "      tile is in blocked arrangement (thread t holds items t*N ... t*N+N-1)."
+    ),
     "temp": (
         "- ``temp``: a buffer for CUB's temp storage, ``cuda.shared.array(n, uint8)`` with ``n`` from\n"
-        "      `temp_bytes`, which sequential calls may share; by default the call has its own."),
+        "      `temp_bytes`, which sequential calls may share; by default the call has its own."
+    ),
 }

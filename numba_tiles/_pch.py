@@ -56,8 +56,13 @@ class _PrecompiledBase:
     def _make(self, library, flags):
         from cuda.core import Program, ProgramOptions
 
-        program = Program(f'#include "{library.base}"\n', "c++", options=ProgramOptions(
-            name="numba_tiles_pch", include_path=library.include_path(), create_pch=self.path, **flags))
+        program = Program(
+            f'#include "{library.base}"\n',
+            "c++",
+            options=ProgramOptions(
+                name="numba_tiles_pch", include_path=library.include_path(), create_pch=self.path, **flags
+            ),
+        )
         try:
             program.compile("ltoir" if flags.get("link_time_optimization") else "cubin")
         except Exception:  # (a program that includes the base will say what is wrong)
@@ -102,6 +107,7 @@ def prepare_for_current_device(library):
     of one CPU core; a machine with no GPU pays nothing. It initializes the CUDA driver in that
     thread; ``NUMBA_TILES_PREPARE=0`` turns it off (for processes that fork CUDA-using children).
     """
+
     def for_the_gpu():
         cc = _toolchain.current_device_cc()
         if cc is not None and "sm_%d%d" % cc in _toolchain.supported_archs():

@@ -49,9 +49,11 @@ def translation_unit(instances, lines=False):
     """One C++ source defining the entry points of ``instances`` (of one library): its prelude, the
     headers they use in a fixed order, then their declarations and entry points (``lines``: with
     ``#line``s, for a build with line tables)."""
-    return (_includes(instances[0].header.library, {i.header.name for i in instances})
-            + "".join(dict.fromkeys("\n" + i.prelude for i in instances if i.prelude))
-            + "".join("\n" + i.entry(lines) for i in instances))
+    return (
+        _includes(instances[0].header.library, {i.header.name for i in instances})
+        + "".join(dict.fromkeys("\n" + i.prelude for i in instances if i.prelude))
+        + "".join("\n" + i.entry(lines) for i in instances)
+    )
 
 
 def _includes(library, headers):
@@ -120,9 +122,12 @@ def _build_side_by_side(programs):
     with ThreadPoolExecutor(progress.jobs, thread_name_prefix="numba_tiles NVRTC") as pool:
         # Last lowered first: a kernel calls its loads before the product and the store, the
         # heavier instantiations (cuBLASDx's product alone is most of a matmul kernel's compile).
-        futures = {p: pool.submit(progress.attempt, lambda p=p: build(p._sorted(), p.target, isolated=True,
-                                                                      announce=progress.compiling))
-                   for p in reversed(programs)}
+        futures = {
+            p: pool.submit(
+                progress.attempt, lambda p=p: build(p._sorted(), p.target, isolated=True, announce=progress.compiling)
+            )
+            for p in reversed(programs)
+        }
         results = [futures[p].result() for p in programs]
     progress.close()
     for program, result in zip(programs, results):
@@ -177,8 +182,10 @@ def build(instances, target, isolated=False, announce=_notices.announce):
     if not mine:
         if making.done():
             return making.result()
-        _notices.say(f"waiting for {_notices.described(instances)} for {target.arch}, which NVRTC has been "
-                     f"compiling in the background for {time.perf_counter() - started:.0f} s")
+        _notices.say(
+            f"waiting for {_notices.described(instances)} for {target.arch}, which NVRTC has been "
+            f"compiling in the background for {time.perf_counter() - started:.0f} s"
+        )
         with _notices.elapsed("NVRTC has been compiling it", since=started):
             return making.result()
 
@@ -213,15 +220,24 @@ def arch_specific_error(arch):
     """The error of `compile` for ``arch`` (sm_90) of a kernel whose intrinsics' code is arch-specific."""
     from ._errors import error
 
-    return error("compile", f"the kernel calls Matmul.tile or .batched on Hopper (TMA and wgmma: arch-specific "
-                 f"code), which links only for {arch}a, not {arch} (nvJitLink rejects wgmma and tensormap.replace "
-                 "there)", f"pass arch='{arch}a'")
+    return error(
+        "compile",
+        f"the kernel calls Matmul.tile or .batched on Hopper (TMA and wgmma: arch-specific "
+        f"code), which links only for {arch}a, not {arch} (nvJitLink rejects wgmma and tensormap.replace "
+        "there)",
+        f"pass arch='{arch}a'",
+    )
 
 
 def key_parts(source, library, target, output="ltoir"):
     """What the cache key of a program of ``library`` for ``target`` digests (`cache.components`)."""
-    return cache.components(source, output=output, target=target.key(), options=library.program_options(target, output),
-                            versions={**_toolchain.versions(), library.name: library.versions()})
+    return cache.components(
+        source,
+        output=output,
+        target=target.key(),
+        options=library.program_options(target, output),
+        versions={**_toolchain.versions(), library.name: library.versions()},
+    )
 
 
 @functools.cache
@@ -249,9 +265,12 @@ def _too_big(instances, target):
     for i in instances:
         size = i.static_storage and constant(f"sizeof({i.static_storage})", i.header, target.arch)
         if size and size > STATIC_SHARED_BYTES:
-            return error(i.intrinsic, f"its temp storage needs {size} bytes of shared memory, over the "
-                         f"{STATIC_SHARED_BYTES} a block can have statically",
-                         "use fewer items_per_thread or threads, a smaller dtype, or fewer bins")
+            return error(
+                i.intrinsic,
+                f"its temp storage needs {size} bytes of shared memory, over the "
+                f"{STATIC_SHARED_BYTES} a block can have statically",
+                "use fewer items_per_thread or threads, a smaller dtype, or fewer bins",
+            )
     return None
 
 
@@ -266,15 +285,19 @@ def constant(expression, header, arch):
 
     with _lock:
         if (expression, header, arch) not in _constants:
-            source = (_includes(header.library, [header.name]) +
-                      f'extern "C" __device__ unsigned long long numba_tiles_constant = {expression};\n')
+            source = (
+                _includes(header.library, [header.name])
+                + f'extern "C" __device__ unsigned long long numba_tiles_constant = {expression};\n'
+            )
             target = Target(arch)
 
             def make():
                 long = _notices.uses_cublasdx(header.library)
                 if long:
-                    _notices.say(f"computing {expression.replace('numba_tiles::', '')} with cuBLASDx for {arch} "
-                                 f"(NVRTC; {_notices.CONSTANT_TIME}; cached afterwards)")
+                    _notices.say(
+                        f"computing {expression.replace('numba_tiles::', '')} with cuBLASDx for {arch} "
+                        f"(NVRTC; {_notices.CONSTANT_TIME}; cached afterwards)"
+                    )
                 with _notices.elapsed("NVRTC has been computing it") if long else contextlib.nullcontext():
                     cubin = _nvrtc(source, header.library, target, "numba_tiles_constant", (), output="cubin")
                 return symbol_bytes(cubin, "numba_tiles_constant", 8)
@@ -324,5 +347,8 @@ def _failure(log, library, target, name, instances):
     lines = [line.strip() for line in log.splitlines()]
     errors = [line for line in lines if " error" in line or "detected during" in line][:12] or lines[:12]
     what = "; ".join(f"tiles.{i.intrinsic} as {i.template}" for i in failing[:3]) or name
-    return (f"NVRTC failed to compile {what} for {target.arch} ({library.name}). {library.blame}.\n"
-            + "\n".join(errors) + "\n(the whole log and program are this error's .log and .source)")
+    return (
+        f"NVRTC failed to compile {what} for {target.arch} ({library.name}). {library.blame}.\n"
+        + "\n".join(errors)
+        + "\n(the whole log and program are this error's .log and .source)"
+    )

@@ -29,8 +29,9 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
         usage = tiles.shared_memory(scan_rows, "void(float32[::1], float32[::1])", arch="sm_90")
         assert usage["total"] >= sum(usage["buffers"].values())
     """
-    _compile.refuse_simulator("shared_memory", "nothing, so there is no linked kernel to measure",
-                              "measure the compiled kernel")
+    _compile.refuse_simulator(
+        "shared_memory", "nothing, so there is no linked kernel to measure", "measure the compiled kernel"
+    )
     with _programs.recording() as lowered:
         cubin = _compile.compile(kernel, signature, arch=arch)
     users, headers = {}, {}
@@ -41,8 +42,9 @@ def shared_memory(kernel, signature, *, arch="sm_90"):
     sizes = {storage: _programs.constant(f"sizeof({storage})", headers[storage], arch) for storage in users}
     # CUB's storage for the algorithms that need none (direct loads, ...) is a 1-byte
     # placeholder, never touched, which the compiler removes.
-    buffers = {f"{', '.join(names)}: {storage}": sizes[storage] for storage, names in users.items()
-               if sizes[storage] > 1}
+    buffers = {
+        f"{', '.join(names)}: {storage}": sizes[storage] for storage, names in users.items() if sizes[storage] > 1
+    }
     return {"total": _elf.static_shared(cubin), "buffers": buffers}
 
 
@@ -76,8 +78,11 @@ def temp_bytes(intrinsic, *args, arch="sm_90", **kwargs):
     """
     spec = getattr(intrinsic, "spec", None)
     if spec is None or "temp" not in spec.pysig.parameters:
-        raise error("temp_bytes", f"{getattr(intrinsic, '__name__', intrinsic)!r} takes no temp storage",
-                    "pass a block intrinsic, e.g. tiles.temp_bytes(tiles.block_scan, float32, block_dim=128)")
+        raise error(
+            "temp_bytes",
+            f"{getattr(intrinsic, '__name__', intrinsic)!r} takes no temp storage",
+            "pass a block intrinsic, e.g. tiles.temp_bytes(tiles.block_scan, float32, block_dim=128)",
+        )
     if kwargs.get("temp") is not None:
         raise error("temp_bytes", "the arguments include temp", "leave temp out: temp_bytes gives its size")
     instance, _ = spec.resolve_values(*args, **kwargs)
@@ -125,12 +130,18 @@ def allow_dynamic_shared_memory(kernel, nbytes, *args):
             assert (out.copy_to_host() == x.copy_to_host()[:, ::-1]).all()
     """
     if not isinstance(nbytes, int) or nbytes < 0:
-        raise error("allow_dynamic_shared_memory", f"nbytes must be a non-negative int, got {nbytes!r}",
-                    "pass the bytes the launch will ask for, e.g. 96 * 1024")
+        raise error(
+            "allow_dynamic_shared_memory",
+            f"nbytes must be a non-negative int, got {nbytes!r}",
+            "pass the bytes the launch will ask for, e.g. 96 * 1024",
+        )
     if simulated.simulator_enabled():
         return nbytes
     limit = _backends.of_kernel(kernel).allow_dynamic_shared_memory(kernel, nbytes, args)
     if nbytes > limit:
-        raise error("allow_dynamic_shared_memory", f"{nbytes} bytes are over this GPU's {limit} bytes of shared "
-                    "memory a block may opt in to", "use smaller tiles, fewer pipeline stages or fewer buffers")
+        raise error(
+            "allow_dynamic_shared_memory",
+            f"{nbytes} bytes are over this GPU's {limit} bytes of shared memory a block may opt in to",
+            "use smaller tiles, fewer pipeline stages or fewer buffers",
+        )
     return nbytes

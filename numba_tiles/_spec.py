@@ -101,8 +101,15 @@ _EXAMPLES = (256, 4, True, "+", (64, 64, 32))
 class Spec:
     """An intrinsic's declaration: its Python signature, which parameters are compile-time, its rule."""
 
-    def __init__(self, func: Callable, consts: Mapping[str, Parser], rule: Rule, simulate: Simulate | None,
-                 fixed: Mapping[str, object], per_thread: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        func: Callable,
+        consts: Mapping[str, Parser],
+        rule: Rule,
+        simulate: Simulate | None,
+        fixed: Mapping[str, object],
+        per_thread: tuple[str, ...],
+    ) -> None:
         self.name = func.__name__
         self.consts = consts
         self.rule = rule
@@ -121,10 +128,15 @@ class Spec:
         keywords = [n for n, p in self.pysig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         for name in kwargs:
             if name not in keywords:
-                close = difflib.get_close_matches(name, keywords, n=1, cutoff=0.75) or \
-                    [k for k in keywords if k.startswith(name)][:1]  # (items → items_per_thread, not temp)
-                raise error(self.name, f"unknown keyword argument {name!r}"
-                            + (f" (did you mean {close[0]}?)" if close else ""), call_as)
+                close = (
+                    difflib.get_close_matches(name, keywords, n=1, cutoff=0.75)
+                    or [k for k in keywords if k.startswith(name)][:1]
+                )  # (items → items_per_thread, not temp)
+                raise error(
+                    self.name,
+                    f"unknown keyword argument {name!r}" + (f" (did you mean {close[0]}?)" if close else ""),
+                    call_as,
+                )
         try:
             bound = self.pysig.bind(*args, **kwargs)
         except TypeError as exc:
@@ -139,8 +151,11 @@ class Spec:
         return self.consts[name](self.name, value)
 
     def _not_constant(self, name):
-        return error(self.name, f"{name} must be a compile-time constant, got a run-time value",
-                     "write it as a literal or a module-level global" + self._example(name))
+        return error(
+            self.name,
+            f"{name} must be a compile-time constant, got a run-time value",
+            "write it as a literal or a module-level global" + self._example(name),
+        )
 
     def _example(self, name):
         """``", e.g. name=value"`` for a value that ``name``'s parser accepts, or "" where none of the usual ones
@@ -191,8 +206,11 @@ class Spec:
         items = resolved.get("items_per_thread")
         for name in self.per_thread:
             if items is not None and lengths.get(name, items) < items:
-                raise error(self.name, f"{name} has {lengths[name]} items but items_per_thread={items}",
-                            f"make it at least items_per_thread long, e.g. cuda.local.array({items}, dtype)")
+                raise error(
+                    self.name,
+                    f"{name} has {lengths[name]} items but items_per_thread={items}",
+                    f"make it at least items_per_thread long, e.g. cuda.local.array({items}, dtype)",
+                )
 
     def resolve_values(self, *args: object, **kwargs: object) -> tuple[Instance, dict[str, object]]:
         """Typing from the run-time arguments' Python values (the simulator's) or Numba types.
@@ -214,16 +232,20 @@ class Spec:
             parsed[name] = self._parse(name, value)
             if compile_time.get(name) and not _typed_as_constant(value):
                 raise self._not_constant(name)  # (as compiled: parsed, then refused)
-        typed = {n: v if n in self.consts or v is None or isinstance(v, types.Type) else numba_cuda.typeof(v)
-                 for n, v in parsed.items()}
+        typed = {
+            n: v if n in self.consts or v is None or isinstance(v, types.Type) else numba_cuda.typeof(v)
+            for n, v in parsed.items()
+        }
         instance = self._instance(typed)
         shapes = {n: getattr(parsed[n], "shape", None) for n in self.per_thread}
-        self._check_lengths(parsed, {n: shape[0] for n, shape in shapes.items()
-                                     if isinstance(shape, tuple) and len(shape) == 1})
+        self._check_lengths(
+            parsed, {n: shape[0] for n, shape in shapes.items() if isinstance(shape, tuple) and len(shape) == 1}
+        )
         return instance, parsed
 
-    def typing_signature(self, args: tuple, kws: dict, origins: tuple | None = None,
-                         debug: bool | None = None) -> object:
+    def typing_signature(
+        self, args: tuple, kws: dict, origins: tuple | None = None, debug: bool | None = None
+    ) -> object:
         """The call's signature for the types ``args`` and ``kws`` (numba.cuda's; ``origins``: `_errors.call_site`'s,
         or None; ``debug``: whether the kernel is a debug build, by default numba-cuda's flags say)."""
         if debug is None:
@@ -233,20 +255,23 @@ class Spec:
             # blockIdx.x where it stored the sum: after the second call, ptxas's debug code stored
             # the register it had just reused for blockIdx.x, not the one that kept the sum (the PTX
             # was right; our LTO-IR built without -G changed nothing).
-            raise error(self.name, "debug builds (debug=True) of kernels that call intrinsics are refused: "
-                        "ptxas's debug code for such a kernel loses values that live across an intrinsic's "
-                        "call (wrong results, seen with CUDA 13.0)",
-                        "build with lineinfo=True instead (the SASS maps to your Python lines and the C++: "
-                        "profilers and cuda-gdb step by line), or run the kernel on Numba's simulator "
-                        "(NUMBA_ENABLE_CUDASIM=1) to debug its Python with pdb")
+            raise error(
+                self.name,
+                "debug builds (debug=True) of kernels that call intrinsics are refused: "
+                "ptxas's debug code for such a kernel loses values that live across an intrinsic's "
+                "call (wrong results, seen with CUDA 13.0)",
+                "build with lineinfo=True instead (the SASS maps to your Python lines and the C++: "
+                "profilers and cuda-gdb step by line), or run the kernel on Numba's simulator "
+                "(NUMBA_ENABLE_CUDASIM=1) to debug its Python with pdb",
+            )
         arguments = self._bind(args, kws, omitted=types.Omitted)
-        instance = self.resolve_types(arguments, None if origins is None
-                                      else self.pysig.bind(*origins[0], **origins[1]).arguments)
+        instance = self.resolve_types(
+            arguments, None if origins is None else self.pysig.bind(*origins[0], **origins[1]).arguments
+        )
         entry = {p.name: p.type for p in instance.params if isinstance(p, Arg)}
         # Numba casts each run-time argument to the formal type: make it the entry point's.
         formal = [
-            arguments[n] if n in self.consts or _left_out(arguments[n]) or n not in entry
-            else entry[n]
+            arguments[n] if n in self.consts or _left_out(arguments[n]) or n not in entry else entry[n]
             for n in self.pysig.parameters
         ]
         # Lowering gets the arguments folded in declaration order, omitted ones as Omitted(default).
@@ -317,8 +342,12 @@ def _check_temp(intrinsic, instance, temp):
 
     need = storage_need(instance)
     if temp.nbytes < need or not temp.flags.c_contiguous:
-        raise error(intrinsic, f"temp holds {temp.nbytes} bytes{'' if temp.flags.c_contiguous else ', strided'}; "
-                    f"this call needs {need} contiguous bytes", "allocate the size tiles.temp_bytes(...) gives")
+        raise error(
+            intrinsic,
+            f"temp holds {temp.nbytes} bytes{'' if temp.flags.c_contiguous else ', strided'}; "
+            f"this call needs {need} contiguous bytes",
+            "allocate the size tiles.temp_bytes(...) gives",
+        )
 
 
 def _document(doc):
@@ -326,9 +355,14 @@ def _document(doc):
     return re.sub(r"\{\{(\w+)\}\}", lambda m: _params.DOCS[m[1]], doc or "")
 
 
-def intrinsic(*, consts: Mapping[str, Parser], rule: Rule, simulate: Simulate | None,
-              fixed: Mapping[str, object] | None = None,
-              per_thread: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+def intrinsic(
+    *,
+    consts: Mapping[str, Parser],
+    rule: Rule,
+    simulate: Simulate | None,
+    fixed: Mapping[str, object] | None = None,
+    per_thread: tuple[str, ...] = (),
+) -> Callable[[Callable], Callable]:
     """Declare the decorated function (its signature and docstring) as an intrinsic (see this module's doc).
 
     ``consts``: {parameter: parser} of the compile-time parameters; ``rule(name, args)`` gives the
@@ -363,8 +397,11 @@ def intrinsic(*, consts: Mapping[str, Parser], rule: Rule, simulate: Simulate | 
         def call(*args, **kwargs):
             # Outside a compiled kernel this is the simulator's implementation.
             if spec.simulate is None:
-                raise error(spec.name, "it has no simulator twin (its declaration gives simulate=None)",
-                            "run it compiled (unset NUMBA_ENABLE_CUDASIM), or declare it with simulate=")
+                raise error(
+                    spec.name,
+                    "it has no simulator twin (its declaration gives simulate=None)",
+                    "run it compiled (unset NUMBA_ENABLE_CUDASIM), or declare it with simulate=",
+                )
             compile_time = _constness.compile_time_arguments(spec, sys._getframe(1))
             simulator.note_call(sys._getframe(1))
             instance, arguments = spec._resolve_values(args, kwargs, compile_time)
@@ -381,6 +418,7 @@ def intrinsic(*, consts: Mapping[str, Parser], rule: Rule, simulate: Simulate | 
 
 
 # ---- Descriptions: objects made at module level whose methods are intrinsics bound to them -------------
+
 
 class method:
     """Declare a description's method (``def load_a(self, src, tile, ...)`` in its class) as an intrinsic
@@ -424,8 +462,14 @@ class method:
         cubin = tiles.compile(sums_of_squares, "void(float32[::1], float32[::1])")   # no GPU needed
     """
 
-    def __init__(self, *, rule: Rule, simulate: Simulate | None, consts: Mapping[str, Parser] | None = None,
-                 fixed: Mapping[str, Callable[[object], object]] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        rule: Rule,
+        simulate: Simulate | None,
+        consts: Mapping[str, Parser] | None = None,
+        fixed: Mapping[str, Callable[[object], object]] | None = None,
+    ) -> None:
         self.consts, self.rule, self.simulate, self.fixed = consts or {}, rule, simulate, fixed or {}
 
     def __call__(self, declaration):
@@ -460,8 +504,12 @@ class method:
         consts = {"mm": lambda intrinsic, value: value, **self.consts}
         for param in self.fixed:
             consts.setdefault(param, lambda intrinsic, value: value)
-        return intrinsic(consts=consts, rule=self.rule, simulate=self.simulate,
-                         fixed={"mm": obj, **{p: f(obj) for p, f in self.fixed.items()}})(stand_in)
+        return intrinsic(
+            consts=consts,
+            rule=self.rule,
+            simulate=self.simulate,
+            fixed={"mm": obj, **{p: f(obj) for p, f in self.fixed.items()}},
+        )(stand_in)
 
 
 def description(*, constants: tuple[str, ...] = ()) -> Callable[[type], type]:

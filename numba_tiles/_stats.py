@@ -3,8 +3,22 @@
 import collections
 import threading
 
-NAMES = ("hits", "misses", "nvrtc", "nvrtc_seconds", "pch_used", "pch_wait_seconds", "memo", "writes", "evictions",
-         "rejected", "libmathdx", "libmathdx_seconds", "links", "link_seconds")
+NAMES = (
+    "hits",
+    "misses",
+    "nvrtc",
+    "nvrtc_seconds",
+    "pch_used",
+    "pch_wait_seconds",
+    "memo",
+    "writes",
+    "evictions",
+    "rejected",
+    "libmathdx",
+    "libmathdx_seconds",
+    "links",
+    "link_seconds",
+)
 _counts = collections.Counter()
 _lock = threading.Lock()
 

@@ -13,10 +13,24 @@ from . import extending as ext
 # wgmma.cuh): A's and B's CUtensorMap (64-byte aligned), the batch's sizes, C's map (the wgmma block) and the
 # counters of its products' order, zero between launches. Built here (`prepare`); the C++ checks it (`CHECKS`,
 # by struct: each member's bytes, in declaration order, and no padding between them).
-PIPE = np.dtype({"names": ["a", "b", "count", "m", "k", "n", "c", "tickets", "finished"],
-                 "formats": [(np.uint8, 128), (np.uint8, 128), np.int64, np.int64, np.int64, np.int64, (np.uint8, 128),
-                             np.uint32, np.uint32],
-                 "offsets": [0, 128, 256, 264, 272, 280, 320, 448, 452], "itemsize": 512})
+PIPE = np.dtype(
+    {
+        "names": ["a", "b", "count", "m", "k", "n", "c", "tickets", "finished"],
+        "formats": [
+            (np.uint8, 128),
+            (np.uint8, 128),
+            np.int64,
+            np.int64,
+            np.int64,
+            np.int64,
+            (np.uint8, 128),
+            np.uint32,
+            np.uint32,
+        ],
+        "offsets": [0, 128, 256, 264, 272, 280, 320, 448, 452],
+        "itemsize": 512,
+    }
+)
 
 
 def _start(field):
@@ -32,20 +46,32 @@ def _checks(struct, members):
     declaration order) lie where PIPE puts them."""
     assert members[0][1] == 0 and all(a[2] == b[1] for a, b in zip(members, members[1:]))
     sizes = [f"sizeof(::numba_tiles::{struct}::{m}) == {end - start}" for m, start, end in members]
-    return (f"static_assert({' && '.join(sizes)} && sizeof(::numba_tiles::{struct}) == {members[-1][2]}, "
-            f'"numba_tiles/_tensor_maps.py\'s PIPE: {struct}");')
+    return (
+        f"static_assert({' && '.join(sizes)} && sizeof(::numba_tiles::{struct}) == {members[-1][2]}, "
+        f'"numba_tiles/_tensor_maps.py\'s PIPE: {struct}");'
+    )
 
 
-CHECKS = {"batched_maps": _checks("batched_maps", [(f, _start(f), _end(f))
-                                                   for f in ("a", "b", "count", "m", "k", "n")]),
-          "wgmma_pipe": _checks("wgmma_pipe", [("ab", 0, _end("n")), ("pad", _end("n"), _start("c")),
-                                               ("c", _start("c"), _end("c")),
-                                               ("tickets", _start("tickets"), _end("tickets")),
-                                               ("finished", _start("finished"), _end("finished"))])}
+CHECKS = {
+    "batched_maps": _checks("batched_maps", [(f, _start(f), _end(f)) for f in ("a", "b", "count", "m", "k", "n")]),
+    "wgmma_pipe": _checks(
+        "wgmma_pipe",
+        [
+            ("ab", 0, _end("n")),
+            ("pad", _end("n"), _start("c")),
+            ("c", _start("c"), _end("c")),
+            ("tickets", _start("tickets"), _end("tickets")),
+            ("finished", _start("finished"), _end("finished")),
+        ],
+    ),
+}
 
 _SWIZZLE = {32: "CU_TENSOR_MAP_SWIZZLE_32B", 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
-_DATA_TYPE = {2: "CU_TENSOR_MAP_DATA_TYPE_UINT16", 4: "CU_TENSOR_MAP_DATA_TYPE_UINT32",
-              8: "CU_TENSOR_MAP_DATA_TYPE_FLOAT64"}
+_DATA_TYPE = {
+    2: "CU_TENSOR_MAP_DATA_TYPE_UINT16",
+    4: "CU_TENSOR_MAP_DATA_TYPE_UINT32",
+    8: "CU_TENSOR_MAP_DATA_TYPE_FLOAT64",
+}
 
 
 def tma_tiles(name, shape, itemsize, arrangement):
@@ -56,10 +82,13 @@ def tma_tiles(name, shape, itemsize, arrangement):
     for operand, (rows, cols), order in (("A", (m, k), arrangement[0]), ("B", (k, n), arrangement[1])):
         lines, line = (rows, cols) if order == "row_major" else (cols, rows)
         if line * itemsize not in (32, 64) and line * itemsize % 128 or lines > 256:
-            raise ext.error(name, f"{operand}'s {rows} x {cols} {order} tile has lines of {line * itemsize} "
-                            f"bytes; TMA's swizzled boxes take lines of 32, 64 or a multiple of 128 bytes",
-                            "use mm.batched (cp.async copies), or a tile whose contiguous side is 32, 64 or "
-                            "a multiple of 128 bytes")
+            raise ext.error(
+                name,
+                f"{operand}'s {rows} x {cols} {order} tile has lines of {line * itemsize} "
+                f"bytes; TMA's swizzled boxes take lines of 32, 64 or a multiple of 128 bytes",
+                "use mm.batched (cp.async copies), or a tile whose contiguous side is 32, 64 or "
+                "a multiple of 128 bytes",
+            )
         box = min(line * itemsize, 128) // itemsize
         tiles.append((box, lines, -(-line * lines * itemsize // 1024) * 1024))
     return tiles
@@ -81,9 +110,13 @@ def fits(array, order):
     if array.ndim == 2:
         array = _BatchOfOne(array)
     inner, outer = (2, 1) if order == "row_major" else (1, 2)
-    return (array.strides[inner] == array.dtype.itemsize and array.__cuda_array_interface__["data"][0] % 16 == 0
-            and array.strides[outer] > 0 and array.strides[outer] % 16 == 0
-            and (array.shape[0] == 1 or array.strides[0] > 0 and array.strides[0] % 16 == 0))
+    return (
+        array.strides[inner] == array.dtype.itemsize
+        and array.__cuda_array_interface__["data"][0] % 16 == 0
+        and array.strides[outer] > 0
+        and array.strides[outer] % 16 == 0
+        and (array.shape[0] == 1 or array.strides[0] > 0 and array.strides[0] % 16 == 0)
+    )
 
 
 def prepare(name, mm, a, b, c=None, stream=0):
@@ -95,11 +128,16 @@ def prepare(name, mm, a, b, c=None, stream=0):
         a, b, c = (x if x is None else _BatchOfOne(x) for x in (a, b, c))
     tiles = tma_tiles(name, mm.shape, np.dtype(mm.dtype).itemsize, mm.arrangement)
     if 0 in a.shape or 0 in b.shape:
-        raise ext.error(name, f"A is {a.shape} and B {b.shape}: TMA cannot describe an empty array",
-                        "skip the launch (there is nothing to compute)")
+        raise ext.error(
+            name,
+            f"A is {a.shape} and B {b.shape}: TMA cannot describe an empty array",
+            "skip the launch (there is nothing to compute)",
+        )
     host = np.zeros(1, PIPE)
-    host["a"], host["b"] = (_tensor_map(name, param, array, order, tile)
-                            for param, array, order, tile in zip("ab", (a, b), mm.arrangement, tiles))
+    host["a"], host["b"] = (
+        _tensor_map(name, param, array, order, tile)
+        for param, array, order, tile in zip("ab", (a, b), mm.arrangement, tiles)
+    )
     (count, m, k), n = a.shape, b.shape[2]
     host["count"], host["m"], host["k"], host["n"] = count, m, k, n
     if c is not None:  # (boxes of 64 rows x 128 bytes: the stores of wgmma.cuh)
@@ -115,24 +153,40 @@ def _tensor_map(name, param, array, order, tile):
     inner, outer = (2, 1) if order == "row_major" else (1, 2)
     data = array.__cuda_array_interface__["data"][0]
     if not fits(array, order):
-        raise ext.error(name, f"{param} ({array.shape}, strides {array.strides} bytes) is not {order} with its other "
-                        "strides multiples of 16 bytes and 16-byte aligned data, as TMA needs",
-                        f"pass a {order} array whose lines start every multiple of {16 // itemsize} items (pad it, "
-                        "then take a view of the part you use)")
+        raise ext.error(
+            name,
+            f"{param} ({array.shape}, strides {array.strides} bytes) is not {order} with its other "
+            "strides multiples of 16 bytes and 16-byte aligned data, as TMA needs",
+            f"pass a {order} array whose lines start every multiple of {16 // itemsize} items (pad it, "
+            "then take a view of the part you use)",
+        )
     box, lines, _ = tile
     dims = [array.shape[inner], array.shape[outer], array.shape[0]]
     byte_strides = [array.strides[outer], array.strides[0] if array.shape[0] > 1 else array.strides[outer] * dims[1]]
-    u64, u32 = ([kind(x) for x in values] for kind, values in ((driver.cuuint64_t, dims + byte_strides),
-                                                              (driver.cuuint32_t, [box, lines, 1, 1, 1, 1])))
+    u64, u32 = (
+        [kind(x) for x in values]
+        for kind, values in ((driver.cuuint64_t, dims + byte_strides), (driver.cuuint32_t, [box, lines, 1, 1, 1, 1]))
+    )
     # 256-byte L2 promotion: a K-tile's narrow lines (64 bytes of a 256-byte row of A) bring the whole
     # row into L2 for the next K-tiles; none, 64 or 128 bytes made the bf16 kernel slower on an H200.
     err, tensor_map = driver.cuTensorMapEncodeTiled(
-        getattr(driver.CUtensorMapDataType, _DATA_TYPE[itemsize]), 3, data, u64[:3], u64[3:], u32[:3], u32[3:],
+        getattr(driver.CUtensorMapDataType, _DATA_TYPE[itemsize]),
+        3,
+        data,
+        u64[:3],
+        u64[3:],
+        u32[:3],
+        u32[3:],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(driver.CUtensorMapSwizzle, _SWIZZLE[box * itemsize]),
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    )
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise ext.error(name, f"the CUDA driver could not describe {param} ({array.shape}, strides {array.strides} "
-                        f"bytes) to TMA: {err.name}", "pass a contiguous array")
+        raise ext.error(
+            name,
+            f"the CUDA driver could not describe {param} ({array.shape}, strides {array.strides} "
+            f"bytes) to TMA: {err.name}",
+            "pass a contiguous array",
+        )
     return np.array(tensor_map.opaque, np.uint64).view(np.uint8)

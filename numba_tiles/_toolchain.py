@@ -75,8 +75,12 @@ def cuda_include_dir():
     type in ThreadReduce (over 4 or more items), which returns wrong sums.
     """
     major = nvrtc_version()[0]
-    return _wheel_header_dir(("cu1[0-9]/include", "cuda_runtime/include"), "cuda_fp16.h", "cudart",
-                             accept=lambda found: _headers_version(found) // 1000 == major)
+    return _wheel_header_dir(
+        ("cu1[0-9]/include", "cuda_runtime/include"),
+        "cuda_fp16.h",
+        "cudart",
+        accept=lambda found: _headers_version(found) // 1000 == major,
+    )
 
 
 def cuda_line():
@@ -98,8 +102,9 @@ def mathdx_include_dirs():
 def cublasdx_version():
     """cuBLASDx's version, e.g. ``"0.4.0"``."""
     text = (mathdx_include_dirs()[0] / "cublasdx" / "cublasdx_version.hpp").read_text()
-    return ".".join(re.search(rf"#define CUBLASDX_VERSION_{part} (\d+)", text)[1]
-                    for part in ("MAJOR", "MINOR", "PATCH"))
+    return ".".join(
+        re.search(rf"#define CUBLASDX_VERSION_{part} (\d+)", text)[1] for part in ("MAJOR", "MINOR", "PATCH")
+    )
 
 
 @functools.cache
@@ -109,11 +114,15 @@ def libmathdx_path():
         for found in sorted(root.glob("cu1[0-9]/lib/libmathdx.so.*")):
             return found
     if cuda_line() == "cu12":
-        raise FileNotFoundError("libmathdx 0.4 (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper) is "
-                                "published for CUDA 13 only, as nvidia-libmathdx-cu13 (the newest "
-                                "nvidia-libmathdx-cu12 on PyPI is 0.3.1)")
-    raise FileNotFoundError("libmathdx (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper) is not "
-                            "installed: it is the nvidia-libmathdx-cu13 wheel of numba-tiles[cu13]")
+        raise FileNotFoundError(
+            "libmathdx 0.4 (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper) is "
+            "published for CUDA 13 only, as nvidia-libmathdx-cu13 (the newest "
+            "nvidia-libmathdx-cu12 on PyPI is 0.3.1)"
+        )
+    raise FileNotFoundError(
+        "libmathdx (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper) is not "
+        "installed: it is the nvidia-libmathdx-cu13 wheel of numba-tiles[cu13]"
+    )
 
 
 @functools.cache
@@ -209,8 +218,10 @@ def current_device_cc():
         (err,) = driver.cuInit(0)
         if err != driver.CUresult.CUDA_SUCCESS:
             return None
-        cc = [driver.cuDeviceGetAttribute(getattr(attribute, f"CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_{part}"), 0)
-              for part in ("MAJOR", "MINOR")]
+        cc = [
+            driver.cuDeviceGetAttribute(getattr(attribute, f"CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_{part}"), 0)
+            for part in ("MAJOR", "MINOR")
+        ]
         return None if any(err != driver.CUresult.CUDA_SUCCESS for err, _ in cc) else tuple(v for _, v in cc)
     except Exception:  # no libcuda at all
         return None

@@ -34,26 +34,54 @@ def _reduce_rule(name, args):
     return Instance(
         intrinsic=name,
         header=REDUCE,
-        template=REDUCE.template("numba_tiles::block_reduce", T=dtype.cxx, Op=op.cxx, **block_shape(args), IPT=items,
-                                 Algo=algo, Partial=partial, Broadcast=args["broadcast"]),
+        template=REDUCE.template(
+            "numba_tiles::block_reduce",
+            T=dtype.cxx,
+            Op=op.cxx,
+            **block_shape(args),
+            IPT=items,
+            Algo=algo,
+            Partial=partial,
+            Broadcast=args["broadcast"],
+        ),
         result=dtype.numba,
-        params=(Arg("value", value_type), Arg("num_valid", types.int32, 0),
-                Arg("identity", dtype.numba, ops.identity_value(op, dtype))),
-        storage=REDUCE.template("numba_tiles::block_reduce_storage", T=dtype.cxx, **block_shape(args), Algo=algo,
-                                Broadcast=args["broadcast"]),
+        params=(
+            Arg("value", value_type),
+            Arg("num_valid", types.int32, 0),
+            Arg("identity", dtype.numba, ops.identity_value(op, dtype)),
+        ),
+        storage=REDUCE.template(
+            "numba_tiles::block_reduce_storage",
+            T=dtype.cxx,
+            **block_shape(args),
+            Algo=algo,
+            Broadcast=args["broadcast"],
+        ),
         **op.code,
     )
 
 
-_REDUCE_CONSTS = {"op": ops.parse, "block_dim": DIM, "items_per_thread": ITEMS_OPTIONAL,
-                  "algorithm": ext.choice("algorithm", _REDUCE_ALGORITHMS),
-                  "broadcast": ext.flag("broadcast")}
+_REDUCE_CONSTS = {
+    "op": ops.parse,
+    "block_dim": DIM,
+    "items_per_thread": ITEMS_OPTIONAL,
+    "algorithm": ext.choice("algorithm", _REDUCE_ALGORITHMS),
+    "broadcast": ext.flag("broadcast"),
+}
 
 
-@intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce,
-           per_thread=("value",))
-def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None, algorithm="warp_reductions",
-                 broadcast=False, temp=None):
+@intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce, per_thread=("value",))
+def block_reduce(
+    value,
+    op,
+    *,
+    block_dim,
+    items_per_thread=None,
+    num_valid=None,
+    algorithm="warp_reductions",
+    broadcast=False,
+    temp=None,
+):
     """Reduce values across the thread block with ``op``; the result is valid in thread 0 (every thread with
     ``broadcast``).
 
@@ -93,10 +121,12 @@ def block_reduce(value, op, *, block_dim, items_per_thread=None, num_valid=None,
     """
 
 
-@intrinsic(consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce,
-           fixed={"op": "+"}, per_thread=("value",))
-def block_sum(value, *, block_dim, items_per_thread=None, num_valid=None, algorithm="warp_reductions",
-              broadcast=False, temp=None):
+@intrinsic(
+    consts=_REDUCE_CONSTS, rule=_reduce_rule, simulate=simulator.block_reduce, fixed={"op": "+"}, per_thread=("value",)
+)
+def block_sum(
+    value, *, block_dim, items_per_thread=None, num_valid=None, algorithm="warp_reductions", broadcast=False, temp=None
+):
     """Sum values across the thread block: ``block_reduce(value, "+", ...)``.
 
     The result is valid in thread 0 (every thread with ``broadcast``); see `block_reduce`.
@@ -115,8 +145,9 @@ def block_sum(value, *, block_dim, items_per_thread=None, num_valid=None, algori
     """
 
 
-_LOAD_ALGORITHMS = cub_names("BLOCK_LOAD", "direct", "striped", "vectorize", "transpose", "warp_transpose",
-                             "warp_transpose_timesliced")
+_LOAD_ALGORITHMS = cub_names(
+    "BLOCK_LOAD", "direct", "striped", "vectorize", "transpose", "warp_transpose", "warp_transpose_timesliced"
+)
 _STORE_ALGORITHMS = cub_names("BLOCK_STORE", *_LOAD_ALGORITHMS)
 
 
@@ -125,8 +156,11 @@ def _whole_warps(name, args, what, instead):
     in a row): BlockLoad and BlockStore static_assert whole warps for it, and BlockExchange, which
     they use, reads and writes past its storage without them."""
     if block_threads(args) % 32:
-        raise ext.error(name, f"{what} needs a block of whole warps, got {block_threads(args)} threads",
-                    f"use a multiple of 32 threads, or {instead}")
+        raise ext.error(
+            name,
+            f"{what} needs a block of whole warps, got {block_threads(args)} threads",
+            f"use a multiple of 32 threads, or {instead}",
+        )
 
 
 def _movement(name, args, array):
@@ -140,15 +174,20 @@ def _movement(name, args, array):
         check_shared(name, args, dtype)
     table = _LOAD_ALGORITHMS if name == "block_load" else _STORE_ALGORITHMS
     shape = dict(T=dtype.cxx, **block_shape(args), IPT=args["items_per_thread"], Algo=table[algorithm])
-    template_args = dict(shape, Contiguous=args[array].layout == "C",
-                         HasNumValid=ext.given_integer(name, args, "num_valid"))
+    template_args = dict(
+        shape, Contiguous=args[array].layout == "C", HasNumValid=ext.given_integer(name, args, "num_valid")
+    )
     params = (Arg(array, args[array]), Arg("items", args["items"]), Arg("num_valid", types.int64, 0))
     storage = LOAD.template(f"numba_tiles::{name}_storage", **shape)
     return dtype, template_args, params, storage
 
 
-_CACHE = {"default": "cub::LOAD_DEFAULT", "read_only": "cub::LOAD_LDG", "streaming": "cub::LOAD_CS",
-          "global": "cub::LOAD_CG"}
+_CACHE = {
+    "default": "cub::LOAD_DEFAULT",
+    "read_only": "cub::LOAD_LDG",
+    "streaming": "cub::LOAD_CS",
+    "global": "cub::LOAD_CG",
+}
 
 
 def _load_rule(name, args):
@@ -157,8 +196,9 @@ def _load_rule(name, args):
     return Instance(
         intrinsic=name,
         header=LOAD,
-        template=LOAD.template("numba_tiles::block_load", **template_args, HasDefault=has_default,
-                               Mod=_CACHE[args["cache"]]),
+        template=LOAD.template(
+            "numba_tiles::block_load", **template_args, HasDefault=has_default, Mod=_CACHE[args["cache"]]
+        ),
         result=types.none,
         params=params + (Arg("oob_default", dtype.numba, 0),),
         storage=storage,
@@ -167,15 +207,38 @@ def _load_rule(name, args):
 
 def _store_rule(name, args):
     dtype, template_args, params, storage = _movement(name, args, "dst")
-    return Instance(intrinsic=name, header=LOAD, template=LOAD.template("numba_tiles::block_store", **template_args),
-                    result=types.none, params=params, storage=storage)
+    return Instance(
+        intrinsic=name,
+        header=LOAD,
+        template=LOAD.template("numba_tiles::block_store", **template_args),
+        result=types.none,
+        params=params,
+        storage=storage,
+    )
 
 
-@intrinsic(consts={**MOVE_CONSTS, "algorithm": ext.choice("algorithm", _LOAD_ALGORITHMS),
-                   "cache": ext.choice("cache", _CACHE)},
-           rule=_load_rule, simulate=simulator.block_load, per_thread=("items",))
-def block_load(src, items, *, block_dim, items_per_thread, algorithm="vectorize", num_valid=None, oob_default=None,
-               cache="default", temp=None):
+@intrinsic(
+    consts={
+        **MOVE_CONSTS,
+        "algorithm": ext.choice("algorithm", _LOAD_ALGORITHMS),
+        "cache": ext.choice("cache", _CACHE),
+    },
+    rule=_load_rule,
+    simulate=simulator.block_load,
+    per_thread=("items",),
+)
+def block_load(
+    src,
+    items,
+    *,
+    block_dim,
+    items_per_thread,
+    algorithm="vectorize",
+    num_valid=None,
+    oob_default=None,
+    cache="default",
+    temp=None,
+):
     """Load the tile that starts at ``src[0]`` into every thread's ``items``, cooperatively.
 
     The tile is ``block threads × items_per_thread`` items. Thread t gets items
@@ -213,8 +276,12 @@ def block_load(src, items, *, block_dim, items_per_thread, algorithm="vectorize"
     """
 
 
-@intrinsic(consts={**MOVE_CONSTS, "algorithm": ext.choice("algorithm", _STORE_ALGORITHMS)},
-           rule=_store_rule, simulate=simulator.block_store, per_thread=("items",))
+@intrinsic(
+    consts={**MOVE_CONSTS, "algorithm": ext.choice("algorithm", _STORE_ALGORITHMS)},
+    rule=_store_rule,
+    simulate=simulator.block_store,
+    per_thread=("items",),
+)
 def block_store(dst, items, *, block_dim, items_per_thread, algorithm="vectorize", num_valid=None, temp=None):
     """Store every thread's ``items`` to the tile that starts at ``dst[0]``, cooperatively.
 
@@ -251,32 +318,65 @@ def _scan_rule(name, args):
     storage = SCAN.template("numba_tiles::block_scan_storage", T=dtype.cxx, **block_shape(args), Algo=algo)
     if args["prefix"] is not None:
         if args["aggregate"] or args["initial_value"] is not None:
-            raise ext.error(name, "prefix carries the running total: it cannot be combined with "
-                        "aggregate or initial_value",
-                        "leave out aggregate and initial_value (the prefix is the initial value; read the new "
-                        "prefix for the running total)")
+            raise ext.error(
+                name,
+                "prefix carries the running total: it cannot be combined with aggregate or initial_value",
+                "leave out aggregate and initial_value (the prefix is the initial value; read the new "
+                "prefix for the running total)",
+            )
         tile_dtype(name, args, "prefix", like=dtype)
-        return Instance(intrinsic=name, header=SCAN, template=SCAN.template("numba_tiles::block_scan_prefix", **head),
-                        result=types.none if is_array else dtype.numba,
-                        params=(Arg("value", value_type), Arg("prefix", args["prefix"])), storage=storage, **op.code)
+        return Instance(
+            intrinsic=name,
+            header=SCAN,
+            template=SCAN.template("numba_tiles::block_scan_prefix", **head),
+            result=types.none if is_array else dtype.numba,
+            params=(Arg("value", value_type), Arg("prefix", args["prefix"])),
+            storage=storage,
+            **op.code,
+        )
     aggregate = args["aggregate"]
     if is_array:
         result = dtype.numba if aggregate else types.none
     else:
         result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
     template = "block_scan_aggregate" if aggregate else "block_scan"
-    return Instance(intrinsic=name, header=SCAN,
-                    template=SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial),
-                    result=result, params=(Arg("value", value_type), Arg("initial_value", dtype.numba, identity)),
-                    storage=storage, **op.code)
+    return Instance(
+        intrinsic=name,
+        header=SCAN,
+        template=SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial),
+        result=result,
+        params=(Arg("value", value_type), Arg("initial_value", dtype.numba, identity)),
+        storage=storage,
+        **op.code,
+    )
 
 
-@intrinsic(consts={"op": ops.parse, "block_dim": DIM, "items_per_thread": ITEMS_OPTIONAL,
-                   "exclusive": ext.flag("exclusive"), "aggregate": ext.flag("aggregate"),
-                   "algorithm": ext.choice("algorithm", _SCAN_ALGORITHMS)},
-           rule=_scan_rule, simulate=simulator.block_scan, per_thread=("value",))
-def block_scan(value, op="+", *, block_dim, items_per_thread=None, exclusive=False, initial_value=None,
-               aggregate=False, prefix=None, algorithm="raking", temp=None):
+@intrinsic(
+    consts={
+        "op": ops.parse,
+        "block_dim": DIM,
+        "items_per_thread": ITEMS_OPTIONAL,
+        "exclusive": ext.flag("exclusive"),
+        "aggregate": ext.flag("aggregate"),
+        "algorithm": ext.choice("algorithm", _SCAN_ALGORITHMS),
+    },
+    rule=_scan_rule,
+    simulate=simulator.block_scan,
+    per_thread=("value",),
+)
+def block_scan(
+    value,
+    op="+",
+    *,
+    block_dim,
+    items_per_thread=None,
+    exclusive=False,
+    initial_value=None,
+    aggregate=False,
+    prefix=None,
+    algorithm="raking",
+    temp=None,
+):
     """Prefix-scan the block's values with ``op`` (a sum by default): inclusive, or ``exclusive``.
 
     Items are in linear thread order (``x`` fastest), each thread's ``items_per_thread`` in a row.
@@ -312,15 +412,24 @@ def _exchange_rule(name, args):
         _whole_warps(name, args, "a warp-striped arrangement", "'blocked_to_striped' or 'striped_to_blocked'")
     check_shared(name, args, dtype)
     shape = dict(T=dtype.cxx, **block_shape(args), IPT=args["items_per_thread"])
-    return Instance(intrinsic=name, header=EXCHANGE,
-                    template=EXCHANGE.template("numba_tiles::block_exchange", **shape,
-                                               Kind=f"numba_tiles::exchange::{args['arrangement']}"),
-                    result=types.none, params=(Arg("items", args["items"]),),
-                    storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape))
+    return Instance(
+        intrinsic=name,
+        header=EXCHANGE,
+        template=EXCHANGE.template(
+            "numba_tiles::block_exchange", **shape, Kind=f"numba_tiles::exchange::{args['arrangement']}"
+        ),
+        result=types.none,
+        params=(Arg("items", args["items"]),),
+        storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape),
+    )
 
 
-@intrinsic(consts={**MOVE_CONSTS, "arrangement": ext.choice("arrangement", ARRANGEMENTS)},
-           rule=_exchange_rule, simulate=simulator.block_exchange, per_thread=("items",))
+@intrinsic(
+    consts={**MOVE_CONSTS, "arrangement": ext.choice("arrangement", ARRANGEMENTS)},
+    rule=_exchange_rule,
+    simulate=simulator.block_exchange,
+    per_thread=("items",),
+)
 def block_exchange(items, arrangement, *, block_dim, items_per_thread, temp=None):
     """Rearrange the block's tile in place between arrangements, through shared memory.
 
@@ -372,32 +481,57 @@ def _histogram_rule(name, args):
         # The copies, and room for the block's own counters of 8 bytes at most (a static shared array beside them).
         need = args["bins"] * (LANE_COPIES * 4 + 8)
         if need > STATIC_SHARED_BYTES:
-            raise ext.error(name, f"algorithm='lanes' keeps {LANE_COPIES} copies of the {args['bins']} counters: "
-                            f"with the counters themselves {need} bytes, over the {STATIC_SHARED_BYTES} of shared "
-                            "memory a block can have", "use algorithm='atomic' for this many bins")
-        return Instance(intrinsic=name, header=HISTOGRAM,
-                        template=HISTOGRAM.template("numba_tiles::block_histogram_lanes", T=dtype.cxx,
-                                                    Counter=counter.cxx, **common, Copies=LANE_COPIES,
-                                                    Accumulate=args["accumulate"]),
-                        result=types.none, params=params,
-                        storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"],
-                                                   Copies=LANE_COPIES))
+            raise ext.error(
+                name,
+                f"algorithm='lanes' keeps {LANE_COPIES} copies of the {args['bins']} counters: "
+                f"with the counters themselves {need} bytes, over the {STATIC_SHARED_BYTES} of shared "
+                "memory a block can have",
+                "use algorithm='atomic' for this many bins",
+            )
+        return Instance(
+            intrinsic=name,
+            header=HISTOGRAM,
+            template=HISTOGRAM.template(
+                "numba_tiles::block_histogram_lanes",
+                T=dtype.cxx,
+                Counter=counter.cxx,
+                **common,
+                Copies=LANE_COPIES,
+                Accumulate=args["accumulate"],
+            ),
+            result=types.none,
+            params=params,
+            storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"], Copies=LANE_COPIES),
+        )
     if algorithm == "sort":  # (it radix-sorts the tile in shared memory first)
         check_shared(name, args, dtype)
     shape = dict(**common, Algo=_HISTOGRAM_ALGORITHMS[algorithm])
-    return Instance(intrinsic=name, header=HISTOGRAM,
-                    template=HISTOGRAM.template("numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx,
-                                                **shape, Accumulate=args["accumulate"]),
-                    result=types.none, params=params,
-                    storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape))
+    return Instance(
+        intrinsic=name,
+        header=HISTOGRAM,
+        template=HISTOGRAM.template(
+            "numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape, Accumulate=args["accumulate"]
+        ),
+        result=types.none,
+        params=params,
+        storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape),
+    )
 
 
-@intrinsic(consts={**MOVE_CONSTS, "bins": ext.positive_int("bins", 256),
-                   "algorithm": ext.choice("algorithm", _HISTOGRAM_ALGORITHMS, optional=True),
-                   "accumulate": ext.flag("accumulate")},
-           rule=_histogram_rule, simulate=simulator.block_histogram, per_thread=("items",))
-def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algorithm=None, accumulate=False,
-                    temp=None):
+@intrinsic(
+    consts={
+        **MOVE_CONSTS,
+        "bins": ext.positive_int("bins", 256),
+        "algorithm": ext.choice("algorithm", _HISTOGRAM_ALGORITHMS, optional=True),
+        "accumulate": ext.flag("accumulate"),
+    },
+    rule=_histogram_rule,
+    simulate=simulator.block_histogram,
+    per_thread=("items",),
+)
+def block_histogram(
+    items, histogram, *, block_dim, items_per_thread, bins, algorithm=None, accumulate=False, temp=None
+):
     """Count the block's items into ``histogram[0:bins]``; each item is a bin index in [0, bins).
 
     - ``items``: thread-local array of integers (e.g. uint8 samples for 256 bins).
@@ -429,6 +563,17 @@ def block_histogram(items, histogram, *, block_dim, items_per_thread, bins, algo
     """
 
 
-__all__ = ["block_adjacent_difference", "block_discontinuity", "block_exchange", "block_histogram", "block_load",
-           "block_merge_sort", "block_radix_sort", "block_reduce", "block_scan", "block_shuffle", "block_store",
-           "block_sum"]
+__all__ = [
+    "block_adjacent_difference",
+    "block_discontinuity",
+    "block_exchange",
+    "block_histogram",
+    "block_load",
+    "block_merge_sort",
+    "block_radix_sort",
+    "block_reduce",
+    "block_scan",
+    "block_shuffle",
+    "block_store",
+    "block_sum",
+]

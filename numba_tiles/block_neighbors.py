@@ -30,25 +30,41 @@ def _adjacent_difference_rule(name, args):
         ext.scalar(name, "neighbor", args["neighbor"])
     partial = ext.given_integer(name, args, "num_valid")
     if args["right"] and has_neighbor and partial:
-        raise ext.error(name, "a right difference of a partial tile takes no neighbor (CUB has none)",
-                    "leave out neighbor (the last valid item keeps its value), or num_valid")
+        raise ext.error(
+            name,
+            "a right difference of a partial tile takes no neighbor (CUB has none)",
+            "leave out neighbor (the last valid item keeps its value), or num_valid",
+        )
     shape = dict(T=dtype.cxx, **block_shape(args))
-    return Instance(intrinsic=name, header=ADJACENT_DIFFERENCE,
-                    template=ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference", T=dtype.cxx,
-                                                          Op=op.cxx, **block_shape(args),
-                                                          IPT=args["items_per_thread"], Right=args["right"],
-                                                          HasNeighbor=has_neighbor, Partial=partial),
-                    result=types.none, params=(Arg("items", args["items"]), Arg("neighbor", dtype.numba, 0),
-                                               Arg("num_valid", types.int32, 0)),
-                    storage=ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference_storage", **shape),
-                    **op.code)
+    return Instance(
+        intrinsic=name,
+        header=ADJACENT_DIFFERENCE,
+        template=ADJACENT_DIFFERENCE.template(
+            "numba_tiles::block_adjacent_difference",
+            T=dtype.cxx,
+            Op=op.cxx,
+            **block_shape(args),
+            IPT=args["items_per_thread"],
+            Right=args["right"],
+            HasNeighbor=has_neighbor,
+            Partial=partial,
+        ),
+        result=types.none,
+        params=(Arg("items", args["items"]), Arg("neighbor", dtype.numba, 0), Arg("num_valid", types.int32, 0)),
+        storage=ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference_storage", **shape),
+        **op.code,
+    )
 
 
-@intrinsic(consts={**MOVE_CONSTS, "op": parse_difference, "right": ext.flag("right")},
-           rule=_adjacent_difference_rule, simulate=simulator.block_adjacent_difference,
-           per_thread=("items",))
-def block_adjacent_difference(items, op="-", *, block_dim, items_per_thread, right=False, neighbor=None,
-                              num_valid=None, temp=None):
+@intrinsic(
+    consts={**MOVE_CONSTS, "op": parse_difference, "right": ext.flag("right")},
+    rule=_adjacent_difference_rule,
+    simulate=simulator.block_adjacent_difference,
+    per_thread=("items",),
+)
+def block_adjacent_difference(
+    items, op="-", *, block_dim, items_per_thread, right=False, neighbor=None, num_valid=None, temp=None
+):
     """Replace each item of the block's tile by its difference with the item before it (or after it), in place.
 
     Item i becomes ``op(item i, item i-1)``; with ``right=True``, ``op(item i, item i+1)``. Every
@@ -87,8 +103,10 @@ def block_adjacent_difference(items, op="-", *, block_dim, items_per_thread, rig
 
 
 # ``"!="`` or a ``@cuda.jit(device=True)`` function ``differ(a, b)`` returning True where a run ends.
-parse_differ = ops.predicate({"!=": ops.Predicate("!=", "::cuda::std::not_equal_to<>", operator.ne)},
-                             "pass '!=' or a @cuda.jit(device=True) function differ(a, b) returning a bool")
+parse_differ = ops.predicate(
+    {"!=": ops.Predicate("!=", "::cuda::std::not_equal_to<>", operator.ne)},
+    "pass '!=' or a @cuda.jit(device=True) function differ(a, b) returning a bool",
+)
 
 
 def _discontinuity_rule(name, args):
@@ -102,30 +120,59 @@ def _discontinuity_rule(name, args):
     for edge, of in (("predecessor", "heads"), ("successor", "tails")):
         if args[edge] is not None:
             if args[of] is None:
-                raise ext.error(name, f"{edge} only decides the {of} flag of an edge item, and no {of} are asked for",
-                            f"pass {of}=..., or leave out {edge}")
+                raise ext.error(
+                    name,
+                    f"{edge} only decides the {of} flag of an edge item, and no {of} are asked for",
+                    f"pass {of}=..., or leave out {edge}",
+                )
             ext.scalar(name, edge, args[edge])
     differ = args["compare"].bind(name, dtype)
     unused = f"::numba_tiles::array_ref<{flag.cxx}>{{}}"  # the flags not asked for: never touched
-    return Instance(intrinsic=name, header=DISCONTINUITY,
-                    template=DISCONTINUITY.template("numba_tiles::block_discontinuity", T=dtype.cxx, Flag=flag.cxx,
-                                                    Op=differ.cxx, **block_shape(args), IPT=args["items_per_thread"],
-                                                    Heads="heads" in flags, Tails="tails" in flags,
-                                                    HasPredecessor=args["predecessor"] is not None,
-                                                    HasSuccessor=args["successor"] is not None),
-                    result=types.none,
-                    params=(Arg("items", args["items"]), *(Arg(f, args[f]) if f in flags else Literal(f, unused)
-                                                           for f in ("heads", "tails")),
-                            Arg("predecessor", dtype.numba, 0), Arg("successor", dtype.numba, 0)),
-                    storage=DISCONTINUITY.template("numba_tiles::block_discontinuity_storage", T=dtype.cxx,
-                                                   **block_shape(args)),
-                    **differ.code)
+    return Instance(
+        intrinsic=name,
+        header=DISCONTINUITY,
+        template=DISCONTINUITY.template(
+            "numba_tiles::block_discontinuity",
+            T=dtype.cxx,
+            Flag=flag.cxx,
+            Op=differ.cxx,
+            **block_shape(args),
+            IPT=args["items_per_thread"],
+            Heads="heads" in flags,
+            Tails="tails" in flags,
+            HasPredecessor=args["predecessor"] is not None,
+            HasSuccessor=args["successor"] is not None,
+        ),
+        result=types.none,
+        params=(
+            Arg("items", args["items"]),
+            *(Arg(f, args[f]) if f in flags else Literal(f, unused) for f in ("heads", "tails")),
+            Arg("predecessor", dtype.numba, 0),
+            Arg("successor", dtype.numba, 0),
+        ),
+        storage=DISCONTINUITY.template("numba_tiles::block_discontinuity_storage", T=dtype.cxx, **block_shape(args)),
+        **differ.code,
+    )
 
 
-@intrinsic(consts={**MOVE_CONSTS, "compare": parse_differ}, rule=_discontinuity_rule,
-           simulate=simulator.block_discontinuity, per_thread=("items", "heads", "tails"))
-def block_discontinuity(items, *, block_dim, items_per_thread, heads=None, tails=None, compare="!=",
-                        predecessor=None, successor=None, temp=None):
+@intrinsic(
+    consts={**MOVE_CONSTS, "compare": parse_differ},
+    rule=_discontinuity_rule,
+    simulate=simulator.block_discontinuity,
+    per_thread=("items", "heads", "tails"),
+)
+def block_discontinuity(
+    items,
+    *,
+    block_dim,
+    items_per_thread,
+    heads=None,
+    tails=None,
+    compare="!=",
+    predecessor=None,
+    successor=None,
+    temp=None,
+):
     """Flag where runs of equal items start (``heads``) and end (``tails``) in the block's tile.
 
     ``heads[j]`` becomes 1 where item i (thread t's item j, i = t*N+j) differs from item i-1, and
@@ -170,21 +217,37 @@ def _shuffle_rule(name, args):
     kind = args["kind"]
     dtype, value_type, items = value_dtype(name, args)
     if _SHUFFLES[kind] != isinstance(value_type, types.Array):
-        raise ext.error(name, f"kind {kind!r} shuffles {'a thread-local array' if _SHUFFLES[kind] else 'one value'} "
-                    f"per thread, got {args['value']}",
-                    "use 'up' or 'down' for an array, 'offset' or 'rotate' for one value")
+        raise ext.error(
+            name,
+            f"kind {kind!r} shuffles {'a thread-local array' if _SHUFFLES[kind] else 'one value'} "
+            f"per thread, got {args['value']}",
+            "use 'up' or 'down' for an array, 'offset' or 'rotate' for one value",
+        )
     if _SHUFFLES[kind] and args["distance"] is not None:
         raise ext.error(name, f"kind {kind!r} always moves items by one", "leave out distance")
     ext.given_integer(name, args, "distance")
-    return Instance(intrinsic=name, header=SHUFFLE,
-                    template=SHUFFLE.template("numba_tiles::block_shuffle", T=dtype.cxx, **block_shape(args), IPT=items,
-                                              Kind=f"numba_tiles::shuffle::{kind}"),
-                    result=dtype.numba, params=(Arg("value", value_type), Arg("distance", types.int32, 1)),
-                    storage=SHUFFLE.template("numba_tiles::block_shuffle_storage", T=dtype.cxx, **block_shape(args)))
+    return Instance(
+        intrinsic=name,
+        header=SHUFFLE,
+        template=SHUFFLE.template(
+            "numba_tiles::block_shuffle",
+            T=dtype.cxx,
+            **block_shape(args),
+            IPT=items,
+            Kind=f"numba_tiles::shuffle::{kind}",
+        ),
+        result=dtype.numba,
+        params=(Arg("value", value_type), Arg("distance", types.int32, 1)),
+        storage=SHUFFLE.template("numba_tiles::block_shuffle_storage", T=dtype.cxx, **block_shape(args)),
+    )
 
 
-@intrinsic(consts={"kind": ext.choice("kind", _SHUFFLES), "block_dim": DIM, "items_per_thread": ITEMS_OPTIONAL},
-           rule=_shuffle_rule, simulate=simulator.block_shuffle, per_thread=("value",))
+@intrinsic(
+    consts={"kind": ext.choice("kind", _SHUFFLES), "block_dim": DIM, "items_per_thread": ITEMS_OPTIONAL},
+    rule=_shuffle_rule,
+    simulate=simulator.block_shuffle,
+    per_thread=("value",),
+)
 def block_shuffle(value, kind, *, block_dim, items_per_thread=None, distance=None, temp=None):
     """Move values between the block's threads: by ``distance`` threads, or the tile by one item.
 

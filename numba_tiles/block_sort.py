@@ -30,19 +30,36 @@ def _sort_rule(name, args):
     dtype, params, shape, storage = _keys_and_values(name, args, RADIX_SORT)
     for bit in ("begin_bit", "end_bit"):
         ext.given_integer(name, args, bit)
-    return Instance(intrinsic=name, header=RADIX_SORT,
-                    template=RADIX_SORT.template("numba_tiles::block_radix_sort", **shape,
-                                                 Descending=args["descending"], Striped=args["striped"]),
-                    result=types.none, params=(*params, Arg("begin_bit", types.int32, 0),
-                                               Arg("end_bit", types.int32, dtype.numpy.itemsize * 8)),
-                    storage=storage)
+    return Instance(
+        intrinsic=name,
+        header=RADIX_SORT,
+        template=RADIX_SORT.template(
+            "numba_tiles::block_radix_sort", **shape, Descending=args["descending"], Striped=args["striped"]
+        ),
+        result=types.none,
+        params=(*params, Arg("begin_bit", types.int32, 0), Arg("end_bit", types.int32, dtype.numpy.itemsize * 8)),
+        storage=storage,
+    )
 
 
-@intrinsic(consts={**MOVE_CONSTS, "descending": ext.flag("descending"), "striped": ext.flag("striped")},
-           rule=_sort_rule, simulate=simulator.block_radix_sort,
-           per_thread=("keys", "values"))
-def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descending=False, striped=False,
-                     begin_bit=None, end_bit=None, temp=None):
+@intrinsic(
+    consts={**MOVE_CONSTS, "descending": ext.flag("descending"), "striped": ext.flag("striped")},
+    rule=_sort_rule,
+    simulate=simulator.block_radix_sort,
+    per_thread=("keys", "values"),
+)
+def block_radix_sort(
+    keys,
+    *,
+    block_dim,
+    items_per_thread,
+    values=None,
+    descending=False,
+    striped=False,
+    begin_bit=None,
+    end_bit=None,
+    temp=None,
+):
     """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by radix sort.
 
     - ``keys``: thread-local array of integers or floats (float16/32/64; -0.0 and +0.0 are equal
@@ -75,25 +92,41 @@ def block_radix_sort(keys, *, block_dim, items_per_thread, values=None, descendi
 
 # ``"<"`` (ascending), ``">"`` (descending) or a ``@cuda.jit(device=True)`` function ``less(a, b) -> bool``.
 parse_compare = ops.predicate(
-    {"<": ops.Predicate("<", "::cuda::std::less<>", operator.lt),
-     ">": ops.Predicate(">", "::cuda::std::greater<>", operator.gt)},
-    "pass '<', '>' or a @cuda.jit(device=True) function less(a, b) returning a bool")
+    {
+        "<": ops.Predicate("<", "::cuda::std::less<>", operator.lt),
+        ">": ops.Predicate(">", "::cuda::std::greater<>", operator.gt),
+    },
+    "pass '<', '>' or a @cuda.jit(device=True) function less(a, b) returning a bool",
+)
 
 
 def _merge_sort_rule(name, args):
     threads = block_threads(args)
     if threads & (threads - 1):
-        raise ext.error(name, f"CUB's merge sort needs a power-of-two number of threads, got {threads}",
-                    "launch 32, 64, 128, 256, 512 or 1024 threads, or use block_radix_sort (any block)")
+        raise ext.error(
+            name,
+            f"CUB's merge sort needs a power-of-two number of threads, got {threads}",
+            "launch 32, 64, 128, 256, 512 or 1024 threads, or use block_radix_sort (any block)",
+        )
     dtype, params, shape, storage = _keys_and_values(name, args, MERGE_SORT)
     less = args["compare"].bind(name, dtype)
-    return Instance(intrinsic=name, header=MERGE_SORT,
-                    template=MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less.cxx),
-                    result=types.none, params=params, storage=storage, **less.code)
+    return Instance(
+        intrinsic=name,
+        header=MERGE_SORT,
+        template=MERGE_SORT.template("numba_tiles::block_merge_sort", **shape, Less=less.cxx),
+        result=types.none,
+        params=params,
+        storage=storage,
+        **less.code,
+    )
 
 
-@intrinsic(consts={**MOVE_CONSTS, "compare": parse_compare}, rule=_merge_sort_rule,
-           simulate=simulator.block_merge_sort, per_thread=("keys", "values"))
+@intrinsic(
+    consts={**MOVE_CONSTS, "compare": parse_compare},
+    rule=_merge_sort_rule,
+    simulate=simulator.block_merge_sort,
+    per_thread=("keys", "values"),
+)
 def block_merge_sort(keys, compare="<", *, block_dim, items_per_thread, values=None, temp=None):
     """Sort the block's tile of ``keys`` (and ``values`` along with them) in place, by any comparison.
 

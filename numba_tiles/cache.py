@@ -73,8 +73,13 @@ def components(source, *, output, target, options, versions):
         parts = cache.components("// C++", output="ltoir", target={"arch": "sm_90"}, options={}, versions={})
         assert list(parts) == list(cache.KEY_PARTS)
     """
-    return {"source": hashlib.sha256(source.encode()).hexdigest(), "output": output, "target": target,
-            "options": options, "versions": versions}
+    return {
+        "source": hashlib.sha256(source.encode()).hexdigest(),
+        "output": output,
+        "target": target,
+        "options": options,
+        "versions": versions,
+    }
 
 
 def key(parts):
@@ -161,8 +166,11 @@ def _trust_mode():
     """'user' (the default) or 'group' (``NUMBA_TILES_CACHE_TRUST``); any other value warns and means 'user'."""
     mode = os.environ.get("NUMBA_TILES_CACHE_TRUST", "user").strip().lower() or "user"
     if mode not in ("user", "group"):
-        _warn_once(("trust mode", mode), f"NUMBA_TILES_CACHE_TRUST={mode!r} is neither 'user' nor 'group'; "
-                                          "trusting only your own and root's entries")
+        _warn_once(
+            ("trust mode", mode),
+            f"NUMBA_TILES_CACHE_TRUST={mode!r} is neither 'user' nor 'group'; "
+            "trusting only your own and root's entries",
+        )
         return "user"
     return mode
 
@@ -171,9 +179,9 @@ def _trust_mode():
 class _Trust:
     """What one cache directory may be used for."""
 
-    usable: bool       # False: anyone may rewrite it, so the disk cache is off
+    usable: bool  # False: anyone may rewrite it, so the disk cache is off
     group: int | None  # the gid whose entries are trusted besides yours and root's (group mode)
-    why: str           # which entries are used, or why none are
+    why: str  # which entries are used, or why none are
     problem: str | None  # a warning for the user, with its fix
 
 
@@ -224,9 +232,13 @@ def _check(folder):
             continue  # not made yet
         if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
             why = f"{path} is world-writable without the sticky bit, so anyone may replace what is in it"
-            return _Trust(False, None, why + "; the disk cache is off",
-                          f"{why}: not using the disk cache {folder}. Fix: chmod +t {path} (or o-w), or point "
-                          "NUMBA_TILES_CACHE_DIR elsewhere")
+            return _Trust(
+                False,
+                None,
+                why + "; the disk cache is off",
+                f"{why}: not using the disk cache {folder}. Fix: chmod +t {path} (or o-w), or point "
+                "NUMBA_TILES_CACHE_DIR elsewhere",
+            )
     yours = f"entries owned by {_user(os.geteuid())}" + (" or root" if os.geteuid() else "")
     if _trust_mode() == "user":
         return _Trust(True, None, f"{yours} are used", None)
@@ -245,8 +257,12 @@ def _check(folder):
         problem, fix = f"its owner {_user(st.st_uid)} is not in its group {group}", f"chown MEMBER {real}"
     else:
         return _Trust(True, st.st_gid, f"{yours}, or by its group {group}, are used", None)
-    return _Trust(True, None, f"{yours} are used, not its group's: NUMBA_TILES_CACHE_TRUST=group, but {problem}",
-                  f"NUMBA_TILES_CACHE_TRUST=group, but {real}: {problem}; using only {yours}. Fix: {fix}")
+    return _Trust(
+        True,
+        None,
+        f"{yours} are used, not its group's: NUMBA_TILES_CACHE_TRUST=group, but {problem}",
+        f"NUMBA_TILES_CACHE_TRUST=group, but {real}: {problem}; using only {yours}. Fix: {fix}",
+    )
 
 
 def _verdict(folder):
@@ -348,13 +364,17 @@ def load(key):
         if trust.group is not None:
             fix = " Remove entries that are not the team's, or give them the directory's group."
         elif _trust_mode() == "user":
-            fix = (f" To share this cache with a team, make the directory group-owned (chgrp TEAM {folder}; "
-                   f"chmod 2770 {folder}) and set NUMBA_TILES_CACHE_TRUST=group.")
+            fix = (
+                f" To share this cache with a team, make the directory group-owned (chgrp TEAM {folder}; "
+                f"chmod 2770 {folder}) and set NUMBA_TILES_CACHE_TRUST=group."
+            )
         else:
             fix = ""  # (the directory's own warning says what to fix)
-        _warn_once(("untrusted", str(folder)),
-                   f"not using entries of {folder} that are not trusted, such as {path.name}: {why}. They are "
-                   f"compiled again: cache entries become GPU code in this process, so only {trust.why}.{fix}")
+        _warn_once(
+            ("untrusted", str(folder)),
+            f"not using entries of {folder} that are not trusted, such as {path.name}: {why}. They are "
+            f"compiled again: cache entries become GPU code in this process, so only {trust.why}.{fix}",
+        )
         return None
     try:
         header, payload = _decode(blob)
@@ -453,8 +473,15 @@ def entries():
                 header = json.loads(f.read(length))
         except (OSError, ValueError, struct.error):
             continue
-        found.append({"key": path.stem, "path": str(path), "bytes": size, "last_used": last_used,
-                      "components": header.get("components", {})})
+        found.append(
+            {
+                "key": path.stem,
+                "path": str(path),
+                "bytes": size,
+                "last_used": last_used,
+                "components": header.get("components", {}),
+            }
+        )
     return sorted(found, key=lambda e: -e["last_used"])
 
 

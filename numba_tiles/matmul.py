@@ -28,6 +28,7 @@ _BLOCK = {"block_dim": lambda mm: mm.block_dim}  # (the register form's steps ru
 
 # ---- The description ------------------------------------------------------------------------------
 
+
 @ext.description(constants=("a_items", "b_items", "c_items", "accumulator_items", "shared_memory_bytes", "threads"))
 class Matmul:
     """A block's tile product ``C = alpha * A @ B + beta * C``, described once at module level and used in kernels.
@@ -96,8 +97,17 @@ class Matmul:
             assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
     """
 
-    def __init__(self, shape, dtype, *, accumulator=None, arrangement=("row_major", "row_major"), precision=None,
-                 block_dim=None, stages=None):
+    def __init__(
+        self,
+        shape,
+        dtype,
+        *,
+        accumulator=None,
+        arrangement=("row_major", "row_major"),
+        precision=None,
+        block_dim=None,
+        stages=None,
+    ):
         name = "Matmul"
         self._describe(name, shape, dtype, accumulator, arrangement, precision)
         ta, tc = self._types
@@ -106,8 +116,11 @@ class Matmul:
         _matrices.whole_warps(name, self.block_dim)
         self.threads = threads = math.prod(self.block_dim)
         if m * n % threads:
-            raise ext.error(name, f"the {m} x {n} accumulator does not divide among the block's {threads} threads",
-                            f"use a block of a divisor of M*N = {m * n} threads (a multiple of 32), or a larger tile")
+            raise ext.error(
+                name,
+                f"the {m} x {n} accumulator does not divide among the block's {threads} threads",
+                f"use a block of a divisor of M*N = {m * n} threads (a multiple of 32), or a larger tile",
+            )
         self.stages = stages if stages is None else STAGES(name, stages)
         self.a_shape, self.b_shape = (m, k), (k, n)
         self.a_items, self.b_items = m * k, k * n
@@ -120,21 +133,26 @@ class Matmul:
         """Check and keep what the product is, the block aside."""
         self.shape = _matrices.shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
         self.precision = ext.choice("precision", dict.fromkeys([None, *_matrices.NAMED]))(name, precision)
-        self.arrangement = _matrices.arrangement2(name, tuple(arrangement) if isinstance(arrangement, list)
-                                                  else arrangement)
+        self.arrangement = _matrices.arrangement2(
+            name, tuple(arrangement) if isinstance(arrangement, list) else arrangement
+        )
         ta = ext.named(name, "dtype", dtype)
         half = ta.name == "float16" or self.precision == "bf16"
         tc = ext.named(name, "accumulator", accumulator or ("float32" if half else ta.name))
         self._compute = _matrices.compute_type(name, ta, tc, self.precision)
         if ta.kind == "c":
-            raise ext.error(name, f"the register form takes real types, got {ta.name}",
-                            "use tiles.matmul (shared-memory tiles) for complex64 and complex128 products")
+            raise ext.error(
+                name,
+                f"the register form takes real types, got {ta.name}",
+                "use tiles.matmul (shared-memory tiles) for complex64 and complex128 products",
+            )
         self._types = (ta, tc)
         self.dtype, self.accumulator = ta.name, tc.name
 
     @classmethod
-    def suggested_block_dim(cls, shape, dtype, *, accumulator=None, arrangement=("row_major", "row_major"),
-                            precision=None, arch="sm_90"):
+    def suggested_block_dim(
+        cls, shape, dtype, *, accumulator=None, arrangement=("row_major", "row_major"), precision=None, arch="sm_90"
+    ):
         """cuBLASDx's suggested block shape for this product on ``arch``, as ``(x, y, z)``: no GPU needed.
 
         NVRTC evaluates cuBLASDx's own choice (a few seconds the first time, then the disk cache
@@ -149,8 +167,12 @@ class Matmul:
         probe._describe("Matmul.suggested_block_dim", shape, dtype, accumulator, arrangement, precision)
         m, n, k = probe.shape
         row_a, row_b = (str(_matrices.ORDERS[a]).lower() for a in probe.arrangement)
-        packed = _programs.constant(f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, "
-                                   f"{probe._compute}, {probe._types[1].cxx}, {row_a}, {row_b}>()", MATMUL, arch)
+        packed = _programs.constant(
+            f"numba_tiles::suggested_block_dim<{m}, {n}, {k}, {probe._compute}, "
+            f"{probe._compute}, {probe._types[1].cxx}, {row_a}, {row_b}>()",
+            MATMUL,
+            arch,
+        )
         return packed & 0xFFFF, packed >> 16 & 0xFFFF, packed >> 32 & 0xFFFF
 
     # ---- the host side of tile and batched ----
@@ -167,9 +189,12 @@ class Matmul:
         chosen = implementation or possible[0]
         if chosen not in possible:
             where = "the simulator" if cc is None else f"sm_{cc[0]}{cc[1]}"
-            raise ext.error(name, f"implementation={chosen!r} does not compute this {'batch' if ndim == 3 else 'tile'} "
-                            f"on {where} (C of {c_dtype}); {', '.join(map(repr, possible))} do",
-                            "leave implementation out (the fastest is chosen), or pass one of those")
+            raise ext.error(
+                name,
+                f"implementation={chosen!r} does not compute this {'batch' if ndim == 3 else 'tile'} "
+                f"on {where} (C of {c_dtype}); {', '.join(map(repr, possible))} do",
+                "leave implementation out (the fastest is chosen), or pass one of those",
+            )
         code = _matmul.IMPLEMENTATIONS[chosen]
         return code.plan(name, self, code.stages(self), c_dtype, ndim)
 
@@ -200,25 +225,39 @@ class Matmul:
         name = "Matmul.operands"
         ndim = getattr(a, "ndim", None)
         if ndim not in (2, 3):
-            raise ext.error(name, f"a must be a 2-D or a 3-D array, got {type(a).__name__} {getattr(a, 'shape', '')}",
-                            "pass 2-D arrays (mm.tile) or 3-D batches of them (mm.batched), on the GPU")
-        for param, array, dtypes in (("a", a, (self.dtype,)), ("b", b, (self.dtype,)),
-                                     ("c", c, tuple(dict.fromkeys((self.accumulator, self.dtype))))):
+            raise ext.error(
+                name,
+                f"a must be a 2-D or a 3-D array, got {type(a).__name__} {getattr(a, 'shape', '')}",
+                "pass 2-D arrays (mm.tile) or 3-D batches of them (mm.batched), on the GPU",
+            )
+        for param, array, dtypes in (
+            ("a", a, (self.dtype,)),
+            ("b", b, (self.dtype,)),
+            ("c", c, tuple(dict.fromkeys((self.accumulator, self.dtype)))),
+        ):
             if getattr(array, "ndim", None) != ndim or str(array.dtype) not in dtypes:
-                raise ext.error(name, f"{param} must be a {ndim}-D array of {' or '.join(dtypes)} like a, got "
-                                f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}",
-                                f"pass {param} of {dtypes[0]}, {ndim}-D like a")
+                raise ext.error(
+                    name,
+                    f"{param} must be a {ndim}-D array of {' or '.join(dtypes)} like a, got "
+                    f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}",
+                    f"pass {param} of {dtypes[0]}, {ndim}-D like a",
+                )
         lead = a.shape[:1] if ndim == 3 else ()
         (m, k), (bk, n) = a.shape[-2:], b.shape[-2:]
-        if (k, *lead) != (bk, *b.shape[:ndim - 2]) or tuple(c.shape) != (*lead, m, n):
-            raise ext.error(name, f"A is {tuple(a.shape)}, B {tuple(b.shape)} and C {tuple(c.shape)}; they must be "
-                            + ("count x m x k, count x k x n and count x m x n" if ndim == 3
-                               else "m x k, k x n and m x n"),
-                            "pass A, B and C of one product, A's columns B's rows")
+        if (k, *lead) != (bk, *b.shape[: ndim - 2]) or tuple(c.shape) != (*lead, m, n):
+            raise ext.error(
+                name,
+                f"A is {tuple(a.shape)}, B {tuple(b.shape)} and C {tuple(c.shape)}; they must be "
+                + ("count x m x k, count x k x n and count x m x n" if ndim == 3 else "m x k, k x n and m x n"),
+                "pass A, B and C of one product, A's columns B's rows",
+            )
         if ndim == 3 and (m > self.shape[0] or n > self.shape[1]):
-            raise ext.error(name, f"C is {tuple(c.shape)}: each product of a batch is one {self.shape[0]} x "
-                            f"{self.shape[1]} tile of this Matmul", "make the Matmul with a larger shape, or compute "
-                            "each product's tiles with mm.tile")
+            raise ext.error(
+                name,
+                f"C is {tuple(c.shape)}: each product of a batch is one {self.shape[0]} x "
+                f"{self.shape[1]} tile of this Matmul",
+                "make the Matmul with a larger shape, or compute each product's tiles with mm.tile",
+            )
         if simulated.simulator_enabled():  # (the twins read A, B and C)
             plan = self._plan(name, None, str(c.dtype), ndim, implementation)
             return Operands(self, plan, np.zeros(_tensor_maps.PIPE.itemsize, np.uint8), a, b, c)
@@ -231,8 +270,11 @@ class Matmul:
         a, b, c = (x if numba_cuda.is_device_array(x) else cuda.as_cuda_array(x) for x in (a, b, c))
         cc = tuple(cuda.get_current_device().compute_capability)
         if implementation is None:  # (the fastest whose copies take these arrays' strides)
-            implementation = next(i for i in self._implementations(cc, str(c.dtype), ndim)
-                                  if _matmul.IMPLEMENTATIONS[i].takes(self, a, b, c))
+            implementation = next(
+                i
+                for i in self._implementations(cc, str(c.dtype), ndim)
+                if _matmul.IMPLEMENTATIONS[i].takes(self, a, b, c)
+            )
         plan = self._plan(name, cc, str(c.dtype), ndim, implementation)
         pipe = _matmul.IMPLEMENTATIONS[plan.implementation].prepare(name, self, plan, a, b, c, stream)
         return Operands(self, plan, pipe, a, b, c)
@@ -248,8 +290,9 @@ class Matmul:
             cubin = tiles.compile(gemm, sig, arch="sm_80")
             batch = MM.operands_type("float32", batched=True)         # the ops of 3-D arrays, for mm.batched
         """
-        return handle_type(self, self.dtype, ext.named("Matmul.operands_type", "c", c).name,
-                                     3 if batched else 2, implementation)
+        return handle_type(
+            self, self.dtype, ext.named("Matmul.operands_type", "c", c).name, 3 if batched else 2, implementation
+        )
 
     def launch_config(self, kernel, *args, grid=None):
         """``(grid, block, shared)`` for launching ``kernel`` with ``args``, one of which is an `Operands` of this
@@ -266,9 +309,12 @@ class Matmul:
         name = "Matmul.launch"
         found = [a for a in args if isinstance(a, Operands)]
         if len(found) != 1 or found[0].mm != self:
-            raise ext.error(name, f"it needs one Operands of {self!r} among the kernel's arguments, got "
-                            f"{[repr(a) for a in found] or 'none'}", "pass ops = mm.operands(a, b, c) of this "
-                            "Matmul to the kernel")
+            raise ext.error(
+                name,
+                f"it needs one Operands of {self!r} among the kernel's arguments, got "
+                f"{[repr(a) for a in found] or 'none'}",
+                "pass ops = mm.operands(a, b, c) of this Matmul to the kernel",
+            )
         ops = found[0]
         plan, shared = ops.plan, ops.plan.shared_bytes
         from ._shared_memory import allow_dynamic_shared_memory
@@ -282,10 +328,12 @@ class Matmul:
         elif grid is None and plan.grid == "products":
             grid = max(ops.c.shape[0], 1)
         elif grid is None or grid == "resident":
-            resident = (2 * 132 if simulated.simulator_enabled() else
-                        backend.resident_blocks(kernel, args, plan.threads, shared))
-            work = ops.c.shape[0] if ops.c.ndim == 3 else math.prod(-(-s // t) for s, t in
-                                                                    zip(ops.c.shape, self.shape))
+            resident = (
+                2 * 132
+                if simulated.simulator_enabled()
+                else backend.resident_blocks(kernel, args, plan.threads, shared)
+            )
+            work = ops.c.shape[0] if ops.c.ndim == 3 else math.prod(-(-s // t) for s, t in zip(ops.c.shape, self.shape))
             grid = max(min(resident, work), 1)
             if plan.grid == "even":  # (4096 products on 132 blocks: 128 blocks of 32 each leave no GPU idle)
                 grid = -(-work // -(-work // grid)) if work else 1
@@ -323,14 +371,20 @@ class Matmul:
         return hash(self._key())
 
     def __repr__(self):
-        return (f"Matmul(shape={self.shape}, dtype={self.dtype}, accumulator={self.accumulator}, "
-                f"block_dim={self.block_dim}, arrangement={self.arrangement}, precision={self.precision}"
-                + (f", stages={self.stages})" if self.stages else ")"))
+        return (
+            f"Matmul(shape={self.shape}, dtype={self.dtype}, accumulator={self.accumulator}, "
+            f"block_dim={self.block_dim}, arrangement={self.arrangement}, precision={self.precision}"
+            + (f", stages={self.stages})" if self.stages else ")")
+        )
 
     # ---- in kernels ----
 
-    @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: calls.load_rule(n, a, 0),
-                simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 0}))
+    @ext.method(
+        consts={"asynchronous": ext.flag("asynchronous")},
+        fixed=_BLOCK,
+        rule=lambda n, a: calls.load_rule(n, a, 0),
+        simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 0}),
+    )
     def load_a(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy A's tile of the 2-D array ``src`` at ``src[row, col]`` (M x K items, ``fill`` past ``src``'s
         edges) into ``tile``, a shared array of ``mm.a_items`` items of ``dtype`` (``alignment=16``), in
@@ -349,8 +403,12 @@ class Matmul:
             cubin = tiles.compile(first_a, "void(float16[:, :], int64)", arch="sm_80")
         """
 
-    @ext.method(consts={"asynchronous": ext.flag("asynchronous")}, fixed=_BLOCK, rule=lambda n, a: calls.load_rule(n, a, 1),
-                simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 1}))
+    @ext.method(
+        consts={"asynchronous": ext.flag("asynchronous")},
+        fixed=_BLOCK,
+        rule=lambda n, a: calls.load_rule(n, a, 1),
+        simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 1}),
+    )
     def load_b(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy B's tile of ``src`` at ``src[row, col]`` (K x N items) into ``tile`` (``mm.b_items`` items): as
         `load_a`.
@@ -367,8 +425,7 @@ class Matmul:
             cubin = tiles.compile(first_b, "void(float16[:, :], int64)", arch="sm_80")
         """
 
-    @ext.method(fixed=_BLOCK, rule=lambda n, a: wait_rule(n, a, a["mm"].threads),
-                simulate=simulator.tile_wait)
+    @ext.method(fixed=_BLOCK, rule=lambda n, a: wait_rule(n, a, a["mm"].threads), simulate=simulator.tile_wait)
     def wait(self, pending=0):
         """Wait for this block's asynchronous `load_a`\\ s and `load_b`\\ s (all, or all but the last ``pending``),
         then a barrier, so the tiles they fill are ready.
@@ -418,8 +475,7 @@ class Matmul:
                 assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
         """
 
-    @ext.method(consts=_callback.CONSTS, fixed=_BLOCK, rule=calls.store_rule,
-                simulate=twins.matmul_store)
+    @ext.method(consts=_callback.CONSTS, fixed=_BLOCK, rule=calls.store_rule, simulate=twins.matmul_store)
     def store(self, acc, dst, row, col, alpha=1.0, beta=0.0, stage=None, *, epilogue=None, epilogue_args=None):
         """``dst[row:row+M, col:col+N] = alpha * acc + beta * dst[...]`` from the block's accumulators, items past
         ``dst``'s edge dropped (``beta=0``: dst is not read); ``dst`` holds the accumulator's dtype or A's
@@ -485,4 +541,5 @@ class Matmul:
 
 # (the registry's list of implementations, each as it describes itself: see _matmul)
 Matmul.operands.__doc__ = Matmul.operands.__doc__.replace(
-    "{{implementations}}", _matmul.described().replace("\n", "\n" + " " * 8))
+    "{{implementations}}", _matmul.described().replace("\n", "\n" + " " * 8)
+)

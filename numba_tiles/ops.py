@@ -57,9 +57,7 @@ _OPS = (
     (Op("|", "::cuda::std::bit_or", np.bitwise_or, True), ("bit_or", operator.or_)),
     (Op("^", "::cuda::std::bit_xor", np.bitwise_xor, True), ("bit_xor", operator.xor)),
 )
-_SPELLINGS = {
-    spelling: op for op, more in _OPS for spelling in (op.name, op.ufunc, *more)
-}
+_SPELLINGS = {spelling: op for op, more in _OPS for spelling in (op.name, op.ufunc, *more)}
 ACCEPTED = ", ".join(repr(op.name) for op, _ in _OPS)
 
 
@@ -106,9 +104,11 @@ class UserOp:
         """This op for ``dtype``: a `BoundUserOp` with its functor, declaration and function to link."""
         # Types whose C ABI Numba and NVRTC agree on (Numba passes half, bfloat16 and complex differently).
         if not (dtype.is_integer or dtype.name in ("float32", "float64")):
-            raise error(intrinsic, f"a Python op ({self.name}) works on integers, float32 and float64, "
-                        f"got {dtype.name}",
-                        "use a built-in op for this dtype, or cast the values")
+            raise error(
+                intrinsic,
+                f"a Python op ({self.name}) works on integers, float32 and float64, got {dtype.name}",
+                "use a built-in op for this dtype, or cast the values",
+            )
         return BoundUserOp(self, dtype)
 
 
@@ -191,8 +191,9 @@ def parse(intrinsic, value):
 def check(intrinsic, op, dtype):
     """Reject an op that has no meaning for the dtype (bitwise ops on floats, min/max on complex)."""
     if dtype.kind == "c" and op.ufunc in (np.minimum, np.maximum):  # (a user op's ufunc is never these)
-        raise error(intrinsic, f"op {op.name!r} needs ordered values, got {dtype.name}",
-                    "use '+' or '*' for complex values")
+        raise error(
+            intrinsic, f"op {op.name!r} needs ordered values, got {dtype.name}", "use '+' or '*' for complex values"
+        )
     if op.integer_only and not dtype.is_integer:
         raise error(
             intrinsic,
@@ -212,8 +213,11 @@ def partial(intrinsic, args, op):
     """Whether ``num_valid`` was given (checked: an integer, and an op whose identity the missing items take)."""
     given = _dtypes.given_integer(intrinsic, args, "num_valid")
     if given and op.identity is None:
-        raise error(intrinsic, f"num_valid needs an op with an identity; {op.name} is a Python function",
-                    "use a built-in op, or leave num_valid out and give the missing items a neutral value")
+        raise error(
+            intrinsic,
+            f"num_valid needs an op with an identity; {op.name} is a Python function",
+            "use a built-in op, or leave num_valid out and give the missing items a neutral value",
+        )
     return given
 
 
@@ -227,6 +231,9 @@ def scan(intrinsic, args, dtype):
     # output is defined (CUB leaves it undefined).
     has_initial = args["exclusive"] or args["initial_value"] is not None
     if op.identity is None and args["exclusive"] and args["initial_value"] is None:
-        raise error(intrinsic, f"an exclusive scan with a Python op ({op.name}) needs initial_value",
-                    "pass initial_value=..., the value the first item starts from")
+        raise error(
+            intrinsic,
+            f"an exclusive scan with a Python op ({op.name}) needs initial_value",
+            "pass initial_value=..., the value the first item starts from",
+        )
     return op, has_initial, identity_value(op, dtype)

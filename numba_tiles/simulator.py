@@ -110,8 +110,9 @@ def _meet_block(thread, intrinsic):
     sites = list(meetings[n].values())
     arrived = sum(1 for s, _ in sites if s == stack)
     if arrived != size:
-        raise _not_all_there(intrinsic, where, arrived, size, f"block {tuple(thread.blockIdx)}",
-                             [w for s, w in sites if s != stack])
+        raise _not_all_there(
+            intrinsic, where, arrived, size, f"block {tuple(thread.blockIdx)}", [w for s, w in sites if s != stack]
+        )
 
 
 _warp_lock = threading.Lock()
@@ -127,8 +128,11 @@ def _warp_meet(thread, intrinsic, width, value):
     group, lane = divmod(thread.thread_id, width)
     size = min(width, math.prod(simulated.simulated_block_dim(thread)) - group * width)
     with _warp_lock:
-        meeting = simulated.block_scratch(thread).setdefault("warps", {}).setdefault(
-            (width, group), {"cond": threading.Condition(), "calls": {}})
+        meeting = (
+            simulated.block_scratch(thread)
+            .setdefault("warps", {})
+            .setdefault((width, group), {"cond": threading.Condition(), "calls": {}})
+        )
     n = _count(thread, "_numba_tiles_warp_calls")
     stack, where = _site(thread)
     whom = f"logical warp {group} (warp_size={width}) of block {tuple(thread.blockIdx)}"
@@ -159,8 +163,11 @@ def _stuck(thread, width, group, missing, waited):
     """Whether the lanes of ``missing`` cannot come to the calling lane's warp call: each one's thread has ended, or
     waits at a block barrier or at another call of this logical warp; or every thread of the block waits."""
     dims = simulated.simulated_block_dim(thread)
-    running = {t.thread_id: t for t in threading.enumerate()
-               if getattr(t, "_manager", None) is thread._manager and t.is_alive()}
+    running = {
+        t.thread_id: t
+        for t in threading.enumerate()
+        if getattr(t, "_manager", None) is thread._manager and t.is_alive()
+    }
 
     def waiting(t):  # at a block barrier, or at a warp call that lacks lanes (the key of its logical warp)
         if t.syncthreads_blocked:
@@ -232,7 +239,7 @@ def _items(value, count):
     spec checked is long enough)."""
     if not isinstance(value, np.ndarray):
         return [value]
-    return list(value[:count or 1])
+    return list(value[: count or 1])
 
 
 def block_reduce(instance, args):
@@ -319,12 +326,12 @@ def block_scan(instance, args):
     scanned = _scan(op, dtype, flat, args["exclusive"], initial)
     aggregate = dtype.type(op.ufunc.reduce(np.array(flat, dtype=dtype), dtype=dtype))
     start = thread.thread_id * len(mine)
-    out = scanned[start:start + len(mine)]
+    out = scanned[start : start + len(mine)]
     if prefix is not None:
         thread.syncthreads()  # every thread has read the old prefix
         prefix[0] = op.ufunc(dtype.type(prefix[0]), aggregate, dtype=dtype)
     if isinstance(args["value"], np.ndarray):
-        args["value"][:len(out)] = out
+        args["value"][: len(out)] = out
         return aggregate if args["aggregate"] else None
     return (out[0], aggregate) if args["aggregate"] else out[0]
 
@@ -443,7 +450,7 @@ def block_adjacent_difference(instance, args):
             out[i] = op.ufunc(tile[i], tile[other], dtype=tile.dtype)
         elif neighbor is not None and (i == 0 if not right else i == n - 1):
             out[i] = op.ufunc(tile[i], tile.dtype.type(neighbor), dtype=tile.dtype)
-    args["items"][:count] = out[start:start + count]
+    args["items"][:count] = out[start : start + count]
 
 
 def block_discontinuity(instance, args):
@@ -473,11 +480,12 @@ def block_shuffle(instance, args):
         moved[1:] = tile[:-1]
     else:
         moved[:-1] = tile[1:]
-    args["value"][:count] = moved[start:start + count]
+    args["value"][:count] = moved[start : start + count]
     return tile[-1] if kind == "up" else tile[0]
 
 
 # --- 2-D tiles and matmul: thread 0 does the block's work between two barriers ------------------
+
 
 def by_first_thread(instance, args, work):
     thread = block_thread(instance.intrinsic, args["block_dim"])
@@ -503,6 +511,7 @@ def tile_load(instance, args):
         inside, part = tile_window(src, args["row"], args["col"], tile.shape)
         if inside is not None:
             tile[part] = src[inside]
+
     by_first_thread(instance, args, work)
 
 
@@ -516,4 +525,5 @@ def tile_store(instance, args):
         inside, part = tile_window(dst, args["row"], args["col"], tile.shape)
         if inside is not None:
             dst[inside] = tile[part]
+
     by_first_thread(instance, args, work)

@@ -25,16 +25,26 @@ def _move(name, args, matrix):
 
 def _load_rule(name, args):
     dtype = _move(name, args, "src")
-    return Instance(intrinsic=name, header=TILE,
-                    template=TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args),
-                                           Async=args["asynchronous"]),
-                    result=types.none,
-                    params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
-                            Arg("tile", args["tile"]), Arg("fill", dtype.numba, 0)))
+    return Instance(
+        intrinsic=name,
+        header=TILE,
+        template=TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args), Async=args["asynchronous"]),
+        result=types.none,
+        params=(
+            Arg("src", args["src"]),
+            Arg("row", types.int64),
+            Arg("col", types.int64),
+            Arg("tile", args["tile"]),
+            Arg("fill", dtype.numba, 0),
+        ),
+    )
 
 
-@intrinsic(consts={"block_dim": ext.block_dim, "asynchronous": ext.flag("asynchronous")},
-           rule=_load_rule, simulate=simulator.tile_load)
+@intrinsic(
+    consts={"block_dim": ext.block_dim, "asynchronous": ext.flag("asynchronous")},
+    rule=_load_rule,
+    simulate=simulator.tile_load,
+)
 def tile_load(src, tile, row, col, fill=0, *, block_dim, asynchronous=False):
     """Copy the tile of the 2-D array ``src`` whose top-left item is ``src[row, col]`` into ``tile``, by the
     whole block.
@@ -78,10 +88,19 @@ def wait_rule(name, args, threads=0):
     if pending is not None:
         ext.integer(name, "pending", pending)
         if isinstance(pending, types.IntegerLiteral) and pending.literal_value < 0:
-            raise ext.error(name, f"pending must be a non-negative int, got {pending.literal_value}",
-                            "pass how many of the last asynchronous loads may still run, e.g. pending=2, or 0")
-    return Instance(intrinsic=name, header=TILE, template=TILE.template("numba_tiles::tile_wait", **_shape(args)),
-                    result=types.none, params=(Arg("pending", types.int32, 0),), threads=threads)
+            raise ext.error(
+                name,
+                f"pending must be a non-negative int, got {pending.literal_value}",
+                "pass how many of the last asynchronous loads may still run, e.g. pending=2, or 0",
+            )
+    return Instance(
+        intrinsic=name,
+        header=TILE,
+        template=TILE.template("numba_tiles::tile_wait", **_shape(args)),
+        result=types.none,
+        params=(Arg("pending", types.int32, 0),),
+        threads=threads,
+    )
 
 
 @intrinsic(consts={"block_dim": ext.block_dim}, rule=wait_rule, simulate=simulator.tile_wait)
@@ -117,11 +136,13 @@ def tile_wait(pending=0, *, block_dim):
 
 def _store_rule(name, args):
     dtype = _move(name, args, "dst")
-    return Instance(intrinsic=name, header=TILE,
-                    template=TILE.template("numba_tiles::tile_store", T=dtype.cxx, **_shape(args)),
-                    result=types.none,
-                    params=(Arg("tile", args["tile"]), Arg("dst", args["dst"]), Arg("row", types.int64),
-                            Arg("col", types.int64)))
+    return Instance(
+        intrinsic=name,
+        header=TILE,
+        template=TILE.template("numba_tiles::tile_store", T=dtype.cxx, **_shape(args)),
+        result=types.none,
+        params=(Arg("tile", args["tile"]), Arg("dst", args["dst"]), Arg("row", types.int64), Arg("col", types.int64)),
+    )
 
 
 @intrinsic(consts={"block_dim": ext.block_dim}, rule=_store_rule, simulate=simulator.tile_store)

@@ -15,11 +15,15 @@ def _reduce_rule(name, args):
     return Instance(
         intrinsic=name,
         header=WARP,
-        template=WARP.template("numba_tiles::warp_reduce", T=dtype.cxx, Op=op.cxx, Warp=args["warp_size"],
-                               Partial=partial),
+        template=WARP.template(
+            "numba_tiles::warp_reduce", T=dtype.cxx, Op=op.cxx, Warp=args["warp_size"], Partial=partial
+        ),
         result=dtype.numba,
-        params=(Arg("value", dtype.numba), Arg("num_valid", types.int32, 0),
-                Arg("identity", dtype.numba, ops.identity_value(op, dtype))),
+        params=(
+            Arg("value", dtype.numba),
+            Arg("num_valid", types.int32, 0),
+            Arg("identity", dtype.numba, ops.identity_value(op, dtype)),
+        ),
         **op.code,
     )
 
@@ -76,19 +80,37 @@ def _scan_rule(name, args):
     return Instance(
         intrinsic=name,
         header=WARP,
-        template=WARP.template("numba_tiles::warp_scan", T=dtype.cxx, Op=op.cxx, Warp=args["warp_size"],
-                               Exclusive=args["exclusive"], HasInitial=has_initial, Aggregate=args["aggregate"],
-                               Partial=ops.partial(name, args, op)),
+        template=WARP.template(
+            "numba_tiles::warp_scan",
+            T=dtype.cxx,
+            Op=op.cxx,
+            Warp=args["warp_size"],
+            Exclusive=args["exclusive"],
+            HasInitial=has_initial,
+            Aggregate=args["aggregate"],
+            Partial=ops.partial(name, args, op),
+        ),
         result=types.UniTuple(dtype.numba, 2) if args["aggregate"] else dtype.numba,
-        params=(Arg("value", dtype.numba), Arg("initial_value", dtype.numba, identity),
-                Arg("num_valid", types.int32, 0), Arg("identity", dtype.numba, ops.identity_value(op, dtype))),
+        params=(
+            Arg("value", dtype.numba),
+            Arg("initial_value", dtype.numba, identity),
+            Arg("num_valid", types.int32, 0),
+            Arg("identity", dtype.numba, ops.identity_value(op, dtype)),
+        ),
         **op.code,
     )
 
 
-@intrinsic(consts={"op": ops.parse, "warp_size": ext.warp_size, "exclusive": ext.flag("exclusive"),
-                   "aggregate": ext.flag("aggregate")},
-           rule=_scan_rule, simulate=simulator.warp_scan)
+@intrinsic(
+    consts={
+        "op": ops.parse,
+        "warp_size": ext.warp_size,
+        "exclusive": ext.flag("exclusive"),
+        "aggregate": ext.flag("aggregate"),
+    },
+    rule=_scan_rule,
+    simulate=simulator.warp_scan,
+)
 def warp_scan(value, op="+", *, warp_size=32, exclusive=False, initial_value=None, aggregate=False, num_valid=None):
     """Prefix-scan one value per lane across each logical warp with ``op`` (a sum by default).
 

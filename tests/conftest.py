@@ -32,8 +32,9 @@ def pytest_terminal_summary(terminalreporter):
     skipped = terminalreporter.stats.get("skipped", [])
     if skipped:
         reasons = collections.Counter(_skip_reason(report) for report in skipped)
-        terminalreporter.write_line(f"skipped {len(skipped)}: "
-                                    + "; ".join(f"{count} {reason}" for reason, count in reasons.most_common()))
+        terminalreporter.write_line(
+            f"skipped {len(skipped)}: " + "; ".join(f"{count} {reason}" for reason, count in reasons.most_common())
+        )
 
 
 def _skip_reason(report):

@@ -69,8 +69,12 @@ def _recording_interpreter():
 
         def store(self, value, name, redefine=False):
             inst = self.dispatching  # (CALL, CALL_KW, CALL_FUNCTION[_KW|_EX], CALL_METHOD)
-            if inst is not None and inst.opname.startswith("CALL") and isinstance(value, ir.expr_types) \
-                    and value.op == "call":
+            if (
+                inst is not None
+                and inst.opname.startswith("CALL")
+                and isinstance(value, ir.expr_types)
+                and value.op == "call"
+            ):
                 self.made.setdefault(inst.offset, []).append(value)
             return super().store(value, name, redefine)
 
@@ -132,8 +136,9 @@ def _plain_ir(func_ir, calls, shift):
         for _, value in found:
             if isinstance(value, ir.expr_types) and id(value) in calls:
                 spread = value.vararg is not None or value.varkwarg is not None
-                found_calls[calls[id(value)][0] - shift] = None if spread else (
-                    tuple(a.name for a in value.args), tuple((k, v.name) for k, v in value.kws))
+                found_calls[calls[id(value)][0] - shift] = (
+                    None if spread else (tuple(a.name for a in value.args), tuple((k, v.name) for k, v in value.kws))
+                )
     exits = {}
     for label, block in func_ir.blocks.items():
         end = block.body[-1] if block.body else None

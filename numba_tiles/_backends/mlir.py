@@ -1,6 +1,6 @@
 """numba-cuda-mlir, the MLIR-based successor of numba-cuda, behind the compiler seam (`numba_tiles._backends.Backend`):
 every place numba_tiles touches it, its typing and lowering of the spec mechanism's intrinsics (`register`,
-`Call`) and `numba_tiles.compile` of its kernels (`compile_kernel`).
+`Call`) and `numba_tiles.compile` of its kernels (`mlir_compile.compile_kernel`).
 
 numba-cuda-mlir has its own copy of Numba's types. A call's argument types are mapped to numba.cuda's
 (`to_numba_cuda`), the intrinsic's rule types them as it does numba-cuda's, and the signature is mapped back
@@ -9,7 +9,7 @@ sizes, strides in items), scalars and results by pointer. Its extension API is y
 way, the narrowest hook is used and named here, and ``tests/cpu/test_mlir.py`` pins each:
 
 - ``numba_cuda_mlir.tools._cached_cc``: the compute capability numba-cuda-mlir compiles for takes the host
-  GPU's from the driver even when a chip is given (`compile_kernel` sets it for the arch asked for);
+  GPU's from the driver even when a chip is given (`mlir_compile.compile_kernel` sets it for the arch asked for);
 - ``numba_cuda_mlir.descriptor.mlir_target._typingctx_initialized`` / ``_targetctx_initialized``: whether
   `register` must refresh the contexts (the first refresh makes them, which takes a second);
 - ``numba_cuda_mlir.lowering_utilities``: ``get_or_insert_function`` (an ``extern "C"`` declaration in the
@@ -72,6 +72,7 @@ def python_function(value):
 
 
 # --- types ------------------------------------------------------------------------------------
+
 
 def _theirs():
     from numba_cuda_mlir.numba_cuda import types as theirs
@@ -191,8 +192,9 @@ def _members_class(handle):
 def launch_arguments(args):
     """``args`` as a numba-cuda-mlir kernel's launch takes them: each handle (an object whose ``_numba_type_`` is a
     `Handle`, as ``Matmul.operands``'s) as the tuple of its members."""
-    return tuple(_members_class(a._numba_type_)(*a) if isinstance(getattr(a, "_numba_type_", None), Handle) else a
-                 for a in args)
+    return tuple(
+        _members_class(a._numba_type_)(*a) if isinstance(getattr(a, "_numba_type_", None), Handle) else a for a in args
+    )
 
 
 def resident_blocks(kernel, args, threads, nbytes):
@@ -204,7 +206,8 @@ def resident_blocks(kernel, args, threads, nbytes):
     compiled = kernel.compile_for(*launch_arguments(args))
     handle = compiled._codelibrary.get_cufunc().handle
     (status,) = driver.cuFuncSetAttribute(
-        handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+        handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes
+    )
     if status != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}): {status}")
     return compiled.max_cooperative_grid_blocks(threads, nbytes)
@@ -242,6 +245,7 @@ def typing_cc():
 
 # --- typing and lowering ------------------------------------------------------------------------
 
+
 def register(func, name, pysig, resolve, lower):
     """Make ``func`` (the intrinsic ``name``, of Python signature ``pysig``) callable in numba-cuda-mlir kernels:
     ``resolve(args, kws, origins, debug)`` → a numba.cuda signature for numba.cuda argument types (``origins``:
@@ -260,8 +264,11 @@ def register(func, name, pysig, resolve, lower):
             try:
                 args, kws = [to_numba_cuda(a) for a in args], {k: to_numba_cuda(v) for k, v in kws.items()}
             except TypeError as exc:
-                raise error(name, f"{exc}: this call is not supported in numba-cuda-mlir kernels yet",
-                            "compile the kernel with numba-cuda's @cuda.jit (see the numba-cuda-mlir guide)") from None
+                raise error(
+                    name,
+                    f"{exc}: this call is not supported in numba-cuda-mlir kernels yet",
+                    "compile the kernel with numba-cuda's @cuda.jit (see the numba-cuda-mlir guide)",
+                ) from None
             site = _typing_call(func)
             try:
                 sig = resolve(args, kws, site and site.origins, _debug())
@@ -273,7 +280,8 @@ def register(func, name, pysig, resolve, lower):
 
     extending.typing_registry.register_global(func, theirs.Function(Template))
     extending.lower_builtin(func, theirs.VarArg(theirs.Any))(
-        lambda lowerer, result, args, kws: lower(Call(pysig, lowerer, result, args, kws)))
+        lambda lowerer, result, args, kws: lower(Call(pysig, lowerer, result, args, kws))
+    )
     # numba-cuda-mlir reads its registries when it makes its typing and target contexts (its first compile):
     # refreshed only if they are made already (the first refresh makes them, about a second).
     from numba_cuda_mlir.descriptor import mlir_target
@@ -310,8 +318,9 @@ def register_description(cls, attribute):
     def lower(context, lowerer, target, value, attr):
         found = attribute(lowerer.get_numba_type(value.name).value, attr)
         # (an int as its constant; an intrinsic as itself, as numba-cuda-mlir holds a global function)
-        lowerer.store_var(target, arith.constant(ir.IntegerType.get_signless(64), found)
-                          if isinstance(found, int) else found)
+        lowerer.store_var(
+            target, arith.constant(ir.IntegerType.get_signless(64), found) if isinstance(found, int) else found
+        )
 
 
 def _typing_call(func):
@@ -365,7 +374,7 @@ def constant(ty, value):
     if ty in (types.float16, types.bfloat16):
         value = half_bits(ty, value)
     elif isinstance(ty, types.Integer) and not ty.signed and value >= 2 ** (ty.bitwidth - 1):
-        value -= 2 ** ty.bitwidth
+        value -= 2**ty.bitwidth
     return make(value, models.mlir_data_manager.lookup(to_mlir(ty)).get_value_type())
 
 
@@ -403,8 +412,9 @@ def call_entry(lowerer, result, symbol, arguments, outputs):
         operands.append(slot)
     slots = [(to_mlir(ty), lowerer.alloca(lowerer.get_storage_type(to_mlir(ty)))) for ty in outputs]
     operands += [slot for _, slot in slots]
-    callee = get_or_insert_function(symbol, ir.FunctionType.get([o.type for o in operands], []),
-                                    lowerer.mlir_gpu_module)
+    callee = get_or_insert_function(
+        symbol, ir.FunctionType.get([o.type for o in operands], []), lowerer.mlir_gpu_module
+    )
     func.call([], callee.name.value, operands)
     loaded = [lowerer.from_storage(ty, llvm.load(lowerer.get_storage_type(ty), slot)) for ty, slot in slots]
     if loaded:
@@ -450,7 +460,9 @@ def link(lowerer, code):
     lowerer.link_external_item(theirs)  # (it links each object once)
 
 
-_asked = threading.local()  # .arch: the arch `compile_kernel` was asked for (in its thread, while it compiles)
+ASKED = (
+    threading.local()
+)  # .arch: the arch `mlir_compile.compile_kernel` was asked for (in its thread, while it compiles)
 
 
 def link_arch_specific(lowerer):
@@ -461,7 +473,7 @@ def link_arch_specific(lowerer):
     config = lowerer._linker_config
     if config["arch"].endswith(("a", "f")):
         return None
-    asked = getattr(_asked, "arch", None)
+    asked = getattr(ASKED, "arch", None)
     if asked is None:
         config["arch"] += "a"
     return asked
@@ -536,8 +548,11 @@ def c_abi_fields(extras, intrinsic=None):
         elif isinstance(ty, (types.Integer, types.Float)) and ty.bitwidth >= 32:
             fields.append(cxx(ty))
         else:
-            raise error(intrinsic, f"epilogue_args of {ty} are not passed in numba-cuda-mlir kernels yet",
-                        "pass arrays and 32- or 64-bit numbers, or compile the kernel with numba-cuda's @cuda.jit")
+            raise error(
+                intrinsic,
+                f"epilogue_args of {ty} are not passed in numba-cuda-mlir kernels yet",
+                "pass arrays and 32- or 64-bit numbers, or compile the kernel with numba-cuda's @cuda.jit",
+            )
     return fields
 
 
@@ -568,33 +583,14 @@ def compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath=False):
     from numba_cuda_mlir import cuda as theirs_cuda
 
     theirs = to_mlir(signature.return_type)(*(to_mlir(a) for a in signature.args))
-    code, _ = theirs_cuda.compile(pyfunc, theirs, device=True, abi="c", abi_info={"abi_name": symbol},
-                                  output="ltoir", cc=tuple(cc[:2]), fastmath=fastmath)
+    code, _ = theirs_cuda.compile(
+        pyfunc,
+        theirs,
+        device=True,
+        abi="c",
+        abi_info={"abi_name": symbol},
+        output="ltoir",
+        cc=tuple(cc[:2]),
+        fastmath=fastmath,
+    )
     return code
-
-
-# --- compiling with no GPU ------------------------------------------------------------------------
-
-_cc_lock = threading.Lock()
-
-
-def compile_kernel(kernel, signature, cc, arch):
-    """The cubin of the numba-cuda-mlir ``kernel`` for ``signature`` (numba.cuda types or a string) and
-    ``arch`` (compute capability ``cc``), linked with its intrinsics: no GPU needed."""
-    import numba_cuda_mlir.tools as tools
-    from numba_cuda_mlir import cuda as theirs_cuda
-
-    if not isinstance(signature, str):
-        try:
-            signature = tuple(to_mlir(t) for t in signature)
-        except TypeError as exc:
-            raise error("numba_tiles.compile", f"{exc}: numba-cuda-mlir kernels do not take it yet",
-                        "compile the kernel with numba-cuda's @cuda.jit (mm.tile and mm.batched, which take "
-                        "mm.operands(...), are numba-cuda's only for now: see the numba-cuda-mlir guide)") from None
-    with _cc_lock:  # (numba-cuda-mlir takes the host's cc from the driver, whatever chip it is given)
-        saved = tools._cached_cc
-        tools._cached_cc, _asked.arch = tuple(cc[:2]), arch
-        try:
-            return bytes(theirs_cuda.compile_cubin(getattr(kernel, "py_func", kernel), signature, chip=arch))
-        finally:
-            tools._cached_cc, _asked.arch = saved, None

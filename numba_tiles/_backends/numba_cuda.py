@@ -56,6 +56,7 @@ def launch_arguments(args):
 
 # --- typing and lowering -------------------------------------------------------------------
 
+
 def register(func, name, pysig, resolve, lower):
     """Make ``func`` (the intrinsic ``name``, of Python signature ``pysig``) callable in kernels: ``resolve(args, kws,
     origins, debug)`` → signature, ``lower(call)`` → its value, ``call`` a `Call`.
@@ -86,7 +87,8 @@ def register(func, name, pysig, resolve, lower):
 
     infer_global(func, types.Function(Template))
     lower_builtin(func, types.VarArg(types.Any))(
-        lambda context, builder, sig, args: lower(Call(pysig, context, builder, sig, args)))
+        lambda context, builder, sig, args: lower(Call(pysig, context, builder, sig, args))
+    )
 
 
 def typing_call(func):
@@ -158,6 +160,7 @@ def register_description(cls, attribute):
 
 
 # --- handles: kernel arguments made of arrays, typed by what made them -------------------
+
 
 class Handle(types.BaseTuple):
     """The Numba type of a kernel argument that is a bundle of arrays (``tiles.Matmul.operands``'s): passed
@@ -259,8 +262,9 @@ def _pass(context, builder, ty, value):
         return [value]
     if isinstance(ty, types.Array):  # data, then each dimension's size, then each one's stride in items
         array = context.make_array(ty)(context, builder, value)
-        itemsize = ir.Constant(context.get_value_type(types.intp),
-                               context.get_abi_sizeof(context.get_data_type(ty.dtype)))
+        itemsize = ir.Constant(
+            context.get_value_type(types.intp), context.get_abi_sizeof(context.get_data_type(ty.dtype))
+        )
         sizes = [builder.extract_value(array.shape, d) for d in range(ty.ndim)]
         strides = [builder.sdiv(builder.extract_value(array.strides, d), itemsize) for d in range(ty.ndim)]
         return [array.data, *sizes, *strides]
@@ -278,7 +282,8 @@ def call_entry(context, builder, symbol, arguments, outputs, result):
     values = [v for ty, value in arguments for v in _pass(context, builder, ty, value)]
     slots = [cgutils.alloca_once(builder, context.get_value_type(ty)) for ty in outputs]
     fn = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(ir.VoidType(), [v.type for v in values + slots]), symbol)
+        builder.module, ir.FunctionType(ir.VoidType(), [v.type for v in values + slots]), symbol
+    )
     builder.call(fn, values + slots)
     loaded = [builder.load(slot) for slot in slots]
     if isinstance(result, types.BaseTuple):
@@ -304,12 +309,16 @@ def define_callback(context, builder, symbol, body, value, coordinates, extras):
     target = cgutils.get_or_insert_function(module, convention.get_function_type(value, argtypes), body)
     item, index = context.get_value_type(value), context.get_value_type(types.int64)
     raw = ir.IntType(8).as_pointer()
-    wrapper = ir.Function(module, ir.FunctionType(ir.VoidType(), [item.as_pointer(),
-                                                                 *[index.as_pointer()] * coordinates,
-                                                                 raw, item.as_pointer()]), symbol)
+    wrapper = ir.Function(
+        module,
+        ir.FunctionType(
+            ir.VoidType(), [item.as_pointer(), *[index.as_pointer()] * coordinates, raw, item.as_pointer()]
+        ),
+        symbol,
+    )
     wrapper.linkage = "weak_odr"
     inner = ir.IRBuilder(wrapper.append_basic_block())
-    loaded = [inner.load(pointer) for pointer in wrapper.args[:1 + coordinates]]
+    loaded = [inner.load(pointer) for pointer in wrapper.args[: 1 + coordinates]]
     if extras:
         packed = context.get_value_type(types.Tuple(extras))
         given = inner.load(inner.bitcast(wrapper.args[1 + coordinates], packed.as_pointer()))
@@ -345,8 +354,11 @@ def bound_threads(builder, threads):
 
     module, function = builder.module, builder.function
     annotations = cgutils.get_or_insert_named_metadata(module, "nvvm.annotations")
-    ours = [i for i, md in enumerate(annotations.operands)
-            if md.operands[0] is function and getattr(md.operands[1], "string", None) == "maxntidx"]
+    ours = [
+        i
+        for i, md in enumerate(annotations.operands)
+        if md.operands[0] is function and getattr(md.operands[1], "string", None) == "maxntidx"
+    ]
     if ours and annotations.operands[ours[0]].operands[2].constant >= threads:
         return
     bound = module.add_metadata([function, "maxntidx", ir.Constant(ir.IntType(32), threads)])
@@ -406,8 +418,9 @@ class Call:
 
 def compile_device_ltoir(pyfunc, signature, symbol, cc, fastmath=False):
     """A ``@cuda.jit(device=True)`` function's LTO-IR with C ABI under ``symbol``."""
-    code, _ = cuda.compile(pyfunc, signature, device=True, abi="c", abi_info={"abi_name": symbol},
-                           output="ltoir", cc=cc, fastmath=fastmath)
+    code, _ = cuda.compile(
+        pyfunc, signature, device=True, abi="c", abi_info={"abi_name": symbol}, output="ltoir", cc=cc, fastmath=fastmath
+    )
     return code
 
 
@@ -440,7 +453,7 @@ def allow_dynamic_shared_memory(dispatcher, nbytes, args):
     kernel = dispatcher.compile(tuple(dispatcher.typeof_pyval(a) for a in args))
     function = kernel.library.get_cufunc()
     attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    error, = driver.cuKernelSetAttribute(attribute, int(nbytes), function.handle, function.device.id)
+    (error,) = driver.cuKernelSetAttribute(attribute, int(nbytes), function.handle, function.device.id)
     if error != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}) failed: {error}")
     return limit
@@ -455,6 +468,7 @@ def resident_blocks(dispatcher, args, threads, nbytes):
 
 
 # --- user functions -------------------------------------------------------------------------
+
 
 def python_function(value):
     """The Python function of a ``@cuda.jit(device=True)`` function (compiled or simulated), else None."""

@@ -48,14 +48,25 @@ def ltoir(name, data):
     return code
 
 
-def compile_kernel_ltoir(pyfunc, signature, cc, lineinfo=False, debug=False, fresh=False, fastmath=False,
-                         launch_bounds=None):
+def compile_kernel_ltoir(
+    pyfunc, signature, cc, lineinfo=False, debug=False, fresh=False, fastmath=False, launch_bounds=None
+):
     """A kernel's LTO-IR modules as bytes: numba-cuda's first, then every linked object's (``fresh``: its
     device functions compiled again, see `device_functions_for`)."""
     with device_functions_for(cc, fresh):
-        codes, _ = cuda.compile_all(pyfunc, signature, device=False, abi="numba", output="ltoir", cc=cc,
-                                    lineinfo=lineinfo, debug=debug, opt=not debug, fastmath=fastmath,
-                                    launch_bounds=launch_bounds)
+        codes, _ = cuda.compile_all(
+            pyfunc,
+            signature,
+            device=False,
+            abi="numba",
+            output="ltoir",
+            cc=cc,
+            lineinfo=lineinfo,
+            debug=debug,
+            opt=not debug,
+            fastmath=fastmath,
+            launch_bounds=launch_bounds,
+        )
     # bytes, LTOIR objects (.data), or cuda.core ObjectCode (.code: numba-cuda's own fp16 helpers)
     return [code if isinstance(code, bytes) else getattr(code, "data", None) or code.code for code in codes]
 
@@ -147,6 +158,7 @@ def loaded_as_extension():
 
 # --- @cuda.jit(cache=True) ----------------------------------------------------------------
 
+
 def cache_kernels_with_intrinsics(stamp):
     """Let ``@cuda.jit(cache=True)`` cache kernels that call intrinsics, and invalidate them with ``stamp()``.
 
@@ -234,8 +246,9 @@ def link_line_info_with_nvrtc():
     from numba.cuda import cgutils, debuginfo
 
     builder = debuginfo.DIBuilder
-    if not all(hasattr(builder, name) for name in ("_set_module_flags", "_const_int", "DWARF_VERSION",
-                                                    "DEBUG_INFO_VERSION")):
+    if not all(
+        hasattr(builder, name) for name in ("_set_module_flags", "_const_int", "DWARF_VERSION", "DEBUG_INFO_VERSION")
+    ):
         return
 
     def set_module_flags(self):

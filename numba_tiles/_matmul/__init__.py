@@ -23,7 +23,7 @@ def computing(mm, cc, c_dtype, ndim):
 
 def described():
     """The implementations as `Matmul.operands`' docstring lists them: when each is chosen, in the order tried."""
-    return "\n".join(f"- ``\"{i.name}\"``: {i.chosen};" for i in IMPLEMENTATIONS.values())
+    return "\n".join(f'- ``"{i.name}"``: {i.chosen};' for i in IMPLEMENTATIONS.values())
 
 
 def members(implementation):

@@ -29,9 +29,11 @@ def compile_ahead(mm):
             with AHEAD_AT_ONCE:
                 plan = mm._plan(name, cc, td.name, ndim)
                 instance = IMPLEMENTATIONS[plan.implementation].instance(
-                    name, mm, plan, td, {"epilogue": None, "epilogue_args": None}, ndim)
-                _programs.build([instance], Target.for_lowering(cc, lineinfo=False), isolated=True,
-                               announce=lambda *_: None)
+                    name, mm, plan, td, {"epilogue": None, "epilogue_args": None}, ndim
+                )
+                _programs.build(
+                    [instance], Target.for_lowering(cc, lineinfo=False), isolated=True, announce=lambda *_: None
+                )
         except Exception:  # (a kernel that calls it compiles it itself, and raises what is wrong there)
             pass
 
@@ -40,7 +42,6 @@ def compile_ahead(mm):
         if cc is not None and "sm_%d%d" % cc in _toolchain.supported_archs():
             for ndim in (2, 3):
                 # (daemons: a process that ends meanwhile does not wait for them; NVRTC runs in a child)
-                threading.Thread(target=make, args=(cc, ndim), daemon=True,
-                                 name="numba_tiles ahead").start()
+                threading.Thread(target=make, args=(cc, ndim), daemon=True, name="numba_tiles ahead").start()
 
     threading.Thread(target=start, daemon=True, name="numba_tiles ahead").start()

@@ -109,9 +109,24 @@ def instantiate(mm, function, **more):
     ta, tc = mm._types
     bx, by, bz = mm.block_dim
     row_a, row_b = (_matrices.ORDERS[a] for a in mm.arrangement)
-    return MATMUL.template(function, M=m, N=n, K=k, PA=mm._compute, PB=mm._compute, PC=tc.cxx, RowA=row_a,
-                           RowB=row_b, BX=bx, BY=by, BZ=bz, AItems=mm.a_items, BItems=mm.b_items,
-                           CItems=mm.accumulator_items, **more)
+    return MATMUL.template(
+        function,
+        M=m,
+        N=n,
+        K=k,
+        PA=mm._compute,
+        PB=mm._compute,
+        PC=tc.cxx,
+        RowA=row_a,
+        RowB=row_b,
+        BX=bx,
+        BY=by,
+        BZ=bz,
+        AItems=mm.a_items,
+        BItems=mm.b_items,
+        CItems=mm.accumulator_items,
+        **more,
+    )
 
 
 def c_precision(mm, name, param, td):
@@ -119,7 +134,10 @@ def c_precision(mm, name, param, td):
     (the result rounded to A's precision, bfloat16 for int16 bits)."""
     ta, tc = mm._types
     if td not in (tc, ta):
-        raise ext.error(name, f"{param} holds {td.name}; this Matmul stores its {tc.name} accumulator as {tc.name}"
-                        + (f" or rounded to {ta.name}" if ta.kind == "f" or mm.precision == "bf16" else ""),
-                        f"store into an array of {tc.name}" + (f" or {ta.name}" if ta != tc else ""))
+        raise ext.error(
+            name,
+            f"{param} holds {td.name}; this Matmul stores its {tc.name} accumulator as {tc.name}"
+            + (f" or rounded to {ta.name}" if ta.kind == "f" or mm.precision == "bf16" else ""),
+            f"store into an array of {tc.name}" + (f" or {ta.name}" if ta != tc else ""),
+        )
     return td, tc.cxx if td == tc else ("__nv_bfloat16" if mm.precision == "bf16" else ta.cxx)

@@ -15,8 +15,11 @@ def shared_tile(mm, name, args, param, items):
     """Check that ``param`` is a 1-D array of A's and B's dtype (the shared tile)."""
     ta = ext.element(name, param, args[param])
     if ta != mm._types[0]:
-        raise ext.error(name, f"{param} holds {ta.name}; this Matmul's tiles hold {mm.dtype}",
-                        f"allocate cuda.shared.array(mm.{items}, {mm.dtype}, alignment=16)")
+        raise ext.error(
+            name,
+            f"{param} holds {ta.name}; this Matmul's tiles hold {mm.dtype}",
+            f"allocate cuda.shared.array(mm.{items}, {mm.dtype}, alignment=16)",
+        )
     return ta
 
 
@@ -24,8 +27,11 @@ def accumulator(mm, name, args):
     """Check that ``acc`` is an array of the accumulator's dtype (a thread's accumulator)."""
     tc = ext.element(name, "acc", args["acc"])
     if tc != mm._types[1] or not isinstance(args["acc"], types.Array):
-        raise ext.error(name, f"acc must be an array of {mm.accumulator}, got {args['acc']}",
-                        f"allocate cuda.local.array(mm.accumulator_items, {mm.accumulator})")
+        raise ext.error(
+            name,
+            f"acc must be an array of {mm.accumulator}, got {args['acc']}",
+            f"allocate cuda.local.array(mm.accumulator_items, {mm.accumulator})",
+        )
     return tc
 
 
@@ -35,9 +41,20 @@ def load_rule(name, args, operand):
     _matrices.matrix(name, args, "src", like=("tile", ta))
     _matrices.origin(name, args)
     template = base.instantiate(mm, "numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
-    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none,
-                    params=(Arg("src", args["src"]), Arg("row", types.int64), Arg("col", types.int64),
-                            Arg("tile", args["tile"]), Arg("fill", ta.numba, 0)), threads=mm.threads)
+    return Instance(
+        intrinsic=name,
+        header=MATMUL,
+        template=template,
+        result=types.none,
+        params=(
+            Arg("src", args["src"]),
+            Arg("row", types.int64),
+            Arg("col", types.int64),
+            Arg("tile", args["tile"]),
+            Arg("fill", ta.numba, 0),
+        ),
+        threads=mm.threads,
+    )
 
 
 def multiply_rule(name, args):
@@ -46,8 +63,14 @@ def multiply_rule(name, args):
     shared_tile(mm, name, args, "b", "b_items")
     tc = accumulator(mm, name, args)
     template = base.instantiate(mm, "numba_tiles::matmul_multiply", TA=ta.cxx, TB=ta.cxx, TC=tc.cxx)
-    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none,
-                    params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("acc", args["acc"])), threads=mm.threads)
+    return Instance(
+        intrinsic=name,
+        header=MATMUL,
+        template=template,
+        result=types.none,
+        params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("acc", args["acc"])),
+        threads=mm.threads,
+    )
 
 
 def store_rule(name, args):
@@ -56,17 +79,33 @@ def store_rule(name, args):
     td, result = base.c_precision(mm, name, "dst", _matrices.matrix(name, args, "dst"))
     _matrices.origin(name, args)
     _matrices.scales(name, args)
-    params = (Arg("acc", args["acc"]), Arg("dst", args["dst"]), Arg("row", types.int64),
-              Arg("col", types.int64), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
+    params = (
+        Arg("acc", args["acc"]),
+        Arg("dst", args["dst"]),
+        Arg("row", types.int64),
+        Arg("col", types.int64),
+        Arg("alpha", tc.numba, 1),
+        Arg("beta", tc.numba, 0),
+    )
     function = "numba_tiles::matmul_store"
     if args["stage"] is not None:
         if ext.element(name, "stage", args["stage"]) != tc or not isinstance(args["stage"], types.Array):
-            raise ext.error(name, f"stage must be a shared array of {tc.name}, got {args['stage']}",
-                            f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)")
+            raise ext.error(
+                name,
+                f"stage must be a shared array of {tc.name}, got {args['stage']}",
+                f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)",
+            )
         function, params = "numba_tiles::matmul_store_staged", params + (Arg("stage", args["stage"]),)
     fused, prelude = _callback.fused(name, args, tc.numba, 2)
-    return Instance(intrinsic=name, header=MATMUL, template=base.instantiate(mm, function, TC=tc.cxx, PD=result, TD=td.cxx),
-                    result=types.none, params=params + fused, prelude=prelude, threads=mm.threads)
+    return Instance(
+        intrinsic=name,
+        header=MATMUL,
+        template=base.instantiate(mm, function, TC=tc.cxx, PD=result, TD=td.cxx),
+        result=types.none,
+        params=params + fused,
+        prelude=prelude,
+        threads=mm.threads,
+    )
 
 
 def operands_of(name, args, ndim):
@@ -76,24 +115,34 @@ def operands_of(name, args, ndim):
     made = ops.info if isinstance(ops, numba_cuda.Handle) else None
     call = {2: "tile", 3: "batched"}[ndim]
     if made is None:
-        raise ext.error(name, f"ops must be what mm.operands(a, b, c) returns, got {ops}",
-                        "pass ops = mm.operands(a, b, c), made on the host, to the kernel")
+        raise ext.error(
+            name,
+            f"ops must be what mm.operands(a, b, c) returns, got {ops}",
+            "pass ops = mm.operands(a, b, c), made on the host, to the kernel",
+        )
     if made["mm"] != mm:
-        raise ext.error(name, f"ops were made by another description, {made['mm']!r}; this is {mm!r}",
-                        "make them with this description's operands(a, b, c)")
+        raise ext.error(
+            name,
+            f"ops were made by another description, {made['mm']!r}; this is {mm!r}",
+            "make them with this description's operands(a, b, c)",
+        )
     if made["ndim"] != ndim:
-        raise ext.error(name, f"ops describe {'a batch (3-D arrays)' if made['ndim'] == 3 else '2-D arrays'}",
-                        f"call mm.{'batched' if made['ndim'] == 3 else 'tile'}(ops, ...), or make ops of "
-                        f"{ndim}-D arrays for mm.{call}")
+        raise ext.error(
+            name,
+            f"ops describe {'a batch (3-D arrays)' if made['ndim'] == 3 else '2-D arrays'}",
+            f"call mm.{'batched' if made['ndim'] == 3 else 'tile'}(ops, ...), or make ops of "
+            f"{ndim}-D arrays for mm.{call}",
+        )
     _matrices.scales(name, args)
     td = ext.scalar(name, "c", made["c"], verb="holds")
     base.c_precision(mm, name, "c", td)
     cc = None if simulated.simulator_enabled() else _compile.typing_cc()
     if cc is not None and cc < (8, 0):
-        raise ext.error(name, f"it needs sm_80 or later (asynchronous copies); this kernel compiles for "
-                        f"sm_{cc[0]}{cc[1]}",
-                        "compile for sm_80 or later, or write the loop of load_a, load_b, multiply and store with "
-                        "tiles.matmul")
+        raise ext.error(
+            name,
+            f"it needs sm_80 or later (asynchronous copies); this kernel compiles for sm_{cc[0]}{cc[1]}",
+            "compile for sm_80 or later, or write the loop of load_a, load_b, multiply and store with tiles.matmul",
+        )
     return mm, mm._plan(name, cc, td.name, ndim, made["implementation"]), td
 
 

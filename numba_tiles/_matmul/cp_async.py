@@ -12,8 +12,10 @@ from .base import MATMUL, SHARED, Implementation, Plan, c_precision, instantiate
 class CpAsync(Implementation):
     name = "cp.async"
     members = ("a", "b", "c")
-    chosen = ("otherwise, and first for batches of float32 and float64: the register form's loop, A and B copied by "
-              "the threads (any GPU from sm_80 on, any strides)")
+    chosen = (
+        "otherwise, and first for batches of float32 and float64: the register form's loop, A and B copied by "
+        "the threads (any GPU from sm_80 on, any strides)"
+    )
 
     def computes(self, mm, cc, c_dtype, ndim):
         return True
@@ -32,13 +34,32 @@ class CpAsync(Implementation):
         _, result = c_precision(mm, name, "c", td)
         fused, prelude = _callback.fused(name, args, tc.numba, ndim)
         function = "numba_tiles::matmul_tile" if ndim == 2 else "numba_tiles::matmul_batched"
-        template = instantiate(mm, function, Stages=plan.stages, SharedBytes=plan.shared_bytes, T=ta.cxx, TC=tc.cxx,
-                                PD=result, TD=td.cxx, TS="unsigned char")
+        template = instantiate(
+            mm,
+            function,
+            Stages=plan.stages,
+            SharedBytes=plan.shared_bytes,
+            T=ta.cxx,
+            TC=tc.cxx,
+            PD=result,
+            TD=td.cxx,
+            TS="unsigned char",
+        )
         tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
-        params = self.operand_params(mm, td, ndim) + tile + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1),
-                                                             Arg("beta", tc.numba, 0))
-        return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params + fused,
-                        prelude=prelude, threads=plan.threads)
+        params = (
+            self.operand_params(mm, td, ndim)
+            + tile
+            + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
+        )
+        return Instance(
+            intrinsic=name,
+            header=MATMUL,
+            template=template,
+            result=types.none,
+            params=params + fused,
+            prelude=prelude,
+            threads=plan.threads,
+        )
 
 
 CP_ASYNC = CpAsync()

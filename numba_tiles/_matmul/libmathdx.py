@@ -40,8 +40,11 @@ def traits(name, mm, stages):
     except FileNotFoundError as exc:
         raise error(name, str(exc), "pip install 'numba-tiles[cu13]'") from None
     except RuntimeError as exc:
-        raise error(name, f"libmathdx cannot make this pipeline ({mm!r}, {stages} stages): {exc}",
-                    "change shape or stages (128 x 128 x 64 with 2 stages is the tested one)") from None
+        raise error(
+            name,
+            f"libmathdx cannot make this pipeline ({mm!r}, {stages} stages): {exc}",
+            "change shape or stages (128 x 128 x 64 with 2 stages is the tested one)",
+        ) from None
 
 
 def shared_bytes(name, mm, stages):
@@ -50,8 +53,7 @@ def shared_bytes(name, mm, stages):
     return max(traits(name, mm, stages)["buffer_bytes"], m * n * 4)
 
 
-@ext.method(consts={"stages": STAGES},
-            rule=lambda n, a: prepare_instance(n, a["mm"], a["stages"], a), simulate=None)
+@ext.method(consts={"stages": STAGES}, rule=lambda n, a: prepare_instance(n, a["mm"], a["stages"], a), simulate=None)
 def _prepare(mm, pipe, a, b, stages):
     """Fill ``pipe``, libmathdx's device-pipeline object, for A and B (one thread): `Libmathdx.prepare`."""
 
@@ -72,54 +74,83 @@ def _prepare_kernel(mm, stages):
 
 def _prelude(symbols):
     """The extern declarations of libmathdx's functions, in the ABI of ``lto_libs/libmathdx.cuh``'s ``lmdx`` types."""
-    parameters = {"device_create": "storage, ::numba_tiles::lmdx::matrix, ::numba_tiles::lmdx::matrix",
-                  "tile_create": "storage, ::numba_tiles::lmdx::storage, void*, int*, int*",
-                  "tile_destroy": "storage", "accumulator_create": "storage, ::numba_tiles::lmdx::storage",
-                  "accumulator_destroy": "storage", "execute": "storage, ::numba_tiles::lmdx::storage",
-                  "finish": "storage", "copy_f32": "storage, ::numba_tiles::lmdx::rows"}
-    declared = {symbols[f]: f'extern "C" __device__ void {symbols[f]}(::numba_tiles::lmdx::{p});'
-                for f, p in parameters.items()}
+    parameters = {
+        "device_create": "storage, ::numba_tiles::lmdx::matrix, ::numba_tiles::lmdx::matrix",
+        "tile_create": "storage, ::numba_tiles::lmdx::storage, void*, int*, int*",
+        "tile_destroy": "storage",
+        "accumulator_create": "storage, ::numba_tiles::lmdx::storage",
+        "accumulator_destroy": "storage",
+        "execute": "storage, ::numba_tiles::lmdx::storage",
+        "finish": "storage",
+        "copy_f32": "storage, ::numba_tiles::lmdx::rows",
+    }
+    declared = {
+        symbols[f]: f'extern "C" __device__ void {symbols[f]}(::numba_tiles::lmdx::{p});' for f, p in parameters.items()
+    }
     return "\n".join(declared.values())
 
 
 @functools.cache
 def _code(pipeline):
     """The libmathdx LTO-IR of ``pipeline``, one object a process (each kernel that calls it links it once)."""
-    code = numba_cuda_compile.lazy_ltoir(f"numba_tiles-libmathdx-{abs(hash(pipeline)):x}.ltoir",
-                             lambda: _libmathdx.code(pipeline))
+    code = numba_cuda_compile.lazy_ltoir(
+        f"numba_tiles-libmathdx-{abs(hash(pipeline)):x}.ltoir", lambda: _libmathdx.code(pipeline)
+    )
     _programs.arch_specific.add(code)  # (sm_90a code: a numba-cuda-mlir kernel that calls it links for sm_90a)
     return code
 
 
 def _instance(name, mm, stages, template, params, prelude="", threads=0):
     symbols = traits(name, mm, stages)["symbols"]
-    return Instance(intrinsic=name, header=HEADER, template=template, result=types.none, params=params,
-                    prelude=_prelude(symbols) + prelude, modules=(_code(pipeline(mm, stages)),), threads=threads)
+    return Instance(
+        intrinsic=name,
+        header=HEADER,
+        template=template,
+        result=types.none,
+        params=params,
+        prelude=_prelude(symbols) + prelude,
+        modules=(_code(pipeline(mm, stages)),),
+        threads=threads,
+    )
 
 
 def prepare_instance(name, mm, stages, args):
     """The one-thread fill of libmathdx's device-pipeline object (`Libmathdx.prepare`)."""
     t = traits(name, mm, stages)
-    template = HEADER.template("numba_tiles::libmathdx_prepare", DeviceBytes=t["device_bytes"],
-                               DeviceAlign=t["device_align"], RowA=ORDERS[mm.arrangement[0]],
-                               RowB=ORDERS[mm.arrangement[1]], DeviceCreate=f"&{t['symbols']['device_create']}")
-    return _instance(name, mm, stages, template, (Arg("pipe", args["pipe"]), Arg("a", args["a"]),
-                                                  Arg("b", args["b"])))
+    template = HEADER.template(
+        "numba_tiles::libmathdx_prepare",
+        DeviceBytes=t["device_bytes"],
+        DeviceAlign=t["device_align"],
+        RowA=ORDERS[mm.arrangement[0]],
+        RowB=ORDERS[mm.arrangement[1]],
+        DeviceCreate=f"&{t['symbols']['device_create']}",
+    )
+    return _instance(name, mm, stages, template, (Arg("pipe", args["pipe"]), Arg("a", args["a"]), Arg("b", args["b"])))
 
 
 class Libmathdx(Implementation):
     name = "libmathdx"
     members = ("pipe", "c")
-    chosen = ("``tile`` on sm_90 for other fp16, bf16 or tf32 (A row-major, B column-major) tiles of multiples of "
-              "64 x 16 x 16: cuBLASDx's pipelined GEMM (TMA loads, ``wgmma``), made by libmathdx the first time "
-              "(15 to 60 s, then the disk cache answers)")
+    chosen = (
+        "``tile`` on sm_90 for other fp16, bf16 or tf32 (A row-major, B column-major) tiles of multiples of "
+        "64 x 16 x 16: cuBLASDx's pipelined GEMM (TMA loads, ``wgmma``), made by libmathdx the first time "
+        "(15 to 60 s, then the disk cache answers)"
+    )
 
     def computes(self, mm, cc, c_dtype, ndim):
         m, n, k = mm.shape
         p = precision(mm)
-        return (ndim == 2 and cc == (9, 0) and p is not None and m % 64 == 0 and n % 16 == 0 and k % 16 == 0
-                and c_dtype in ("float32", mm.dtype) and (p != "tf32" or mm.arrangement == ("row_major", "col_major"))
-                and _toolchain.cuda_line() == "cu13")
+        return (
+            ndim == 2
+            and cc == (9, 0)
+            and p is not None
+            and m % 64 == 0
+            and n % 16 == 0
+            and k % 16 == 0
+            and c_dtype in ("float32", mm.dtype)
+            and (p != "tf32" or mm.arrangement == ("row_major", "col_major"))
+            and _toolchain.cuda_line() == "cu13"
+        )
 
     def preference(self, mm, cc, ndim):
         return 1  # (after the wgmma block, where that computes the tile)
@@ -140,10 +171,13 @@ class Libmathdx(Implementation):
         for param, array, order in (("a", a, mm.arrangement[0]), ("b", b, mm.arrangement[1])):
             ld = 0 if order == "row_major" else 1
             if not _tensor_maps.fits(array, order):
-                raise error(name, f"{param} ({array.shape}, strides {array.strides} bytes) is not {order} with a "
-                            "leading dimension of a multiple of 16 bytes and 16-byte aligned data, as TMA needs",
-                            f"pass a {order} array whose {'rows' if ld == 0 else 'columns'} start every multiple of "
-                            f"{16 // itemsize} items (pad it, then take a view of the part you use)")
+                raise error(
+                    name,
+                    f"{param} ({array.shape}, strides {array.strides} bytes) is not {order} with a "
+                    "leading dimension of a multiple of 16 bytes and 16-byte aligned data, as TMA needs",
+                    f"pass a {order} array whose {'rows' if ld == 0 else 'columns'} start every multiple of "
+                    f"{16 // itemsize} items (pad it, then take a view of the part you use)",
+                )
         pipe = cuda.device_array(traits(name, mm, plan.stages)["device_bytes"], np.uint8, stream=stream)
         _prepare_kernel(mm, plan.stages)[1, 1, stream](pipe, a, b)
         return pipe
@@ -156,13 +190,34 @@ class Libmathdx(Implementation):
         s = {f: f"&{symbol}" for f, symbol in t["symbols"].items()}
         m, n, _ = mm.shape
         template = HEADER.template(
-            "numba_tiles::libmathdx_tile", M=m, N=n, Threads=threads(mm), BufferBytes=plan.shared_bytes,
-            TileBytes=t["tile_bytes"], TileAlign=t["tile_align"], AccBytes=t["accumulator_bytes"],
-            AccAlign=t["accumulator_align"], TileCreate=s["tile_create"], TileDestroy=s["tile_destroy"],
-            AccCreate=s["accumulator_create"], AccDestroy=s["accumulator_destroy"], Execute=s["execute"],
-            Finish=s["finish"], CopyF32=s["copy_f32"], P=CXX["float32" if td.name == "float32" else precision(mm)])
-        params = self.operand_params(mm, td, 2) + (Arg("i", types.int64), Arg("j", types.int64),
-                                                  Arg("alpha", types.float32, 1), Arg("beta", types.float32, 0)) + fused
+            "numba_tiles::libmathdx_tile",
+            M=m,
+            N=n,
+            Threads=threads(mm),
+            BufferBytes=plan.shared_bytes,
+            TileBytes=t["tile_bytes"],
+            TileAlign=t["tile_align"],
+            AccBytes=t["accumulator_bytes"],
+            AccAlign=t["accumulator_align"],
+            TileCreate=s["tile_create"],
+            TileDestroy=s["tile_destroy"],
+            AccCreate=s["accumulator_create"],
+            AccDestroy=s["accumulator_destroy"],
+            Execute=s["execute"],
+            Finish=s["finish"],
+            CopyF32=s["copy_f32"],
+            P=CXX["float32" if td.name == "float32" else precision(mm)],
+        )
+        params = (
+            self.operand_params(mm, td, 2)
+            + (
+                Arg("i", types.int64),
+                Arg("j", types.int64),
+                Arg("alpha", types.float32, 1),
+                Arg("beta", types.float32, 0),
+            )
+            + fused
+        )
         return _instance(name, mm, plan.stages, template, params, prelude, threads=threads(mm))
 
 

@@ -11,18 +11,25 @@ from .base import MATMUL
 
 
 def _lds(intrinsic, value):
-    if value is not None and not (isinstance(value, tuple) and len(value) == 3
-                                  and all(isinstance(v, int) and v >= 1 for v in value)):
-        raise ext.error(intrinsic, f"ld must be a tuple of 3 positive ints, got {value!r}",
-                    "pass ld=(lda, ldb, ldc), the leading dimensions of padded tiles, or leave it out")
+    if value is not None and not (
+        isinstance(value, tuple) and len(value) == 3 and all(isinstance(v, int) and v >= 1 for v in value)
+    ):
+        raise ext.error(
+            intrinsic,
+            f"ld must be a tuple of 3 positive ints, got {value!r}",
+            "pass ld=(lda, ldb, ldc), the leading dimensions of padded tiles, or leave it out",
+        )
     return value
 
 
 def _arrangement(intrinsic, value):
     if value is not None and not (isinstance(value, tuple) and len(value) == 3 and set(value) <= set(_matrices.ORDERS)):
-        raise ext.error(intrinsic, f"arrangement must be a 3-tuple of 'row_major'/'col_major', got {value!r}",
-                    "pass arrangement=('row_major', 'col_major', 'row_major') for A, B and C, or leave it "
-                    "out for C- or F-contiguous tiles")
+        raise ext.error(
+            intrinsic,
+            f"arrangement must be a 3-tuple of 'row_major'/'col_major', got {value!r}",
+            "pass arrangement=('row_major', 'col_major', 'row_major') for A, B and C, or leave it "
+            "out for C- or F-contiguous tiles",
+        )
     return value
 
 
@@ -32,8 +39,11 @@ def _order(name, args, param, given):
         return _matrices.ORDERS[given]
     layout = args[param].layout
     if layout not in "CF":
-        raise ext.error(name, f"{param} is a strided view ({args[param]}), whose order is known only at run time",
-                    "pass arrangement=('row_major' or 'col_major', ...) for A, B and C")
+        raise ext.error(
+            name,
+            f"{param} is a strided view ({args[param]}), whose order is known only at run time",
+            "pass arrangement=('row_major' or 'col_major', ...) for A, B and C",
+        )
     return layout == "C"
 
 
@@ -50,30 +60,71 @@ def _matmul_rule(name, args):
     dense = [cols if rows[p] else rows_ for p, (rows_, cols) in zip("abc", ((m, k), (k, n), (m, n)))]
     lds = args["ld"] or tuple(dense)
     if any(ld < least for ld, least in zip(lds, dense)):
-        raise ext.error(name, f"ld={lds} is less than the tiles' {tuple(dense)} (a row-major tile's leading dimension "
-                    f"is its row stride, at least its columns; a column-major one's its column stride)",
-                    "pass ld= the strides of the padded tiles, or leave it out for unpadded ones")
+        raise ext.error(
+            name,
+            f"ld={lds} is less than the tiles' {tuple(dense)} (a row-major tile's leading dimension "
+            f"is its row stride, at least its columns; a column-major one's its column stride)",
+            "pass ld= the strides of the padded tiles, or leave it out for unpadded ones",
+        )
     align = args["alignment"] or 0
     for param, ld, dtype in zip("abc", lds, (ta, tb, tc)):
         if align and ld * dtype.numpy.itemsize % align:
-            raise ext.error(name, f"alignment={align} needs each tile row (or column) to start {align}-byte aligned; "
-                        f"{param}'s leading dimension {ld} is {ld * dtype.numpy.itemsize} bytes",
-                        f"pad the tiles to a leading dimension of a multiple of {align // dtype.numpy.itemsize} "
-                        "items (ld=), or leave alignment out")
-    template = MATMUL.template("numba_tiles::matmul", M=m, N=n, K=k, TA=ta.cxx, TB=tb.cxx, TC=tc.cxx, PA=compute,
-                               PB=compute, RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1],
-                               LDC=lds[2], Align=align, **_matrices.block_shape(args))
-    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none,
-                    params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("c", args["c"]),
-                            Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0)))
+            raise ext.error(
+                name,
+                f"alignment={align} needs each tile row (or column) to start {align}-byte aligned; "
+                f"{param}'s leading dimension {ld} is {ld * dtype.numpy.itemsize} bytes",
+                f"pad the tiles to a leading dimension of a multiple of {align // dtype.numpy.itemsize} "
+                "items (ld=), or leave alignment out",
+            )
+    template = MATMUL.template(
+        "numba_tiles::matmul",
+        M=m,
+        N=n,
+        K=k,
+        TA=ta.cxx,
+        TB=tb.cxx,
+        TC=tc.cxx,
+        PA=compute,
+        PB=compute,
+        RowA=rows["a"],
+        RowB=rows["b"],
+        RowC=rows["c"],
+        LDA=lds[0],
+        LDB=lds[1],
+        LDC=lds[2],
+        Align=align,
+        **_matrices.block_shape(args),
+    )
+    return Instance(
+        intrinsic=name,
+        header=MATMUL,
+        template=template,
+        result=types.none,
+        params=(
+            Arg("a", args["a"]),
+            Arg("b", args["b"]),
+            Arg("c", args["c"]),
+            Arg("alpha", tc.numba, 1),
+            Arg("beta", tc.numba, 0),
+        ),
+    )
 
 
-@intrinsic(consts={"shape": _matrices.shape_mnk, "block_dim": ext.block_dim, "arrangement": _arrangement, "ld": _lds,
-                   "alignment": ext.choice("alignment", {None: 0, 16: 16}),
-                   "precision": ext.choice("precision", dict.fromkeys([None, *_matrices.NAMED]))},
-           rule=_matmul_rule, simulate=twins.matmul)
-def matmul(a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None,
-           alignment=None):
+@intrinsic(
+    consts={
+        "shape": _matrices.shape_mnk,
+        "block_dim": ext.block_dim,
+        "arrangement": _arrangement,
+        "ld": _lds,
+        "alignment": ext.choice("alignment", {None: 0, 16: 16}),
+        "precision": ext.choice("precision", dict.fromkeys([None, *_matrices.NAMED])),
+    },
+    rule=_matmul_rule,
+    simulate=twins.matmul,
+)
+def matmul(
+    a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None, alignment=None
+):
     """``c = alpha * a @ b + beta * c`` for shared-memory tiles, by the whole block with cuBLASDx.
 
     ``shape=(M, N, K)``: ``a`` is M x K, ``b`` K x N, ``c`` M x N, each a 2-D array in shared

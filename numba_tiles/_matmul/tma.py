@@ -28,8 +28,10 @@ def operands_fit(mm, a, b):
 class Tma(Implementation):
     name = "tma"
     members = ("pipe", "c")
-    chosen = ("``batched`` on sm_90 and later for other 16-bit tiles whose lines TMA loads (and for 64-row ones, "
-              "where it was faster than the block above): the register form's loop with A and B loaded by TMA")
+    chosen = (
+        "``batched`` on sm_90 and later for other 16-bit tiles whose lines TMA loads (and for 64-row ones, "
+        "where it was faster than the block above): the register form's loop with A and B loaded by TMA"
+    )
 
     def computes(self, mm, cc, c_dtype, ndim):
         return ndim == 3 and (cc is None or cc >= (9, 0) and fits(mm))
@@ -47,8 +49,9 @@ class Tma(Implementation):
         stage and the buffers' barriers. A stage that fits in one buffer's A and B tiles and goes out by the
         threads' copy (a C other than float32) takes no bytes of its own: it is written over the buffer the
         block has just multiplied (batched_tma_aliased)."""
-        tiles = sum(box[2] for box in _tensor_maps.tma_tiles(name, mm.shape, mm._types[0].numpy.itemsize,
-                                                             mm.arrangement))
+        tiles = sum(
+            box[2] for box in _tensor_maps.tma_tiles(name, mm.shape, mm._types[0].numpy.itemsize, mm.arrangement)
+        )
         stage = stage_bytes(mm, c_dtype)
         tc, td = mm._types[1].numpy.itemsize, np.dtype(c_dtype).itemsize
         if not (td == 4 and td <= tc) and stage <= tiles:  # (a bulk copy of a float C reads the stage late)
@@ -62,12 +65,30 @@ class Tma(Implementation):
         _, tc = mm._types
         _, result = c_precision(mm, name, "c", td)
         fused, prelude = _callback.fused(name, args, tc.numba, ndim)
-        template = instantiate(mm, "numba_tiles::matmul_batched_tma", Stages=plan.stages, SharedBytes=plan.shared_bytes,
-                                TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
-        params = self.operand_params(mm, td, ndim) + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1),
-                                                      Arg("beta", tc.numba, 0))
-        return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params + fused,
-                        prelude=_tensor_maps.CHECKS["batched_maps"] + "\n" + prelude, threads=plan.threads)
+        template = instantiate(
+            mm,
+            "numba_tiles::matmul_batched_tma",
+            Stages=plan.stages,
+            SharedBytes=plan.shared_bytes,
+            TC=tc.cxx,
+            PD=result,
+            TD=td.cxx,
+            TS="unsigned char",
+        )
+        params = self.operand_params(mm, td, ndim) + (
+            Literal("shared", SHARED),
+            Arg("alpha", tc.numba, 1),
+            Arg("beta", tc.numba, 0),
+        )
+        return Instance(
+            intrinsic=name,
+            header=MATMUL,
+            template=template,
+            result=types.none,
+            params=params + fused,
+            prelude=_tensor_maps.CHECKS["batched_maps"] + "\n" + prelude,
+            threads=plan.threads,
+        )
 
 
 TMA = Tma()

@@ -28,20 +28,24 @@ def matmul(instance, args):
     a, b, c = args["a"], args["b"], args["c"]
     for name, tile, shape in (("a", a, (m, k)), ("b", b, (k, n)), ("c", c, (m, n))):
         if tile.shape != shape:
-            raise error(instance.intrinsic, f"{name} is {tile.shape[0]} x {tile.shape[1]}; shape={args['shape']} "
-                        f"needs {shape[0]} x {shape[1]}", "pass tiles of the sizes shape=(M, N, K) names")
+            raise error(
+                instance.intrinsic,
+                f"{name} is {tile.shape[0]} x {tile.shape[1]}; shape={args['shape']} needs {shape[0]} x {shape[1]}",
+                "pass tiles of the sizes shape=(M, N, K) names",
+            )
 
     def work():
         # float64 products and sums, rounded to C's dtype once (cuBLASDx accumulates in C's precision)
         product = _operand(a, args["precision"]) @ _operand(b, args["precision"])
         c[...] = (args["alpha"] * product + args["beta"] * c.astype(product.dtype)).astype(c.dtype)
-    by_first_thread(instance, args, work)
 
+    by_first_thread(instance, args, work)
 
 
 # The register form (tiles.Matmul). Here a shared tile holds its operand row-major and thread t's
 # accumulator holds items t*n ... t*n+n-1 of C in row-major order: the layouts are cuBLASDx's
 # business on the GPU, and a kernel only passes these arrays between the calls.
+
 
 def matmul_load(instance, args):
     mm = args["mm"]
@@ -53,7 +57,8 @@ def matmul_load(instance, args):
         inside, part = tile_window(src, args["row"], args["col"], shape)
         if inside is not None:
             tile[part] = src[inside]
-        args["tile"][:tile.size] = tile.ravel()
+        args["tile"][: tile.size] = tile.ravel()
+
     by_first_thread(instance, args, work)
 
 
@@ -80,18 +85,19 @@ def matmul_multiply(instance, args):
     thread = block_thread(instance.intrinsic, mm.block_dim)
     thread.syncthreads()  # the tiles are complete
     m, n, k = mm.shape
-    a = _operand(args["a"][:m * k].reshape(m, k), mm.precision)
-    b = _operand(args["b"][:k * n].reshape(k, n), mm.precision)
+    a = _operand(args["a"][: m * k].reshape(m, k), mm.precision)
+    b = _operand(args["b"][: k * n].reshape(k, n), mm.precision)
     product = (a @ b)[_accumulator_items(thread, mm)]
-    acc[:mm.accumulator_items] = (acc[:mm.accumulator_items].astype(np.float64) + product).astype(acc.dtype)
+    acc[: mm.accumulator_items] = (acc[: mm.accumulator_items].astype(np.float64) + product).astype(acc.dtype)
     thread.syncthreads()  # as on the GPU, the call ends with a barrier
 
 
 def _epilogue(instance, args, precision):
     """The call's epilogue as ``finish(value, *coordinates)`` on one item, computed in NumPy ``precision``
     (the accumulator's, as on the GPU), or None."""
-    callback = next((p.callback for p in instance.params if isinstance(p, Function) and p.name == "epilogue_args"),
-                    None)
+    callback = next(
+        (p.callback for p in instance.params if isinstance(p, Function) and p.name == "epilogue_args"), None
+    )
     if callback is None:
         return None
     extras = args["epilogue_args"] or ()
@@ -152,6 +158,7 @@ def matmul_tile(instance, args):
         rows, cols = slice(r0, min(r0 + m, c.shape[0])), slice(c0, min(c0 + n, c.shape[1]))
         if rows.start < rows.stop and cols.start < cols.stop:
             c[rows, cols] = _product(mm, a, b, c, rows, cols, args["alpha"], args["beta"], finish, origin=(r0, c0))
+
     by_first_thread(instance, args, work)
 
 
@@ -166,4 +173,5 @@ def matmul_batched(instance, args):
         whole = slice(None)
         for i in range(block, a.shape[0], math.prod(grid)):
             c[i] = _product(mm, a[i], b[i], c[i], whole, whole, args["alpha"], args["beta"], finish, (i,))
+
     by_first_thread(instance, args, work)

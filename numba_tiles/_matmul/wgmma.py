@@ -22,8 +22,12 @@ def precision(mm):
     or None."""
     if mm.accumulator != "float32":
         return None
-    return {("float16", None): "fp16", ("int16", "bf16"): "bf16", ("uint16", "bf16"): "bf16",
-            ("float32", "tf32"): "tf32"}.get((mm.dtype, mm.precision))
+    return {
+        ("float16", None): "fp16",
+        ("int16", "bf16"): "bf16",
+        ("uint16", "bf16"): "bf16",
+        ("float32", "tf32"): "tf32",
+    }.get((mm.dtype, mm.precision))
 
 
 def threads(mm):
@@ -41,20 +45,30 @@ def shared_bytes(mm, c_dtype, stages):
 class Wgmma(Implementation):
     name = "wgmma"
     members = ("pipe", "c")
-    chosen = ("``tile`` on Hopper (sm_90) for fp16 or bf16 operands with a float32 accumulator, tiles of 64 or 128 "
-              "rows and a multiple of 64 columns, and ``batched`` of 16-bit operands in 128-row tiles: a "
-              "warp-specialized block of TMA loads and ``wgmma`` (its first compile takes seconds), for a batch in a "
-              "persistent loop whose blocks take products in a dynamic order (one such launch of an ``ops`` at a "
-              "time, in one stream); it stores C by TMA too (row-major, C of A's dtype or float32)")
+    chosen = (
+        "``tile`` on Hopper (sm_90) for fp16 or bf16 operands with a float32 accumulator, tiles of 64 or 128 "
+        "rows and a multiple of 64 columns, and ``batched`` of 16-bit operands in 128-row tiles: a "
+        "warp-specialized block of TMA loads and ``wgmma`` (its first compile takes seconds), for a batch in a "
+        "persistent loop whose blocks take products in a dynamic order (one such launch of an ``ops`` at a "
+        "time, in one stream); it stores C by TMA too (row-major, C of A's dtype or float32)"
+    )
 
     def computes(self, mm, cc, c_dtype, ndim):
         if cc is None:
             return ndim == 3  # (the simulator's twin computes any batch)
         # Each warpgroup multiplies 64 rows by all N columns, N / 2 floats a thread (N = 256 with M = 128 spilled).
         m, n, k = mm.shape
-        return (cc == (9, 0) and tma.fits(mm) and precision(mm) in ("fp16", "bf16") and m in (64, 128)
-                and n % 64 == 0 and n <= 384 - m * 3 // 2 and k % 16 == 0 and c_dtype in ("float32", mm.dtype)
-                and shared_bytes(mm, c_dtype, self.stages(mm)) <= MAX_SHARED_BYTES)
+        return (
+            cc == (9, 0)
+            and tma.fits(mm)
+            and precision(mm) in ("fp16", "bf16")
+            and m in (64, 128)
+            and n % 64 == 0
+            and n <= 384 - m * 3 // 2
+            and k % 16 == 0
+            and c_dtype in ("float32", mm.dtype)
+            and shared_bytes(mm, c_dtype, self.stages(mm)) <= MAX_SHARED_BYTES
+        )
 
     def preference(self, mm, cc, ndim):
         if ndim == 2:
@@ -65,8 +79,13 @@ class Wgmma(Implementation):
         return tma.operands_fit(mm, a, b) and _tensor_maps.fits(c, "row_major")  # (C goes out by TMA, row-major)
 
     def plan(self, name, mm, stages, c_dtype, ndim):
-        return Plan(self.name, stages, (threads(mm), 1, 1), shared_bytes(mm, c_dtype, stages),
-                    "tiles" if ndim == 2 else "resident")
+        return Plan(
+            self.name,
+            stages,
+            (threads(mm), 1, 1),
+            shared_bytes(mm, c_dtype, stages),
+            "tiles" if ndim == 2 else "resident",
+        )
 
     def prepare(self, name, mm, plan, a, b, c, stream):
         return _tensor_maps.prepare(name, mm, a, b, c, stream)
@@ -75,15 +94,32 @@ class Wgmma(Implementation):
         fused, prelude = _callback.fused(name, args, types.float32, ndim)
         m, n, k = mm.shape
         p = precision(mm)
-        template = WGMMA.template("numba_tiles::wgmma_tile" if ndim == 2 else "numba_tiles::wgmma_batched",
-                                  M=m, N=n, K=k, Stages=plan.stages, SharedBytes=plan.shared_bytes,
-                                  RowA=ORDERS[mm.arrangement[0]], RowB=ORDERS[mm.arrangement[1]], P=CXX[p],
-                                  PD=CXX["float32" if td.name == "float32" else p], TD=td.cxx)
+        template = WGMMA.template(
+            "numba_tiles::wgmma_tile" if ndim == 2 else "numba_tiles::wgmma_batched",
+            M=m,
+            N=n,
+            K=k,
+            Stages=plan.stages,
+            SharedBytes=plan.shared_bytes,
+            RowA=ORDERS[mm.arrangement[0]],
+            RowB=ORDERS[mm.arrangement[1]],
+            P=CXX[p],
+            PD=CXX["float32" if td.name == "float32" else p],
+            TD=td.cxx,
+        )
         tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
-        params = self.operand_params(mm, td, ndim) + tile + (Arg("alpha", types.float32, 1),
-                                                             Arg("beta", types.float32, 0))
-        return Instance(intrinsic=name, header=WGMMA, template=template, result=types.none, params=params + fused,
-                        prelude="\n".join((*_tensor_maps.CHECKS.values(), prelude)), threads=threads(mm))
+        params = (
+            self.operand_params(mm, td, ndim) + tile + (Arg("alpha", types.float32, 1), Arg("beta", types.float32, 0))
+        )
+        return Instance(
+            intrinsic=name,
+            header=WGMMA,
+            template=template,
+            result=types.none,
+            params=params + fused,
+            prelude="\n".join((*_tensor_maps.CHECKS.values(), prelude)),
+            threads=threads(mm),
+        )
 
 
 WGMMA_BLOCK = Wgmma()

@@ -22,9 +22,12 @@ def imports(path):
     package = _dotted(path) if path.name == "__init__.py" else _dotted(path).rsplit(".", 1)[0]
     tree = ast.parse(path.read_text())
     # (imports for the type checker alone, under `if TYPE_CHECKING:`, are no edges at run time)
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                   and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
-                   for n in ast.walk(node)}
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+        for n in ast.walk(node)
+    }
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
@@ -71,8 +74,14 @@ def test_no_import_cycles():
 
 def test_the_cache_and_toolchain_import_nothing_above_them():
     for low in ("numba_tiles.cache", "numba_tiles._toolchain", "numba_tiles._stats", "numba_tiles._target"):
-        above = set(package_edges(low)) & {"numba_tiles._compile", "numba_tiles._programs", "numba_tiles._spec",
-                                           "numba_tiles.block", "numba_tiles.warp", "numba_tiles.__main__"}
+        above = set(package_edges(low)) & {
+            "numba_tiles._compile",
+            "numba_tiles._programs",
+            "numba_tiles._spec",
+            "numba_tiles.block",
+            "numba_tiles.warp",
+            "numba_tiles.__main__",
+        }
         assert not above, (low, above)
 
 

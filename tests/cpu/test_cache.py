@@ -33,8 +33,9 @@ print(json.dumps({"stats": tiles.cache.stats(), "cubin": len(cubin), "warnings":
 
 def run_child(cache_dir, block=96, **env):
     environment = {**os.environ, "NUMBA_TILES_CACHE_DIR": str(cache_dir), **env}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(block)], env=environment, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(block)], env=environment, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -173,8 +174,9 @@ def test_every_program_after_the_first_takes_the_precompiled_base(tmp_path, mach
     headers: a scan after a reduction too. The LTO-IR is the same with it as without.
     NUMBA_TILES_PREPARE=0 leaves the import alone (no driver, no PCH) even with a GPU."""
     env = {**os.environ, "NUMBA_TILES_CACHE": "0", "NUMBA_TILES_PREPARE": prepare}
-    out = subprocess.run([sys.executable, "-c", PCH_CHILD, machine], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PCH_CHILD, machine], env=env, capture_output=True, text=True, check=True
+    )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     eager = machine == "gpu" and prepare == "1"
     assert result == {"used": [1, 2, 3, 4] if eager else [0, 1, 2, 3], "same": True}
@@ -202,8 +204,9 @@ def test_cache_true_kernels_are_invalidated_by_toolchain_libraries_and_options(m
 
 # Trust: cache entries become GPU code in the process that loads them, so whose files they are matters.
 # Giving files to another user takes root; one test also sees the rules as a user other than root (4242).
-AS_ROOT = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
-                             reason="giving files to another user (os.chown) needs root")
+AS_ROOT = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving files to another user (os.chown) needs root"
+)
 STRANGER = 12345  # a uid that is neither ours nor root
 
 
@@ -234,8 +237,13 @@ def test_own_and_roots_entries_are_used_others_not(tmp_path, monkeypatch):
     group or anyone may write, are misses, reported once for the directory."""
     monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
     keys = {}
-    for name, uid, mode in [("own", 4242, 0o600), ("root's", 0, 0o644), ("another's", STRANGER, 0o600),
-                            ("group-writable", 4242, 0o620), ("world-writable", 4242, 0o602)]:
+    for name, uid, mode in [
+        ("own", 4242, 0o600),
+        ("root's", 0, 0o644),
+        ("another's", STRANGER, 0o600),
+        ("group-writable", 4242, 0o620),
+        ("world-writable", 4242, 0o602),
+    ]:
         keys[name] = cache.key({"entry": name})
         cache.store(keys[name], {"entry": name}, name.encode())
         give([tmp_path / f"{keys[name]}.ltoir"], uid)
@@ -244,8 +252,13 @@ def test_own_and_roots_entries_are_used_others_not(tmp_path, monkeypatch):
     with pytest.warns(RuntimeWarning, match="not trusted") as caught:
         loaded = {name: cache.load(key) for name, key in keys.items()}
     assert len(caught) == 1  # once per directory, not once per entry
-    assert loaded == {"own": b"own", "root's": b"root's", "another's": None, "group-writable": None,
-                      "world-writable": None}
+    assert loaded == {
+        "own": b"own",
+        "root's": b"root's",
+        "another's": None,
+        "group-writable": None,
+        "world-writable": None,
+    }
 
 
 @pytest.mark.parametrize("case", ["world-writable", "world-writable parent", "sticky"])
@@ -261,8 +274,13 @@ def test_a_directory_anyone_may_rewrite_is_not_used(tmp_path, monkeypatch, case)
     cache_dir = shared / "cache" if case == "world-writable parent" else shared
     first = run_child(cache_dir, block=32)
     second = run_child(cache_dir, block=32)
-    info = subprocess.run([sys.executable, "-m", "numba_tiles", "cache", "info"], capture_output=True, text=True,
-                          check=True, env={**os.environ, "NUMBA_TILES_CACHE_DIR": str(cache_dir)}).stdout
+    info = subprocess.run(
+        [sys.executable, "-m", "numba_tiles", "cache", "info"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "NUMBA_TILES_CACHE_DIR": str(cache_dir)},
+    ).stdout
     if case == "sticky":
         assert second["stats"]["hits"] == 2 and second["stats"]["nvrtc"] == 0
         assert "trusted     yes" in info

@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def cli(cache_dir, *args, check=True, cwd=ROOT):
     env = {**os.environ, "NUMBA_TILES_CACHE_DIR": str(cache_dir)}
-    return subprocess.run([sys.executable, "-m", "numba_tiles", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, check=check)
+    return subprocess.run(
+        [sys.executable, "-m", "numba_tiles", *args], cwd=cwd, env=env, capture_output=True, text=True, check=check
+    )
 
 
 RUN_EXAMPLE_KERNEL = r"""
@@ -39,8 +40,14 @@ def test_precompile_then_zero_nvrtc_calls(tmp_path):
     assert len(list(tmp_path.glob("*.ltoir"))) == 2
     for arch in ("sm_90", "sm_80"):
         env = {**os.environ, "NUMBA_TILES_CACHE_DIR": str(tmp_path)}
-        run = subprocess.run([sys.executable, "-c", RUN_EXAMPLE_KERNEL, arch], cwd=ROOT, env=env,
-                             capture_output=True, text=True, check=True)
+        run = subprocess.run(
+            [sys.executable, "-c", RUN_EXAMPLE_KERNEL, arch],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         stats = json.loads(run.stdout.strip().splitlines()[-1])
         assert stats["nvrtc"] == 0 and stats["hits"] == 1
 
@@ -110,13 +117,16 @@ def block_sums(x, out):
     if cuda.threadIdx.x == 0:
         out[cuda.blockIdx.x] = s
 """
-TWO_KERNELS = KERNELS + """
+TWO_KERNELS = (
+    KERNELS
+    + """
 @cuda.jit
 def block_maxima(x, out):
     m = tiles.block_reduce(x[cuda.grid(1)], "max", block_dim=128)
     if cuda.threadIdx.x == 0:
         out[cuda.blockIdx.x] = m
 """
+)
 SIG = "void(float32[::1], float32[::1])"
 
 
@@ -128,22 +138,35 @@ def one_line_error(run):
     return run.stderr
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    (["no.such.module"], "no module named 'no' (for no.such.module) in the current directory ("),
-    (["examples.segmented_sum", "--arch", "sm_91"], "--arch sm_91 is not a target NVRTC"),
-    (["examples/segmented_sum.py"], "not a module name: give the module's dotted name (for the file "
-                                    "examples/segmented_sum.py: examples.segmented_sum)"),
-    (["kernels"], "no signatures to compile block_sums of kernels for: the module has no NUMBA_TILES_PRECOMPILE = "
-                  "{kernel: [signature, ...]} for it; give the argument types with --signature block_sums='void(...)' "
-                  "(a Numba type for each of x, out; repeatable)"),
-    (["kernels", "--signature", "void(float32[::1], floot32[::1])"], "is not a Numba signature (NameError: name "
-                                                                     "'floot32' is not defined)"),
-    (["kernels", "--signature", "void(float32[::1])"], "gives 1 argument type(s), but block_sums takes 2 (x, out)"),
-    (["kernels", "--signature", f"twice={SIG}"], "twice is a device function"),
-    (["two", "--signature", SIG], f"names no kernel, and two has 2 (block_sums, block_maxima): say which, as "
-                                  f"--signature block_sums='{SIG}'"),
-    (["two", "--signature", "block_maxima=void(float32[::1])"], "but block_maxima takes 2"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["no.such.module"], "no module named 'no' (for no.such.module) in the current directory ("),
+        (["examples.segmented_sum", "--arch", "sm_91"], "--arch sm_91 is not a target NVRTC"),
+        (
+            ["examples/segmented_sum.py"],
+            "not a module name: give the module's dotted name (for the file "
+            "examples/segmented_sum.py: examples.segmented_sum)",
+        ),
+        (
+            ["kernels"],
+            "no signatures to compile block_sums of kernels for: the module has no NUMBA_TILES_PRECOMPILE = "
+            "{kernel: [signature, ...]} for it; give the argument types with --signature block_sums='void(...)' "
+            "(a Numba type for each of x, out; repeatable)",
+        ),
+        (
+            ["kernels", "--signature", "void(float32[::1], floot32[::1])"],
+            "is not a Numba signature (NameError: name 'floot32' is not defined)",
+        ),
+        (["kernels", "--signature", "void(float32[::1])"], "gives 1 argument type(s), but block_sums takes 2 (x, out)"),
+        (["kernels", "--signature", f"twice={SIG}"], "twice is a device function"),
+        (
+            ["two", "--signature", SIG],
+            f"names no kernel, and two has 2 (block_sums, block_maxima): say which, as --signature block_sums='{SIG}'",
+        ),
+        (["two", "--signature", "block_maxima=void(float32[::1])"], "but block_maxima takes 2"),
+    ],
+)
 def test_a_mistake_is_one_line_on_stderr(tmp_path, args, says):
     (tmp_path / "kernels.py").write_text(KERNELS)
     (tmp_path / "two.py").write_text(TWO_KERNELS)
@@ -164,11 +187,19 @@ def test_traceback_flag_shows_the_stack(tmp_path):
 def test_a_closed_pipe_ends_quietly(tmp_path, pipe):
     """The reader stops early (`true` reads nothing): no BrokenPipeError, nothing on stderr, status 0."""
     env = {**os.environ, "NUMBA_TILES_CACHE_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}  # (each line written)
-    run = subprocess.run(["bash", "-c", f"'{sys.executable}' -m numba_tiles {pipe}; exit ${{PIPESTATUS[0]}}"],
-                         cwd=ROOT, env=env, capture_output=True, text=True)
+    run = subprocess.run(
+        ["bash", "-c", f"'{sys.executable}' -m numba_tiles {pipe}; exit ${{PIPESTATUS[0]}}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert (run.returncode, run.stderr) == (0, "")
-    first = {"cache info | head -1": f"directory   {tmp_path}\n", "cache list | head -1": "key ",
-             "cache info | true": ""}[pipe]
+    first = {
+        "cache info | head -1": f"directory   {tmp_path}\n",
+        "cache list | head -1": "key ",
+        "cache info | true": "",
+    }[pipe]
     assert run.stdout.startswith(first) and len(run.stdout.splitlines()) == (1 if "head" in pipe else 0)
 
 

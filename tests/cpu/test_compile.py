@@ -53,6 +53,7 @@ def test_the_kernels_own_options_shape_what_compile_builds():
     """tiles.compile builds what a launch builds: a @cuda.jit kernel's fastmath, launch_bounds and
     max_registers (they were dropped with the dispatcher: an exact division, no minimum of blocks an SM,
     no register cap)."""
+
     def divide(x, out):
         i = cuda.grid(1)
         out[i] = tiles.block_sum(x[i], block_dim=64) / x[i]
@@ -156,7 +157,6 @@ def test_key_changes_with_every_target_mode_and_option(monkeypatch):
     assert len(keys) == 4
 
 
-
 def test_lineinfo_reaches_nvrtc(monkeypatch):
     """From @cuda.jit's flags (here through tiles.compile) to the target, NVRTC's options and its output."""
     from numba_tiles._elf import sections
@@ -165,9 +165,9 @@ def test_lineinfo_reaches_nvrtc(monkeypatch):
     seen = observed_programs(monkeypatch)
     with _programs.recording() as lowered:
         tiles.compile(sum_kernel(160), SIG, arch="sm_90", output="ltoir", lineinfo=True)
-    (instance, target), = lowered
+    ((instance, target),) = lowered
     assert target == Target("sm_90", lineinfo=True)
-    (source, flags), = seen
+    ((source, flags),) = seen
     assert flags["lineinfo"] is True
     # NVRTC honours it: the same program and options compiled to a cubin carry a line table.
     plain = _programs._nvrtc(source, CUB, Target("sm_90"), "plain", [instance], output="cubin")
@@ -187,27 +187,35 @@ def test_a_kernel_compiles_only_the_headers_its_intrinsics_use(monkeypatch):
 
     tiles.compile(reduce_and_scan, SIG, arch="sm_90")
     includes = [re.findall(r'#include "([^"]+)"', source) for source, _ in seen]
-    assert includes == [["common.cuh", "block_reduce.cuh"],
-                        ["common.cuh", "block_reduce.cuh", "block_scan.cuh"]], includes
+    assert includes == [["common.cuh", "block_reduce.cuh"], ["common.cuh", "block_reduce.cuh", "block_scan.cuh"]], (
+        includes
+    )
 
 
 def test_entry_point_renders_the_cub_template():
     instance, _ = tiles.block_sum.spec.resolve_values(np.int64(0), block_dim=(16, 16), num_valid=3)
     source = _programs.translation_unit([instance])
     assert source.startswith('#include "common.cuh"\n#include "block_reduce.cuh"\n\n')
-    assert ("numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, 1, "
-            "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid, *identity, "
-            "::numba_tiles::own_storage{})") in source
+    assert (
+        "numba_tiles::block_reduce<::cuda::std::int64_t, ::cuda::std::plus<>, 16, 16, 1, 1, "
+        "cub::BLOCK_REDUCE_WARP_REDUCTIONS, true, false>(*value, *num_valid, *identity, "
+        "::numba_tiles::own_storage{})"
+    ) in source
     assert f'extern "C" __device__ void {instance.symbol}(const ::cuda::std::int64_t* value, ' in source
     assert (_toolchain.lto_libs_dir() / "block_reduce.cuh").is_file()
 
 
 def test_template_arguments_are_named_as_the_header_declares_them():
     header = CUB.header("block_reduce.cuh")
-    assert header.template("numba_tiles::block_reduce_storage", T="float", BX=1, BY=2, BZ=3, Algo="A",
-                           Broadcast=True) == "numba_tiles::block_reduce_storage<float, 1, 2, 3, A, true>"
-    with pytest.raises(AssertionError, match=r"block_reduce_storage in block_reduce.cuh takes <T, BX, BY, BZ, "
-                       r"Algo, Broadcast>; the rule gives <T, BY, BX>"):
+    assert (
+        header.template("numba_tiles::block_reduce_storage", T="float", BX=1, BY=2, BZ=3, Algo="A", Broadcast=True)
+        == "numba_tiles::block_reduce_storage<float, 1, 2, 3, A, true>"
+    )
+    with pytest.raises(
+        AssertionError,
+        match=r"block_reduce_storage in block_reduce.cuh takes <T, BX, BY, BZ, "
+        r"Algo, Broadcast>; the rule gives <T, BY, BX>",
+    ):
         header.template("numba_tiles::block_reduce_storage", T="float", BY=1, BX=2)
 
 
@@ -306,12 +314,22 @@ def test_a_failing_library_header_is_blamed_on_its_library(tmp_path, monkeypatch
     monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
     (tmp_path / "broken.cuh").write_text(
         "#pragma once\nnamespace mypkg {\ntemplate <typename T, int N>\n__device__ void broken() {\n"
-        "  static_assert(N < 0, \"mypkg: N must be negative\");\n}\n}\n")
-    library = Library("mypkg", include_dirs=lambda: (tmp_path, *CUB.include_dirs()), versions=lambda: {"mypkg": "1"},
-                      blame="This is a bug in mypkg; report it to mypkg")
+        '  static_assert(N < 0, "mypkg: N must be negative");\n}\n}\n'
+    )
+    library = Library(
+        "mypkg",
+        include_dirs=lambda: (tmp_path, *CUB.include_dirs()),
+        versions=lambda: {"mypkg": "1"},
+        blame="This is a bug in mypkg; report it to mypkg",
+    )
     header = library.header("broken.cuh")
-    instance = Instance(intrinsic="mine", header=header, template=header.template("mypkg::broken", T="int", N=3),
-                        result=types.none, params=())
+    instance = Instance(
+        intrinsic="mine",
+        header=header,
+        template=header.template("mypkg::broken", T="int", N=3),
+        result=types.none,
+        params=(),
+    )
     with pytest.raises(_programs.NVRTCError) as info:
         _programs.build([instance], Target("sm_90"))
     message = str(info.value)
@@ -337,14 +355,25 @@ def test_a_per_entry_library_builds_its_programs_side_by_side_in_worker_processe
     monkeypatch.setattr(_nvrtc_worker, "run", lambda *args: in_process.append(args) or real(*args))
     (tmp_path / "pair.cuh").write_text(
         "#pragma once\nnamespace mypkg {\ntemplate <int N>\n__device__ void scaled() { __nanosleep(N); }\n"
-        "template <int N>\n__device__ void broken() { static_assert(N < 0, \"mypkg: N must be negative\"); }\n}\n")
-    library = Library("mypkg", include_dirs=lambda: (tmp_path, *CUB.include_dirs()), versions=lambda: {"mypkg": "1"},
-                      blame="This is a bug in mypkg", per_entry=True)
+        'template <int N>\n__device__ void broken() { static_assert(N < 0, "mypkg: N must be negative"); }\n}\n'
+    )
+    library = Library(
+        "mypkg",
+        include_dirs=lambda: (tmp_path, *CUB.include_dirs()),
+        versions=lambda: {"mypkg": "1"},
+        blame="This is a bug in mypkg",
+        per_entry=True,
+    )
     header = library.header("pair.cuh")
 
     def instance(template, n):
-        return Instance(intrinsic="mine", header=header, template=header.template(f"mypkg::{template}", N=n),
-                        result=types.none, params=())
+        return Instance(
+            intrinsic="mine",
+            header=header,
+            template=header.template(f"mypkg::{template}", N=n),
+            result=types.none,
+            params=(),
+        )
 
     class CodeLibrary:  # what Numba lowers into (only its identity matters here)
         pass
@@ -364,6 +393,7 @@ def test_a_per_entry_library_builds_its_programs_side_by_side_in_worker_processe
 
 def test_an_optional_argument_given_as_none_is_left_out():
     """num_valid=None, initial_value=None, temp=None...: the same instantiations as not passing them."""
+
     def given(x, out):
         i = cuda.grid(1)
         s = tiles.block_reduce(x[i], "+", block_dim=128, num_valid=None, temp=None)
@@ -376,8 +406,10 @@ def test_an_optional_argument_given_as_none_is_left_out():
         t = tiles.block_scan(x[i], "+", block_dim=128)
         out[i] = s + t
 
-    ours = [tiles.compile(k, "void(float32[::1], float32[::1])", arch="sm_90", output="ltoir")[1:]
-            for k in (given, left_out)]
+    ours = [
+        tiles.compile(k, "void(float32[::1], float32[::1])", arch="sm_90", output="ltoir")[1:]
+        for k in (given, left_out)
+    ]
     assert ours[0] == ours[1] and ours[0]
 
 
@@ -408,7 +440,8 @@ def test_background_nvrtc_work_is_done_before_any_exit_handler_runs(tmp_path):
         "from numba_tiles import _library, _pch\n"
         "from numba_tiles._target import Target\n"
         "_pch.start(_library.CUB, _library.CUB.program_options(Target('sm_90')))\n"
-        "atexit.register(lambda: print('running at exit:', sum(t.is_alive() for t in _pch._background)))\n")
+        "atexit.register(lambda: print('running at exit:', sum(t.is_alive() for t in _pch._background)))\n"
+    )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "running at exit: 0"
@@ -418,6 +451,7 @@ def test_user_functions_of_one_factory_or_lambdas_get_their_own_symbols():
     """A user op's C symbol: a lambda's name made an identifier (``<lambda>`` broke NVRTC's program), and
     two functions of one factory told apart by the values their closures hold (Numba freezes them into the
     code; one symbol for both linked one of them for both calls). Both ops in one kernel compile."""
+
     def scaled_max(k):
         return cuda.jit(device=True)(lambda a, b: max(a, b * k))
 

@@ -43,7 +43,7 @@ def examples_in(doc):
         match = EXAMPLE.match(line)
         if match:
             block = []
-            for following in lines[i + 1:]:
+            for following in lines[i + 1 :]:
                 if following.strip() and len(following) - len(following.lstrip()) <= len(match[1]):
                     break
                 block.append(following)
@@ -55,10 +55,16 @@ def attribute_docs(module):
     """{name: docstring} of a module's documented constants: a string right after the assignment, where Sphinx reads
     it."""
     body = ast.parse(inspect.getsource(module)).body
-    return {target.id: inspect.cleandoc(after.value.value) for node, after in itertools.pairwise(body)
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(after, ast.Expr)
-            and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)
-            for target in getattr(node, "targets", [getattr(node, "target", None)]) if isinstance(target, ast.Name)}
+    return {
+        target.id: inspect.cleandoc(after.value.value)
+        for node, after in itertools.pairwise(body)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        and isinstance(after, ast.Expr)
+        and isinstance(after.value, ast.Constant)
+        and isinstance(after.value.value, str)
+        for target in getattr(node, "targets", [getattr(node, "target", None)])
+        if isinstance(target, ast.Name)
+    }
 
 
 def docstrings():
@@ -90,8 +96,11 @@ def key_of(value):
     """The `DOCSTRINGS` key of a module, class or function of numba_tiles."""
     if inspect.ismodule(value):
         return value.__name__
-    return f"{value.__module__}.{value.__qualname__}" if hasattr(value, "__qualname__") else \
-        f"{value.declaration.__module__}.{value.owner}.{value.name}"  # (a Matmul method)
+    return (
+        f"{value.__module__}.{value.__qualname__}"
+        if hasattr(value, "__qualname__")
+        else f"{value.declaration.__module__}.{value.owner}.{value.name}"
+    )  # (a Matmul method)
 
 
 def continued(name):
@@ -104,7 +113,7 @@ def continued(name):
     found = next((f"{scope}.{reference}" for scope in scopes if f"{scope}.{reference}" in EXAMPLES), None)
     if found is None:  # (a public name: Matmul for numba_tiles.Matmul)
         value = tiles
-        for part in reference.removeprefix("numba_tiles").split(".")[int(reference.startswith("numba_tiles")):]:
+        for part in reference.removeprefix("numba_tiles").split(".")[int(reference.startswith("numba_tiles")) :]:
             value = getattr(value, part)
         found = key_of(value)
     assert found in EXAMPLES, f"{name}'s example continues {reference}'s, which has none"
@@ -159,24 +168,48 @@ def public():
     classes."""
     names = {f"numba_tiles.{n}": getattr(tiles, n) for n in tiles.__all__}
     names.update({f"numba_tiles.extending.{n}": getattr(extending, n) for n in extending.__all__})
-    names.update({f"numba_tiles.cache.{n}": f for n, f in vars(tiles.cache).items()
-                  if inspect.isfunction(f) and f.__module__ == "numba_tiles.cache" and not n.startswith("_")})
+    names.update(
+        {
+            f"numba_tiles.cache.{n}": f
+            for n, f in vars(tiles.cache).items()
+            if inspect.isfunction(f) and f.__module__ == "numba_tiles.cache" and not n.startswith("_")
+        }
+    )
     names["numba_tiles.matmul.Operands"] = Operands
     for name, value in list(names.items()):
         if inspect.isclass(value):
-            names.update({f"{name}.{n}": member for n, member in vars(value).items() if not n.startswith("_") and (
-                inspect.isfunction(member) or isinstance(member, (classmethod, staticmethod, property, _spec.method)))})
+            names.update(
+                {
+                    f"{name}.{n}": member
+                    for n, member in vars(value).items()
+                    if not n.startswith("_")
+                    and (
+                        inspect.isfunction(member)
+                        or isinstance(member, (classmethod, staticmethod, property, _spec.method))
+                    )
+                }
+            )
     keys = {}
     for name, value in names.items():
         value = getattr(value, "__func__", value)  # (a classmethod's)
         value = getattr(value, "fget", value)  # (a property's)
-        if inspect.ismodule(value) or inspect.isfunction(value) or inspect.isclass(value) \
-                or isinstance(value, _spec.method):
+        if (
+            inspect.ismodule(value)
+            or inspect.isfunction(value)
+            or inspect.isclass(value)
+            or isinstance(value, _spec.method)
+        ):
             keys[name] = key_of(value)
         else:  # a constant: documented where it is assigned
             short = name.rsplit(".", 1)[1]
-            keys[name] = next((k for k in DOCSTRINGS if k.endswith(f".{short}")
-                               and vars(sys.modules[k.rsplit(".", 1)[0]]).get(short) is value), name)
+            keys[name] = next(
+                (
+                    k
+                    for k in DOCSTRINGS
+                    if k.endswith(f".{short}") and vars(sys.modules[k.rsplit(".", 1)[0]]).get(short) is value
+                ),
+                name,
+            )
     return keys
 
 
@@ -247,9 +280,12 @@ def test_the_api_pages_conventions_are_what_the_code_accepts():
     assert re.findall(r"`(\w+)`", bullet("dtypes")) == [d.name for d in _dtypes.SCALARS]
     assert set(re.findall(r'`"([^"`]+)"`', bullet("ops"))) == {s for s in ops._SPELLINGS if isinstance(s, str)}
     assert f"at most {_params.MAX_THREADS} threads" in bullet("block_dim")
-    families = {"reductions": block._REDUCE_ALGORITHMS, "scans": block._SCAN_ALGORITHMS,
-                "loads and stores": block._LOAD_ALGORITHMS | block._STORE_ALGORITHMS,
-                "histograms": block._HISTOGRAM_ALGORITHMS}
+    families = {
+        "reductions": block._REDUCE_ALGORITHMS,
+        "scans": block._SCAN_ALGORITHMS,
+        "loads and stores": block._LOAD_ALGORITHMS | block._STORE_ALGORITHMS,
+        "histograms": block._HISTOGRAM_ALGORITHMS,
+    }
     listed = {}
     for part in " ".join(bullet("algorithm").split()).split(";"):
         family, names = re.match(r"\s*(?:CUB's, per intrinsic: )?([a-z ]+?) (`.*)", part, re.DOTALL).groups()
@@ -276,8 +312,14 @@ def test_guide_page_code_runs(page):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     if COMPILED not in page.read_text():
         env["NUMBA_ENABLE_CUDASIM"] = "1"
-    result = subprocess.run([sys.executable, "-c", "\n".join(python_blocks(page))], env=env, cwd=ROOT,
-                            capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [sys.executable, "-c", "\n".join(python_blocks(page))],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
 
 
@@ -294,8 +336,9 @@ def readme_blocks():
 
 def test_every_readme_python_block_is_tested():
     untested = len(re.findall(r"^```python\n", README.read_text(), re.M))
-    assert untested == sum(language == "python" for _, language, _ in readme_blocks()), \
+    assert untested == sum(language == "python" for _, language, _ in readme_blocks()), (
         "a ```python block of README.md has no <!-- readme-test: simulator|compiled --> line above it"
+    )
 
 
 @pytest.mark.parametrize("mode", ["simulator", "compiled"])
@@ -307,8 +350,9 @@ def test_readme_code_runs(mode):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     if mode == "simulator":
         env["NUMBA_ENABLE_CUDASIM"] = "1"
-    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
-                            timeout=900)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
 
 
@@ -320,6 +364,7 @@ def test_readme_error_is_the_one_raised():
         out[0] = tiles.block_reduce(x[cuda.grid(1)], "&", block_dim=128)
 
     from numba import cuda
+
     with pytest.raises(tiles.TilesError) as raised:
         tiles.compile(cuda.jit(bad), "void(float32[::1], float32[::1])")
     assert message in str(raised.value)
@@ -332,8 +377,9 @@ def test_make_demo_ends_by_saying_how_to_use_its_environment(tmp_path):
     python = tmp_path / "python"  # (stands for .venv's: the target's own steps only)
     python.write_text("#!/bin/sh\necho demo ran: $*\n")
     python.chmod(0o755)
-    out = subprocess.run(["make", "-s", "demo", f"PY={python}"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["make", "-s", "demo", f"PY={python}"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert out.splitlines()[0] == "demo ran: examples/segmented_sum.py", out
     assert ". .venv/bin/activate" in out and f"run {python} first.py" in out, out
     for page in (README, ROOT / "docs" / "quickstart.md"):
@@ -362,11 +408,13 @@ def test_generated_tables_are_fresh():
     for path in report.TARGETS:
         text = path.read_text()
         names |= set(report.BEGIN.findall(text))
-        assert report.render(text, found) == text, \
+        assert report.render(text, found) == text, (
             f"{path.relative_to(ROOT)} differs from benchmarks/results/: run python benchmarks/report.py"
+        )
     assert names == set(report.BLOCKS), "every generated block appears in one of report.TARGETS"
-    assert report.compile_times_module(found) == report.COMPILE_TIMES.read_text(), \
+    assert report.compile_times_module(found) == report.COMPILE_TIMES.read_text(), (
         "numba_tiles/_compile_times.py differs from benchmarks/results/: run python benchmarks/report.py"
+    )
 
 
 def test_report_results_are_one_committed_file_a_benchmark_and_device():
@@ -384,8 +432,13 @@ def test_report_results_are_one_committed_file_a_benchmark_and_device():
 
 def test_report_refuses_a_draft_or_a_dirty_result(tmp_path, monkeypatch):
     report = load_report()
-    record = {"benchmark": "matmul", "device": "NVIDIA H200", "date": "2026-01-01", "commit": "5223dd2",
-              "rows": [{"case": "x", "commit": "5223dd2-dirty"}]}
+    record = {
+        "benchmark": "matmul",
+        "device": "NVIDIA H200",
+        "date": "2026-01-01",
+        "commit": "5223dd2",
+        "rows": [{"case": "x", "commit": "5223dd2-dirty"}],
+    }
     (tmp_path / "matmul-h200.json").write_text(json.dumps(record))
     monkeypatch.setattr(report, "RESULTS", tmp_path)
     with pytest.raises(SystemExit, match="no commit"):
@@ -409,15 +462,21 @@ def test_notes_are_undated_topic_pages_all_linked():
     assert not [n for n in notes if re.match(r"\d{4}-\d{2}", n)], "a note's name starts with a date"
     index = (NOTES / "index.md").read_text()
     assert all(re.search(rf"^{re.escape(n)}$", index, re.M) for n in notes), "a note missing from the toctree"
-    files = [README, *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "numba_tiles").rglob("*.py")),
-             *sorted((ROOT / "lto_libs").rglob("*")), *sorted((ROOT / "benchmarks").glob("*.py"))]
+    files = [
+        README,
+        *sorted((ROOT / "docs").rglob("*.md")),
+        *sorted((ROOT / "numba_tiles").rglob("*.py")),
+        *sorted((ROOT / "lto_libs").rglob("*")),
+        *sorted((ROOT / "benchmarks").glob("*.py")),
+    ]
     for path in (p for p in files if p.is_file() and "_build" not in p.parts):
         for name in re.findall(r"notes/([\w.-]+?)(?:\.md)?(?=[)#\s`]|$)", path.read_text(errors="ignore"), re.M):
             assert name == "index" or name in notes, f"{path.relative_to(ROOT)} links to notes/{name}"
 
 
-@pytest.mark.parametrize("example, page", [("byte_histogram", "histogram"), ("segmented_scan", "scans"),
-                                           ("segmented_sort", "sorts")])
+@pytest.mark.parametrize(
+    "example, page", [("byte_histogram", "histogram"), ("segmented_scan", "scans"), ("segmented_sort", "sorts")]
+)
 def test_a_guide_shows_its_examples_kernel_as_the_example_has_it(example, page):
     """The pattern a guide teaches is the example's (which benchmarks/primitives.py times): its kernel and the
     module constants the kernel reads appear in the guide word for word."""
@@ -427,11 +486,14 @@ def test_a_guide_shows_its_examples_kernel_as_the_example_has_it(example, page):
     text = (ROOT / "docs" / "guide" / f"{page}.md").read_text()
     lines = source.splitlines()
     tree = ast.parse(source)
-    kernels = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.decorator_list
-               and ast.unparse(n.decorator_list[0]) == "cuda.jit"]
+    kernels = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.decorator_list and ast.unparse(n.decorator_list[0]) == "cuda.jit"
+    ]
     assert len(kernels) == 1, f"examples/{example}.py: expected one @cuda.jit kernel"
     kernel = kernels[0]
-    body = "\n".join(lines[kernel.decorator_list[0].lineno - 1:kernel.end_lineno])
+    body = "\n".join(lines[kernel.decorator_list[0].lineno - 1 : kernel.end_lineno])
     assert body in text, f"docs/guide/{page}.md does not show examples/{example}.py's {kernel.name} as it is"
     read = {n.id for n in ast.walk(kernel) if isinstance(n, ast.Name)}
     for node in tree.body:

@@ -19,8 +19,9 @@ def test_misuse_is_a_clear_compile_time_error(index):
     if case.compiled_only:  # (raised by NVRTC's answer, after typing: no call to point at)
         return
     where = str(info.value).splitlines()[2:]
-    assert where == [f'File "<tiles misuse {index}>", line {3 + len(case.before)}, in kernel:',
-                     f"    {case.call}"], str(info.value)
+    assert where == [f'File "<tiles misuse {index}>", line {3 + len(case.before)}, in kernel:', f"    {case.call}"], (
+        str(info.value)
+    )
 
 
 WRONG_EXAMPLES = [
@@ -57,8 +58,10 @@ RIGHT_EXAMPLES = {  # a fix → how many examples the check reads in it
 def test_the_check_of_fix_examples_reads_right_ones_and_the_dtypes_each_fix_lists():
     for line, count in RIGHT_EXAMPLES.items():
         assert misuse.check_fix_examples(getattr(tiles, line.split(":")[0]).spec, line) == count
-    histogram = ("block_histogram: items holds float32, which is not supported here. Fix: pass one of int8, uint8; use "
-                 "an array of one (copy the items into one if needed, e.g. cuda.local.array(n, numba.{})).")
+    histogram = (
+        "block_histogram: items holds float32, which is not supported here. Fix: pass one of int8, uint8; use "
+        "an array of one (copy the items into one if needed, e.g. cuda.local.array(n, numba.{}))."
+    )
     assert misuse.check_fix_examples(tiles.block_histogram.spec, histogram.format("uint8")) == 1
     with pytest.raises(AssertionError):  # (an integer, but not one of those this fix lists)
         misuse.check_fix_examples(tiles.block_histogram.spec, histogram.format("int32"))
@@ -86,16 +89,21 @@ def test_a_misuse_in_a_device_function_is_reported_at_its_line():
         tiles.compile(kernel, "void(float32[:], float32[:])")
     lines = str(info.value).splitlines()
     assert lines[0].startswith("tiles.block_reduce: op '&' needs an integer dtype, got float32. Fix: ")
-    assert lines[2].endswith(f"line {helper.py_func.__code__.co_firstlineno + 2}, in "
-                             "test_a_misuse_in_a_device_function_is_reported_at_its_line.<locals>.helper:")
+    assert lines[2].endswith(
+        f"line {helper.py_func.__code__.co_firstlineno + 2}, in "
+        "test_a_misuse_in_a_device_function_is_reported_at_its_line.<locals>.helper:"
+    )
     assert lines[3] == '    return tiles.block_reduce(v, "&", block_dim=128)'
 
 
-@pytest.mark.parametrize("args,kwargs,message", [
-    (("warp_sum", "float32"), {}, r"tiles.temp_bytes: 'warp_sum' takes no temp storage"),
-    (("block_sum", "float32"), {"block_dim": 128, "temp": "uint8[::1]"}, r"leave temp out"),
-    (("block_scan", "float32"), {"block_dim": 0}, r"tiles.block_scan: block_dim"),
-])
+@pytest.mark.parametrize(
+    "args,kwargs,message",
+    [
+        (("warp_sum", "float32"), {}, r"tiles.temp_bytes: 'warp_sum' takes no temp storage"),
+        (("block_sum", "float32"), {"block_dim": 128, "temp": "uint8[::1]"}, r"leave temp out"),
+        (("block_scan", "float32"), {"block_dim": 0}, r"tiles.block_scan: block_dim"),
+    ],
+)
 def test_temp_bytes_misuse(args, kwargs, message):
     from numba import types
 
@@ -143,15 +151,17 @@ def test_a_refused_merge_sort_runs_no_nvrtc_and_a_radix_sort_of_its_block_compil
         tiles.block_store(x, items, block_dim=96, items_per_thread=1)
 
     nvrtc = tiles.cache.stats()["nvrtc"]
-    with pytest.raises(tiles.TilesError, match="^tiles.block_merge_sort: CUB's merge sort needs a power-of-two "
-                                               "number of threads, got 96"):
+    with pytest.raises(
+        tiles.TilesError,
+        match="^tiles.block_merge_sort: CUB's merge sort needs a power-of-two number of threads, got 96",
+    ):
         tiles.compile(merge, "void(float32[::1])")
     assert tiles.cache.stats()["nvrtc"] == nvrtc, "refused after NVRTC ran"
     assert tiles.compile(radix, "void(float32[::1])")[:4] == b"\x7fELF"
 
 
 def test_histogram_lanes_with_more_bins_than_its_copies_fit_names_the_fix():
-    """"lanes" keeps 32 copies of the counters in shared memory: 512 bins need 64 KiB, refused at typing with the
+    """ "lanes" keeps 32 copies of the counters in shared memory: 512 bins need 64 KiB, refused at typing with the
     algorithm that serves; by default such a histogram is "atomic", and compiles."""
     from numba import uint32
 
@@ -166,8 +176,11 @@ def test_histogram_lanes_with_more_bins_than_its_copies_fit_names_the_fix():
         tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=512)
         counts[0] = uint32(items[0])
 
-    with pytest.raises(tiles.TilesError, match=r"tiles.block_histogram: algorithm='lanes' keeps 32 copies of the 512 "
-                                               r"counters: with the counters themselves 69632 bytes, .* Fix: use "
-                                               r"algorithm='atomic'"):
+    with pytest.raises(
+        tiles.TilesError,
+        match=r"tiles.block_histogram: algorithm='lanes' keeps 32 copies of the 512 "
+        r"counters: with the counters themselves 69632 bytes, .* Fix: use "
+        r"algorithm='atomic'",
+    ):
         tiles.compile(lanes, "void(uint16[::1], uint32[::1])", arch="sm_90")
     assert tiles.compile(default, "void(uint16[::1], uint32[::1])", arch="sm_90")[:4] == b"\x7fELF"

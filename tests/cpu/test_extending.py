@@ -22,8 +22,11 @@ F32 = types.float32[::1]
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("kernel,sig", [(kernels.peaks, (F32, F32, types.int32[::1], F32)),
-                                        (kernels.top_means, (F32, F32))], ids=["peaks", "top_means"])
+@pytest.mark.parametrize(
+    "kernel,sig",
+    [(kernels.peaks, (F32, F32, types.int32[::1], F32)), (kernels.top_means, (F32, F32))],
+    ids=["peaks", "top_means"],
+)
 def test_kernels_through_device_functions_compile_without_gpu(kernel, sig, arch, tmp_path):
     """A kernel calls a device function that calls built-in and tiles_extras intrinsics: it links for
     each arch (the device function's intrinsics built for that arch), with no local memory and no
@@ -52,7 +55,11 @@ def test_a_warp_level_downstream_intrinsic_is_shuffles(arch, tmp_path):
 def test_precompile_a_module_of_kernels_calling_device_functions():
     done = tiles.precompile("tests.downstream.kernels", arch=["sm_80", "sm_90"], progress=False)
     assert sorted((name, arch) for name, _, arch in done) == [
-        ("peaks", "sm_80"), ("peaks", "sm_90"), ("top_means", "sm_80"), ("top_means", "sm_90")]
+        ("peaks", "sm_80"),
+        ("peaks", "sm_90"),
+        ("top_means", "sm_80"),
+        ("top_means", "sm_90"),
+    ]
 
 
 def test_device_function_versions_are_kept_per_arch():
@@ -75,28 +82,54 @@ def test_storage_is_measured():
 
 def _compile_body(body):
     source = "def kernel(x, out):\n    i = cuda.grid(1)\n" + "".join(f"    {line}\n" for line in body)
-    namespace = {"cuda": cuda, "block_argmax": block_argmax, "block_topk": block_topk, "warp_argmax": warp_argmax,
-                 "float32": types.float32,
-                 "complex64": types.complex64}
+    namespace = {
+        "cuda": cuda,
+        "block_argmax": block_argmax,
+        "block_topk": block_topk,
+        "warp_argmax": warp_argmax,
+        "float32": types.float32,
+        "complex64": types.complex64,
+    }
     exec(source, namespace)
     return tiles.compile(cuda.jit(namespace["kernel"]), (F32, F32))
 
 
-@pytest.mark.parametrize("body,message", [
-    (["v, j = block_argmax(complex64(x[i]), i, block_dim=128)"],
-     r"tiles.block_argmax: value has type complex64, which is not supported here. Fix: pass one of int8"),
-    (["v, j = block_argmax(x[i], x[i], block_dim=128)"], r"tiles.block_argmax: index must be an integer"),
-    (["v, j = warp_argmax(x[i], i, warp_size=3)"], r"tiles.warp_argmax: warp_size must be a power of two"),
-    (["v, j = block_argmax(x[i], i, block_dim=out.size)"],
-     r"tiles.block_argmax: block_dim must be a compile-time constant"),
-    (["a = cuda.local.array(2, float32)", "b = cuda.local.array(4, float32)",
-      "block_topk(a, b, k=300, block_dim=128, items_per_thread=2)"],
-     r"tiles.block_topk: k=300 is more than the block's 256 items. Fix: pass k <= "),
-    (["a = cuda.local.array(2, float32)", "block_topk(a, x[0], k=4, block_dim=128, items_per_thread=2)"],
-     r"tiles.block_topk: items and out must be thread-local arrays"),
-    (["a = cuda.local.array(2, float32)", "b = cuda.local.array(4, float32)",
-      "block_topk(a, b, k=0, block_dim=128, items_per_thread=2)"], r"tiles.block_topk: k must be a positive int"),
-], ids=["complex", "float-index", "warp-size", "runtime-block", "k-too-big", "out-scalar", "k-zero"])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        (
+            ["v, j = block_argmax(complex64(x[i]), i, block_dim=128)"],
+            r"tiles.block_argmax: value has type complex64, which is not supported here. Fix: pass one of int8",
+        ),
+        (["v, j = block_argmax(x[i], x[i], block_dim=128)"], r"tiles.block_argmax: index must be an integer"),
+        (["v, j = warp_argmax(x[i], i, warp_size=3)"], r"tiles.warp_argmax: warp_size must be a power of two"),
+        (
+            ["v, j = block_argmax(x[i], i, block_dim=out.size)"],
+            r"tiles.block_argmax: block_dim must be a compile-time constant",
+        ),
+        (
+            [
+                "a = cuda.local.array(2, float32)",
+                "b = cuda.local.array(4, float32)",
+                "block_topk(a, b, k=300, block_dim=128, items_per_thread=2)",
+            ],
+            r"tiles.block_topk: k=300 is more than the block's 256 items. Fix: pass k <= ",
+        ),
+        (
+            ["a = cuda.local.array(2, float32)", "block_topk(a, x[0], k=4, block_dim=128, items_per_thread=2)"],
+            r"tiles.block_topk: items and out must be thread-local arrays",
+        ),
+        (
+            [
+                "a = cuda.local.array(2, float32)",
+                "b = cuda.local.array(4, float32)",
+                "block_topk(a, b, k=0, block_dim=128, items_per_thread=2)",
+            ],
+            r"tiles.block_topk: k must be a positive int",
+        ),
+    ],
+    ids=["complex", "float-index", "warp-size", "runtime-block", "k-too-big", "out-scalar", "k-zero"],
+)
 def test_misuse_is_a_tiles_error_naming_the_intrinsic(body, message):
     with pytest.raises(tiles.TilesError, match="^" + message):
         _compile_body(body)
@@ -107,15 +140,22 @@ def _library(tmp_path, text):
     return ext.library("mine_test", tmp_path, blame="This is a bug in mine_test")
 
 
-GOOD = ('#pragma once\n#include "common.cuh"\n'
-        'namespace mine { template <typename T> __device__ T twice(T v) { return v + v; } }\n')
+GOOD = (
+    '#pragma once\n#include "common.cuh"\n'
+    "namespace mine { template <typename T> __device__ T twice(T v) { return v + v; } }\n"
+)
 
 
 def test_the_headers_content_is_in_the_cache_key(tmp_path):
     library = _library(tmp_path, GOOD)
     header = library.header("mine.cuh")
-    instance = ext.Instance(intrinsic="twice", header=header, template=header.template("mine::twice", T="float"),
-                            result=types.float32, params=(ext.Arg("v", types.float32),))
+    instance = ext.Instance(
+        intrinsic="twice",
+        header=header,
+        template=header.template("mine::twice", T="float"),
+        result=types.float32,
+        params=(ext.Arg("v", types.float32),),
+    )
     source = _programs.translation_unit([instance])
 
     def key():
@@ -135,8 +175,13 @@ def test_a_cpp_error_in_a_downstream_header_blames_it(tmp_path):
     header = library.header("mine.cuh")
 
     def rule(name, args):
-        return ext.Instance(intrinsic=name, header=header, template=header.template("mine::twice", T="float"),
-                            result=types.float32, params=(ext.Arg("v", types.float32),))
+        return ext.Instance(
+            intrinsic=name,
+            header=header,
+            template=header.template("mine::twice", T="float"),
+            result=types.float32,
+            params=(ext.Arg("v", types.float32),),
+        )
 
     @ext.intrinsic(consts={}, rule=rule, simulate=None)
     def twice(v):
@@ -153,17 +198,27 @@ def test_a_cpp_error_in_a_downstream_header_blames_it(tmp_path):
     tiles.compile(kernels.top_means, (F32, F32))  # and the process goes on
 
 
-FACES = ("block.py", "block_sort.py", "block_neighbors.py", "warp.py", "tile.py", "matmul.py",
-         "_matmul/calls.py", "_matmul/shared_tiles.py", "_matmul/cp_async.py", "_matmul/tma.py", "_matmul/wgmma.py",
-         "_matmul/libmathdx.py")
+FACES = (
+    "block.py",
+    "block_sort.py",
+    "block_neighbors.py",
+    "warp.py",
+    "tile.py",
+    "matmul.py",
+    "_matmul/calls.py",
+    "_matmul/shared_tiles.py",
+    "_matmul/cp_async.py",
+    "_matmul/tma.py",
+    "_matmul/wgmma.py",
+    "_matmul/libmathdx.py",
+)
 
 
 @pytest.mark.parametrize("face", FACES)
 def test_builtins_are_declared_through_the_public_api(face):
     """No back door: the built-in families take the spec mechanism from numba_tiles.extending only."""
     tree = ast.parse((Path(tiles.__file__).parent / face).read_text())
-    taken = {(node.module, a.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-             for a in node.names}
+    taken = {(node.module, a.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names}
     assert ("extending", "Instance") in taken or (None, "extending") in taken, taken
     # (the matmul's implementations declare libraries of their own: the wgmma block's, libmathdx's entry points)
     private = {"_spec", "_entry", "_dtypes", "_errors"} | ({"_library"} if not face.startswith("_matmul/") else set())

@@ -31,7 +31,7 @@ def test_skipping_unused_ptx_headers_leaves_the_ltoir_unchanged():
 
     with _programs.recording() as lowered:
         tiles.compile(kernel, "void(float32[:], float32[:])", arch="sm_90", output="ltoir")
-    (instance, target), = lowered
+    ((instance, target),) = lowered
     source = _programs.translation_unit([instance])
 
     def ltoir(library):

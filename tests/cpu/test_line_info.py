@@ -37,9 +37,11 @@ def sort_kernel(x, out):
         out[cuda.grid(1) * 4 + j] = keys[j]
 
 
-CASES = {"block_reduce": (reduce_kernel, "block_reduce.cuh", "cub/block/block_reduce.cuh"),
-         "block_scan": (scan_kernel, "block_scan.cuh", "cub/block/block_scan.cuh"),
-         "block_radix_sort": (sort_kernel, "block_radix_sort.cuh", "cub/block/block_radix_sort.cuh")}
+CASES = {
+    "block_reduce": (reduce_kernel, "block_reduce.cuh", "cub/block/block_reduce.cuh"),
+    "block_scan": (scan_kernel, "block_scan.cuh", "cub/block/block_scan.cuh"),
+    "block_radix_sort": (sort_kernel, "block_radix_sort.cuh", "cub/block/block_radix_sort.cuh"),
+}
 
 
 def line_table(cubin, tmp_path):
@@ -48,8 +50,9 @@ def line_table(cubin, tmp_path):
     assert nvdisasm, "nvdisasm not found: pip install nvidia-cuda-nvdisasm (part of .[test])"
     path = tmp_path / "kernel.cubin"
     path.write_bytes(cubin)
-    return subprocess.run([nvdisasm, "-c", "--print-line-info-inline", str(path)], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        [nvdisasm, "-c", "--print-line-info-inline", str(path)], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def call_line(kernel, name):
@@ -72,7 +75,7 @@ def test_sass_maps_to_the_python_call_and_the_cuda_headers(name, arch, tmp_path)
 
 
 def test_without_lineinfo_there_is_no_line_table(tmp_path):
-    assert '//## File' not in line_table(tiles.compile(reduce_kernel, SIG, arch="sm_90"), tmp_path)
+    assert "//## File" not in line_table(tiles.compile(reduce_kernel, SIG, arch="sm_90"), tmp_path)
 
 
 def helper_that_scans(x):
@@ -84,19 +87,26 @@ def helper_that_scans(x):
 def test_a_debug_build_is_refused_and_lineinfo_builds_after_it(kernel, arch, tmp_path):
     """``debug=True``: ptxas's -G code lost a value live across an intrinsic's call on the H200, so the
     build is refused at typing, naming the intrinsic and the fix; the same kernel then builds with line info."""
+
     def through_a_helper(debug):
         helper = cuda.jit(device=True, debug=debug, opt=not debug)(helper_that_scans)
 
         def kernel(x, out):
             out[cuda.grid(1)] = helper(x[cuda.grid(1)])
+
         return kernel
 
-    pyfunc, name = {"reduce": (lambda debug: reduce_kernel, "block_load"),
-                    "scan": (lambda debug: scan_kernel, "block_scan"),
-                    "sort": (lambda debug: sort_kernel, "block_radix_sort"),
-                    "device function": (through_a_helper, "block_scan")}[kernel]
-    with pytest.raises(tiles.TilesError, match=rf"^tiles\.{name}: debug builds \(debug=True\) of kernels that call "
-                                          r"intrinsics are refused.*Fix: build with lineinfo=True instead"):
+    pyfunc, name = {
+        "reduce": (lambda debug: reduce_kernel, "block_load"),
+        "scan": (lambda debug: scan_kernel, "block_scan"),
+        "sort": (lambda debug: sort_kernel, "block_radix_sort"),
+        "device function": (through_a_helper, "block_scan"),
+    }[kernel]
+    with pytest.raises(
+        tiles.TilesError,
+        match=rf"^tiles\.{name}: debug builds \(debug=True\) of kernels that call "
+        r"intrinsics are refused.*Fix: build with lineinfo=True instead",
+    ):
         tiles.compile(pyfunc(True), SIG, arch=arch, debug=True)
     table = line_table(tiles.compile(pyfunc(False), SIG, arch=arch, lineinfo=True), tmp_path)
     assert "lto_libs/" in table

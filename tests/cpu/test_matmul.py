@@ -23,8 +23,10 @@ def test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory(tmp_path, m
     monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
     seen = observed_programs(monkeypatch)
     kernel = gemm.make_gemm((64, 64, 32), "float16", "float32", 128)
-    code = sass(tiles.compile(kernel, "void(float16[:, :], float16[:, :], float32[:, :], float64, float64)",
-                              arch="sm_90"), tmp_path)
+    code = sass(
+        tiles.compile(kernel, "void(float16[:, :], float16[:, :], float32[:, :], float64, float64)", arch="sm_90"),
+        tmp_path,
+    )
     opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
     assert "HMMA" in opcodes, sorted(opcodes)
     assert not opcodes & {"CALL", "LDL", "STL"}, sorted(opcodes)
@@ -40,11 +42,16 @@ def test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory(tmp_path, m
 def test_matmul_renders_cublasdx_with_the_tiles_arrangement():
     """A column-major A (a transposed shared array), row-major B and C; sizes and block as given."""
     with _programs.recording() as lowered:
-        tiles.compile(gemm.make_gemm((32, 16, 8), "float64", "float64", 64, ("F", "C")),
-                      "void(float64[:, :], float64[:, ::1], float64[:, :], float64, float64)", output="ltoir")
+        tiles.compile(
+            gemm.make_gemm((32, 16, 8), "float64", "float64", 64, ("F", "C")),
+            "void(float64[:, :], float64[:, ::1], float64[:, :], float64, float64)",
+            output="ltoir",
+        )
     templates = {i.template for i, _ in lowered}
-    assert ("numba_tiles::matmul<32, 16, 8, double, double, double, double, double, false, true, true, 32, 16, 16, "
-            "0, 64, 1, 1>") in templates
+    assert (
+        "numba_tiles::matmul<32, 16, 8, double, double, double, double, double, false, true, true, 32, 16, 16, "
+        "0, 64, 1, 1>"
+    ) in templates
     assert {"numba_tiles::tile_load<double, 64, 1, 1, false>", "numba_tiles::tile_store<double, 64, 1, 1>"} < templates
 
 
@@ -58,55 +65,110 @@ def kernel(a, b, c, n):
 """
 
 
-@pytest.mark.parametrize("body,sig,message", [
-    ("tiles.matmul(sa, sb, sc, block_dim=128)", None, r"missing a required argument: 'shape'"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64), block_dim=128)", None, r"shape must be a tuple \(M, N, K\)"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 0), block_dim=128)", None,
-     r"shape must be a tuple \(M, N, K\) of positive"),
-    ("tiles.matmul(sa, sb, sc, shape=(n, 64, 32), block_dim=128)", None, r"shape must be a compile-time constant"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=n)", None, r"block_dim must be a compile-time constant"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=2048)", None, r"block_dim=2048 is not a valid CUDA block"),
-    ("tiles.matmul(sa, sb, sc[0], shape=(64, 64, 32), block_dim=128)", None, r"c must be a 2-D array"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=(4, 4))", None,
-     r"cuBLASDx computes with whole warps; block_dim=\(4, 4, 1\) has 16 threads.*Fix: launch blocks of 32"),
-    ("tiles.matmul(sa, sc, sc, shape=(64, 64, 32), block_dim=128)", None, r"b holds float32 but a holds float16"),
-    ("tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)", "void(float16[:, ::1], float16[:, ::1], "
-     "float64[:, ::1], int64)", r"float16 A and B with float64 C is not a supported precision.*Fix: use float16 A"),
-    ("tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)", "void(int32[:, ::1], int32[:, ::1], int32[:, ::1], "
-     "int64)", r"int32 A and B with int32 C is not a supported precision"),
-    ("tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)", "void(complex64[:, ::1], complex64[:, ::1], "
-     "complex128[:, ::1], int64)", r"complex64 A and B with complex128 C is not a supported precision"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, arrangement=('row', 'col', 'row'))", None,
-     r"arrangement must be a 3-tuple of 'row_major'/'col_major'"),
-    ("tiles.matmul(padded[:, :32], sb, sc, shape=(64, 64, 32), block_dim=128)", None,
-     r"a is a strided view.*Fix: pass arrangement="),
-    ("tiles.matmul(sa, sb, sc, a, shape=(64, 64, 32), block_dim=128)", None, r"alpha must be a number"),
-    ("tiles.matmul(padded[:, :32], sb, sc, shape=(64, 64, 32), block_dim=128, arrangement=('row_major', "
-     "'row_major', 'row_major'), ld=(30, 64, 64))", None, r"ld=\(30, 64, 64\) is less than the tiles' \(32, 64, 64\)"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, ld=40)", None, r"ld must be a tuple of 3 positive"),
-    ("tiles.matmul(sa, sb, sc, 1.0, sa, shape=(64, 64, 32), block_dim=128)", None, r"beta must be a number"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, precision='fp8')", None,
-     r"precision='fp8' is not supported.*Fix: use one of None, 'tf32', 'bf16'"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, precision='bf16')", None,
-     r"precision='bf16' takes A and B of int16 or uint16 and C of float32, got float16 and float32"),
-    ("tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, alignment=8)", None,
-     r"alignment=8 is not supported.*Fix: use one of None, 16"),
-    ("tiles.matmul(padded[:, :36], sb[:36], sc, shape=(64, 64, 36), block_dim=128, alignment=16, "
-     "arrangement=('row_major',) * 3, ld=(38, 64, 64))", None,
-     r"alignment=16 needs each tile row \(or column\) to start 16-byte aligned; a's leading dimension 38 is 76 "
-     r"bytes.*Fix: pad the tiles to a leading dimension of a multiple of 8 items"),
-    ("tiles.tile_load(a, sa, 0, 0)", None, r"missing a required argument: 'block_dim'"),
-    ("tiles.tile_load(a[0], sa, 0, 0, block_dim=128)", None, r"src must be a 2-D array"),
-    ("tiles.tile_load(c, sa, 0, 0, block_dim=128)", None, r"src holds float32 but tile holds float16"),
-    ("tiles.tile_load(a, sa, 0.5, 0, block_dim=128)", None, r"row must be an integer, got float64"),
-    ("tiles.tile_load(a, sa, 0, 0, 1.0, block_dim=(7, 9, 3, 2))", None,
-     r"block_dim must be an int or a tuple of 1 to 3"),
-    ("tiles.tile_store(sc, a, 0, 0, block_dim=128)", None, r"dst holds float16 but tile holds float32"),
-    ("tiles.tile_load(a, sa, 0, 0, block_dim=128, asynchronous=1)", None, r"asynchronous must be True or False"),
-    ("tiles.tile_wait(-1, block_dim=128)", None, r"pending must be a non-negative int, got -1"),
-    ("tiles.tile_wait(1.5, block_dim=128)", None, r"pending must be an integer, got float64"),
-    ("tiles.tile_store(sc, c, 0, n * 1.0, block_dim=128)", None, r"col must be an integer, got float64"),
-])
+@pytest.mark.parametrize(
+    "body,sig,message",
+    [
+        ("tiles.matmul(sa, sb, sc, block_dim=128)", None, r"missing a required argument: 'shape'"),
+        ("tiles.matmul(sa, sb, sc, shape=(64, 64), block_dim=128)", None, r"shape must be a tuple \(M, N, K\)"),
+        (
+            "tiles.matmul(sa, sb, sc, shape=(64, 64, 0), block_dim=128)",
+            None,
+            r"shape must be a tuple \(M, N, K\) of positive",
+        ),
+        ("tiles.matmul(sa, sb, sc, shape=(n, 64, 32), block_dim=128)", None, r"shape must be a compile-time constant"),
+        (
+            "tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=n)",
+            None,
+            r"block_dim must be a compile-time constant",
+        ),
+        (
+            "tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=2048)",
+            None,
+            r"block_dim=2048 is not a valid CUDA block",
+        ),
+        ("tiles.matmul(sa, sb, sc[0], shape=(64, 64, 32), block_dim=128)", None, r"c must be a 2-D array"),
+        (
+            "tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=(4, 4))",
+            None,
+            r"cuBLASDx computes with whole warps; block_dim=\(4, 4, 1\) has 16 threads.*Fix: launch blocks of 32",
+        ),
+        ("tiles.matmul(sa, sc, sc, shape=(64, 64, 32), block_dim=128)", None, r"b holds float32 but a holds float16"),
+        (
+            "tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)",
+            "void(float16[:, ::1], float16[:, ::1], float64[:, ::1], int64)",
+            r"float16 A and B with float64 C is not a supported precision.*Fix: use float16 A",
+        ),
+        (
+            "tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)",
+            "void(int32[:, ::1], int32[:, ::1], int32[:, ::1], int64)",
+            r"int32 A and B with int32 C is not a supported precision",
+        ),
+        (
+            "tiles.matmul(a, b, c, shape=(64, 64, 32), block_dim=128)",
+            "void(complex64[:, ::1], complex64[:, ::1], complex128[:, ::1], int64)",
+            r"complex64 A and B with complex128 C is not a supported precision",
+        ),
+        (
+            "tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, arrangement=('row', 'col', 'row'))",
+            None,
+            r"arrangement must be a 3-tuple of 'row_major'/'col_major'",
+        ),
+        (
+            "tiles.matmul(padded[:, :32], sb, sc, shape=(64, 64, 32), block_dim=128)",
+            None,
+            r"a is a strided view.*Fix: pass arrangement=",
+        ),
+        ("tiles.matmul(sa, sb, sc, a, shape=(64, 64, 32), block_dim=128)", None, r"alpha must be a number"),
+        (
+            "tiles.matmul(padded[:, :32], sb, sc, shape=(64, 64, 32), block_dim=128, arrangement=('row_major', "
+            "'row_major', 'row_major'), ld=(30, 64, 64))",
+            None,
+            r"ld=\(30, 64, 64\) is less than the tiles' \(32, 64, 64\)",
+        ),
+        (
+            "tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, ld=40)",
+            None,
+            r"ld must be a tuple of 3 positive",
+        ),
+        ("tiles.matmul(sa, sb, sc, 1.0, sa, shape=(64, 64, 32), block_dim=128)", None, r"beta must be a number"),
+        (
+            "tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, precision='fp8')",
+            None,
+            r"precision='fp8' is not supported.*Fix: use one of None, 'tf32', 'bf16'",
+        ),
+        (
+            "tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, precision='bf16')",
+            None,
+            r"precision='bf16' takes A and B of int16 or uint16 and C of float32, got float16 and float32",
+        ),
+        (
+            "tiles.matmul(sa, sb, sc, shape=(64, 64, 32), block_dim=128, alignment=8)",
+            None,
+            r"alignment=8 is not supported.*Fix: use one of None, 16",
+        ),
+        (
+            "tiles.matmul(padded[:, :36], sb[:36], sc, shape=(64, 64, 36), block_dim=128, alignment=16, "
+            "arrangement=('row_major',) * 3, ld=(38, 64, 64))",
+            None,
+            r"alignment=16 needs each tile row \(or column\) to start 16-byte aligned; a's leading dimension 38 is 76 "
+            r"bytes.*Fix: pad the tiles to a leading dimension of a multiple of 8 items",
+        ),
+        ("tiles.tile_load(a, sa, 0, 0)", None, r"missing a required argument: 'block_dim'"),
+        ("tiles.tile_load(a[0], sa, 0, 0, block_dim=128)", None, r"src must be a 2-D array"),
+        ("tiles.tile_load(c, sa, 0, 0, block_dim=128)", None, r"src holds float32 but tile holds float16"),
+        ("tiles.tile_load(a, sa, 0.5, 0, block_dim=128)", None, r"row must be an integer, got float64"),
+        (
+            "tiles.tile_load(a, sa, 0, 0, 1.0, block_dim=(7, 9, 3, 2))",
+            None,
+            r"block_dim must be an int or a tuple of 1 to 3",
+        ),
+        ("tiles.tile_store(sc, a, 0, 0, block_dim=128)", None, r"dst holds float16 but tile holds float32"),
+        ("tiles.tile_load(a, sa, 0, 0, block_dim=128, asynchronous=1)", None, r"asynchronous must be True or False"),
+        ("tiles.tile_wait(-1, block_dim=128)", None, r"pending must be a non-negative int, got -1"),
+        ("tiles.tile_wait(1.5, block_dim=128)", None, r"pending must be an integer, got float64"),
+        ("tiles.tile_store(sc, c, 0, n * 1.0, block_dim=128)", None, r"col must be an integer, got float64"),
+    ],
+)
 def test_misuse_is_a_clear_compile_time_error(body, sig, message):
     from numba.cuda.types import float16, float32
 
@@ -124,8 +186,10 @@ def test_misuse_is_a_clear_compile_time_error(body, sig, message):
 def test_complex_products_compile_without_local_memory(dtype, tile, tmp_path):
     """cuBLASDx's complex type over numba's complex64/128 tiles (the same two values, size and alignment)."""
     kernel = gemm.make_gemm(tile, dtype, dtype, 128, ("C", "F"))
-    code = sass(tiles.compile(kernel, f"void({dtype}[:, :], {dtype}[:, :], {dtype}[:, :], {dtype}, {dtype})",
-                              arch="sm_90"), tmp_path)
+    code = sass(
+        tiles.compile(kernel, f"void({dtype}[:, :], {dtype}[:, :], {dtype}[:, :], {dtype}, {dtype})", arch="sm_90"),
+        tmp_path,
+    )
     assert "LDL" not in code and "STL" not in code and not external_calls(code)
     assert ("DFMA" if dtype == "complex128" else "FFMA") in code
 
@@ -160,14 +224,18 @@ def test_tile_wait_folds_a_constant_and_branches_on_a_run_time_count(pending, ex
     """cp.async.wait_group takes an immediate (SASS: DEPBAR.LE SB0, N): a constant count is one wait, a
     run-time one a wait per value it may take, the largest for any count from 7 on."""
     namespace = {"cuda": cuda, "tiles": tiles}
-    exec(f"""
+    exec(
+        f"""
 def kernel(x, out):
     n = out.shape[0]
     tile = cuda.shared.array((16, 16), float32)
     tiles.tile_load(x, tile, 0, 0, block_dim=256, asynchronous=True)
     tiles.tile_wait({pending}, block_dim=256)
     out[cuda.threadIdx.x] = tile[cuda.threadIdx.x // 16, cuda.threadIdx.x % 16]
-""", {**namespace, "float32": cuda.types.float32}, namespace)
+""",
+        {**namespace, "float32": cuda.types.float32},
+        namespace,
+    )
     code = sass(tiles.compile(namespace["kernel"], "void(float32[:, ::1], float32[::1])"), tmp_path)
     assert set(re.findall(r"DEPBAR\.LE SB0, (0x[0-9a-f]+)", code)) == expected
 
@@ -212,8 +280,9 @@ def test_a_matmul_description_checks_and_sizes_itself_with_no_compile():
     bf16 = tiles.Matmul((32, 32, 32), "int16", block_dim=64, precision="bf16", arrangement=("col_major", "row_major"))
     assert bf16.accumulator == "float32" and bf16.accumulator_items == 16
     # the default block: 128 threads for tiles of up to 64 x 64, else 256
-    assert (tiles.Matmul((64, 64, 16), "float16").threads == 128
-            and tiles.Matmul((128, 64, 16), "float16").threads == 256)
+    assert (
+        tiles.Matmul((64, 64, 16), "float16").threads == 128 and tiles.Matmul((128, 64, 16), "float16").threads == 256
+    )
     for kwargs, message in [
         (dict(shape=(64, 64), dtype="float16", block_dim=128), "shape must be a tuple (M, N, K)"),
         (dict(shape=(16, 16, 16), dtype="float16", block_dim=512), "does not divide among the block's 512 threads"),
@@ -272,8 +341,14 @@ def test_an_epilogue_is_inlined_into_the_store(tmp_path):
 
     mm = tiles.Matmul((64, 64, 32), "float16", block_dim=128)
     kernel = gemm_epilogue.make_own_loop(mm, epilogues.scaled_relu, staged=True)
-    code = sass(tiles.compile(kernel, "void(float16[:, ::1], float16[:, ::1], float32[:, ::1], float64, float64, "
-                              "UniTuple(float32[::1], 2))", arch="sm_90"), tmp_path)
+    code = sass(
+        tiles.compile(
+            kernel,
+            "void(float16[:, ::1], float16[:, ::1], float32[:, ::1], float64, float64, UniTuple(float32[::1], 2))",
+            arch="sm_90",
+        ),
+        tmp_path,
+    )
     opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
     assert {"HMMA", "FMNMX", "STG"} <= opcodes and not opcodes & {"LDL", "STL"}, sorted(opcodes)
     assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
@@ -298,8 +373,14 @@ def test_batched_products_compile_to_one_pipelined_loop(tmp_path):
     mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128, stages=3)
     cubin, plan = batched_kernel(mm, "float16", "sm_80")
     code = sass(cubin, tmp_path)
-    for instruction in ("HMMA.16816.F32", "LDSM.16", "LDGSTS.E.LTC128B.128", "DEPBAR.LE SB0, 0x1", "LDS.128",
-                        "STG.E.128"):
+    for instruction in (
+        "HMMA.16816.F32",
+        "LDSM.16",
+        "LDGSTS.E.LTC128B.128",
+        "DEPBAR.LE SB0, 0x1",
+        "LDS.128",
+        "STG.E.128",
+    ):
         assert instruction in code, instruction
     assert registers(cubin) <= 128
     lines = code.splitlines()
@@ -319,8 +400,16 @@ def test_batched_tma_products_load_with_tma(tmp_path):
     mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128, stages=3)
     cubin, plan = batched_kernel(mm, "float16", "sm_90")
     code = sass(cubin, tmp_path)
-    for instruction in ("UTMALDG.3D", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "HMMA.16816.F32",
-                        "LDSM.16", "F2FP.F16.F32.PACK_AB", "LDS.128", "STG.E.128"):
+    for instruction in (
+        "UTMALDG.3D",
+        "SYNCS.ARRIVE.TRANS64",
+        "SYNCS.PHASECHK.TRANS64.TRYWAIT",
+        "HMMA.16816.F32",
+        "LDSM.16",
+        "F2FP.F16.F32.PACK_AB",
+        "LDS.128",
+        "STG.E.128",
+    ):
         assert instruction in code, instruction
     assert "LDGSTS" not in code and "LDL" not in code
     # (the fp16 stage written over the buffer just multiplied; a float32 one, copied out in bulk, of its own)
@@ -340,9 +429,11 @@ def test_a_batched_epilogue_keeps_the_bare_loops_registers(tmp_path):
     mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128, stages=2)
     ops = mm.operands_type("float16", batched=True, implementation="tma")
     bare = tiles.compile(gemm.make_batched(mm), (ops, cuda.types.float64, cuda.types.float64), arch="sm_90a")
-    fused = tiles.compile(gemm_epilogue.make_batched(mm, gemm_epilogue.batched_bias_relu),
-                          (ops, cuda.types.float64, cuda.types.float64,
-                           cuda.types.Tuple((cuda.types.float32[::1],))), arch="sm_90a")
+    fused = tiles.compile(
+        gemm_epilogue.make_batched(mm, gemm_epilogue.batched_bias_relu),
+        (ops, cuda.types.float64, cuda.types.float64, cuda.types.Tuple((cuda.types.float32[::1],))),
+        arch="sm_90a",
+    )
     assert registers(fused) <= max(registers(bare), 80)
     lines = sass(fused, tmp_path).splitlines()
     first_product = next(i for i, line in enumerate(lines) if "HMMA" in line)
@@ -365,7 +456,7 @@ def test_batched_float64_accumulates_on_plain_dmma(tmp_path):
     dmma = [i for i, line in enumerate(lines) if "DMMA" in line]
     assert dmma
     assert not [lines[i] for i in dmma if re.search(r"DMMA[^;]*,\s*!?UP\d", lines[i])]
-    assert not [line for line in lines[dmma[0]:dmma[-1]] if "LDL" in line or "STL" in line]
+    assert not [line for line in lines[dmma[0] : dmma[-1]] if "LDL" in line or "STL" in line]
 
 
 @pytest.mark.heavy
@@ -387,13 +478,16 @@ def kernel(ops, a2, n):
 """
 
 
-@pytest.mark.parametrize("body,message", [
-    ("MM.batched(a2)", r"ops must be what mm.operands\(a, b, c\) returns"),
-    ("MM.batched(ops, a2)", r"alpha must be a number"),
-    ("MM.batched(ops, stages=2)", r"unknown keyword argument 'stages'"),
-    ("MM.tile(ops, 0, 0)", r"ops describe a batch \(3-D arrays\).*Fix: call mm.batched\(ops, ...\)"),
-    ("MM.batched(ops, epilogue=abs)", r"epilogue must be a @cuda.jit\(device=True\) function"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ("MM.batched(a2)", r"ops must be what mm.operands\(a, b, c\) returns"),
+        ("MM.batched(ops, a2)", r"alpha must be a number"),
+        ("MM.batched(ops, stages=2)", r"unknown keyword argument 'stages'"),
+        ("MM.tile(ops, 0, 0)", r"ops describe a batch \(3-D arrays\).*Fix: call mm.batched\(ops, ...\)"),
+        ("MM.batched(ops, epilogue=abs)", r"epilogue must be a @cuda.jit\(device=True\) function"),
+    ],
+)
 def test_batched_misuse_is_a_clear_compile_time_error(body, message):
     from numba.cuda.types import float16
 
@@ -401,8 +495,12 @@ def test_batched_misuse_is_a_clear_compile_time_error(body, message):
     exec(BATCHED_KERNEL.format(body=body), namespace)
     mm = namespace["MM"]
     with pytest.raises(tiles.TilesError) as info:
-        tiles.compile(namespace["kernel"], (mm.operands_type("float32", batched=True), cuda.types.float16[:, :],
-                                            cuda.types.int64), arch="sm_90", output="ltoir")
+        tiles.compile(
+            namespace["kernel"],
+            (mm.operands_type("float32", batched=True), cuda.types.float16[:, :], cuda.types.int64),
+            arch="sm_90",
+            output="ltoir",
+        )
     text = str(info.value).splitlines()[0]
     assert re.match(r"tiles\.Matmul\.(batched|tile):", text) and "Fix:" in text, text
     assert re.search(message, text), text
@@ -421,30 +519,44 @@ def kernel(a, b, c, n):
 """
 
 
-@pytest.mark.parametrize("body,message", [
-    ("MM.load_a(a, s32, 0, 0)", r"tile holds float32; this Matmul's tiles hold float16"),
-    ("MM.load_b(c, sb, 0, 0)", r"src holds float32 but tile holds float16"),
-    ("MM.load_a(a, sa, 0.5, 0)", r"row must be an integer"),
-    ("MM.load_a(a, sa, 0, 0, asynchronous=n)", r"asynchronous must be a compile-time constant"),
-    ("MM.load_a(a[0], sa, 0, 0)", r"src must be a 2-D array"),
-    ("MM.multiply(sa, sb, acc16)", r"acc must be an array of float32"),
-    ("MM.multiply(sa, s32, acc)", r"b holds float32; this Matmul's tiles hold float16"),
-    ("MM.store(acc, cuda.local.array((2, 2), float64), 0, 0)",
-     r"dst holds float64; this Matmul stores its float32 accumulator as float32 or rounded to float16"),
-    ("MM.store(acc16, c, 0, 0)", r"acc must be an array of float32"),
-    ("MM.store(acc, c, 0, 0, 1.0, 0.0, sa)", r"stage must be a shared array of float32"),
-    ("MM.store(acc, c, 0, 0, a)", r"alpha must be a number"),
-    ("MM.wait(-1)", r"pending must be a non-negative int"),
-    ("MM.wait(n * 0.5)", r"pending must be an integer"),
-    # epilogues
-    ("MM.store(acc, c, 0, 0, epilogue=abs)", r"epilogue must be a @cuda.jit\(device=True\) function, got <built-in"),
-    ("MM.store(acc, c, 0, 0, epilogue_args=(c,))", r"epilogue_args given without an epilogue"),
-    ("MM.store(acc, c, 0, 0, epilogue=bias, epilogue_args=c[0])", r"epilogue_args must be a tuple .* after "
-     r"\(value, row, col\), got array\(float32, 1d, A\).*Fix: pass epilogue_args=\(bias,\)"),
-    ("MM.store(acc, c, 0, 0, epilogue=bias)", r"the epilogue bias does not compile for \(float32, int64, int64\) "
-     r"\(value, row, col\): .*Fix: make bias take \(value, row, col\)"),
-    ("MM.store(acc, c, 0, 0, epilogue=epilogue)", r"epilogue must be a compile-time constant"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ("MM.load_a(a, s32, 0, 0)", r"tile holds float32; this Matmul's tiles hold float16"),
+        ("MM.load_b(c, sb, 0, 0)", r"src holds float32 but tile holds float16"),
+        ("MM.load_a(a, sa, 0.5, 0)", r"row must be an integer"),
+        ("MM.load_a(a, sa, 0, 0, asynchronous=n)", r"asynchronous must be a compile-time constant"),
+        ("MM.load_a(a[0], sa, 0, 0)", r"src must be a 2-D array"),
+        ("MM.multiply(sa, sb, acc16)", r"acc must be an array of float32"),
+        ("MM.multiply(sa, s32, acc)", r"b holds float32; this Matmul's tiles hold float16"),
+        (
+            "MM.store(acc, cuda.local.array((2, 2), float64), 0, 0)",
+            r"dst holds float64; this Matmul stores its float32 accumulator as float32 or rounded to float16",
+        ),
+        ("MM.store(acc16, c, 0, 0)", r"acc must be an array of float32"),
+        ("MM.store(acc, c, 0, 0, 1.0, 0.0, sa)", r"stage must be a shared array of float32"),
+        ("MM.store(acc, c, 0, 0, a)", r"alpha must be a number"),
+        ("MM.wait(-1)", r"pending must be a non-negative int"),
+        ("MM.wait(n * 0.5)", r"pending must be an integer"),
+        # epilogues
+        (
+            "MM.store(acc, c, 0, 0, epilogue=abs)",
+            r"epilogue must be a @cuda.jit\(device=True\) function, got <built-in",
+        ),
+        ("MM.store(acc, c, 0, 0, epilogue_args=(c,))", r"epilogue_args given without an epilogue"),
+        (
+            "MM.store(acc, c, 0, 0, epilogue=bias, epilogue_args=c[0])",
+            r"epilogue_args must be a tuple .* after "
+            r"\(value, row, col\), got array\(float32, 1d, A\).*Fix: pass epilogue_args=\(bias,\)",
+        ),
+        (
+            "MM.store(acc, c, 0, 0, epilogue=bias)",
+            r"the epilogue bias does not compile for \(float32, int64, int64\) "
+            r"\(value, row, col\): .*Fix: make bias take \(value, row, col\)",
+        ),
+        ("MM.store(acc, c, 0, 0, epilogue=epilogue)", r"epilogue must be a compile-time constant"),
+    ],
+)
 def test_matmul_misuse_is_a_clear_compile_time_error(body, message):
     from numba.cuda.types import float16, float32, float64
 
@@ -452,12 +564,15 @@ def test_matmul_misuse_is_a_clear_compile_time_error(body, message):
     def bias(value, row, col, vector):
         return value + vector[col]
 
-    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64,
-                 "bias": bias}
+    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64, "bias": bias}
     exec(MATMUL_KERNEL.format(body=body), namespace)
     with pytest.raises(tiles.TilesError) as info:
-        tiles.compile(namespace["kernel"], "void(float16[:, :], float16[:, :], float32[:, :], int64)", arch="sm_90",
-                      output="ltoir")
+        tiles.compile(
+            namespace["kernel"],
+            "void(float16[:, :], float16[:, :], float32[:, :], int64)",
+            arch="sm_90",
+            output="ltoir",
+        )
     text = str(info.value).splitlines()[0]
     assert text.startswith(f"tiles.Matmul.{body.split('(')[0].split('.')[1]}:") and "Fix:" in text, text
     assert re.search(message, text), text

@@ -23,21 +23,21 @@ from ..support.sass import instructions, sass  # noqa: E402
 CASES = {
     "block_reduce": "s = tiles.block_reduce(x[i], '+', block_dim=128)\nout[i] = s",
     "block_reduce max, 4 items": "tiles.block_load(x[base:], items, block_dim=128, items_per_thread=4)\n"
-                                 "out[i] = tiles.block_reduce(items, 'max', block_dim=128, items_per_thread=4)",
+    "out[i] = tiles.block_reduce(items, 'max', block_dim=128, items_per_thread=4)",
     "block_sum, 2-D block": "out[i] = tiles.block_sum(x[i], block_dim=(16, 8))",
     "block_scan exclusive": "out[i] = tiles.block_scan(x[i], '+', block_dim=128, exclusive=True)",
     "load, radix sort, store": "tiles.block_load(x[base:], items, block_dim=128, items_per_thread=4)\n"
-                               "tiles.block_radix_sort(items, block_dim=128, items_per_thread=4)\n"
-                               "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
+    "tiles.block_radix_sort(items, block_dim=128, items_per_thread=4)\n"
+    "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
     "load transpose, exchange, store": "tiles.block_load(x[base:], items, block_dim=128, items_per_thread=4, "
-                                       "algorithm='transpose')\n"
-                                       "tiles.block_exchange(items, 'striped_to_blocked', block_dim=128, "
-                                       "items_per_thread=4)\n"
-                                       "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
+    "algorithm='transpose')\n"
+    "tiles.block_exchange(items, 'striped_to_blocked', block_dim=128, "
+    "items_per_thread=4)\n"
+    "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
     "block_reduce by operator.add": "out[i] = tiles.block_reduce(x[i], operator.add, block_dim=128)",
-    "uint64 block_reduce by min and operator.and_ (an identity over int64's range)":
-        "out[i] = tiles.block_reduce(x[i], min, block_dim=128) & "
-        "tiles.block_reduce(x[i], operator.and_, block_dim=128)",
+    "uint64 block_reduce by min and operator.and_ (an identity over int64's range)": (
+        "out[i] = tiles.block_reduce(x[i], min, block_dim=128) & tiles.block_reduce(x[i], operator.and_, block_dim=128)"
+    ),
     "warp_reduce": "out[i] = tiles.warp_reduce(x[i], 'min')",
     "warp_reduce by min, scan by numpy.add": "out[i] = tiles.warp_reduce(x[i], min) + tiles.warp_scan(x[i], np.add)",
     "warp_scan": "out[i] = tiles.warp_scan(x[i], '+', exclusive=True)",
@@ -51,12 +51,17 @@ TILE = {
     "merge sort": "tiles.block_merge_sort(items, '<', block_dim=128, items_per_thread=4)",
     "adjacent difference": "tiles.block_adjacent_difference(items, '-', block_dim=128, items_per_thread=4)",
     "discontinuity": "flags = cuda.local.array(4, np.int32)\n"
-                     "tiles.block_discontinuity(items, block_dim=128, items_per_thread=4, heads=flags)",
+    "tiles.block_discontinuity(items, block_dim=128, items_per_thread=4, heads=flags)",
     "histogram": "counts = cuda.shared.array(16, np.int32)\n"
-                 "tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=16)",
+    "tiles.block_histogram(items, counts, block_dim=128, items_per_thread=4, bins=16)",
 }
-CASES.update({name: "tiles.block_load(x[base:], items, block_dim=128, items_per_thread=4)\n" + body + "\n"
-              "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)" for name, body in TILE.items()})
+CASES.update(
+    {
+        name: "tiles.block_load(x[base:], items, block_dim=128, items_per_thread=4)\n" + body + "\n"
+        "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)"
+        for name, body in TILE.items()
+    }
+)
 KERNEL = """
 def kernel(x, out):
     items = cuda.local.array(4, np.{dtype})
@@ -91,8 +96,9 @@ def counts(text):
 
 @pytest.mark.parametrize("case", CASES)
 def test_each_collective_compiles_to_the_same_code_as_under_numba_cuda(case, tmp_path):
-    dtype = ("uint64" if "uint64" in case else
-             "int32" if "sort" in case or "exchange" in case or case in TILE else "float32")
+    dtype = (
+        "uint64" if "uint64" in case else "int32" if "sort" in case or "exchange" in case or case in TILE else "float32"
+    )
     ours, total = counts(compiled(mlir_cuda.jit, CASES[case], dtype, tmp_path))
     theirs, total_theirs = counts(compiled(cuda.jit, CASES[case], dtype, tmp_path))
     assert ours["CALL"] == 0 and ours["LDL"] == 0 and ours["STL"] == 0, ours
@@ -110,7 +116,7 @@ def test_block_reduce_is_cubs_warp_shuffles_and_barriers(tmp_path):
 
 def test_a_device_function_calls_them_and_any_arch_compiles(tmp_path):
     """An intrinsic in a @cuda.jit(device=True) helper of numba-cuda-mlir; the cubin is the arch asked for (its ELF
-    flags), whatever the host (numba-cuda-mlir takes the host's from the driver: `mlir.compile_kernel`)."""
+    flags), whatever the host (numba-cuda-mlir takes the host's from the driver: `mlir_compile.compile_kernel`)."""
     import struct
 
     @mlir_cuda.jit(device=True)
@@ -131,12 +137,15 @@ def test_shared_memory_and_precompile_take_its_kernels():
     """tiles.shared_memory gives a numba-cuda-mlir kernel's static shared memory and its intrinsics' buffers, as for
     the same kernel under numba-cuda; tiles.precompile compiles it."""
     sig = (types.int32[::1], types.int32[::1])
-    usage = {jit: tiles.shared_memory(kernel_of(jit, CASES["load, radix sort, store"], "int32"), sig, arch="sm_90")
-             for jit in (mlir_cuda.jit, cuda.jit)}
+    usage = {
+        jit: tiles.shared_memory(kernel_of(jit, CASES["load, radix sort, store"], "int32"), sig, arch="sm_90")
+        for jit in (mlir_cuda.jit, cuda.jit)
+    }
     assert usage[mlir_cuda.jit] == usage[cuda.jit] and usage[cuda.jit]["buffers"], usage
     kernel = kernel_of(mlir_cuda.jit, CASES["block_reduce"], "float32")
-    done = tiles.precompile(kernel, arch=["sm_80", "sm_90"], progress=False,
-                            signatures={kernel: [(types.float32[::1], types.float32[::1])]})
+    done = tiles.precompile(
+        kernel, arch=["sm_80", "sm_90"], progress=False, signatures={kernel: [(types.float32[::1], types.float32[::1])]}
+    )
     assert [arch for _, _, arch in done] == ["sm_80", "sm_90"]
 
 
@@ -148,8 +157,9 @@ def test_misuse_is_the_same_clear_error():
     with pytest.raises(tiles.TilesError, match=re.escape("tiles.block_reduce: op '^^' is not supported. Fix:")) as info:
         tiles.compile(kernel, (types.float32[::1], types.float32[::1]), arch="sm_90")
     # then where the call stands, as under numba-cuda
-    assert re.search(r'File ".*test_mlir\.py", line \d+, in .*kernel:\n +out\[0\] = tiles\.block_reduce',
-                     str(info.value))
+    assert re.search(
+        r'File ".*test_mlir\.py", line \d+, in .*kernel:\n +out\[0\] = tiles\.block_reduce', str(info.value)
+    )
 
 
 # (user functions: an op, a comparison; each case's kernel over x and out, with `items` loaded and stored)
@@ -157,8 +167,8 @@ USER = {
     "block_reduce by a user op": "out[i] = tiles.block_reduce(x[i], larger, block_dim=128)",
     "block_scan by a user op": "out[i] = tiles.block_scan(x[i], larger, block_dim=128)",
     "merge sort by a user comparison": "tiles.block_load(x[base:], items, block_dim=128, items_per_thread=4)\n"
-                                       "tiles.block_merge_sort(items, descending, block_dim=128, items_per_thread=4)\n"
-                                       "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
+    "tiles.block_merge_sort(items, descending, block_dim=128, items_per_thread=4)\n"
+    "tiles.block_store(out[base:], items, block_dim=128, items_per_thread=4)",
 }
 
 
@@ -167,9 +177,13 @@ def user_kernel(compiler, body):
     import numpy as np
 
     module = mlir_cuda if compiler is mlir_cuda.jit else cuda
-    scope = {"cuda": module, "tiles": tiles, "np": np,
-             "larger": module.jit(device=True)(lambda a, b: max(a, b)),
-             "descending": module.jit(device=True)(lambda a, b: a > b)}
+    scope = {
+        "cuda": module,
+        "tiles": tiles,
+        "np": np,
+        "larger": module.jit(device=True)(lambda a, b: max(a, b)),
+        "descending": module.jit(device=True)(lambda a, b: a > b),
+    }
     exec(KERNEL.format(dtype="int32", body="\n".join("    " + line for line in body.splitlines())), scope)
     return compiler(scope["kernel"])
 
@@ -196,10 +210,21 @@ def both_ways(source, sig, arch, tmp_path, counted):
 
     found = {}
     for module in (mlir_cuda, cuda):
-        scope = {"cuda": module, "tiles": tiles, "np": np, "math": math, "MM": MM, "BF16": BF16,
-                 "device": module.jit(device=True), "fast_device": module.jit(device=True, fastmath=True),
-                 "ZERO": np.float32(0), "HALF": np.float32(0.5), "ONE": np.float32(1),
-                 "K": np.float32(math.sqrt(2 / math.pi)), "C": np.float32(0.044715)}
+        scope = {
+            "cuda": module,
+            "tiles": tiles,
+            "np": np,
+            "math": math,
+            "MM": MM,
+            "BF16": BF16,
+            "device": module.jit(device=True),
+            "fast_device": module.jit(device=True, fastmath=True),
+            "ZERO": np.float32(0),
+            "HALF": np.float32(0.5),
+            "ONE": np.float32(1),
+            "K": np.float32(math.sqrt(2 / math.pi)),
+            "C": np.float32(0.044715),
+        }
         exec(source, scope)
         text = sass(tiles.compile(module.jit(scope["kernel"]), sig, arch=arch), tmp_path)
         names = [(op[1:] if op[0].startswith("@") else op)[0].split(".")[0] for op in instructions(text) if op]
@@ -253,9 +278,12 @@ def test_the_matmul_forms_on_arrays_compile_to_the_same_code_as_under_numba_cuda
     dtype = types.float32 if "shared" in case else types.float16
     sig = (dtype[:, ::1], dtype[:, ::1], types.float32[:, ::1])
     (ours, total, *_), (theirs, total_theirs, *_) = both_ways(
-        MATMULS[case], sig, "sm_90", tmp_path, ("HMMA", "FFMA", "LDGSTS", "BAR", "CALL", "LDL", "STL"))
-    assert ours == theirs and ours["HMMA" if "register" in case else "FFMA"] and not ours["LDL"] + ours["STL"], \
-        (ours, theirs)
+        MATMULS[case], sig, "sm_90", tmp_path, ("HMMA", "FFMA", "LDGSTS", "BAR", "CALL", "LDL", "STL")
+    )
+    assert ours == theirs and ours["HMMA" if "register" in case else "FFMA"] and not ours["LDL"] + ours["STL"], (
+        ours,
+        theirs,
+    )
     assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
 
 
@@ -276,11 +304,15 @@ def test_a_descriptions_whole_calls_take_its_operands_as_under_numba_cuda(case, 
     arch, implementation, call = WHOLE[case]
     sig = (BF16.operands_type("float32", batched="batched" in case, implementation=implementation),)
     (ours, total, names, _), (theirs, total_theirs, *_) = both_ways(
-        f"def kernel(ops):\n    {call}\n", sig, arch, tmp_path,
-        ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "SYNCS", "BAR", "CALL"))
+        f"def kernel(ops):\n    {call}\n",
+        sig,
+        arch,
+        tmp_path,
+        ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "SYNCS", "BAR", "CALL"),
+    )
     assert ours == theirs and ours["HGMMA" if implementation == "wgmma" else "HMMA"], (ours, theirs)
     products = [i for i, n in enumerate(names) if n in ("HGMMA", "HMMA")]
-    assert not {n for n in names[products[0]:products[-1]] if n in ("LDL", "STL")}, "local memory in the K loop"
+    assert not {n for n in names[products[0] : products[-1]] if n in ("LDL", "STL")}, "local memory in the K loop"
     assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
 
 
@@ -341,14 +373,20 @@ def test_mm_launch_passes_operands_as_a_tuple_numba_cuda_mlirs_launcher_flattens
 
 EPILOGUES = {  # (a store with an epilogue of two arrays; the wgmma tile's with a fastmath tanh GELU)
     "register form, relu(value * scale[row] + bias[col])": (
-        "sm_90", ("HMMA", "FMNMX", "LDG", "STG"), (types.float16[:, ::1], types.float16[:, ::1],
-                                                  types.float32[:, ::1], types.UniTuple(types.float32[::1], 2)), """
+        "sm_90",
+        ("HMMA", "FMNMX", "LDG", "STG"),
+        (types.float16[:, ::1], types.float16[:, ::1], types.float32[:, ::1], types.UniTuple(types.float32[::1], 2)),
+        """
 @device
 def scaled_relu(value, row, col, scale, bias):
     return max(value * scale[row] + bias[col], ZERO)
-""" + REGISTER_FORM.format(extras=", extras", epilogue=", epilogue=scaled_relu, epilogue_args=extras")),
+"""
+        + REGISTER_FORM.format(extras=", extras", epilogue=", epilogue=scaled_relu, epilogue_args=extras"),
+    ),
     "wgmma tile, tanh GELU under fastmath": (
-        "sm_90a", ("HGMMA", "UTMALDG", "UTMASTG"), (BF16.operands_type("int16"), types.Tuple((types.float32[::1],))),
+        "sm_90a",
+        ("HGMMA", "UTMALDG", "UTMASTG"),
+        (BF16.operands_type("int16"), types.Tuple((types.float32[::1],))),
         """
 @fast_device
 def gelu(value, row, col, bias):
@@ -357,7 +395,8 @@ def gelu(value, row, col, bias):
 
 def kernel(ops, extras):
     BF16.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, epilogue=gelu, epilogue_args=extras)
-"""),
+""",
+    ),
 }
 
 
@@ -370,7 +409,8 @@ def test_an_epilogue_is_inlined_into_the_store_as_under_numba_cuda(case, tmp_pat
     the GELU's own instructions differ there (the guide says so)."""
     arch, counted, sig, source = EPILOGUES[case]
     (ours, total, _, text), (theirs, total_theirs, _, text_theirs) = both_ways(
-        source, sig, arch, tmp_path, (*counted, "CALL", "LDL", "STL"))
+        source, sig, arch, tmp_path, (*counted, "CALL", "LDL", "STL")
+    )
     assert ours == theirs and all(ours[n] for n in counted) and not ours["LDL"] + ours["STL"], (ours, theirs)
     if "tanh" in case:
         # (numba-cuda-mlir's tanh: a change of it fails here, and the guide says it)
@@ -388,17 +428,29 @@ def test_epilogue_args_it_cannot_pass_are_refused_naming_the_fix():
     def kernel(ops, flag):
         BF16.tile(ops, 0, 0, epilogue=flagged, epilogue_args=(flag,))
 
-    with pytest.raises(tiles.TilesError, match=r"Matmul\.tile: epilogue_args of bool are not passed in "
-                                               r"numba-cuda-mlir kernels yet\. Fix: pass arrays and 32- or 64-bit"):
+    with pytest.raises(
+        tiles.TilesError,
+        match=r"Matmul\.tile: epilogue_args of bool are not passed in "
+        r"numba-cuda-mlir kernels yet\. Fix: pass arrays and 32- or 64-bit",
+    ):
         tiles.compile(kernel, (BF16.operands_type("float32"), types.boolean), arch="sm_90a")
 
 
-@pytest.mark.parametrize("body,message", [
-    ("items = cuda.local.array(2, np.int32)\n    tiles.block_load(x, items, block_dim=128, items_per_thread=4)",
-     r"tiles\.block_load: items has 2 items but items_per_thread=4\. Fix: make it at least items_per_thread long"),
-    ("out[0] = tiles.block_sum(x[0], block_dim=128.0)", r"tiles\.block_sum: block_dim must be an int or a tuple of 1 "
-     r"to 3 ints, got 128\.0\. Fix:"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        (
+            "items = cuda.local.array(2, np.int32)\n    tiles.block_load(x, items, block_dim=128, items_per_thread=4)",
+            r"tiles\.block_load: items has 2 items but items_per_thread=4\. Fix: make it at least "
+            r"items_per_thread long",
+        ),
+        (
+            "out[0] = tiles.block_sum(x[0], block_dim=128.0)",
+            r"tiles\.block_sum: block_dim must be an int or a tuple of 1 "
+            r"to 3 ints, got 128\.0\. Fix:",
+        ),
+    ],
+)
 def test_what_the_ir_knows_of_an_argument_is_checked_as_under_numba_cuda(body, message):
     """The checks no type tells (a local array's length, a float constant that Numba types as a run-time value)
     read the kernel's IR as numba-cuda-mlir holds it, as they do under numba-cuda: the same error, at compile time."""
@@ -410,10 +462,17 @@ def test_what_the_ir_knows_of_an_argument_is_checked_as_under_numba_cuda(body, m
         tiles.compile(mlir_cuda.jit(scope["kernel"]), (types.int32[::1], types.int32[::1]), arch="sm_90")
 
 
-@pytest.mark.parametrize("kernel,sig", [
-    ("_tile_kernel(np.float32, '+', 4096, 16)", (types.float32[::1], types.float32[::1], types.int64)),
-    ("_warp_kernel(np.float32, 'max', False)", (types.float32[::1], types.int64[::1], types.int64, types.float32[::1])),
-], ids=["block_reduce of whole segments", "warp_reduce of CSR segments"])
+@pytest.mark.parametrize(
+    "kernel,sig",
+    [
+        ("_tile_kernel(np.float32, '+', 4096, 16)", (types.float32[::1], types.float32[::1], types.int64)),
+        (
+            "_warp_kernel(np.float32, 'max', False)",
+            (types.float32[::1], types.int64[::1], types.int64, types.float32[::1]),
+        ),
+    ],
+    ids=["block_reduce of whole segments", "warp_reduce of CSR segments"],
+)
 def test_the_segmented_reduction_example_compiles_the_same_under_numba_cuda_mlir(kernel, sig, tmp_path):
     """examples/segmented_reduction.py's kernels, its source loaded a second time with numba-cuda-mlir's ``cuda``
     (as benchmarks/segmented_reduce.py's numba_tiles-mlir rows do): the same loads, shuffles, barriers and
@@ -425,8 +484,7 @@ def test_the_segmented_reduction_example_compiles_the_same_under_numba_cuda_mlir
 
     from examples import segmented_reduction
 
-    spec = importlib.util.spec_from_file_location("segmented_reduction_mlir",
-                                                  Path(segmented_reduction.__file__))
+    spec = importlib.util.spec_from_file_location("segmented_reduction_mlir", Path(segmented_reduction.__file__))
     under_mlir = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(under_mlir)
     under_mlir.cuda = mlir_cuda
@@ -444,8 +502,10 @@ def test_numba_cuda_mlirs_extension_loader_imports_us():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom numba_cuda_mlir.numba_cuda.core import entrypoints\nentrypoints.init_all()\n"
-            "print('numba_tiles' in sys.modules)")
+    code = (
+        "import sys\nfrom numba_cuda_mlir.numba_cuda.core import entrypoints\nentrypoints.init_all()\n"
+        "print('numba_tiles' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True"], done.stdout + done.stderr
 
@@ -461,8 +521,17 @@ def test_the_numba_cuda_mlir_hooks_the_adapter_uses_are_there():
     assert isinstance(mlir_target._typingctx_initialized, bool) and isinstance(mlir_target._targetctx_initialized, bool)
     for name in ("get_or_insert_function", "memref_data_pointer", "constant"):
         assert callable(getattr(lowering_utilities, name)), name
-    for name in ("alloca", "get_storage_type", "as_storage", "from_storage", "lower_cast", "link_external_item",
-                 "load_var", "store_var", "get_numba_type"):
+    for name in (
+        "alloca",
+        "get_storage_type",
+        "as_storage",
+        "from_storage",
+        "lower_cast",
+        "link_external_item",
+        "load_var",
+        "store_var",
+        "get_numba_type",
+    ):
         assert callable(getattr(MLIRLower, name)), name
     assert hasattr(extending, "typing_registry") and callable(extending.lower_builtin)
     from numba_cuda_mlir.numba_cuda.core.typeinfer import CallConstraint, ConstraintNetwork

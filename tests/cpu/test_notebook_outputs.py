@@ -64,7 +64,8 @@ def test_outputs_are_from_the_current_code(path):
     sources = ", ".join(str(p.relative_to(REPO)) for p in refresh.sources(notebook))
     assert record["digest"] == refresh.digest(notebook), (
         f"{path.name}'s code cells or {sources} changed since its outputs were stored "
-        f"(on {record['device']} at {record['commit']}, {record['date']}): {REFRESH}")
+        f"(on {record['device']} at {record['commit']}, {record['date']}): {REFRESH}"
+    )
 
 
 @pytest.mark.parametrize("path", refresh.NOTEBOOKS, ids=lambda p: p.name)
@@ -82,6 +83,7 @@ def test_every_cell_ran_and_shows_its_results(path):
         if "plot_bandwidth(" in source:
             assert any("image/png" in o.get("data", {}) for o in outputs), f"{where} stored no image/png plot"
         for output in outputs:
-            for value in [output.get("text", "")] + [v for k, v in output.get("data", {}).items()
-                                                     if k.startswith("text/")]:
+            for value in [output.get("text", "")] + [
+                v for k, v in output.get("data", {}).items() if k.startswith("text/")
+            ]:
                 assert len(text(value)) <= MAX_TEXT, f"{where} stored {len(text(value)):,} characters of text"

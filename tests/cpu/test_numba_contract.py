@@ -34,9 +34,12 @@ def test_our_error_leaves_numba_cudas_compiler_unwrapped_with_the_calls_location
     line = bad.__code__.co_firstlineno + 2
     assert str(info.value).splitlines() == [
         "tiles.block_reduce: op '&' needs an integer dtype, got float32. Fix: use '+', '*', 'min' or 'max' for "
-        "floating-point values.", "", f'File "{__file__}", line {line}, in '
+        "floating-point values.",
+        "",
+        f'File "{__file__}", line {line}, in '
         "test_our_error_leaves_numba_cudas_compiler_unwrapped_with_the_calls_location.<locals>.bad:",
-        '    out[i] = tiles.block_reduce(x[i], "&", block_dim=96)']
+        '    out[i] = tiles.block_reduce(x[i], "&", block_dim=96)',
+    ]
 
 
 BLOCK = 128
@@ -72,15 +75,22 @@ def test_typing_call_finds_the_call_and_what_the_ir_knows_of_its_arguments():
 
     with pytest.raises(Probed) as info:
         tiles.compile(kernel, "void(float32[::1], int64)")
-    (positional, keywords), = seen
+    ((positional, keywords),) = seen
     assert [(o.value, o.length) for o in positional] == [
-        (_errors.UNKNOWN, 4), (_errors.UNKNOWN, 3), (7, None), (BLOCK, None), (closure, None), (_errors.UNKNOWN, None),
-        (_errors.UNKNOWN, None)]
+        (_errors.UNKNOWN, 4),
+        (_errors.UNKNOWN, 3),
+        (7, None),
+        (BLOCK, None),
+        (closure, None),
+        (_errors.UNKNOWN, None),
+        (_errors.UNKNOWN, None),
+    ]
     assert keywords == {"kw": _errors.Origin(value=BLOCK), "other": _errors.Origin()}
     assert str(info.value).splitlines()[2:] == [
         f'File "{__file__}", line {kernel.__code__.co_firstlineno + 3}, in '
         "test_typing_call_finds_the_call_and_what_the_ir_knows_of_its_arguments.<locals>.kernel:",
-        "    probe(items, three, 7, BLOCK, closure, x, n, kw=BLOCK, other=n + 1)"]
+        "    probe(items, three, 7, BLOCK, closure, x, n, kw=BLOCK, other=n + 1)",
+    ]
     assert numba_cuda.typing_call(probe) is None
 
 
@@ -104,7 +114,7 @@ def test_register_types_and_lowers_a_call_to_the_entry_point():
 
     with _programs.recording() as lowered:
         modules = tiles.compile(reduce_kernel, SIG, output="ltoir")
-    (instance, _), = lowered
+    ((instance, _),) = lowered
     assert len(modules) == 2
     options = LinkerOptions(arch="sm_90", link_time_optimization=True)
     with pytest.raises(Exception, match=instance.symbol):
@@ -115,7 +125,7 @@ def test_register_types_and_lowers_a_call_to_the_entry_point():
 def test_target_flags_carry_the_arch_and_line_info():
     with _programs.recording() as lowered:
         tiles.compile(reduce_kernel, SIG, arch="sm_80", output="ltoir", lineinfo=True)
-    (_, target), = lowered
+    ((_, target),) = lowered
     assert (target.arch, target.lineinfo) == ("sm_80", True)
 
 
@@ -155,12 +165,21 @@ def test_numba_cudas_line_info_links_with_nvrtc_ltoir(mode):
     def kernel(x):
         x[0] = triple(x[0])
 
-    ours = Program('extern "C" __device__ int numba_tiles_test_triple(int* r, int x) { *r = 3 * x; return 0; }',
-                   "c++", options=ProgramOptions(arch="sm_90", link_time_optimization=True,
-                                                 relocatable_device_code=True)).compile("ltoir").code
+    ours = (
+        Program(
+            'extern "C" __device__ int numba_tiles_test_triple(int* r, int x) { *r = 3 * x; return 0; }',
+            "c++",
+            options=ProgramOptions(arch="sm_90", link_time_optimization=True, relocatable_device_code=True),
+        )
+        .compile("ltoir")
+        .code
+    )
     numbas = numba_cuda_compile.compile_kernel_ltoir(kernel, "void(int32[::1])", (9, 0), **{mode: True})[0]
-    cubin = Linker(ObjectCode.from_ltoir(numbas), ObjectCode.from_ltoir(ours),
-                   options=LinkerOptions(arch="sm_90", link_time_optimization=True, **{mode: True})).link("cubin")
+    cubin = Linker(
+        ObjectCode.from_ltoir(numbas),
+        ObjectCode.from_ltoir(ours),
+        options=LinkerOptions(arch="sm_90", link_time_optimization=True, **{mode: True}),
+    ).link("cubin")
     assert cubin.code[:4] == b"\x7fELF"
 
 
@@ -274,8 +293,10 @@ def test_numba_cudas_extension_loader_imports_us_without_nvrtc_work():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom numba.cuda.core import entrypoints\nentrypoints.init_all()\n"
-            "import numba_tiles._pch as c\nprint('numba_tiles' in sys.modules, len(c._background))")
+    code = (
+        "import sys\nfrom numba.cuda.core import entrypoints\nentrypoints.init_all()\n"
+        "import numba_tiles._pch as c\nprint('numba_tiles' in sys.modules, len(c._background))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "0"], done.stdout + done.stderr
     assert numba_cuda_compile.EXTENSION_LOADER == "numba.cuda.core.entrypoints"

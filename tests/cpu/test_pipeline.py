@@ -44,13 +44,21 @@ def test_the_implementation_is_chosen_by_gpu_dtypes_and_shape():
     f16 = tiles.Matmul((64, 64, 64), "float16", stages=2)
     bf16 = tiles.Matmul((128, 128, 32), "int16", precision="bf16", stages=4)
     f32 = tiles.Matmul((64, 64, 32), "float32", stages=4)
-    cases = [(bf16, (9, 0), "int16", 3, "wgmma", (384, 1, 1)), (f16, (9, 0), "float16", 3, "tma", (128, 1, 1)),
-             (f16, (10, 0), "float16", 3, "tma", (128, 1, 1)), (f16, (8, 0), "float16", 3, "cp.async", (128, 1, 1)),
-             (bf16, (8, 6), "int16", 3, "cp.async", (256, 1, 1)), (f32, (9, 0), "float32", 3, "cp.async", (128, 1, 1)),
-             (f32, (9, 0), "float32", 2, "cp.async", (128, 1, 1)), (MM, (9, 0), "float32", 2, "wgmma", (384, 1, 1)),
-             (f16, (9, 0), "float16", 2, "wgmma", (256, 1, 1)), (WIDE, (9, 0), "float32", 2, "libmathdx", (256, 1, 1)),
-             (TF32, (9, 0), "float32", 2, "libmathdx", (256, 1, 1)),
-             (MM, (8, 0), "float32", 2, "cp.async", (256, 1, 1)), (f16, (9, 0), "float64", 2, "cp.async", (128, 1, 1))]
+    cases = [
+        (bf16, (9, 0), "int16", 3, "wgmma", (384, 1, 1)),
+        (f16, (9, 0), "float16", 3, "tma", (128, 1, 1)),
+        (f16, (10, 0), "float16", 3, "tma", (128, 1, 1)),
+        (f16, (8, 0), "float16", 3, "cp.async", (128, 1, 1)),
+        (bf16, (8, 6), "int16", 3, "cp.async", (256, 1, 1)),
+        (f32, (9, 0), "float32", 3, "cp.async", (128, 1, 1)),
+        (f32, (9, 0), "float32", 2, "cp.async", (128, 1, 1)),
+        (MM, (9, 0), "float32", 2, "wgmma", (384, 1, 1)),
+        (f16, (9, 0), "float16", 2, "wgmma", (256, 1, 1)),
+        (WIDE, (9, 0), "float32", 2, "libmathdx", (256, 1, 1)),
+        (TF32, (9, 0), "float32", 2, "libmathdx", (256, 1, 1)),
+        (MM, (8, 0), "float32", 2, "cp.async", (256, 1, 1)),
+        (f16, (9, 0), "float64", 2, "cp.async", (128, 1, 1)),
+    ]
     for mm, cc, c, ndim, implementation, block in cases:
         plan = mm._plan("test", cc, c, ndim)
         assert (plan.implementation, plan.block) == (implementation, block), (mm, cc, c, ndim, plan)
@@ -64,18 +72,20 @@ def test_the_implementation_is_chosen_by_gpu_dtypes_and_shape():
 
 def test_operands_check_the_arrays_naming_the_fix():
     for arrays, message in (
-            (((128, 64), (64, 128), (128, 64)), "they must be m x k, k x n and m x n"),
-            (((4, 128, 64), (4, 64, 128), (4, 128, 64)), "they must be count x m x k, count x k x n and count x m x n"),
-            (((4, 160, 64), (4, 64, 128), (4, 160, 128)), "each product of a batch is one 128 x 128 tile"),
-            (((4, 128, 64), (4, 64, 128), (128, 128)), "c must be a 3-D array of float32 or int16 like a"),
-            (((128, 64), (64, 128), (128, 128)), "a is a host array")):
+        (((128, 64), (64, 128), (128, 64)), "they must be m x k, k x n and m x n"),
+        (((4, 128, 64), (4, 64, 128), (4, 128, 64)), "they must be count x m x k, count x k x n and count x m x n"),
+        (((4, 160, 64), (4, 64, 128), (4, 160, 128)), "each product of a batch is one 128 x 128 tile"),
+        (((4, 128, 64), (4, 64, 128), (128, 128)), "c must be a 3-D array of float32 or int16 like a"),
+        (((128, 64), (64, 128), (128, 128)), "a is a host array"),
+    ):
         with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
             MM.operands(*(np.zeros(s, np.int16) for s in arrays[:2]), np.zeros(arrays[2], np.float32))
         assert str(info.value).startswith("tiles.Matmul.operands: ") and "Fix:" in str(info.value)
 
 
-@pytest.mark.parametrize("implementation,ndim", [("cp.async", 2), ("cp.async", 3), ("tma", 3), ("wgmma", 2),
-                                                ("wgmma", 3), ("libmathdx", 2)])
+@pytest.mark.parametrize(
+    "implementation,ndim", [("cp.async", 2), ("cp.async", 3), ("tma", 3), ("wgmma", 2), ("wgmma", 3), ("libmathdx", 2)]
+)
 def test_operands_pass_a_kernel_only_the_arrays_their_code_reads(implementation, ndim):
     """A launch marshals each array of ``ops`` on the host, every launch: the TMA forms pass ``pipe`` (A's and B's
     tensor maps, C's sizes in C) and C, the register loop A, B and C; each in the order and of the dtype and
@@ -108,7 +118,7 @@ def test_the_kernel_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(imple
     # 16 STL.128 a tile).
     assert "LDL" not in names
     products = [i for i, op in enumerate(ops) if op[0].startswith("HGMMA")]
-    assert not [op for op in ops[products[0]:products[-1]] if op[0].startswith("STL")], "local memory in the K loop"
+    assert not [op for op in ops[products[0] : products[-1]] if op[0].startswith("STL")], "local memory in the K loop"
     assert not external_calls(text)
     assert any(" HGMMA.64x128x16.F32.BF16" in line for line in text.splitlines())
     assert_wgmma_not_serialized(text)
@@ -130,12 +140,17 @@ def test_an_epilogue_keeps_its_fastmath_and_inner_tiles_skip_the_edge_tests(tmp_
     from examples import gemm_epilogue
 
     found = {}
-    for name, epilogue in (("fast", gemm_epilogue.bias_gelu_tanh), ("precise", cuda.jit(device=True)(
-            gemm_epilogue.bias_gelu_tanh.py_func))):
+    for name, epilogue in (
+        ("fast", gemm_epilogue.bias_gelu_tanh),
+        ("precise", cuda.jit(device=True)(gemm_epilogue.bias_gelu_tanh.py_func)),
+    ):
         kernel = gemm_epilogue.make_tile_gemm(MM, epilogue)
         signature = (MM.operands_type("int16"), types.float32, types.float32, types.Tuple((types.float32[::1],)))
-        found[name] = [line for line in sass(tiles.compile(kernel, signature, arch="sm_90a"), tmp_path).splitlines()
-                       if "MUFU.TANH" in line]
+        found[name] = [
+            line
+            for line in sass(tiles.compile(kernel, signature, arch="sm_90a"), tmp_path).splitlines()
+            if "MUFU.TANH" in line
+        ]
     assert not found["precise"] and found["fast"], {k: len(v) for k, v in found.items()}
     assert [line for line in found["fast"] if "@" not in line.split("*/")[1]], "every tanh behind an edge test"
 
@@ -166,10 +181,12 @@ def noisy(ops, alpha, beta):
 """
     scope = {"cuda": cuda, "MM": MM}
     exec(compile(source, str(tmp_path / "noisy.py"), "exec"), scope)
-    with pytest.warns(NumbaPerformanceWarning, match=r"ptxas serialized the wgmma .* of kernel .*noisy, due to "
-                                                     r".*function call.* keep calls out of kernels"):
+    with pytest.warns(
+        NumbaPerformanceWarning,
+        match=r"ptxas serialized the wgmma .* of kernel .*noisy, due to "
+        r".*function call.* keep calls out of kernels",
+    ):
         tiles.compile(scope["noisy"], SIGNATURE, arch="sm_90a")
-
 
 
 @cuda.jit
@@ -178,29 +195,46 @@ def gemm_tf32(ops, alpha, beta):
 
 
 def test_tf32_links_to_wgmma_of_tf32_from_tma_tiles(tmp_path):
-    text = sass(tiles.compile(gemm_tf32, (TF32.operands_type("float32"), types.float32, types.float32),
-                              arch="sm_90a"), tmp_path)
+    text = sass(
+        tiles.compile(gemm_tf32, (TF32.operands_type("float32"), types.float32, types.float32), arch="sm_90a"), tmp_path
+    )
     assert {"HGMMA", "UTMALDG"} <= names_of(text) and "LDL" not in names_of(text), sorted(names_of(text))
     assert any(" HGMMA.64x128x8.F32.TF32" in line for line in text.splitlines())
     assert_wgmma_not_serialized(text)
 
 
 def test_sm_90_without_its_arch_specific_features_is_refused_naming_the_fix():
-    with pytest.raises(tiles.TilesError, match=re.compile(r"which links only for sm_90a, not sm_90 .*Fix: pass "
-                                                          r"arch='sm_90a'", re.S)):
+    with pytest.raises(
+        tiles.TilesError,
+        match=re.compile(
+            r"which links only for sm_90a, not sm_90 .*Fix: pass "
+            r"arch='sm_90a'",
+            re.S,
+        ),
+    ):
         tiles.compile(gemm, SIGNATURE, arch="sm_90")
 
 
 OTHER = tiles.Matmul((128, 128, 32), "int16", precision="bf16")
 
 
-@pytest.mark.parametrize("signature,message", [
-    ((types.int32[::1], types.float32, types.float32), "ops must be what mm.operands(a, b, c) returns"),
-    ((OTHER.operands_type("float32"), types.float32, types.float32), "ops were made by another description"),
-    ((MM.operands_type("float32", batched=True), types.float32, types.float32), "ops describe a batch (3-D arrays)"),
-    ((MM.operands_type("float64"), types.float32, types.float32), "c holds float64; this Matmul stores its float32"),
-    ((MM.operands_type("float32"), types.float32[::1], types.float32), "alpha must be a number"),
-], ids=str)
+@pytest.mark.parametrize(
+    "signature,message",
+    [
+        ((types.int32[::1], types.float32, types.float32), "ops must be what mm.operands(a, b, c) returns"),
+        ((OTHER.operands_type("float32"), types.float32, types.float32), "ops were made by another description"),
+        (
+            (MM.operands_type("float32", batched=True), types.float32, types.float32),
+            "ops describe a batch (3-D arrays)",
+        ),
+        (
+            (MM.operands_type("float64"), types.float32, types.float32),
+            "c holds float64; this Matmul stores its float32",
+        ),
+        ((MM.operands_type("float32"), types.float32[::1], types.float32), "alpha must be a number"),
+    ],
+    ids=str,
+)
 def test_misuse_in_a_kernel_is_a_clear_compile_time_error(signature, message):
     with pytest.raises(tiles.TilesError, match=re.escape(message)) as info:
         tiles.compile(gemm, signature, arch="sm_90a")
@@ -220,23 +254,31 @@ def bmm(ops, alpha, beta):
 BATCHED = (BMM.operands_type("int16", batched=True), types.float32, types.float32)
 
 
-@pytest.mark.parametrize("shape,dtype,c_dtype,arrangement,stages,atom", [
-    ((128, 128, 32), "int16", "int16", ("row_major", "row_major"), 4, "64x128x16.F32.BF16"),
-    ((128, 192, 16), "float16", "float16", ("row_major", "col_major"), 8, "64x192x16.F32"),
-    ((128, 64, 128), "int16", "float32", ("col_major", "row_major"), 2, "64x64x16.F32.BF16"),
-], ids=str)
-def test_batched_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(shape, dtype, c_dtype, arrangement, stages,
-                                                                        atom, tmp_path):
-    mm = tiles.Matmul(shape, dtype, precision="bf16" if dtype == "int16" else None, arrangement=arrangement,
-                      stages=stages)
+@pytest.mark.parametrize(
+    "shape,dtype,c_dtype,arrangement,stages,atom",
+    [
+        ((128, 128, 32), "int16", "int16", ("row_major", "row_major"), 4, "64x128x16.F32.BF16"),
+        ((128, 192, 16), "float16", "float16", ("row_major", "col_major"), 8, "64x192x16.F32"),
+        ((128, 64, 128), "int16", "float32", ("col_major", "row_major"), 2, "64x64x16.F32.BF16"),
+    ],
+    ids=str,
+)
+def test_batched_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(
+    shape, dtype, c_dtype, arrangement, stages, atom, tmp_path
+):
+    mm = tiles.Matmul(
+        shape, dtype, precision="bf16" if dtype == "int16" else None, arrangement=arrangement, stages=stages
+    )
 
     @cuda.jit
     def kernel(ops, alpha, beta):
         mm.batched(ops, alpha, beta)
 
     assert mm._plan("test", (9, 0), c_dtype, 3).implementation == "wgmma"
-    text = sass(tiles.compile(kernel, (mm.operands_type(c_dtype, batched=True), types.float32, types.float32),
-                              arch="sm_90a"), tmp_path)
+    text = sass(
+        tiles.compile(kernel, (mm.operands_type(c_dtype, batched=True), types.float32, types.float32), arch="sm_90a"),
+        tmp_path,
+    )
     names = names_of(text)
     # TMA loads and stores, the products' counter, and no local memory: N / 2 floats of C a thread stay in registers
     assert {"HGMMA", "UTMALDG", "UTMASTG", "ATOMG", "SYNCS"} <= names and not {"LDL", "STL"} & names, sorted(names)

@@ -46,8 +46,9 @@ def notice_lines(text):
 def _in_a_terminal(env):
     """SMALL_GEMM run with its stderr a terminal (a pseudo-terminal): (its stdout, all it wrote to stderr)."""
     main, side = pty.openpty()
-    child = subprocess.Popen([sys.executable, "-c", SMALL_GEMM], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                             stderr=side, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", SMALL_GEMM], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=side, text=True
+    )
     os.close(side)
     written = []
 
@@ -77,8 +78,10 @@ def test_a_cublasdx_compile_says_so_once_shows_its_time_on_a_terminal_and_a_cach
     env = {**os.environ, "NUMBA_TILES_CACHE_DIR": str(tmp_path)}
     env.pop("NUMBA_TILES_QUIET", None)
     out, err = _in_a_terminal(env)
-    notice = ("numba_tiles: compiling tiles.matmul 16x16x16 (float16, float32) with cuBLASDx for sm_90 "
-              f"(NVRTC; {_notices.cold_time([pytypes.SimpleNamespace(intrinsic='matmul')])}; cached afterwards)")
+    notice = (
+        "numba_tiles: compiling tiles.matmul 16x16x16 (float16, float32) with cuBLASDx for sm_90 "
+        f"(NVRTC; {_notices.cold_time([pytypes.SimpleNamespace(intrinsic='matmul')])}; cached afterwards)"
+    )
     assert err.startswith(notice + "\n"), err
     assert notice in (ROOT / "docs" / "guide" / "caching.md").read_text().splitlines()
     ticks = re.findall(r"\rnumba_tiles: NVRTC has been compiling for (\d+) s", err)
@@ -86,8 +89,9 @@ def test_a_cublasdx_compile_says_so_once_shows_its_time_on_a_terminal_and_a_cach
     assert err.endswith("\r"), repr(err[-200:])  # (the line cleared: blanks between two carriage returns)
     assert err.rsplit("\r", 2)[1].strip() == "", repr(err[-200:])
     assert int(out) == 2  # the matmul's program and the tile moves' (CUB: no notice, no time)
-    cached = subprocess.run([sys.executable, "-c", SMALL_GEMM], cwd=ROOT, env=env, capture_output=True, text=True,
-                            check=True)
+    cached = subprocess.run(
+        [sys.executable, "-c", SMALL_GEMM], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
     assert int(cached.stdout) == 0 and cached.stderr == "", cached.stderr
 
 
@@ -104,10 +108,12 @@ def test_a_notice_quotes_the_benchmark_figure_of_its_form_and_the_matmul_guide_t
     the matmul guide gives the same; a form no benchmark times gets no figure."""
     results = _load_report().results()  # (the result files, oldest first)
     guide = (ROOT / "docs" / "guide" / "matmul.md").read_text()
-    guide = guide[guide.index("<!-- perf:begin compile_cold -->"):]
-    guide = guide[:guide.index("<!-- perf:end -->")]
-    for intrinsic, case, kernel in (("matmul", "matmul", "`tiles.matmul`"),
-                                    ("Matmul.multiply", "register matmul", "`tiles.Matmul`'s own loop")):
+    guide = guide[guide.index("<!-- perf:begin compile_cold -->") :]
+    guide = guide[: guide.index("<!-- perf:end -->")]
+    for intrinsic, case, kernel in (
+        ("matmul", "matmul", "`tiles.matmul`"),
+        ("Matmul.multiply", "register matmul", "`tiles.Matmul`'s own loop"),
+    ):
         newest = [r for r in results if f"{case}, cold cache" in r.data.get("results", {})][-1]
         seconds = round(newest.data["results"][f"{case}, cold cache"]["compile_s"])
         cores = int(re.search(r"(\d+) cores", newest.data["device"])[1])
@@ -176,10 +182,16 @@ def test_a_small_program_compiles_without_a_word(tmp_path, monkeypatch, capfd):
 
 def _per_entry_library(tmp_path):
     """A library with a program per entry point (as MathDx's), of tiny templates: its programs build side by side."""
-    (tmp_path / "tiny.cuh").write_text("#pragma once\nnamespace mypkg {\ntemplate <int N>\n"
-                                       "__device__ void wait() { __nanosleep(N); }\n}\n")
-    library = Library("mypkg", include_dirs=lambda: (tmp_path,), versions=lambda: {"mypkg": "1"},
-                      blame="This is a bug in mypkg", per_entry=True)
+    (tmp_path / "tiny.cuh").write_text(
+        "#pragma once\nnamespace mypkg {\ntemplate <int N>\n__device__ void wait() { __nanosleep(N); }\n}\n"
+    )
+    library = Library(
+        "mypkg",
+        include_dirs=lambda: (tmp_path,),
+        versions=lambda: {"mypkg": "1"},
+        blame="This is a bug in mypkg",
+        per_entry=True,
+    )
     header = library.header("tiny.cuh")
 
     class CodeLibrary:  # what Numba lowers into (only its identity matters here)
@@ -188,8 +200,16 @@ def _per_entry_library(tmp_path):
     def build(*ns):
         """Lower calls of wait<n> for each n into one code library, and read the first program (builds them all)."""
         kernel = CodeLibrary()
-        instances = [Instance(intrinsic="mine", header=header, template=header.template("mypkg::wait", N=n),
-                              result=types.none, params=()) for n in ns]
+        instances = [
+            Instance(
+                intrinsic="mine",
+                header=header,
+                template=header.template("mypkg::wait", N=n),
+                result=types.none,
+                params=(),
+            )
+            for n in ns
+        ]
         objects = [_programs.for_call(i, Target("sm_90"), kernel) for i in instances]
         assert objects[0].data
 
@@ -205,8 +225,10 @@ def test_programs_side_by_side_say_so_once_with_a_bar_in_a_notebook(tmp_path, mo
     build = _per_entry_library(tmp_path)
     build(1, 2)
     out, err = capfd.readouterr()
-    assert notice_lines(err) == ["numba_tiles: compiling 2 programs side by side for sm_90: tiles.mine "
-                             "(NVRTC in 2 worker processes, cached afterwards)"], err
+    assert notice_lines(err) == [
+        "numba_tiles: compiling 2 programs side by side for sm_90: tiles.mine "
+        "(NVRTC in 2 worker processes, cached afterwards)"
+    ], err
     assert "numba_tiles NVRTC:" in err and "0/2 [" in err  # the bar (gone when done: leave=False)
     # redrawn each tick while the first program compiles (a worker process's start and NVRTC: over 20 ms)
     assert err.count("0/2 [") >= 2, err

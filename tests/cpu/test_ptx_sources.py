@@ -32,8 +32,10 @@ def test_inline_ptx_is_rare_and_each_statement_says_why():
     assert len(found) <= MOST, [f"{name}:{i + 1}" for name, i, _ in found]
     for name, i, lines in found:
         above = lines[i - 1].strip() if i > 0 else ""
-        assert above.startswith("//"), (f"lto_libs/{name}:{i + 1}: an asm statement with no comment just above it "
-                                        "saying why no library call (cuda::ptx, CuTe, CUTLASS) does it")
+        assert above.startswith("//"), (
+            f"lto_libs/{name}:{i + 1}: an asm statement with no comment just above it "
+            "saying why no library call (cuda::ptx, CuTe, CUTLASS) does it"
+        )
 
 
 def test_the_counter_sees_asm_statements_and_ignores_comments():
@@ -53,7 +55,15 @@ def test_batched_tma_issues_the_copy_engines_instructions(tmp_path):
     signature = (mm.operands_type("float32", batched=True), cuda.types.float64, cuda.types.float64)
     code = sass(tiles.compile(gemm.make_batched(mm), signature, arch="sm_90"), tmp_path)
     opcodes = {" ".join(ins[1:] if ins[0].startswith("@") else ins) for ins in instructions(code) if ins}
-    for expected in ("UTMALDG.3D", "SYNCS.EXCH.64", "SYNCS.ARRIVE.TRANS64", "SYNCS.PHASECHK.TRANS64.TRYWAIT",
-                     "SYNCS.CCTL.IV", "FENCE.VIEW.ASYNC.S", "UBLKCP.G.S", "DEPBAR.LE SB0, 0x0"):
+    for expected in (
+        "UTMALDG.3D",
+        "SYNCS.EXCH.64",
+        "SYNCS.ARRIVE.TRANS64",
+        "SYNCS.PHASECHK.TRANS64.TRYWAIT",
+        "SYNCS.CCTL.IV",
+        "FENCE.VIEW.ASYNC.S",
+        "UBLKCP.G.S",
+        "DEPBAR.LE SB0, 0x0",
+    ):
         assert any(op.startswith(expected) for op in opcodes), expected
     assert "LDL" not in code and "LDGSTS" not in code

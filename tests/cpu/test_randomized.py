@@ -49,14 +49,20 @@ def test_the_default_sample_draws_every_shape_and_algorithm():
     arrangement and shuffle kind, and every items_per_thread."""
     cases = rc.generate(per_family=20, seed=rc.DEFAULT_SEED)
     assert {(c.family, c.block_dim) for c in cases} >= {(f.family, s) for f in rc.FAMILIES for s in rc.ODD_SHAPES}
-    drawn = {(c.family, key, getattr(c, key)) for c in cases for key in ("algorithm", "load", "store", "arrangement",
-                                                                          "kind") if hasattr(c, key)}
-    for family, key, options in ((rc.Reduce, "algorithm", rc.Reduce.ALGORITHMS),
-                                 (rc.Scan, "algorithm", rc.Scan.ALGORITHMS),
-                                 (rc.LoadStore, "load", rc.LoadStore.ALGORITHMS),
-                                 (rc.LoadStore, "store", rc.LoadStore.ALGORITHMS),
-                                 (rc.Exchange, "arrangement", rc.Exchange.ARRANGEMENTS),
-                                 (rc.Histogram, "algorithm", ["sort", "atomic"]),
-                                 (rc.Shuffle, "kind", ["offset", "rotate", "up", "down"])):
+    drawn = {
+        (c.family, key, getattr(c, key))
+        for c in cases
+        for key in ("algorithm", "load", "store", "arrangement", "kind")
+        if hasattr(c, key)
+    }
+    for family, key, options in (
+        (rc.Reduce, "algorithm", rc.Reduce.ALGORITHMS),
+        (rc.Scan, "algorithm", rc.Scan.ALGORITHMS),
+        (rc.LoadStore, "load", rc.LoadStore.ALGORITHMS),
+        (rc.LoadStore, "store", rc.LoadStore.ALGORITHMS),
+        (rc.Exchange, "arrangement", rc.Exchange.ARRANGEMENTS),
+        (rc.Histogram, "algorithm", ["sort", "atomic"]),
+        (rc.Shuffle, "kind", ["offset", "rotate", "up", "down"]),
+    ):
         assert {(family.family, key, o) for o in options} <= drawn, (family.family, key)
     assert {c.ipt for c in cases} >= set(rc.ITEMS)

@@ -13,9 +13,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def collected(*flags):
-    out = subprocess.run([sys.executable, "-m", "pytest", "tests/gpu", "--collect-only", "-q", "-p", "no:cacheprovider",
-                          "--ignore=tests/gpu/test_notebooks_gpu.py", *flags], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/gpu",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--ignore=tests/gpu/test_notebooks_gpu.py",
+            *flags,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [line for line in out.splitlines() if "::" in line]
 
 

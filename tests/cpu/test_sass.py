@@ -22,10 +22,11 @@ def test_cub_inlined_without_local_memory(arch, dtype, op, tmp_path):
     assert "BAR" in names  # the block-wide step of CUB's reduction and the reuse barrier
 
 
-
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("dtype,op,redux", [("int32", "+", "REDUX.SUM.S32"), ("uint32", "min", "REDUX.MIN"),
-                                            ("int32", "max", "REDUX.MAX.S32")])
+@pytest.mark.parametrize(
+    "dtype,op,redux",
+    [("int32", "+", "REDUX.SUM.S32"), ("uint32", "min", "REDUX.MIN"), ("int32", "max", "REDUX.MAX.S32")],
+)
 def test_32bit_integer_reductions_use_redux(arch, dtype, op, redux, tmp_path):
     """CUB's sm_80+ warp-reduction instruction, which it picks only for transparent functors."""
     kernel = reference.make_kernel(op, 256)
@@ -196,7 +197,7 @@ def test_histogram_lanes_counts_with_shared_atomics_in_registers(arch, tmp_path)
     def kernel(x, out):
         items = cuda.local.array(32, uint8)
         counts = cuda.shared.array(256, uint32)
-        tiles.block_load(x[cuda.blockIdx.x * 512 * 32:], items, block_dim=512, items_per_thread=32)
+        tiles.block_load(x[cuda.blockIdx.x * 512 * 32 :], items, block_dim=512, items_per_thread=32)
         tiles.block_histogram(items, counts, block_dim=512, items_per_thread=32, bins=256)
         out[cuda.threadIdx.x % 256] = counts[cuda.threadIdx.x % 256]
 

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SKIPPING = '''
+SKIPPING = """
 import pytest
 
 pytestmark = pytest.mark.skipif(True, reason="no CUDA GPU")
@@ -18,9 +18,9 @@ pytestmark = pytest.mark.skipif(True, reason="no CUDA GPU")
 @pytest.mark.parametrize("n", range(5))
 def test_on_a_gpu(n):
     pass
-'''
+"""
 
-OTHER = '''
+OTHER = """
 import pytest
 
 def test_runs():
@@ -29,13 +29,18 @@ def test_runs():
 @pytest.mark.skipif(True, reason="no Hopper (sm_90) GPU")
 def test_on_hopper():
     pass
-'''
+"""
 
 
 def _pytest(folder, *options):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "pytest", str(folder), "-q", "-rfEX", "-p", "no:cacheprovider",
-                           *options], cwd=folder, env=env, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", str(folder), "-q", "-rfEX", "-p", "no:cacheprovider", *options],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
@@ -46,8 +51,9 @@ def test_skipped_tests_are_one_line_and_exit_zero(tmp_path, workers):
     run = _pytest(tmp_path, *workers)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
-    assert [line for line in lines if "GPU" in line] == ["skipped 6: 5 no CUDA GPU; 1 no Hopper (sm_90) GPU"], \
+    assert [line for line in lines if "GPU" in line] == ["skipped 6: 5 no CUDA GPU; 1 no Hopper (sm_90) GPU"], (
         run.stdout
+    )
     assert not any(line.startswith("SKIPPED") for line in lines), run.stdout
 
 

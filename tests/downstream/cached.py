@@ -34,13 +34,23 @@ def main(seed):
     sum_and_peak[blocks, BLOCK](x, sums, where)
     first_launch = time.perf_counter() - start
     tiles_ = x.reshape(blocks, BLOCK)
-    correct = bool(np.allclose(sums, tiles_.sum(axis=1), rtol=1e-5)
-                   and (where == tiles_.argmax(axis=1) + np.arange(blocks) * BLOCK).all())
+    correct = bool(
+        np.allclose(sums, tiles_.sum(axis=1), rtol=1e-5)
+        and (where == tiles_.argmax(axis=1) + np.arange(blocks) * BLOCK).all()
+    )
     stats = sum_and_peak.stats
-    print(json.dumps({"seconds_to_first_launch": first_launch, "correct": correct,
-                      "numba_cache_hits": sum(stats.cache_hits.values()),
-                      "numba_compiles": sum(stats.cache_misses.values()), "nvrtc": tiles.cache.stats()["nvrtc"],
-                      "links": tiles.cache.stats()["links"]}))
+    print(
+        json.dumps(
+            {
+                "seconds_to_first_launch": first_launch,
+                "correct": correct,
+                "numba_cache_hits": sum(stats.cache_hits.values()),
+                "numba_compiles": sum(stats.cache_misses.values()),
+                "nvrtc": tiles.cache.stats()["nvrtc"],
+                "links": tiles.cache.stats()["links"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ def top_means(rng, blocks=3):
     x = rng.standard_normal(blocks * per_block).astype(np.float32)
     out = np.zeros(blocks, np.float32)
     kernels.top_means[blocks, kernels.BLOCK](x, out)
-    expected = -np.sort(-x.reshape(blocks, per_block), axis=1)[:, :kernels.K].mean(axis=1)
+    expected = -np.sort(-x.reshape(blocks, per_block), axis=1)[:, : kernels.K].mean(axis=1)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
 
 

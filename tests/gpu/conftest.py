@@ -6,11 +6,16 @@ kernel on purpose (a trap is what compute-sanitizer reports) are left out."""
 
 
 def pytest_addoption(parser):
-    parser.addoption("--sanitize-subset", action="store_true",
-                     help="a representative subset of the GPU tests, for compute-sanitizer")
-    parser.addoption("--shard", default=None, metavar="I/N",
-                     help="run only every N-th of the selected tests, from the I-th (0-based): one process "
-                          "a shard, several processes under compute-sanitizer at once")
+    parser.addoption(
+        "--sanitize-subset", action="store_true", help="a representative subset of the GPU tests, for compute-sanitizer"
+    )
+    parser.addoption(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run only every N-th of the selected tests, from the I-th (0-based): one process "
+        "a shard, several processes under compute-sanitizer at once",
+    )
 
 
 ON_PURPOSE = ("stops_with_a_message", "traps_on", "stops_the_kernel")

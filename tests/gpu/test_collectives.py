@@ -30,7 +30,7 @@ def test_load_store_partial(algorithm, num_valid, oob_default, rng):
 @pytest.mark.parametrize("offset", [0, 1, 3])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])
 def test_vectorize_on_misaligned_arrays(dtype, offset, rng):
-    """"vectorize" from x[offset:] to out[offset:] (not on a 16-byte boundary unless offset is 0), full
+    """ "vectorize" from x[offset:] to out[offset:] (not on a 16-byte boundary unless offset is 0), full
     tiles and a partial last one: 16-byte words where aligned, items otherwise (CUB's store faulted)."""
     import numba_tiles as tiles
 
@@ -59,9 +59,21 @@ def test_load_store_dtypes(dtype, block_dim, rng):
         c.run_load_store(dtype, block_dim, 4, algorithm, rng)
 
 
-SCAN_CASES = [("int32", "+"), ("int64", "*"), ("uint8", "+"), ("int16", "max"), ("uint32", "min"),
-              ("uint64", "^"), ("int8", "|"), ("uint16", "&"), ("float16", "+"), ("float32", "+"),
-              ("float64", "max"), ("complex64", "+"), ("complex128", "*")]
+SCAN_CASES = [
+    ("int32", "+"),
+    ("int64", "*"),
+    ("uint8", "+"),
+    ("int16", "max"),
+    ("uint32", "min"),
+    ("uint64", "^"),
+    ("int8", "|"),
+    ("uint16", "&"),
+    ("float16", "+"),
+    ("float32", "+"),
+    ("float64", "max"),
+    ("complex64", "+"),
+    ("complex128", "*"),
+]
 
 
 @pytest.mark.parametrize("block_dim", SHAPES)
@@ -80,8 +92,10 @@ def test_block_scan_forms(exclusive, initial, algorithm, items, rng):
 
 @pytest.mark.parametrize("warp_size", [1, 2, 4, 8, 16, 32])
 @pytest.mark.parametrize("exclusive,initial", [(False, False), (True, False), (False, True), (True, True)])
-@pytest.mark.parametrize("dtype,op", [("int32", "+"), ("float64", "+"), ("uint16", "max"), ("int8", "^"),
-                                      ("float16", "min"), ("complex64", "*")])
+@pytest.mark.parametrize(
+    "dtype,op",
+    [("int32", "+"), ("float64", "+"), ("uint16", "max"), ("int8", "^"), ("float16", "min"), ("complex64", "*")],
+)
 def test_warp_scan(dtype, op, exclusive, initial, warp_size, rng):
     c.run_warp_scan(dtype, op, warp_size, rng, exclusive=exclusive, initial=initial)
 
@@ -113,8 +127,10 @@ def test_histogram(algorithm, items, block_dim, rng):
     c.run_histogram("uint8", "uint32", 256, block_dim, items, algorithm, rng)
 
 
-@pytest.mark.parametrize("dtype,counter,bins", [("uint16", "int32", 1000), ("int32", "uint64", 16),
-                                                ("uint8", "int32", 7), ("int16", "uint32", 352)])
+@pytest.mark.parametrize(
+    "dtype,counter,bins",
+    [("uint16", "int32", 1000), ("int32", "uint64", 16), ("uint8", "int32", 7), ("int16", "uint32", 352)],
+)
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_histogram_types(dtype, counter, bins, accumulate, rng):
     for algorithm in ("atomic", "sort") + (("lanes",) if bins <= 352 else ()):
@@ -122,14 +138,25 @@ def test_histogram_types(dtype, counter, bins, accumulate, rng):
 
 
 def test_histogram_lanes_counts_skewed_data_and_many_tiles(rng):
-    """"lanes" on a block that counts many tiles of items nearly all in one bin (every lane's atomics to one
+    """ "lanes" on a block that counts many tiles of items nearly all in one bin (every lane's atomics to one
     address), accumulated: the counts of all of them, against NumPy's."""
     x = np.where(rng.random(64 * 512 * 8) < 0.97, 200, rng.integers(0, 256, 64 * 512 * 8)).astype(np.uint8)
     c.run_histogram_tiles(x, 256, 512, 8, "lanes")
 
 
-SORT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-               "float16", "float32", "float64"]
+SORT_DTYPES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+]
 
 
 @pytest.mark.parametrize("block_dim", SHAPES)
@@ -275,8 +302,13 @@ def test_too_small_temp_stops_with_a_message():
     run = subprocess.run([sys.executable, "-c", SMALL_TEMP_CHILD], capture_output=True, text=True, timeout=300)
     assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
     need = int(run.stdout.split("NEED ")[1].split()[0])
-    assert run.stdout.count(f"tiles.block_scan: temp holds {need - 1} bytes (stride 1 items); this call needs "
-                            f"{need} contiguous bytes (tiles.temp_bytes gives it)") == 1, run.stdout
+    assert (
+        run.stdout.count(
+            f"tiles.block_scan: temp holds {need - 1} bytes (stride 1 items); this call needs "
+            f"{need} contiguous bytes (tiles.temp_bytes gives it)"
+        )
+        == 1
+    ), run.stdout
 
 
 DEBUG_CHILD = r"""
@@ -328,11 +360,14 @@ cuda.synchronize()
 """
 
 
-@pytest.mark.parametrize("case, message", [
-    ("branch", "tiles.block_reduce: called by 64 of the 128 threads of block ("),
-    ("early", "tiles.block_reduce: called by 72 of the 128 threads of block (1, 0, 0)"),
-    ("lanes", "tiles.warp_reduce: called by 12 of the 16 lanes of a logical warp (warp_size=16)"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("branch", "tiles.block_reduce: called by 64 of the 128 threads of block ("),
+        ("early", "tiles.block_reduce: called by 72 of the 128 threads of block (1, 0, 0)"),
+        ("lanes", "tiles.warp_reduce: called by 12 of the 16 lanes of a logical warp (warp_size=16)"),
+    ],
+)
 def test_debug_mode_traps_on_a_collective_that_not_every_thread_calls(case, message):
     """NUMBA_TILES_DEBUG=1: a block collective called by part of the block (a branch, an early return) and a warp
     collective by part of its logical warp stop the kernel with a message, where the whole block's call passes."""
@@ -342,8 +377,9 @@ def test_debug_mode_traps_on_a_collective_that_not_every_thread_calls(case, mess
 
     env = {**os.environ, "NUMBA_TILES_DEBUG": "1"}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    run = subprocess.run([sys.executable, "-c", DIVERGENT_CHILD, case], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=root)
+    run = subprocess.run(
+        [sys.executable, "-c", DIVERGENT_CHILD, case], env=env, capture_output=True, text=True, timeout=300, cwd=root
+    )
     assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
     assert message in run.stdout, run.stdout
     assert run.stdout.count("tiles.") == 1, run.stdout  # one message, however many threads fail
@@ -367,8 +403,9 @@ def test_debug_mode_histogram_of_uint8_items_over_256_bins():
 
     env = {**os.environ, "NUMBA_TILES_DEBUG": "1"}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    run = subprocess.run([sys.executable, "-c", HISTOGRAM_CHILD], env=env, capture_output=True, text=True, timeout=300,
-                         cwd=root)
+    run = subprocess.run(
+        [sys.executable, "-c", HISTOGRAM_CHILD], env=env, capture_output=True, text=True, timeout=300, cwd=root
+    )
     assert run.returncode == 0 and "counted" in run.stdout, run.stdout + run.stderr[-3000:]
 
 
@@ -411,8 +448,10 @@ def test_merge_sort(compare, items, block_dim, rng):
 
 
 # (a Python comparison takes integers, float32 and float64: Numba's C ABI for half differs)
-@pytest.mark.parametrize("dtype,compare", [(d, cmp) for d in SORT_DTYPES for cmp in ("<", "magnitude")
-                                           if (d, cmp) != ("float16", "magnitude")])
+@pytest.mark.parametrize(
+    "dtype,compare",
+    [(d, cmp) for d in SORT_DTYPES for cmp in ("<", "magnitude") if (d, cmp) != ("float16", "magnitude")],
+)
 def test_merge_sort_dtypes(dtype, compare, rng):
     c.run_merge_sort(dtype, compare, 128, 4, rng, with_values=dtype != "uint8")
 
@@ -432,22 +471,30 @@ def test_shared_memory_report_is_what_the_driver_says(which):
 
 # The neighbor collectives: the usual shapes and one that is not whole warps.
 NEIGHBOR_SHAPES = SHAPES + [pytest.param((7, 3), id="(7, 3)")]
-DIFFERENCE_CASES = [(right, neighbor, num_valid) for right in (False, True) for neighbor in (False, True)
-                    for num_valid in (False, True) if not (right and neighbor and num_valid)]
+DIFFERENCE_CASES = [
+    (right, neighbor, num_valid)
+    for right in (False, True)
+    for neighbor in (False, True)
+    for num_valid in (False, True)
+    if not (right and neighbor and num_valid)
+]
 
 
 @pytest.mark.parametrize("block_dim", NEIGHBOR_SHAPES)
 @pytest.mark.parametrize("items", [1, 3, 4, 16])
 @pytest.mark.parametrize("right,neighbor,num_valid", DIFFERENCE_CASES)
 def test_adjacent_difference(right, neighbor, num_valid, items, block_dim, rng):
-    nb.run_adjacent_difference("int32", "-", block_dim, items, rng, right=right, neighbor=neighbor,
-                               num_valid=num_valid)
+    nb.run_adjacent_difference("int32", "-", block_dim, items, rng, right=right, neighbor=neighbor, num_valid=num_valid)
 
 
 # max: not on complex; absmax (a Python op): integers, float32 and float64
-DIFFERENCE_OPS = [(d, op) for d in c.ARRAY_DTYPES for op in ("-", "+", "max", "absmax")
-                  if not (op == "max" and np.dtype(d).kind == "c")
-                  and not (op == "absmax" and d not in ("int32", "int64", "float32", "float64"))]
+DIFFERENCE_OPS = [
+    (d, op)
+    for d in c.ARRAY_DTYPES
+    for op in ("-", "+", "max", "absmax")
+    if not (op == "max" and np.dtype(d).kind == "c")
+    and not (op == "absmax" and d not in ("int32", "int64", "float32", "float64"))
+]
 
 
 @pytest.mark.parametrize("dtype,op", DIFFERENCE_OPS)
@@ -476,8 +523,7 @@ def test_discontinuity_user_compare(dtype, rng):
 
 
 @pytest.mark.parametrize("block_dim", NEIGHBOR_SHAPES)
-@pytest.mark.parametrize("kind,items", [("offset", 1), ("rotate", 1), ("up", 1), ("up", 4), ("down", 3),
-                                        ("down", 16)])
+@pytest.mark.parametrize("kind,items", [("offset", 1), ("rotate", 1), ("up", 1), ("up", 4), ("down", 3), ("down", 16)])
 def test_shuffle(kind, items, block_dim, rng):
     nb.run_shuffle("float32", kind, block_dim, items, rng)
 
@@ -485,7 +531,7 @@ def test_shuffle(kind, items, block_dim, rng):
 @pytest.mark.parametrize("dtype", c.ARRAY_DTYPES)
 @pytest.mark.parametrize("kind", ["offset", "rotate", "up", "down"])
 def test_shuffle_dtypes(dtype, kind, rng):
-    nb.run_shuffle(dtype, kind, 96, 2, rng, distances=(-5, 95, -2 ** 31))
+    nb.run_shuffle(dtype, kind, 96, 2, rng, distances=(-5, 95, -(2**31)))
 
 
 def test_neighbors_after_a_failed_compile_and_back_to_back(rng):
@@ -501,10 +547,14 @@ def test_neighbors_after_a_failed_compile_and_back_to_back(rng):
 
     with pytest.raises(Exception, match="kind 'offset' shuffles one value per thread"):
         bad[1, 64](np.zeros(256, np.int32))
-    TEMP = max(tiles.temp_bytes(f, *a, block_dim=64, items_per_thread=4, **k) for f, a, k in (
-        (tiles.block_adjacent_difference, (int32[::1],), {}),
-        (tiles.block_discontinuity, (int32[::1],), {"heads": uint8[::1]}),
-        (tiles.block_shuffle, (int32[::1], "up"), {})))
+    TEMP = max(
+        tiles.temp_bytes(f, *a, block_dim=64, items_per_thread=4, **k)
+        for f, a, k in (
+            (tiles.block_adjacent_difference, (int32[::1],), {}),
+            (tiles.block_discontinuity, (int32[::1],), {"heads": uint8[::1]}),
+            (tiles.block_shuffle, (int32[::1], "up"), {}),
+        )
+    )
 
     @cuda.jit
     def kernel(x, diff, heads, edge):

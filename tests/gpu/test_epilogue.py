@@ -10,8 +10,10 @@ HOPPER = cuda.is_available() and cuda.get_current_device().compute_capability ==
 hopper = pytest.mark.skipif(not HOPPER, reason="no Hopper (sm_90) GPU")
 
 
-@pytest.mark.parametrize("precision,out,staged", [(None, "float32", False), (None, "float32", True),
-                                                  (None, "float16", True), ("bf16", "int16", False)])
+@pytest.mark.parametrize(
+    "precision,out,staged",
+    [(None, "float32", False), (None, "float32", True), (None, "float16", True), ("bf16", "int16", False)],
+)
 def test_the_register_form_stores_through_the_epilogue(precision, out, staged, rng):
     epilogues.register_form(rng, (64, 64, 32), 128, precision, out, staged)
 
@@ -30,15 +32,17 @@ def test_the_wgmma_batch_stores_through_the_epilogue(precision, out, full, rng):
     epilogues.batch(rng, (128, 128, 32), 256, precision, out, "wgmma", stages=4, full=full)
 
 
-@pytest.mark.parametrize("implementation", [pytest.param("wgmma", marks=hopper),
-                                            pytest.param("libmathdx", marks=hopper), "cp.async"])
+@pytest.mark.parametrize(
+    "implementation", [pytest.param("wgmma", marks=hopper), pytest.param("libmathdx", marks=hopper), "cp.async"]
+)
 @pytest.mark.parametrize("out", ["int16", "float32"])
 def test_a_tile_stores_through_the_epilogue(out, implementation, rng):
     epilogues.tile(rng, (128, 128, 64), out, implementation)
 
 
-@pytest.mark.parametrize("implementation", [pytest.param("wgmma", marks=hopper),
-                                            pytest.param("libmathdx", marks=hopper), "cp.async"])
+@pytest.mark.parametrize(
+    "implementation", [pytest.param("wgmma", marks=hopper), pytest.param("libmathdx", marks=hopper), "cp.async"]
+)
 def test_a_fastmath_epilogue_keeps_its_fastmath(implementation, rng):
     """The tanh GELU under fastmath=True (one MUFU.TANH an item), beta 0: C of bf16 within its rounding."""
     epilogues.tile(rng, (128, 128, 64), "int16", implementation, tanh=True)

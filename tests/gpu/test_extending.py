@@ -21,8 +21,9 @@ def test_block_argmax(dtype, block_dim, rng):
     check.argmax(rng, dtype, block_dim)
 
 
-@pytest.mark.parametrize("block_dim,items_per_thread,k", [(32, 1, 1), (128, 4, 8), (100, 3, 300), ((8, 8), 2, 17)],
-                         ids=str)
+@pytest.mark.parametrize(
+    "block_dim,items_per_thread,k", [(32, 1, 1), (128, 4, 8), (100, 3, 300), ((8, 8), 2, 17)], ids=str
+)
 @pytest.mark.parametrize("dtype", [np.int16, np.uint32, np.float32, np.float64])
 def test_block_topk(dtype, block_dim, items_per_thread, k, rng):
     check.topk(rng, dtype, block_dim, items_per_thread, k)

@@ -17,8 +17,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def launch(seed, env, *flags):
-    done = subprocess.run([sys.executable, "-m", "tests.downstream.cached", str(seed), *flags], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.downstream.cached", str(seed), *flags],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -30,8 +36,10 @@ def test_second_process_loads_the_kernel_without_compiling(tmp_path, rng):
     second = launch(int(rng.integers(1 << 30)), env)
     assert second["correct"], second
     assert second["numba_cache_hits"] == 1 and second["numba_compiles"] == 0 and second["nvrtc"] == 0, second
-    print(f"first launch: {first['seconds_to_first_launch']:.2f} s compiled, "
-          f"{second['seconds_to_first_launch']:.2f} s from the cache")
+    print(
+        f"first launch: {first['seconds_to_first_launch']:.2f} s compiled, "
+        f"{second['seconds_to_first_launch']:.2f} s from the cache"
+    )
 
 
 def test_second_process_takes_the_linked_kernel_from_the_cache(tmp_path, rng):
@@ -42,5 +50,7 @@ def test_second_process_takes_the_linked_kernel_from_the_cache(tmp_path, rng):
     second = launch(int(rng.integers(1 << 30)), env, "--uncached")
     assert second["correct"] and second["numba_compiles"] == 1, second
     assert second["links"] == 0 and second["nvrtc"] == 0, second
-    print(f"first launch: {first['seconds_to_first_launch']:.2f} s linked, "
-          f"{second['seconds_to_first_launch']:.2f} s with the link from the cache")
+    print(
+        f"first launch: {first['seconds_to_first_launch']:.2f} s linked, "
+        f"{second['seconds_to_first_launch']:.2f} s with the link from the cache"
+    )

@@ -18,18 +18,46 @@ from ..support import matrices
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
-BOUND = {"float16": 1e-2, "float32": 1e-5, "float64": 1e-12, "tf32": 1e-3, "bf16": 1e-5,  # by C's (or the named)
-         "complex64": 1e-5, "complex128": 1e-12}
-PRECISIONS = [("float16", "float32"), ("float16", "float16"), ("float32", "float32"), ("float64", "float64"),
-              ("float32", "float32", "tf32"), ("int16", "float32", "bf16"), ("complex64", "complex64"),
-              ("complex128", "complex128")]
-TILES = [((16, 16, 16), 32), ((32, 32, 32), 128), ((64, 64, 64), 128), ((32, 64, 16), 128), ((128, 64, 16), 256),
-         ((64, 128, 32), (32, 8))]
-CASES = ([(p, tile, block, ("C", "C"), None) for p in PRECISIONS for tile, block in TILES]
-         + [(p, (32, 32, 32), 128, order, None) for p in (PRECISIONS[0], PRECISIONS[3], PRECISIONS[5], PRECISIONS[6])
-            for order in (("F", "C"), ("C", "F"), ("F", "F"))]
-         + [(p, tile, 128, order, 16) for p in PRECISIONS for tile, order in (((64, 64, 32), ("C", "C")),
-                                                                              ((32, 32, 32), ("F", "C")))])
+BOUND = {
+    "float16": 1e-2,
+    "float32": 1e-5,
+    "float64": 1e-12,
+    "tf32": 1e-3,
+    "bf16": 1e-5,  # by C's (or the named)
+    "complex64": 1e-5,
+    "complex128": 1e-12,
+}
+PRECISIONS = [
+    ("float16", "float32"),
+    ("float16", "float16"),
+    ("float32", "float32"),
+    ("float64", "float64"),
+    ("float32", "float32", "tf32"),
+    ("int16", "float32", "bf16"),
+    ("complex64", "complex64"),
+    ("complex128", "complex128"),
+]
+TILES = [
+    ((16, 16, 16), 32),
+    ((32, 32, 32), 128),
+    ((64, 64, 64), 128),
+    ((32, 64, 16), 128),
+    ((128, 64, 16), 256),
+    ((64, 128, 32), (32, 8)),
+]
+CASES = (
+    [(p, tile, block, ("C", "C"), None) for p in PRECISIONS for tile, block in TILES]
+    + [
+        (p, (32, 32, 32), 128, order, None)
+        for p in (PRECISIONS[0], PRECISIONS[3], PRECISIONS[5], PRECISIONS[6])
+        for order in (("F", "C"), ("C", "F"), ("F", "F"))
+    ]
+    + [
+        (p, tile, 128, order, 16)
+        for p in PRECISIONS
+        for tile, order in (((64, 64, 32), ("C", "C")), ((32, 32, 32), ("F", "C")))
+    ]
+)
 
 
 def fits(precision, tile):
@@ -45,14 +73,15 @@ def random(rng, shape, dtype):
     return x.astype(dtype)
 
 
-@pytest.mark.parametrize("precision,tile,block_dim,order,alignment",
-                         [c for c in CASES if fits(c[0], c[1])], ids=str)
+@pytest.mark.parametrize("precision,tile,block_dim,order,alignment", [c for c in CASES if fits(c[0], c[1])], ids=str)
 def test_gemm_against_numpy(precision, tile, block_dim, order, alignment, rng):
     dtype, acc, named = (*precision, None)[:3]
     m, n, k = (int(v) for v in rng.integers(1, 4, 3) * np.array(tile) + rng.integers(1, 17, 3))  # not multiples
     transposed = rng.integers(0, 2, 2)  # A and/or B as the transpose of a stored matrix: strided views
-    a, b = (random(rng, shape, "float32" if named == "bf16" else dtype)
-            for shape in ((k, m) if transposed[0] else (m, k), (n, k) if transposed[1] else (k, n)))
+    a, b = (
+        random(rng, shape, "float32" if named == "bf16" else dtype)
+        for shape in ((k, m) if transposed[0] else (m, k), (n, k) if transposed[1] else (k, n))
+    )
     if named == "bf16":  # bfloat16 values, stored as their bits
         a, b = matrices.bf16_bits(a), matrices.bf16_bits(b)
     a, b = (a.T if transposed[0] else a), (b.T if transposed[1] else b)
@@ -97,8 +126,9 @@ def test_tile_load_store_copy_every_item(dtype, order, cols, asynchronous, rng):
         tiles.tile_store(tile, dst, r, c, block_dim=64)
 
     rows = 96 + 5
-    src = (rng.integers(-100, 100, (rows, cols)) if dtype == "int8"
-           else rng.standard_normal((rows, cols))).astype(dtype)
+    src = (rng.integers(-100, 100, (rows, cols)) if dtype == "int8" else rng.standard_normal((rows, cols))).astype(
+        dtype
+    )
     src = np.asfortranarray(src) if order == "F" else src
     dst = np.full_like(src, 7)
     grid = ((cols + 15) // 16, (rows + 31) // 32)
@@ -112,19 +142,35 @@ def test_tile_load_store_copy_every_item(dtype, order, cols, asynchronous, rng):
 
 # The register form (tiles.Matmul): examples/gemm.py's own-loop kernel. (A and B's dtype,
 # accumulator, precision name, C's dtype)
-REGISTER_PRECISIONS = [("float16", "float32", None, "float32"), ("float16", "float32", None, "float16"),
-                       ("float16", "float16", None, "float16"), ("float32", "float32", None, "float32"),
-                       ("float64", "float64", None, "float64"), ("float32", "float32", "tf32", "float32"),
-                       ("int16", "float32", "bf16", "float32"), ("int16", "float32", "bf16", "int16")]
+REGISTER_PRECISIONS = [
+    ("float16", "float32", None, "float32"),
+    ("float16", "float32", None, "float16"),
+    ("float16", "float16", None, "float16"),
+    ("float32", "float32", None, "float32"),
+    ("float64", "float64", None, "float64"),
+    ("float32", "float32", "tf32", "float32"),
+    ("int16", "float32", "bf16", "float32"),
+    ("int16", "float32", "bf16", "int16"),
+]
 REGISTER_TILES = [((16, 16, 16), 32), ((32, 64, 16), 128), ((64, 64, 32), 128), ((128, 128, 32), 256)]
 ORDERS = ("row_major", "col_major")
-REGISTER_CASES = ([(p, tile, block, ("row_major", "row_major"), staged, stages) for p in REGISTER_PRECISIONS
-                   for (tile, block), staged, stages in zip(REGISTER_TILES, (False, True, True, False), (2, 3, 4, 2))]
-                  + [(p, (32, 32, 32), 64, (oa, ob), True, 3) for p in REGISTER_PRECISIONS[::3]
-                     for oa in ORDERS for ob in ORDERS if (oa, ob) != ("row_major", "row_major")]
-                  # over 48 KiB of (dynamic) shared memory
-                  + [(p, (128, 128, 64), 256, ("row_major", "col_major"), True, 3) for p in REGISTER_PRECISIONS[:2]]
-                  + [(REGISTER_PRECISIONS[4], (64, 64, 32), 128, ("row_major", "row_major"), True, 4)])
+REGISTER_CASES = (
+    [
+        (p, tile, block, ("row_major", "row_major"), staged, stages)
+        for p in REGISTER_PRECISIONS
+        for (tile, block), staged, stages in zip(REGISTER_TILES, (False, True, True, False), (2, 3, 4, 2))
+    ]
+    + [
+        (p, (32, 32, 32), 64, (oa, ob), True, 3)
+        for p in REGISTER_PRECISIONS[::3]
+        for oa in ORDERS
+        for ob in ORDERS
+        if (oa, ob) != ("row_major", "row_major")
+    ]
+    # over 48 KiB of (dynamic) shared memory
+    + [(p, (128, 128, 64), 256, ("row_major", "col_major"), True, 3) for p in REGISTER_PRECISIONS[:2]]
+    + [(REGISTER_PRECISIONS[4], (64, 64, 32), 128, ("row_major", "row_major"), True, 4)]
+)
 BOUND_OF = {"float32": 1e-5, "float64": 1e-12, "float16": 1e-2, "int16": 1e-2}
 
 
@@ -135,17 +181,24 @@ def register_fits(precision, tile, staged, stages):
     return stages * (m * k + k * n) * np.dtype(dtype).itemsize + stage <= 227 * 1024  # Hopper's opt-in limit
 
 
-@pytest.mark.parametrize("precision,tile,block_dim,arrangement,staged,stages",
-                         [c for c in REGISTER_CASES if register_fits(c[0], c[1], c[4], c[5])], ids=str)
+@pytest.mark.parametrize(
+    "precision,tile,block_dim,arrangement,staged,stages",
+    [c for c in REGISTER_CASES if register_fits(c[0], c[1], c[4], c[5])],
+    ids=str,
+)
 def test_register_form_gemm_against_numpy(precision, tile, block_dim, arrangement, staged, stages, rng):
     dtype, acc, named, out = precision
     m, n, k = (int(v) for v in rng.integers(1, 4, 3) * np.array(tile) + rng.integers(1, 17, 3))  # not multiples
     # global A and B in the description's arrangement, or (one of them, at random) in the other order
     flip = rng.integers(0, 2, 2)
-    orders = [("F" if o == "col_major" else "C") if not f else ("C" if o == "col_major" else "F")
-              for o, f in zip(arrangement, flip)]
-    a, b = (np.asarray(rng.standard_normal(shape), dtype="float32" if named == "bf16" else dtype, order=o)
-            for shape, o in (((m, k), orders[0]), ((k, n), orders[1])))
+    orders = [
+        ("F" if o == "col_major" else "C") if not f else ("C" if o == "col_major" else "F")
+        for o, f in zip(arrangement, flip)
+    ]
+    a, b = (
+        np.asarray(rng.standard_normal(shape), dtype="float32" if named == "bf16" else dtype, order=o)
+        for shape, o in (((m, k), orders[0]), ((k, n), orders[1]))
+    )
     if named == "bf16":
         a, b = (np.asarray(matrices.bf16_bits(x), order=o) for x, o in ((a, orders[0]), (b, orders[1])))
     c = rng.standard_normal((m, n)).astype("float32" if out == "int16" else out)
@@ -175,10 +228,12 @@ def batch_scales(sizes, rng):
 
 
 # Matmul.batched by cp.async (any GPU): examples/gemm.py's batched kernel. (precision, tile, block, stages)
-BATCHED_CASES = ([(p, (64, 64, 64), 128, 3) for p in REGISTER_PRECISIONS]
-                 + [(p, (32, 64, 16), 128, 2) for p in REGISTER_PRECISIONS[::2]]
-                 + [(p, (16, 16, 16), 32, 4) for p in REGISTER_PRECISIONS[1::2]]
-                 + [(REGISTER_PRECISIONS[6], (128, 128, 32), 256, 2)])
+BATCHED_CASES = (
+    [(p, (64, 64, 64), 128, 3) for p in REGISTER_PRECISIONS]
+    + [(p, (32, 64, 16), 128, 2) for p in REGISTER_PRECISIONS[::2]]
+    + [(p, (16, 16, 16), 32, 4) for p in REGISTER_PRECISIONS[1::2]]
+    + [(REGISTER_PRECISIONS[6], (128, 128, 32), 256, 2)]
+)
 
 
 @pytest.mark.parametrize("precision,tile,block_dim,stages", BATCHED_CASES, ids=str)
@@ -192,16 +247,17 @@ def test_batched_gemm_against_numpy(precision, tile, block_dim, stages, sizes, r
     dtype, acc, named, out = precision
     m, n, k, count = batch_sizes(tile, sizes, rng)
     mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named, stages=stages)
-    wide, b, c = (rng.standard_normal(shape).astype("float32") for shape in ((count, m, k + 3), (count, k, n),
-                                                                             (count, m, n)))
+    wide, b, c = (
+        rng.standard_normal(shape).astype("float32") for shape in ((count, m, k + 3), (count, k, n), (count, m, n))
+    )
     if named == "bf16":
         wide, b = matrices.bf16_bits(wide), matrices.bf16_bits(b)
     else:
         wide, b = wide.astype(dtype), b.astype(dtype)
-    a = wide[:, :, 1:k + 1]  # strided rows, an offset
+    a = wide[:, :, 1 : k + 1]  # strided rows, an offset
     c_in = matrices.bf16_bits(c) if out == "int16" else c.astype(out)
     alpha, beta = batch_scales(sizes, rng)
-    d_a, d_b, d_c = cuda.to_device(wide)[:, :, 1:k + 1], cuda.to_device(b), cuda.to_device(c_in)
+    d_a, d_b, d_c = cuda.to_device(wide)[:, :, 1 : k + 1], cuda.to_device(b), cuda.to_device(c_in)
     launch(mm, "cp.async", d_a, d_b, d_c, alpha, beta, grid=int(rng.integers(1, count // 3)))
     check_batched(d_c, c_in, a, b, alpha, beta, precision, f"{m}x{n}x{k} x {count}")
 
@@ -237,12 +293,16 @@ def check_batched(d_c, c_in, a, b, alpha, beta, precision, case):
 
 # Matmul.batched by TMA (sm_90 and later): the same loop, A and B by TMA from tensor maps made on the host.
 # (precision, tile, block, stages, arrangement)
-tma = pytest.mark.skipif(not (cuda.is_available() and cuda.get_current_device().compute_capability >= (9, 0)),
-                         reason="TMA needs sm_90 or later")
-TMA_CASES = ([(p, (64, 64, 64), 128, 3, ("row_major", "row_major")) for p in REGISTER_PRECISIONS]
-             + [(p, (32, 64, 16), 128, 2, ("col_major", "row_major")) for p in REGISTER_PRECISIONS[::2]]
-             + [(p, (64, 32, 32), 64, 4, ("row_major", "col_major")) for p in REGISTER_PRECISIONS[1::2]]
-             + [(REGISTER_PRECISIONS[6], (128, 128, 64), 256, 3, ("col_major", "col_major"))])
+tma = pytest.mark.skipif(
+    not (cuda.is_available() and cuda.get_current_device().compute_capability >= (9, 0)),
+    reason="TMA needs sm_90 or later",
+)
+TMA_CASES = (
+    [(p, (64, 64, 64), 128, 3, ("row_major", "row_major")) for p in REGISTER_PRECISIONS]
+    + [(p, (32, 64, 16), 128, 2, ("col_major", "row_major")) for p in REGISTER_PRECISIONS[::2]]
+    + [(p, (64, 32, 32), 64, 4, ("row_major", "col_major")) for p in REGISTER_PRECISIONS[1::2]]
+    + [(REGISTER_PRECISIONS[6], (128, 128, 64), 256, 3, ("col_major", "col_major"))]
+)
 
 
 @tma
@@ -256,8 +316,9 @@ def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arra
 
     dtype, acc, named, out = precision
     m, n, k, count = batch_sizes(tile, sizes, rng)
-    mm = tiles.Matmul(tile, dtype, accumulator=acc, block_dim=block_dim, precision=named, arrangement=arrangement,
-                      stages=stages)
+    mm = tiles.Matmul(
+        tile, dtype, accumulator=acc, block_dim=block_dim, precision=named, arrangement=arrangement, stages=stages
+    )
     a, b, c = (rng.standard_normal(shape).astype("float32") for shape in ((count, m, k), (count, k, n), (count, m, n)))
     a, b = (matrices.bf16_bits(x) if named == "bf16" else x.astype(dtype) for x in (a, b))
     c_in = matrices.bf16_bits(c) if out == "int16" else c.astype(out)
@@ -267,7 +328,7 @@ def test_batched_tma_gemm_against_numpy(precision, tile, block_dim, stages, arra
         lines = x if order == "row_major" else x.transpose(0, 2, 1)
         step = 16 // x.itemsize
         wide = np.zeros(lines.shape[:2] + (-(-lines.shape[2] // step) * step + step,), x.dtype)
-        wide[:, :, :lines.shape[2]] = lines
+        wide[:, :, : lines.shape[2]] = lines
         device = cuda.to_device(wide)
         per_line, per_batch = wide.strides[1], wide.strides[0]
         strides = (per_batch, per_line, x.itemsize) if order == "row_major" else (per_batch, x.itemsize, per_line)
@@ -349,14 +410,21 @@ def test_batched_with_too_little_shared_memory_stops_with_a_message(implementati
     import sys
     from pathlib import Path
 
-    env = dict(os.environ,
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.run([sys.executable, "-c", TOO_LITTLE_SHARED_CHILD.replace("{implementation}", implementation)],
-                         capture_output=True, text=True, timeout=300, env=env)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", TOO_LITTLE_SHARED_CHILD.replace("{implementation}", implementation)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert run.returncode != 0 and "CUDA_ERROR_ASSERT" in run.stderr, run.stdout + run.stderr[-3000:]
     need = int(run.stdout.split("NEED ")[1].split()[0])
-    assert (f"tiles.Matmul.batched: shared holds {need - 16} bytes (stride 1); it needs {need} contiguous"
-            in run.stdout), run.stdout
+    assert (
+        f"tiles.Matmul.batched: shared holds {need - 16} bytes (stride 1); it needs {need} contiguous" in run.stdout
+    ), run.stdout
 
 
 MLIR_KERNELS = """
@@ -375,9 +443,19 @@ def batched(ops, alpha, beta, cols, count):
 """
 
 
-@pytest.mark.parametrize("form,implementation", [("tile", "wgmma"), ("tile", "libmathdx"), ("tile", "cp.async"),
-                                                 ("resident", None), ("batched", "tma"), ("batched", "wgmma"),
-                                                 ("batched", "cp.async")], ids=str)
+@pytest.mark.parametrize(
+    "form,implementation",
+    [
+        ("tile", "wgmma"),
+        ("tile", "libmathdx"),
+        ("tile", "cp.async"),
+        ("resident", None),
+        ("batched", "tma"),
+        ("batched", "wgmma"),
+        ("batched", "cp.async"),
+    ],
+    ids=str,
+)
 def test_numba_cuda_mlir_kernels_launch_through_mm_launch(form, implementation, rng):
     """``mm.tile`` and ``mm.batched`` in numba-cuda-mlir kernels, launched by ``mm.launch`` (``ops`` as the tuple
     of its arrays that its launcher takes, dynamic shared memory over 48 KiB, the resident grid from the occupancy
@@ -389,16 +467,22 @@ def test_numba_cuda_mlir_kernels_launch_through_mm_launch(form, implementation, 
     batch = form == "batched"
     ndim = 3 if batch else 2
     if implementation and implementation not in mm._implementations(
-            tuple(cuda.get_current_device().compute_capability), "float32", ndim):
+        tuple(cuda.get_current_device().compute_capability), "float32", ndim
+    ):
         pytest.skip(f"{implementation} does not compute this Matmul's {form} on this GPU")
     scope = {"cuda": mlir_cuda, "mm": mm}
     exec(MLIR_KERNELS, scope)
     # (n and k whole 16-byte lines, as TMA takes A and B)
-    m, n, k = ((int(rng.integers(1, 129)), 8 * int(rng.integers(1, 17)), 8 * int(rng.integers(1, 40))) if batch else
-               (int(rng.integers(200, 700)), 8 * int(rng.integers(25, 90)), 8 * int(rng.integers(10, 90))))
+    m, n, k = (
+        (int(rng.integers(1, 129)), 8 * int(rng.integers(1, 17)), 8 * int(rng.integers(1, 40)))
+        if batch
+        else (int(rng.integers(200, 700)), 8 * int(rng.integers(25, 90)), 8 * int(rng.integers(10, 90)))
+    )
     lead = (int(rng.integers(50, 300)),) if batch else ()
-    a, b, c = (rng.standard_normal((*lead, *s)).astype(t) for s, t in (((m, k), "float16"), ((k, n), "float16"),
-                                                                      ((m, n), "float32")))
+    a, b, c = (
+        rng.standard_normal((*lead, *s)).astype(t)
+        for s, t in (((m, k), "float16"), ((k, n), "float16"), ((m, n), "float32"))
+    )
     alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-1, 1))
     d_c = mlir_cuda.to_device(c)
     ops = mm.operands(mlir_cuda.to_device(a), mlir_cuda.to_device(b), d_c, implementation=implementation)

@@ -20,35 +20,46 @@ from examples import gemm
 from ..support import matrices
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
-hopper = pytest.mark.skipif(not (cuda.is_available() and cuda.get_current_device().compute_capability == (9, 0)),
-                            reason="no Hopper (sm_90) GPU")
+hopper = pytest.mark.skipif(
+    not (cuda.is_available() and cuda.get_current_device().compute_capability == (9, 0)), reason="no Hopper (sm_90) GPU"
+)
 
 ORDERS = [("row_major", "row_major"), ("row_major", "col_major"), ("col_major", "row_major")]
 # (precision, C's dtype, arrangement, tile, stages, implementation on Hopper)
-CASES = ([("bf16", c, order, (128, 128, 64), 2, "wgmma") for c in ("float32", "int16") for order in ORDERS]
-         + [("fp16", c, ("row_major", "row_major"), (64, 64, 32), 2, "wgmma") for c in ("float32", "float16")]
-         + [("fp16", "float16", ("row_major", "col_major"), (128, 192, 64), 4, "wgmma")]
-         + [("bf16", c, order, (128, 128, 64), 2, "libmathdx") for c, order in (("float32", ORDERS[1]),
-                                                                                 ("int16", ORDERS[2]))]
-         + [("fp16", "float16", ("col_major", "row_major"), (128, 256, 64), 3, "libmathdx")]
-         + [("tf32", "float32", ("row_major", "col_major"), (128, 128, 32), stages, "libmathdx") for stages in (2, 4)]
-         + [("float32", "float32", ("row_major", "col_major"), (64, 64, 32), 3, "cp.async"),
-            ("float64", "float64", ("col_major", "row_major"), (32, 32, 16), 2, "cp.async")])
+CASES = (
+    [("bf16", c, order, (128, 128, 64), 2, "wgmma") for c in ("float32", "int16") for order in ORDERS]
+    + [("fp16", c, ("row_major", "row_major"), (64, 64, 32), 2, "wgmma") for c in ("float32", "float16")]
+    + [("fp16", "float16", ("row_major", "col_major"), (128, 192, 64), 4, "wgmma")]
+    + [
+        ("bf16", c, order, (128, 128, 64), 2, "libmathdx")
+        for c, order in (("float32", ORDERS[1]), ("int16", ORDERS[2]))
+    ]
+    + [("fp16", "float16", ("col_major", "row_major"), (128, 256, 64), 3, "libmathdx")]
+    + [("tf32", "float32", ("row_major", "col_major"), (128, 128, 32), stages, "libmathdx") for stages in (2, 4)]
+    + [
+        ("float32", "float32", ("row_major", "col_major"), (64, 64, 32), 3, "cp.async"),
+        ("float64", "float64", ("col_major", "row_major"), (32, 32, 16), 2, "cp.async"),
+    ]
+)
 DTYPES = {"bf16": "int16", "fp16": "float16", "tf32": "float32", "float32": "float32", "float64": "float64"}
 NAMED = {"bf16": "bf16", "tf32": "tf32"}
 BOUNDS = {"tf32": 1e-3, "float32": 1e-5, "float64": 1e-12}
 
 
 def description(precision, shape, arrangement, stages):
-    return tiles.Matmul(shape, DTYPES[precision], precision=NAMED.get(precision), arrangement=arrangement,
-                        stages=stages)
+    return tiles.Matmul(
+        shape, DTYPES[precision], precision=NAMED.get(precision), arrangement=arrangement, stages=stages
+    )
 
 
 def transposed(array):
     """A device array's last two axes swapped, as a view (Numba's ``.T`` of a device array copies it)."""
     swap = list(range(array.ndim - 2)) + [array.ndim - 1, array.ndim - 2]
-    interface = dict(array.__cuda_array_interface__, shape=tuple(array.shape[i] for i in swap),
-                     strides=tuple(array.strides[i] for i in swap))
+    interface = dict(
+        array.__cuda_array_interface__,
+        shape=tuple(array.shape[i] for i in swap),
+        strides=tuple(array.strides[i] for i in swap),
+    )
     return cuda.from_cuda_array_interface(interface, owner=array)
 
 
@@ -76,8 +87,9 @@ def test_tile_gemm_against_numpy(precision, c_dtype, arrangement, shape, stages,
     mm = description(precision, shape, arrangement, stages)
     m, n, k = (int(v) for v in rng.integers(2, 5, 3) * np.array(shape) + rng.integers(1, 60, 3))  # not multiples
     p = "bf16" if precision == "bf16" else None  # (tf32: the float32 values, as the reference sees them)
-    (a, a_host), (b, b_host) = (operand(rng, size, order, p, mm.dtype)
-                                for size, order in (((m, k), arrangement[0]), ((k, n), arrangement[1])))
+    (a, a_host), (b, b_host) = (
+        operand(rng, size, order, p, mm.dtype) for size, order in (((m, k), arrangement[0]), ((k, n), arrangement[1]))
+    )
     c_host = rng.standard_normal((m, n)).astype(np.float32)
     if c_dtype == "int16":
         c_host = matrices.bf16_bits(c_host)
@@ -98,10 +110,10 @@ def test_tile_gemm_against_numpy(precision, c_dtype, arrangement, shape, stages,
     else:
         ops = mm.operands(a, b, c)
     mm.launch(gemm.make_tile_gemm(mm), ops, alpha, beta)
-    expected = (alpha * (a_host @ b_host)
-                + beta * matrices.values(c_host, p if c_dtype == "int16" else None))
-    result = matrices.values(transposed(c).copy_to_host().T if column_major else c.copy_to_host(),
-                             p if c_dtype == "int16" else None)
+    expected = alpha * (a_host @ b_host) + beta * matrices.values(c_host, p if c_dtype == "int16" else None)
+    result = matrices.values(
+        transposed(c).copy_to_host().T if column_major else c.copy_to_host(), p if c_dtype == "int16" else None
+    )
     error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
     assert error < bound(precision, c_dtype), f"relative error {error:.2e}"
 
@@ -122,8 +134,10 @@ def test_operands_serve_many_launches_and_a_persistent_loop(rng):
         expected = a_host @ b_host
         c = cuda.to_device(np.full((m, n), np.nan, np.float32))
         ops = mm.operands(a, b, c)
-        for launch in (lambda: mm.launch(gemm.make_tile_gemm(mm), ops, 1.0, 0.0),
-                       lambda: mm.launch(persistent, ops, -(-m // 128), -(-n // 128), grid="resident")):
+        for launch in (
+            lambda: mm.launch(gemm.make_tile_gemm(mm), ops, 1.0, 0.0),
+            lambda: mm.launch(persistent, ops, -(-m // 128), -(-n // 128), grid="resident"),
+        ):
             c.copy_to_device(np.full((m, n), np.nan, np.float32))
             launch()
             assert np.linalg.norm(c.copy_to_host() - expected) / np.linalg.norm(expected) < 1e-5
@@ -150,11 +164,16 @@ grid, block, shared = mm.launch_config(kernel, ops, 1.0, 0.0)
 kernel[grid, block[0] - 128, 0, shared](ops, 1.0, 0.0)  # a warpgroup short: stops
 cuda.synchronize()
 """
-WRONG = {"tile": dict(shape=(128, 128, 64), stages=2, make="make_tile_gemm", a=(128, 64), b=(64, 128), c=(128, 128)),
-         "batched": dict(shape=(128, 128, 32), stages=4, make="make_batched", a=(3, 128, 64), b=(3, 64, 128),
-                         c=(3, 128, 128))}
-MESSAGES = {"tile": "tiles.Matmul.tile: launched with other threads or less dynamic shared memory than mm.launch",
-            "batched": "tiles.Matmul.batched: launched with other threads or less dynamic shared memory than mm.launch"}
+WRONG = {
+    "tile": dict(shape=(128, 128, 64), stages=2, make="make_tile_gemm", a=(128, 64), b=(64, 128), c=(128, 128)),
+    "batched": dict(
+        shape=(128, 128, 32), stages=4, make="make_batched", a=(3, 128, 64), b=(3, 64, 128), c=(3, 128, 128)
+    ),
+}
+MESSAGES = {
+    "tile": "tiles.Matmul.tile: launched with other threads or less dynamic shared memory than mm.launch",
+    "batched": "tiles.Matmul.batched: launched with other threads or less dynamic shared memory than mm.launch",
+}
 
 
 @hopper
@@ -179,15 +198,17 @@ def test_a_wrong_launch_stops_the_kernel(call, debug):
 
 # Matmul.batched: precision x C's dtype x arrangement x tile (K-steps of 16 to 128, N of 64 to 256), by the
 # implementation Hopper gets (elsewhere the register form's loops: cp.async)
-BATCHED = [("bf16", "int16", ("row_major", "row_major"), (128, 128, 32), 4, "wgmma"),
-           ("bf16", "float32", ("row_major", "col_major"), (128, 128, 64), 3, "wgmma"),
-           ("bf16", "int16", ("col_major", "row_major"), (128, 64, 64), 3, "wgmma"),
-           ("bf16", "int16", ("row_major", "row_major"), (128, 128, 128), 2, "wgmma"),
-           ("fp16", "float16", ("row_major", "col_major"), (128, 192, 16), 8, "wgmma"),
-           ("fp16", "float16", ("row_major", "row_major"), (64, 128, 64), 4, "tma"),
-           ("fp16", "float32", ("col_major", "col_major"), (64, 64, 32), 4, "tma"),
-           ("float32", "float32", ("row_major", "row_major"), (64, 64, 32), 4, "cp.async"),
-           ("float64", "float64", ("row_major", "col_major"), (32, 32, 16), 2, "cp.async")]
+BATCHED = [
+    ("bf16", "int16", ("row_major", "row_major"), (128, 128, 32), 4, "wgmma"),
+    ("bf16", "float32", ("row_major", "col_major"), (128, 128, 64), 3, "wgmma"),
+    ("bf16", "int16", ("col_major", "row_major"), (128, 64, 64), 3, "wgmma"),
+    ("bf16", "int16", ("row_major", "row_major"), (128, 128, 128), 2, "wgmma"),
+    ("fp16", "float16", ("row_major", "col_major"), (128, 192, 16), 8, "wgmma"),
+    ("fp16", "float16", ("row_major", "row_major"), (64, 128, 64), 4, "tma"),
+    ("fp16", "float32", ("col_major", "col_major"), (64, 64, 32), 4, "tma"),
+    ("float32", "float32", ("row_major", "row_major"), (64, 64, 32), 4, "cp.async"),
+    ("float64", "float64", ("row_major", "col_major"), (32, 32, 16), 2, "cp.async"),
+]
 
 
 @pytest.mark.parametrize("precision,c_dtype,arrangement,shape,stages,implementation", BATCHED, ids=str)
@@ -199,11 +220,16 @@ def test_batched_against_numpy(precision, c_dtype, arrangement, shape, stages, i
     mm = description(precision, shape, arrangement, stages)
     count = int(rng.integers(300, 700))
     ragged = rng.integers(0, 2)
-    m, n, k = ((int(rng.integers(1, shape[0])), int(rng.integers(1, shape[1])), int(rng.integers(1, 300)))
-               if ragged else (shape[0], shape[1], 2 * shape[2]))
+    m, n, k = (
+        (int(rng.integers(1, shape[0])), int(rng.integers(1, shape[1])), int(rng.integers(1, 300)))
+        if ragged
+        else (shape[0], shape[1], 2 * shape[2])
+    )
     p = "bf16" if precision == "bf16" else None
-    (a, a_host), (b, b_host) = (operand(rng, size, order, p, mm.dtype, count)
-                                for size, order in (((m, k), arrangement[0]), ((k, n), arrangement[1])))
+    (a, a_host), (b, b_host) = (
+        operand(rng, size, order, p, mm.dtype, count)
+        for size, order in (((m, k), arrangement[0]), ((k, n), arrangement[1]))
+    )
     c_kind = p if c_dtype == "int16" else None
     padded = np.zeros((count, m, -(-n // 8) * 8 + 8), np.float32)  # (C a view of padded rows)
     padded[:, :, :n] = rng.standard_normal((count, m, n))

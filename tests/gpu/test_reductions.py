@@ -30,6 +30,7 @@ def test_op_spelled_as_python_function(dtype, op, rng):
 
 def test_back_to_back_calls_share_temp_storage(rng):
     """Two calls of one instantiation in a row must not race on CUB's shared temp storage."""
+
     @cuda.jit
     def twice(x, out):
         i = cuda.grid(1)
@@ -110,7 +111,7 @@ def test_warp_reduce_small_and_complex_types(dtype, op, warp_size, rng):
 
 def load_reduce_scan(x, sums, prefix):
     items = cuda.local.array(3, np.float32)
-    tiles.block_load(x[cuda.blockIdx.x * 384:], items, block_dim=128, items_per_thread=3)
+    tiles.block_load(x[cuda.blockIdx.x * 384 :], items, block_dim=128, items_per_thread=3)
     total = tiles.block_reduce(items, "+", block_dim=128, items_per_thread=3)
     running = tiles.block_scan(items[0], "+", block_dim=128)
     if cuda.threadIdx.x == 0:
@@ -128,8 +129,7 @@ def check_load_reduce_scan(kernel, rng, blocks=7):
     np.testing.assert_array_equal(prefix, np.cumsum(per_thread[:, :, 0], axis=1).ravel())
 
 
-@pytest.mark.parametrize("debug", [{"debug": True, "opt": False}, {"debug": True, "opt": False, "lto": True}],
-                         ids=str)
+@pytest.mark.parametrize("debug", [{"debug": True, "opt": False}, {"debug": True, "opt": False, "lto": True}], ids=str)
 def test_debug_build_is_refused_then_lineinfo_build_runs(debug, rng):
     """A debug build of a load + reduce + scan kernel (the one that stored blockIdx.x for the sum on the
     H200) is refused at compile time; the lineinfo build (what profiling turns on) then gives the
@@ -142,7 +142,7 @@ def test_debug_build_is_refused_then_lineinfo_build_runs(debug, rng):
 @cuda.jit(device=True)
 def block_total(x):
     items = cuda.local.array(3, np.float32)
-    tiles.block_load(x[cuda.blockIdx.x * 384:], items, block_dim=128, items_per_thread=3)
+    tiles.block_load(x[cuda.blockIdx.x * 384 :], items, block_dim=128, items_per_thread=3)
     return tiles.block_reduce(items, "+", block_dim=128, items_per_thread=3)
 
 
@@ -159,8 +159,11 @@ def totals_through_helpers(x, sums, prefix):
     prefix[cuda.blockIdx.x * 128 + cuda.threadIdx.x] = running
 
 
-@pytest.mark.skipif(MLIR, reason="numba-cuda-mlir types a debug kernel's device functions as debug code too, "
-                    "which the refusal covers (a TilesError naming the fix)")
+@pytest.mark.skipif(
+    MLIR,
+    reason="numba-cuda-mlir types a debug kernel's device functions as debug code too, "
+    "which the refusal covers (a TilesError naming the fix)",
+)
 def test_debug_kernel_calling_non_debug_helpers_runs(rng):
     """What the refusal lets through: a debug kernel whose intrinsics sit in non-debug device functions
     (typed, and built, without debug). The sum is stored after both calls, the shape whose store

@@ -24,8 +24,9 @@ def test_load_store_dtypes(dtype, rng):
 
 
 @pytest.mark.parametrize("exclusive,initial", [(False, False), (True, False), (False, True), (True, True)])
-@pytest.mark.parametrize("dtype,op", [("int32", "+"), ("float64", "+"), ("uint8", "max"), ("int16", "^"),
-                                      ("complex128", "*")])
+@pytest.mark.parametrize(
+    "dtype,op", [("int32", "+"), ("float64", "+"), ("uint8", "max"), ("int16", "^"), ("complex128", "*")]
+)
 def test_block_scan(dtype, op, exclusive, initial, rng):
     c.run_block_scan(dtype, op, (8, 4), 2, rng, exclusive=exclusive, initial=initial)
 
@@ -96,8 +97,9 @@ def test_too_small_temp_is_an_error():
         kernel[1, 32](np.zeros(32, np.float32))
 
 
-@pytest.mark.parametrize("right,neighbor,num_valid", [(False, False, False), (False, True, True), (True, True, False),
-                                                      (True, False, True)])
+@pytest.mark.parametrize(
+    "right,neighbor,num_valid", [(False, False, False), (False, True, True), (True, True, False), (True, False, True)]
+)
 def test_adjacent_difference(right, neighbor, num_valid, rng):
     nb.run_adjacent_difference("int32", "-", (8, 4), 3, rng, right=right, neighbor=neighbor, num_valid=num_valid)
 
@@ -123,6 +125,7 @@ def test_shuffle(kind, items, rng):
 
 # ---- a collective must be made by every thread of the block, or every lane of the logical warp ----
 
+
 def _line_of(kernel, text):
     """The file:line of the first line of ``kernel``'s source that holds ``text``."""
     import inspect
@@ -131,15 +134,18 @@ def _line_of(kernel, text):
     return f"{inspect.getsourcefile(kernel.py_func)}:{first + next(i for i, t in enumerate(lines) if text in t)}"
 
 
-@pytest.mark.parametrize("kernel, arrived, block", [(d.half_of_the_block, 64, 0), (d.early_return, 72, 1)],
-                         ids=["branch", "early-return"])
+@pytest.mark.parametrize(
+    "kernel, arrived, block", [(d.half_of_the_block, 64, 0), (d.early_return, 72, 1)], ids=["branch", "early-return"]
+)
 def test_a_block_collective_not_every_thread_calls_is_an_error(kernel, arrived, block, rng):
     x = rng.standard_normal(200).astype(np.float32)
     with pytest.raises(tiles.TilesError) as info:
         kernel[2, 128](x, np.zeros(256, np.float32))
     message = str(info.value)
-    assert f"tiles.block_sum: called at {_line_of(kernel, 'tiles.block_sum(')} by {arrived} of the 128 threads of " \
-           f"block ({block}, 0, 0); every thread must make the call" in message, message
+    assert (
+        f"tiles.block_sum: called at {_line_of(kernel, 'tiles.block_sum(')} by {arrived} of the 128 threads of "
+        f"block ({block}, 0, 0); every thread must make the call" in message
+    ), message
     assert "Fix: call it outside the branch" in message
 
 
@@ -148,21 +154,29 @@ def test_two_collectives_in_two_branches_are_an_error(rng):
     x = rng.standard_normal(128).astype(np.float32)
     with pytest.raises(tiles.TilesError) as info:
         d.other_collective[1, 128](x, np.zeros(128, np.float32))
-    sum_at, max_at = (_line_of(d.other_collective, "tiles.block_sum("),
-                      _line_of(d.other_collective, "tiles.block_reduce("))
+    sum_at, max_at = (
+        _line_of(d.other_collective, "tiles.block_sum("),
+        _line_of(d.other_collective, "tiles.block_reduce("),
+    )
     message = str(info.value)
-    assert (f"tiles.block_sum: called at {sum_at} by 32 of the 128 threads of block (0, 0, 0) (96 reached another "
-            f"call instead, at {max_at})" in message
-            or f"tiles.block_reduce: called at {max_at} by 96 of the 128 threads of block (0, 0, 0) (32 reached "
-            f"another call instead, at {sum_at})" in message), message
+    assert (
+        f"tiles.block_sum: called at {sum_at} by 32 of the 128 threads of block (0, 0, 0) (96 reached another "
+        f"call instead, at {max_at})"
+        in message
+        or f"tiles.block_reduce: called at {max_at} by 96 of the 128 threads of block (0, 0, 0) (32 reached "
+        f"another call instead, at {sum_at})"
+        in message
+    ), message
 
 
 def test_a_warp_collective_not_every_lane_calls_is_an_error(rng):
     x = rng.standard_normal(64).astype(np.float32)
     with pytest.raises(tiles.TilesError) as info:
         d.partial_warp[1, 64](x, np.zeros(64, np.float32))
-    assert f"tiles.warp_sum: called at {_line_of(d.partial_warp, 'tiles.warp_sum(')} by 12 of the 16 threads of " \
-           "logical warp" in str(info.value), str(info.value)
+    assert (
+        f"tiles.warp_sum: called at {_line_of(d.partial_warp, 'tiles.warp_sum(')} by 12 of the 16 threads of "
+        "logical warp" in str(info.value)
+    ), str(info.value)
 
 
 def test_collectives_every_thread_makes_pass_the_check(rng):

@@ -165,12 +165,20 @@ def test_block_dim_of_the_launch_is_refused_from_a_file_from_exec_and_from_pytho
         inspect.getsource(from_exec["kernel"].py_func)
 
     root = Path(tiles.__file__).resolve().parents[1]  # (python -c imports this checkout's numba_tiles)
-    done = subprocess.run([sys.executable, "-c", RUN_TIME_BLOCK_DIM + "\nprint(first_line())"], cwd=root,
-                          env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_TIME_BLOCK_DIM + "\nprint(first_line())"],
+        cwd=root,
+        env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
 
     lines = [from_file.first_line(), from_exec["first_line"](), done.stdout.strip().splitlines()[-1]]
-    expected = ("tiles.block_sum: block_dim must be a compile-time constant, got a run-time value. Fix: write it "
-                "as a literal or a module-level global, e.g. block_dim=256.")
+    expected = (
+        "tiles.block_sum: block_dim must be a compile-time constant, got a run-time value. Fix: write it "
+        "as a literal or a module-level global, e.g. block_dim=256."
+    )
     assert [misuse.first_line(line) for line in lines] == [expected] * 3, lines
 
 

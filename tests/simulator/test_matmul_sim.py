@@ -11,15 +11,25 @@ from examples import gemm
 from ..support import epilogues, matrices
 
 
-@pytest.mark.parametrize("dtype,order,precision", [("float32", ("C", "C"), None), ("float64", ("F", "C"), None),
-                                                   ("float64", ("C", "F"), None), ("float32", ("C", "C"), "tf32"),
-                                                   ("int16", ("F", "C"), "bf16")])
+@pytest.mark.parametrize(
+    "dtype,order,precision",
+    [
+        ("float32", ("C", "C"), None),
+        ("float64", ("F", "C"), None),
+        ("float64", ("C", "F"), None),
+        ("float32", ("C", "C"), "tf32"),
+        ("int16", ("F", "C"), "bf16"),
+    ],
+)
 def test_gemm_against_numpy(dtype, order, precision, rng):
     m, n, k = (int(v) for v in rng.integers(9, 24, 3))  # not multiples of the 8 x 8 x 4 tiles
     a = rng.standard_normal((k, m)).astype(np.float32).T  # a strided (transposed) view
     b = rng.standard_normal((k, n)).astype(np.float32)
-    a, b = ((matrices.bf16_bits(a).T.copy().T, matrices.bf16_bits(b)) if precision == "bf16"
-            else (a.astype(dtype), b.astype(dtype)))
+    a, b = (
+        (matrices.bf16_bits(a).T.copy().T, matrices.bf16_bits(b))
+        if precision == "bf16"
+        else (a.astype(dtype), b.astype(dtype))
+    )
     acc = "float64" if dtype == "float64" else "float32"
     c = rng.standard_normal((m, n)).astype(acc)
     kernel = gemm.make_gemm((8, 8, 4), dtype, acc, 32, order, precision)
@@ -67,9 +77,15 @@ def test_asynchronous_loads_are_ready_after_tile_wait(rng):
     np.testing.assert_array_equal(out, x[:4, :4] + second)
 
 
-@pytest.mark.parametrize("dtype,accumulator,named,out,staged,stages", [
-    ("float32", "float32", None, "float32", False, 2), ("float64", "float64", None, "float64", True, 3),
-    ("float16", "float32", None, "float16", True, 4), ("int16", "float32", "bf16", "float32", False, 3)])
+@pytest.mark.parametrize(
+    "dtype,accumulator,named,out,staged,stages",
+    [
+        ("float32", "float32", None, "float32", False, 2),
+        ("float64", "float64", None, "float64", True, 3),
+        ("float16", "float32", None, "float16", True, 4),
+        ("int16", "float32", "bf16", "float32", False, 3),
+    ],
+)
 def test_the_register_form_on_the_simulator(dtype, accumulator, named, out, staged, stages, rng):
     """examples/gemm.py's own-loop tiles.Matmul kernel on Numba's simulator, against NumPy."""
     m, n, k = 37, 21, 40
@@ -83,8 +99,15 @@ def test_the_register_form_on_the_simulator(dtype, accumulator, named, out, stag
     assert matrices.relative_error(result, a, b, c, 0.75, -1.25, named) < bound
 
 
-@pytest.mark.parametrize("dtype,precision,c_dtype", [("float16", None, "float32"), ("int16", "bf16", "int16"),
-                                                     ("float32", "tf32", "float32"), ("float64", None, "float64")])
+@pytest.mark.parametrize(
+    "dtype,precision,c_dtype",
+    [
+        ("float16", None, "float32"),
+        ("int16", "bf16", "int16"),
+        ("float32", "tf32", "float32"),
+        ("float64", None, "float64"),
+    ],
+)
 def test_tile_gemm_against_numpy(dtype, precision, c_dtype, rng):
     """Matmul.tile's twin: examples/gemm.py's one-line kernel launched by Matmul.launch, sizes not multiples of the
     16 x 16 tiles (tf32: A and B rounded to tf32 against a float64 reference)."""
@@ -102,9 +125,14 @@ def test_tile_gemm_against_numpy(dtype, precision, c_dtype, rng):
     assert np.linalg.norm(matrices.values(c, c_kind) - expected) / np.linalg.norm(expected) < bound
 
 
-@pytest.mark.parametrize("dtype,accumulator,named,out", [("float32", "float32", None, "float32"),
-                                                         ("float16", "float32", None, "float16"),
-                                                         ("int16", "float32", "bf16", "int16")])
+@pytest.mark.parametrize(
+    "dtype,accumulator,named,out",
+    [
+        ("float32", "float32", None, "float32"),
+        ("float16", "float32", None, "float16"),
+        ("int16", "float32", "bf16", "int16"),
+    ],
+)
 @pytest.mark.parametrize("grid", [None, 2, 9])
 def test_batched_gemm_against_numpy(dtype, accumulator, named, out, grid, rng):
     """Matmul.batched's twin: examples/gemm.py's batched kernel over 5 products smaller than the tile, K not a
@@ -114,8 +142,9 @@ def test_batched_gemm_against_numpy(dtype, accumulator, named, out, grid, rng):
     a, b = (matrices.bf16_bits(a), matrices.bf16_bits(b)) if named else (a.astype(dtype), b.astype(dtype))
     c = matrices.bf16_bits(c) if out == "int16" else c.astype(out)
     c_kind = "bf16" if out == "int16" else None
-    expected = 0.5 * np.einsum("imk,ikn->imn", matrices.values(a, named), matrices.values(b, named)) \
-        - 1.5 * matrices.values(c, c_kind)
+    expected = 0.5 * np.einsum(
+        "imk,ikn->imn", matrices.values(a, named), matrices.values(b, named)
+    ) - 1.5 * matrices.values(c, c_kind)
     mm.launch(gemm.make_batched(mm), mm.operands(a, b, c), 0.5, -1.5, grid=grid)
     result = matrices.values(c, c_kind)
     assert np.linalg.norm(result - expected) / np.linalg.norm(expected) < (1e-2 if out != "float32" else 1e-6)
@@ -126,19 +155,25 @@ def test_operands_of_another_description_are_refused():
     a, b, c = (np.zeros(s, np.float32) for s in ((20, 20), (20, 20), (20, 20)))
     with pytest.raises(tiles.TilesError, match=r"tiles.Matmul.tile: ops were made by another description"):
         gemm.make_tile_gemm(mm)[1, 32](other.operands(a, b, c), 1.0, 0.0)
-    with pytest.raises(tiles.TilesError, match=r"tiles.Matmul.launch: it needs one Operands of Matmul\(shape=\(16, 16, "
-                                               r"16\).*Fix: pass ops = mm.operands\(a, b, c\) of this Matmul"):
+    with pytest.raises(
+        tiles.TilesError,
+        match=r"tiles.Matmul.launch: it needs one Operands of Matmul\(shape=\(16, 16, "
+        r"16\).*Fix: pass ops = mm.operands\(a, b, c\) of this Matmul",
+    ):
         mm.launch(gemm.make_tile_gemm(mm), other.operands(a, b, c), 1.0, 0.0)
 
 
-@pytest.mark.parametrize("precision,out,staged", [(None, "float32", False), (None, "float16", True),
-                                                  ("bf16", "int16", True)])
+@pytest.mark.parametrize(
+    "precision,out,staged", [(None, "float32", False), (None, "float16", True), ("bf16", "int16", True)]
+)
 def test_the_register_form_stores_through_the_epilogue(precision, out, staged, rng):
     epilogues.register_form(rng, (16, 16, 16), 32, precision, out, staged)
 
 
-@pytest.mark.parametrize("precision,out,implementation", [(None, "float16", "cp.async"), ("bf16", "int16", "tma"),
-                                                          (None, "float32", "wgmma")])
+@pytest.mark.parametrize(
+    "precision,out,implementation",
+    [(None, "float16", "cp.async"), ("bf16", "int16", "tma"), (None, "float32", "wgmma")],
+)
 def test_a_batch_stores_through_the_epilogue(precision, out, implementation, rng):
     epilogues.batch(rng, (16, 16, 16), 32, precision, out, implementation)
 

@@ -43,8 +43,12 @@ def execute(path, env, scratch, *, timeout=CELL_TIMEOUT):
 
 def images(notebook):
     """The notebook's image/png outputs (base64 text)."""
-    return [output["data"]["image/png"] for cell in notebook.cells for output in cell.get("outputs", [])
-            if "image/png" in output.get("data", {})]
+    return [
+        output["data"]["image/png"]
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if "image/png" in output.get("data", {})
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

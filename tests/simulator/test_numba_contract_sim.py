@@ -46,15 +46,18 @@ def test_compiling_on_the_simulator_is_a_tiles_error_of_the_function_called():
         x[0] = 1.0
 
     sig = "void(float32[::1])"
-    calls = {"compile": lambda: tiles.compile(kernel, sig),
-             "shared_memory": lambda: tiles.shared_memory(kernel, sig),
-             "precompile": lambda: tiles.precompile(kernel, signatures={kernel: [sig]}, progress=False)}
+    calls = {
+        "compile": lambda: tiles.compile(kernel, sig),
+        "shared_memory": lambda: tiles.shared_memory(kernel, sig),
+        "precompile": lambda: tiles.precompile(kernel, signatures={kernel: [sig]}, progress=False),
+    }
     for name, call in calls.items():
         with pytest.raises(tiles.TilesError) as raised:
             call()
         message = str(raised.value)
-        assert message.startswith(f"tiles.{name}: Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as "
-                                  "Python and compiles nothing"), message
+        assert message.startswith(
+            f"tiles.{name}: Numba's simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python and compiles nothing"
+        ), message
         assert ". Fix: unset NUMBA_ENABLE_CUDASIM to " in message and message.endswith(": no GPU is needed."), message
     assert tiles.temp_bytes(tiles.block_scan, float32, block_dim=128) > 0
     assert tiles.allow_dynamic_shared_memory(cuda.jit(kernel), 96 * 1024, np.zeros(1, np.float32)) == 96 * 1024
@@ -66,8 +69,9 @@ def test_the_simulators_stand_in_for_numba_cuda_is_the_cuda_module():
 
     @cuda.jit
     def kernel(out):
-        seen.append((simulated.is_cuda_module(cuda), simulated.is_cuda_module(cuda.blockDim),
-                     simulated.is_cuda_module(np)))
+        seen.append(
+            (simulated.is_cuda_module(cuda), simulated.is_cuda_module(cuda.blockDim), simulated.is_cuda_module(np))
+        )
         out[0] = 1
 
     kernel[1, 1](np.zeros(1))

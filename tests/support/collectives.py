@@ -10,8 +10,21 @@ from .compiler import cuda
 from .reference import OPS, random_values, strides_of, threads_of
 
 # Every dtype a thread-local array can hold (numba-cuda has no bfloat16 arrays).
-ARRAY_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                "float16", "float32", "float64", "complex64", "complex128"]
+ARRAY_DTYPES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 SHAPES = [128, (16, 8), (8, 4, 4)]
 ITEMS_PER_THREAD = [1, 2, 4, 7, 16]
 MOVE_ALGORITHMS = ["direct", "striped", "vectorize", "transpose", "warp_transpose", "warp_transpose_timesliced"]
@@ -56,24 +69,40 @@ def run_load_store(dtype, block_dim, items, algorithm, rng, num_valid=False, oob
             mine[j] = keep
         start = b * tile
         if num_valid and oob_default:
-            tiles.block_load(x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
-                             num_valid=nv[b], oob_default=default)
+            tiles.block_load(
+                x[start:],
+                mine,
+                block_dim=block_dim,
+                items_per_thread=items,
+                algorithm=algorithm,
+                num_valid=nv[b],
+                oob_default=default,
+            )
         elif num_valid:
-            tiles.block_load(x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
-                             num_valid=nv[b])
+            tiles.block_load(
+                x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm, num_valid=nv[b]
+            )
         elif oob_default:
-            tiles.block_load(x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
-                             oob_default=default)
+            tiles.block_load(
+                x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm, oob_default=default
+            )
         else:
             tiles.block_load(x[start:], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm)
         for j in range(items):
             dump[(b * T + t) * items + j] = mine[j]
         if num_valid:
-            tiles.block_store(out[start:x.size], mine, block_dim=block_dim, items_per_thread=items,
-                              algorithm=algorithm, num_valid=nv[b])
+            tiles.block_store(
+                out[start : x.size],
+                mine,
+                block_dim=block_dim,
+                items_per_thread=items,
+                algorithm=algorithm,
+                num_valid=nv[b],
+            )
         else:
-            tiles.block_store(out[start:x.size], mine, block_dim=block_dim, items_per_thread=items,
-                              algorithm=algorithm)
+            tiles.block_store(
+                out[start : x.size], mine, block_dim=block_dim, items_per_thread=items, algorithm=algorithm
+            )
         for j in range(items):
             after[(b * T + t) * items + j] = mine[j]
 
@@ -89,10 +118,10 @@ def run_load_store(dtype, block_dim, items, algorithm, rng, num_valid=False, oob
     for b in range(blocks):
         start = b * tile
         valid = max(min(int(nv[b]) if num_valid else tile, n - start), 0)
-        got = dump[b * tile:(b + 1) * tile]
+        got = dump[b * tile : (b + 1) * tile]
         want = np.where(where < valid, x[np.minimum(start + where, n - 1)], DT.type(default if oob_default else keep))
         np.testing.assert_array_equal(got, want, err_msg=f"block {b} load (valid {valid})")
-        want_out[start:start + valid] = x[start:start + valid]
+        want_out[start : start + valid] = x[start : start + valid]
     np.testing.assert_array_equal(out, want_out, err_msg="store")
     np.testing.assert_array_equal(after, dump, err_msg="items after the store")
 
@@ -149,13 +178,29 @@ def run_block_scan(dtype, op, block_dim, items, rng, algorithm="raking", exclusi
         for j in range(items):
             mine[j] = x[base + t * items + j]
         if initial:
-            total = tiles.block_scan(mine, op, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
-                                     exclusive=exclusive, initial_value=x[0], aggregate=True)
-            s = tiles.block_scan(x[base + t], op, block_dim=block_dim, algorithm=algorithm, exclusive=exclusive,
-                                 initial_value=x[0])
+            total = tiles.block_scan(
+                mine,
+                op,
+                block_dim=block_dim,
+                items_per_thread=items,
+                algorithm=algorithm,
+                exclusive=exclusive,
+                initial_value=x[0],
+                aggregate=True,
+            )
+            s = tiles.block_scan(
+                x[base + t], op, block_dim=block_dim, algorithm=algorithm, exclusive=exclusive, initial_value=x[0]
+            )
         else:
-            total = tiles.block_scan(mine, op, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
-                                     exclusive=exclusive, aggregate=True)
+            total = tiles.block_scan(
+                mine,
+                op,
+                block_dim=block_dim,
+                items_per_thread=items,
+                algorithm=algorithm,
+                exclusive=exclusive,
+                aggregate=True,
+            )
             s = tiles.block_scan(x[base + t], op, block_dim=block_dim, algorithm=algorithm, exclusive=exclusive)
         for j in range(items):
             scanned[base + t * items + j] = mine[j]
@@ -167,8 +212,15 @@ def run_block_scan(dtype, op, block_dim, items, rng, algorithm="raking", exclusi
         for r in range(rounds):
             for j in range(items):
                 mine[j] = x[base + r * tile + t * items + j]
-            tiles.block_scan(mine, op, block_dim=block_dim, items_per_thread=items, algorithm=algorithm,
-                             exclusive=exclusive, prefix=prefix)
+            tiles.block_scan(
+                mine,
+                op,
+                block_dim=block_dim,
+                items_per_thread=items,
+                algorithm=algorithm,
+                exclusive=exclusive,
+                prefix=prefix,
+            )
             for j in range(items):
                 running[base + r * tile + t * items + j] = mine[j]
 
@@ -179,19 +231,18 @@ def run_block_scan(dtype, op, block_dim, items, rng, algorithm="raking", exclusi
     kernel[blocks, block_dim](x, scanned, totals, scalars, running)
     identity = tiles.ops.parse("test", op).identity(DT)
     for b in range(blocks):
-        seg = x[b * rounds * tile:(b + 1) * rounds * tile]
+        seg = x[b * rounds * tile : (b + 1) * rounds * tile]
         seed = init if initial else (identity if exclusive else None)
         want, total = scan_reference(DT, op, seg[:tile], exclusive, seed)
-        check_scan(DT, op, scanned[b * rounds * tile:][:tile], want, with_seed(seg[:tile], seed))
-        check_scan(DT, op, totals[b * T:(b + 1) * T], np.repeat(total, T), seg[:tile])
+        check_scan(DT, op, scanned[b * rounds * tile :][:tile], want, with_seed(seg[:tile], seed))
+        check_scan(DT, op, totals[b * T : (b + 1) * T], np.repeat(total, T), seg[:tile])
         want, _ = scan_reference(DT, op, seg[:T], exclusive, seed)
-        check_scan(DT, op, scalars[b * T:(b + 1) * T], want, with_seed(seg[:T], seed))
+        check_scan(DT, op, scalars[b * T : (b + 1) * T], want, with_seed(seg[:T], seed))
         want, _ = scan_reference(DT, op, seg, exclusive, x[0])
-        check_scan(DT, op, running[b * rounds * tile:(b + 1) * rounds * tile], want, with_seed(seg, x[0]))
+        check_scan(DT, op, running[b * rounds * tile : (b + 1) * rounds * tile], want, with_seed(seg, x[0]))
 
 
-def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blocks=2, block_dim=128,
-                  num_valid=None):
+def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blocks=2, block_dim=128, num_valid=None):
     """num_valid: None, or the lanes of each logical warp that count (the others take the op's identity)."""
     DT = np.dtype(dtype)
     W = warp_size
@@ -202,11 +253,11 @@ def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blo
     def kernel(x, nv, scanned, totals):
         i = cuda.grid(1)
         if initial and num_valid is not None:
-            s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, initial_value=x[0],
-                                       aggregate=True, num_valid=nv[0])
+            s, total = tiles.warp_scan(
+                x[i], op, warp_size=W, exclusive=exclusive, initial_value=x[0], aggregate=True, num_valid=nv[0]
+            )
         elif initial:
-            s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, initial_value=x[0],
-                                       aggregate=True)
+            s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, initial_value=x[0], aggregate=True)
         elif num_valid is not None:
             s, total = tiles.warp_scan(x[i], op, warp_size=W, exclusive=exclusive, aggregate=True, num_valid=nv[0])
         else:
@@ -219,13 +270,13 @@ def run_warp_scan(dtype, op, warp_size, rng, exclusive=False, initial=False, blo
     kernel[blocks, block_dim](x, nv, scanned, totals)
     identity = tiles.ops.parse("test", op).identity(DT)
     for g in range(len(x) // W):
-        seg = x[g * W:(g + 1) * W].copy()
+        seg = x[g * W : (g + 1) * W].copy()
         if num_valid is not None:
-            seg[max(num_valid, 0):] = identity
+            seg[max(num_valid, 0) :] = identity
         seed = x[0] if initial else (identity if exclusive else None)
         want, total = scan_reference(DT, op, seg, exclusive, seed)
-        check_scan(DT, op, scanned[g * W:(g + 1) * W], want, with_seed(seg, seed))
-        check_scan(DT, op, totals[g * W:(g + 1) * W], np.repeat(total, W), seg)
+        check_scan(DT, op, scanned[g * W : (g + 1) * W], want, with_seed(seg, seed))
+        check_scan(DT, op, totals[g * W : (g + 1) * W], np.repeat(total, W), seg)
 
 
 _EXCHANGES = {
@@ -265,7 +316,7 @@ def run_exchange(dtype, arrangement, block_dim, items, rng):
     by_rank[positions(source, T, items).ravel()] = np.arange(tile)
     gather = by_rank[positions(target, T, items).ravel()]
     for b in range(blocks):
-        np.testing.assert_array_equal(out[b * tile:(b + 1) * tile], x[b * tile:(b + 1) * tile][gather])
+        np.testing.assert_array_equal(out[b * tile : (b + 1) * tile], x[b * tile : (b + 1) * tile][gather])
 
 
 def run_histogram_tiles(x, bins, block_dim, items, algorithm):
@@ -283,9 +334,16 @@ def run_histogram_tiles(x, bins, block_dim, items, algorithm):
             counts[k] = 0
         cuda.syncthreads()
         for t in range(cuda.blockIdx.x, x.size // tile, cuda.gridDim.x):
-            tiles.block_load(x[t * tile:], mine, block_dim=block_dim, items_per_thread=items)
-            tiles.block_histogram(mine, counts, block_dim=block_dim, items_per_thread=items, bins=bins,
-                                  algorithm=algorithm, accumulate=True)
+            tiles.block_load(x[t * tile :], mine, block_dim=block_dim, items_per_thread=items)
+            tiles.block_histogram(
+                mine,
+                counts,
+                block_dim=block_dim,
+                items_per_thread=items,
+                bins=bins,
+                algorithm=algorithm,
+                accumulate=True,
+            )
         for k in range(cuda.threadIdx.x, bins, T):
             cuda.atomic.add(out, k, counts[k])
 
@@ -315,19 +373,27 @@ def run_histogram(dtype, counter, bins, block_dim, items, algorithm, rng, accumu
             for k in range(t, bins, T):
                 counts[k] = 1000
             cuda.syncthreads()
-            tiles.block_histogram(mine, counts, block_dim=block_dim, items_per_thread=items, bins=bins,
-                                  algorithm=algorithm, accumulate=True)
+            tiles.block_histogram(
+                mine,
+                counts,
+                block_dim=block_dim,
+                items_per_thread=items,
+                bins=bins,
+                algorithm=algorithm,
+                accumulate=True,
+            )
         else:
-            tiles.block_histogram(mine, counts, block_dim=block_dim, items_per_thread=items, bins=bins,
-                                  algorithm=algorithm)
+            tiles.block_histogram(
+                mine, counts, block_dim=block_dim, items_per_thread=items, bins=bins, algorithm=algorithm
+            )
         for k in range(t, bins, T):
             out[b * bins + k] = counts[k]
 
     out = np.zeros(blocks * bins, CT)
     kernel[blocks, block_dim](x, out)
     for b in range(blocks):
-        want = np.bincount(x[b * tile:(b + 1) * tile], minlength=bins) + (1000 if accumulate else 0)
-        np.testing.assert_array_equal(out[b * bins:(b + 1) * bins], want)
+        want = np.bincount(x[b * tile : (b + 1) * tile], minlength=bins) + (1000 if accumulate else 0)
+        np.testing.assert_array_equal(out[b * bins : (b + 1) * bins], want)
 
 
 def sort_keys(dtype, n, rng):
@@ -379,14 +445,24 @@ def run_radix_sort(dtype, block_dim, items, rng, descending=False, striped=False
             k[j] = keys[(b * T + t) * items + j]
             v[j] = t * items + j
         if with_values and bits is not None:
-            tiles.block_radix_sort(k, values=v, block_dim=block_dim, items_per_thread=items, descending=descending,
-                                   striped=striped, begin_bit=begin, end_bit=end)
+            tiles.block_radix_sort(
+                k,
+                values=v,
+                block_dim=block_dim,
+                items_per_thread=items,
+                descending=descending,
+                striped=striped,
+                begin_bit=begin,
+                end_bit=end,
+            )
         elif with_values:
-            tiles.block_radix_sort(k, values=v, block_dim=block_dim, items_per_thread=items, descending=descending,
-                                   striped=striped)
+            tiles.block_radix_sort(
+                k, values=v, block_dim=block_dim, items_per_thread=items, descending=descending, striped=striped
+            )
         else:
-            tiles.block_radix_sort(k, block_dim=block_dim, items_per_thread=items, descending=descending,
-                                   striped=striped)
+            tiles.block_radix_sort(
+                k, block_dim=block_dim, items_per_thread=items, descending=descending, striped=striped
+            )
         for j in range(items):
             out_keys[(b * T + t) * items + j] = k[j]
             out_values[(b * T + t) * items + j] = v[j]
@@ -396,14 +472,14 @@ def run_radix_sort(dtype, block_dim, items, rng, descending=False, striped=False
     kernel[blocks, block_dim](keys, out_keys, out_values)
     where = positions("striped" if striped else "blocked", T, items).ravel()
     for b in range(blocks):
-        mine = keys[b * tile:(b + 1) * tile]
+        mine = keys[b * tile : (b + 1) * tile]
         digits = ordered_digits(DT, mine, begin, end)
         order = sorted(range(tile), key=lambda i: int(digits[i]), reverse=descending)  # stable
-        got_keys = out_keys[b * tile:(b + 1) * tile]
+        got_keys = out_keys[b * tile : (b + 1) * tile]
         bits = f"u{DT.itemsize}"  # bitwise: the sort moves keys, -0.0 stays -0.0
         np.testing.assert_array_equal(got_keys.view(bits), mine[order][where].view(bits))
         if with_values:
-            np.testing.assert_array_equal(out_values[b * tile:(b + 1) * tile], np.array(order)[where])
+            np.testing.assert_array_equal(out_values[b * tile : (b + 1) * tile], np.array(order)[where])
 
 
 @cuda.jit(device=True)
@@ -454,6 +530,7 @@ def run_user_ops(dtype, block_dim, items, rng):
     warp_red = np.zeros(blocks * T // 8, DT)
     warp_scanned = np.zeros(blocks * T, DT)
     kernel[blocks, block_dim](x, reduced, scanned, excl, warp_red, warp_scanned)
+
     def inclusive(rows):  # the op's scan: the first item as it is, then max(|a|, |b|)
         want = np.maximum.accumulate(np.abs(rows), axis=1)
         want[:, 0] = rows[:, 0]
@@ -461,9 +538,10 @@ def run_user_ops(dtype, block_dim, items, rng):
 
     np.testing.assert_array_equal(reduced, np.abs(x).reshape(blocks, tile).max(axis=1))
     np.testing.assert_array_equal(scanned, inclusive(x.reshape(blocks, tile)))
-    per_thread = x[:blocks * T].reshape(blocks, T)
-    want_excl = np.concatenate([np.zeros((blocks, 1)), np.maximum.accumulate(np.abs(per_thread), axis=1)[:, :-1]],
-                               axis=1)
+    per_thread = x[: blocks * T].reshape(blocks, T)
+    want_excl = np.concatenate(
+        [np.zeros((blocks, 1)), np.maximum.accumulate(np.abs(per_thread), axis=1)[:, :-1]], axis=1
+    )
     np.testing.assert_array_equal(excl, want_excl.ravel().astype(DT))
     np.testing.assert_array_equal(warp_red, np.abs(per_thread).reshape(-1, 8).max(axis=1))
     np.testing.assert_array_equal(warp_scanned, inclusive(per_thread.reshape(-1, 16)))
@@ -502,11 +580,11 @@ def run_merge_sort(dtype, compare, block_dim, items, rng, with_values=True):
     kernel[blocks, block_dim](keys, out_keys, out_values)
     sort_key = {"<": lambda v: v, ">": lambda v: -v, "magnitude": np.abs}[compare]
     for b in range(blocks):
-        mine = keys[b * tile:(b + 1) * tile]
+        mine = keys[b * tile : (b + 1) * tile]
         order = np.argsort(sort_key(mine.astype(np.float64)), kind="stable")
-        np.testing.assert_array_equal(out_keys[b * tile:(b + 1) * tile], mine[order])
+        np.testing.assert_array_equal(out_keys[b * tile : (b + 1) * tile], mine[order])
         if with_values:
-            np.testing.assert_array_equal(out_values[b * tile:(b + 1) * tile], order)
+            np.testing.assert_array_equal(out_values[b * tile : (b + 1) * tile], order)
 
 
 def shared_temp_bytes(dtype, block_dim, items):
@@ -550,8 +628,7 @@ def run_shared_temp(dtype, block_dim, items, rng):
         k = cuda.local.array(items, DT)
         v = cuda.local.array(items, np.int32)
         bins = cuda.local.array(items, np.int32)
-        tiles.block_load(x[start:], k, block_dim=block_dim, items_per_thread=items, algorithm="transpose",
-                         temp=temp)
+        tiles.block_load(x[start:], k, block_dim=block_dim, items_per_thread=items, algorithm="transpose", temp=temp)
         tiles.block_merge_sort(k, ">", block_dim=block_dim, items_per_thread=items, temp=temp)
         for j in range(items):
             descending[start + t * items + j] = k[j]
@@ -561,8 +638,9 @@ def run_shared_temp(dtype, block_dim, items, rng):
         tiles.block_radix_sort(k, values=v, block_dim=block_dim, items_per_thread=items, temp=temp)
         m = tiles.block_reduce(k, "max", block_dim=block_dim, items_per_thread=items, broadcast=True, temp=temp)
         total = tiles.block_scan(k, block_dim=block_dim, items_per_thread=items, aggregate=True, temp=temp)
-        tiles.block_store(scanned[start:], k, block_dim=block_dim, items_per_thread=items,
-                          algorithm="warp_transpose", temp=temp)
+        tiles.block_store(
+            scanned[start:], k, block_dim=block_dim, items_per_thread=items, algorithm="warp_transpose", temp=temp
+        )
         tiles.block_exchange(k, "blocked_to_striped", block_dim=block_dim, items_per_thread=items, temp=temp)
         for j in range(items):
             striped[start + t * items + j] = k[j]
@@ -581,12 +659,13 @@ def run_shared_temp(dtype, block_dim, items, rng):
         part = slice(b * tile, (b + 1) * tile)
         mine = x[part]
         np.testing.assert_array_equal(descending[part], np.sort(mine)[::-1], err_msg="merge sort")
-        want_counts = np.bincount((mine.astype(np.int64 if DT.kind != "f" else np.float64) * 2).astype(np.int64) & 31,
-                                  minlength=32)
-        np.testing.assert_array_equal(counts[b * 32:(b + 1) * 32], want_counts, err_msg="histogram")
+        want_counts = np.bincount(
+            (mine.astype(np.int64 if DT.kind != "f" else np.float64) * 2).astype(np.int64) & 31, minlength=32
+        )
+        np.testing.assert_array_equal(counts[b * 32 : (b + 1) * 32], want_counts, err_msg="histogram")
         np.testing.assert_array_equal(ranks[part], np.argsort(descending[part], kind="stable"), err_msg="radix sort")
-        np.testing.assert_array_equal(maxes[b * T:(b + 1) * T], np.repeat(mine.max(), T), err_msg="reduce")
+        np.testing.assert_array_equal(maxes[b * T : (b + 1) * T], np.repeat(mine.max(), T), err_msg="reduce")
         want = np.cumsum(np.sort(mine), dtype=DT)
-        np.testing.assert_array_equal(totals[b * T:(b + 1) * T], np.repeat(want[-1], T), err_msg="scan total")
+        np.testing.assert_array_equal(totals[b * T : (b + 1) * T], np.repeat(want[-1], T), err_msg="scan total")
         np.testing.assert_array_equal(scanned[part], want, err_msg="scan, store")
         np.testing.assert_array_equal(striped[part], want[positions("striped", T, items).ravel()], err_msg="exchange")

@@ -33,8 +33,11 @@ def batched_scaled(value, item, row, col, per_item, scale, bias):
 
 def _operands(rng, shape_a, shape_b, precision):
     a, b = (rng.standard_normal(s).astype(np.float32) for s in (shape_a, shape_b))
-    return (matrices.bf16_bits(a), matrices.bf16_bits(b)) if precision == "bf16" else (a.astype(np.float16),
-                                                                                        b.astype(np.float16))
+    return (
+        (matrices.bf16_bits(a), matrices.bf16_bits(b))
+        if precision == "bf16"
+        else (a.astype(np.float16), b.astype(np.float16))
+    )
 
 
 def _c(rng, shape, out):
@@ -59,8 +62,17 @@ def register_form(rng, tile, block_dim, precision, out, staged):
     c = _c(rng, (m, n), out)
     scale, bias = rng.uniform(0.5, 2, m).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     alpha, beta = _scales(rng)
-    result = gemm.run(gemm_epilogue.make_own_loop(mm, scaled_relu, staged), a, b, c, alpha, beta, tile, block_dim,
-                      extras=((cuda.to_device(scale), cuda.to_device(bias)),))
+    result = gemm.run(
+        gemm_epilogue.make_own_loop(mm, scaled_relu, staged),
+        a,
+        b,
+        c,
+        alpha,
+        beta,
+        tile,
+        block_dim,
+        extras=((cuda.to_device(scale), cuda.to_device(bias)),),
+    )
     kind = precision if out == "int16" else None
     blended = alpha * matrices.values(a, precision) @ matrices.values(b, precision) + beta * matrices.values(c, kind)
     _check(result, np.maximum(blended * scale[:, None] + bias, 0), out, kind)
@@ -70,8 +82,9 @@ def batch(rng, tile, block_dim, precision, out, implementation, stages=2, full=F
     """Matmul.batched by ``implementation``: each item with its (item, row, col); products smaller than the tile
     (``full``: as large, where the store runs its loop without edge tests), K not a multiple of the K-tile; fewer
     blocks than products."""
-    mm = tiles.Matmul(tile, "int16" if precision == "bf16" else "float16", block_dim=block_dim, precision=precision,
-                      stages=stages)
+    mm = tiles.Matmul(
+        tile, "int16" if precision == "bf16" else "float16", block_dim=block_dim, precision=precision, stages=stages
+    )
     count = int(rng.integers(8, 12)) if tile[0] < 64 else int(rng.integers(40, 90))
     m = tile[0] if full else int(rng.integers(tile[0] // 2 + 1, tile[0]))
     n, k = tile[1], int(rng.integers(1, 4) * tile[2] + 8)
@@ -81,12 +94,19 @@ def batch(rng, tile, block_dim, precision, out, implementation, stages=2, full=F
     alpha, beta = _scales(rng)
     d_c = cuda.to_device(c)
     ops = mm.operands(cuda.to_device(a), cuda.to_device(b), d_c, implementation=implementation)
-    mm.launch(gemm_epilogue.make_batched(mm, batched_scaled), ops, alpha, beta,
-              tuple(cuda.to_device(x) for x in extras), grid=int(rng.integers(1, count // 3)))
+    mm.launch(
+        gemm_epilogue.make_batched(mm, batched_scaled),
+        ops,
+        alpha,
+        beta,
+        tuple(cuda.to_device(x) for x in extras),
+        grid=int(rng.integers(1, count // 3)),
+    )
     kind = precision if out == "int16" else None
     per_item, scale, bias = extras
-    blended = alpha * np.einsum("imk,ikn->imn", matrices.values(a, precision), matrices.values(b, precision)) \
-        + beta * matrices.values(c, kind)
+    blended = alpha * np.einsum(
+        "imk,ikn->imn", matrices.values(a, precision), matrices.values(b, precision)
+    ) + beta * matrices.values(c, kind)
     _check(d_c.copy_to_host(), blended * per_item[:, None, None] * scale[None, :, None] + bias, out, kind)
 
 
@@ -106,6 +126,9 @@ def tile(rng, shape, out, implementation, tanh=False):
     mm.launch(gemm_epilogue.make_tile_gemm(mm, epilogue), ops, alpha, beta, (cuda.to_device(bias),))
     kind = "bf16" if out == "int16" else None
     v = alpha * matrices.values(a, "bf16") @ matrices.values(b, "bf16") + beta * matrices.values(c, kind) + bias
-    gelu = (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)) if tanh
-            else 1 + np.vectorize(math.erf)(v * math.sqrt(0.5)))
+    gelu = (
+        1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3))
+        if tanh
+        else 1 + np.vectorize(math.erf)(v * math.sqrt(0.5))
+    )
     _check(d_c.copy_to_host(), 0.5 * v * gelu, out, kind)

@@ -10,8 +10,12 @@ from .collectives import absmax, random_array
 from .compiler import cuda
 from .reference import strides_of, threads_of
 
-DIFFERENCE_OPS = {"-": np.subtract, "+": np.add, "max": np.maximum,
-                  "absmax": lambda a, b: np.maximum(np.abs(a), np.abs(b))}
+DIFFERENCE_OPS = {
+    "-": np.subtract,
+    "+": np.add,
+    "max": np.maximum,
+    "absmax": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+}
 
 
 def adjacent_difference(tile, op, right, neighbor=None, num_valid=None):
@@ -25,14 +29,14 @@ def adjacent_difference(tile, op, right, neighbor=None, num_valid=None):
     cast = lambda a: np.asarray(a).astype(x.dtype)  # noqa: E731
     if not right:
         if v > 1:
-            out[1:v] = cast(op(x[1:v], x[:v - 1]))
+            out[1:v] = cast(op(x[1:v], x[: v - 1]))
         if neighbor is not None and v > 0:
             out[0] = cast(op(x[:1], np.asarray([neighbor], x.dtype)))[0]
     else:
         if v > 1:
-            out[:v - 1] = cast(op(x[:v - 1], x[1:v]))
+            out[: v - 1] = cast(op(x[: v - 1], x[1:v]))
         if neighbor is not None and num_valid is None:
-            out[n - 1] = cast(op(x[n - 1:], np.asarray([neighbor], x.dtype)))[0]
+            out[n - 1] = cast(op(x[n - 1 :], np.asarray([neighbor], x.dtype)))[0]
     return out
 
 
@@ -53,14 +57,17 @@ def run_adjacent_difference(dtype, op, block_dim, items, rng, right=False, neigh
         for j in range(items):
             mine[j] = x[b * tile + t * items + j]
         if neighbor and num_valid:
-            tiles.block_adjacent_difference(mine, fn, block_dim=block_dim, items_per_thread=items, right=right,
-                                            neighbor=edge[b], num_valid=nv[b])
+            tiles.block_adjacent_difference(
+                mine, fn, block_dim=block_dim, items_per_thread=items, right=right, neighbor=edge[b], num_valid=nv[b]
+            )
         elif neighbor:
-            tiles.block_adjacent_difference(mine, fn, block_dim=block_dim, items_per_thread=items, right=right,
-                                            neighbor=edge[b])
+            tiles.block_adjacent_difference(
+                mine, fn, block_dim=block_dim, items_per_thread=items, right=right, neighbor=edge[b]
+            )
         elif num_valid:
-            tiles.block_adjacent_difference(mine, fn, block_dim=block_dim, items_per_thread=items, right=right,
-                                            num_valid=nv[b])
+            tiles.block_adjacent_difference(
+                mine, fn, block_dim=block_dim, items_per_thread=items, right=right, num_valid=nv[b]
+            )
         else:
             tiles.block_adjacent_difference(mine, fn, block_dim=block_dim, items_per_thread=items, right=right)
         for j in range(items):
@@ -69,9 +76,14 @@ def run_adjacent_difference(dtype, op, block_dim, items, rng, right=False, neigh
     out = np.zeros_like(x)
     kernel[blocks, block_dim](x, nv, edge, out)
     for b in range(blocks):
-        want = adjacent_difference(x[b * tile:(b + 1) * tile], DIFFERENCE_OPS[op], right,
-                                   edge[b] if neighbor else None, nv[b] if num_valid else None)
-        np.testing.assert_array_equal(out[b * tile:(b + 1) * tile], want, err_msg=f"block {b}")
+        want = adjacent_difference(
+            x[b * tile : (b + 1) * tile],
+            DIFFERENCE_OPS[op],
+            right,
+            edge[b] if neighbor else None,
+            nv[b] if num_valid else None,
+        )
+        np.testing.assert_array_equal(out[b * tile : (b + 1) * tile], want, err_msg=f"block {b}")
 
 
 def discontinuity(tile, differ, predecessor=None, successor=None):
@@ -87,8 +99,9 @@ def discontinuity(tile, differ, predecessor=None, successor=None):
     return heads, tails
 
 
-def run_discontinuity(dtype, block_dim, items, rng, flags=("heads", "tails"), neighbors=False, compare="!=",
-                      flag_dtype="uint8"):
+def run_discontinuity(
+    dtype, block_dim, items, rng, flags=("heads", "tails"), neighbors=False, compare="!=", flag_dtype="uint8"
+):
     T, (BX, BY) = threads_of(block_dim), strides_of(block_dim)
     DT, FT = np.dtype(dtype), np.dtype(flag_dtype)
     tile, blocks = T * items, 3
@@ -109,18 +122,28 @@ def run_discontinuity(dtype, block_dim, items, rng, flags=("heads", "tails"), ne
             h[j] = 7
             s[j] = 7
         if heads_on and tails_on and neighbors:
-            tiles.block_discontinuity(mine, block_dim=block_dim, items_per_thread=items, heads=h, tails=s,
-                                      compare=fn, predecessor=edge[2 * b], successor=edge[2 * b + 1])
+            tiles.block_discontinuity(
+                mine,
+                block_dim=block_dim,
+                items_per_thread=items,
+                heads=h,
+                tails=s,
+                compare=fn,
+                predecessor=edge[2 * b],
+                successor=edge[2 * b + 1],
+            )
         elif heads_on and tails_on:
             tiles.block_discontinuity(mine, block_dim=block_dim, items_per_thread=items, heads=h, tails=s, compare=fn)
         elif heads_on and neighbors:
-            tiles.block_discontinuity(mine, block_dim=block_dim, items_per_thread=items, heads=h, compare=fn,
-                                      predecessor=edge[2 * b])
+            tiles.block_discontinuity(
+                mine, block_dim=block_dim, items_per_thread=items, heads=h, compare=fn, predecessor=edge[2 * b]
+            )
         elif heads_on:
             tiles.block_discontinuity(mine, block_dim=block_dim, items_per_thread=items, heads=h, compare=fn)
         elif neighbors:
-            tiles.block_discontinuity(mine, block_dim=block_dim, items_per_thread=items, tails=s, compare=fn,
-                                      successor=edge[2 * b + 1])
+            tiles.block_discontinuity(
+                mine, block_dim=block_dim, items_per_thread=items, tails=s, compare=fn, successor=edge[2 * b + 1]
+            )
         else:
             tiles.block_discontinuity(mine, block_dim=block_dim, items_per_thread=items, tails=s, compare=fn)
         for j in range(items):
@@ -132,8 +155,9 @@ def run_discontinuity(dtype, block_dim, items, rng, flags=("heads", "tails"), ne
     differ = np.not_equal if compare == "!=" else (lambda a, b: (a % 2) != (b % 2))
     for b in range(blocks):
         part = slice(b * tile, (b + 1) * tile)
-        want_h, want_t = discontinuity(x[part], differ, edge[2 * b] if neighbors else None,
-                                       edge[2 * b + 1] if neighbors else None)
+        want_h, want_t = discontinuity(
+            x[part], differ, edge[2 * b] if neighbors else None, edge[2 * b + 1] if neighbors else None
+        )
         untouched = np.full(tile, 7, FT)
         np.testing.assert_array_equal(heads[part], want_h.astype(FT) if heads_on else untouched, err_msg="heads")
         np.testing.assert_array_equal(tails[part], want_t.astype(FT) if tails_on else untouched, err_msg="tails")
@@ -171,8 +195,8 @@ def run_shuffle(dtype, kind, block_dim, items, rng, distances=(1, -1, 3, 1000)):
         out, edges = np.zeros_like(x), np.zeros(blocks * T, DT)
         kernel[blocks, block_dim](x, np.array([d], np.int32), out, edges)
         for b in range(blocks):
-            seg = x[b * tile:(b + 1) * tile]
-            got = out[b * tile:(b + 1) * tile]
+            seg = x[b * tile : (b + 1) * tile]
+            got = out[b * tile : (b + 1) * tile]
             if kind == "offset":
                 src = np.arange(T) + d
                 want = np.where((src >= 0) & (src < T), seg[np.clip(src, 0, T - 1)], seg)
@@ -185,5 +209,5 @@ def run_shuffle(dtype, kind, block_dim, items, rng, distances=(1, -1, 3, 1000)):
                 else:
                     want[:-1] = seg[1:]
                 edge = seg[-1] if kind == "up" else seg[0]
-                np.testing.assert_array_equal(edges[b * T:(b + 1) * T], np.repeat(edge, T), err_msg="edge")
+                np.testing.assert_array_equal(edges[b * T : (b + 1) * T], np.repeat(edge, T), err_msg="edge")
             np.testing.assert_array_equal(got, want, err_msg=f"{kind} by {d}, block {b}")

@@ -44,8 +44,19 @@ USUAL_SHAPES = [32, 128, 256]
 SHAPES = ODD_SHAPES + USUAL_SHAPES
 POW2_SHAPES = [32, 64, 128, 256, 512, (8, 4, 4), (16, 2, 2), (4, 4, 4)]  # the shapes merge sort accepts
 ITEMS = [1, 3, 5, 11, 13]
-SORT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-               "float16", "float32", "float64"]
+SORT_DTYPES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+]
 INTEGERS = [d for d in SORT_DTYPES if d[0] in "iu"]
 FLAGS = ["uint8", "int16", "int32", "uint64"]
 STATIC_SHARED = 48 * 1024
@@ -70,8 +81,13 @@ def ops_for(dtype, ops=OPERATORS):
     """The ops that make sense for ``dtype`` and whose results a reference can check: no products of
     float16 (a long one overflows), no user op but on the types Numba's C ABI shares with NVRTC."""
     kind = np.dtype(dtype).kind
-    return [op for op in ops if kind in kinds_of(op) and not (dtype == "float16" and op == "*")
-            and not (op == "absmax" and dtype not in ("int32", "int64", "float32", "float64"))]
+    return [
+        op
+        for op in ops
+        if kind in kinds_of(op)
+        and not (dtype == "float16" and op == "*")
+        and not (op == "absmax" and dtype not in ("int32", "int64", "float32", "float64"))
+    ]
 
 
 class Code(str):
@@ -93,8 +109,17 @@ def spelling(op, spelled):
         return Code("absmax")
     if not spelled:
         return op
-    return Code({"+": "operator.add", "*": "np.multiply", "min": "min", "max": "np.maximum", "&": "operator.and_",
-                 "|": "np.bitwise_or", "^": "operator.xor"}[op])
+    return Code(
+        {
+            "+": "operator.add",
+            "*": "np.multiply",
+            "min": "min",
+            "max": "np.maximum",
+            "&": "operator.and_",
+            "|": "np.bitwise_or",
+            "^": "operator.xor",
+        }[op]
+    )
 
 
 def dt(name):
@@ -151,8 +176,10 @@ class Case:
 
     def __repr__(self):
         shown = [f"{k}={v!r}" for k, v in self.params.items() if v not in (None, False)]
-        return f"{self.family}({self.block_dim}, {self.dtype}{f', ipt={self.ipt}' if self.ipt else ''}" \
-               f"{', ' if shown else ''}{', '.join(shown)})"
+        return (
+            f"{self.family}({self.block_dim}, {self.dtype}{f', ipt={self.ipt}' if self.ipt else ''}"
+            f"{', ' if shown else ''}{', '.join(shown)})"
+        )
 
     @classmethod
     def draw(cls, pick):
@@ -181,8 +208,10 @@ class Case:
 
     def local(self, name, source=None, dtype=None):
         """Kernel lines: a thread-local array of ``ipt`` items, holding the thread's items of ``source`` if given."""
-        return [f"{name} = cuda.local.array({self.ipt}, {dt(dtype or self.dtype)})",
-                *(load_lines(name, source, self.mine, self.ipt) if source else [])]
+        return [
+            f"{name} = cuda.local.array({self.ipt}, {dt(dtype or self.dtype)})",
+            *(load_lines(name, source, self.mine, self.ipt) if source else []),
+        ]
 
     @property
     def host_dtype(self):
@@ -211,15 +240,22 @@ class LoadStore(Case):
 
     @classmethod
     def draw(cls, pick):
-        return cls(pick("shape", cls.shapes), pick("dtype", ARRAY_DTYPES), pick("ipt", ITEMS),
-                   load=pick("load", cls.ALGORITHMS), store=pick("store", cls.ALGORITHMS),
-                   num_valid=pick.chance(0.5), oob_default=pick.chance(0.5),
-                   cache=pick("cache", ["default", "read_only", "streaming", "global"]))
+        return cls(
+            pick("shape", cls.shapes),
+            pick("dtype", ARRAY_DTYPES),
+            pick("ipt", ITEMS),
+            load=pick("load", cls.ALGORITHMS),
+            store=pick("store", cls.ALGORITHMS),
+            num_valid=pick.chance(0.5),
+            oob_default=pick.chance(0.5),
+            cache=pick("cache", ["default", "read_only", "streaming", "global"]),
+        )
 
     def rejection(self):
         for name, algorithm in (("block_load", self.load), ("block_store", self.store)):
-            found = ((algorithm.startswith("warp_transpose") and _whole_warps(self, name, f"algorithm {algorithm!r}"))
-                     or (algorithm in _STAGING and _over_shared(self, name, self.dtype)))
+            found = (
+                algorithm.startswith("warp_transpose") and _whole_warps(self, name, f"algorithm {algorithm!r}")
+            ) or (algorithm in _STAGING and _over_shared(self, name, self.dtype))
             if found:
                 return found
         return None
@@ -233,9 +269,13 @@ class LoadStore(Case):
 
     def arrays(self, rng):
         D = np.dtype(self.dtype)
-        return {"x": random_array(D, self.n, rng), "nv": edges(self.tile, rng),
-                "dump": np.full(BLOCKS * self.tile, 5, D), "out": np.full(self.n + self.tile, 5, D),
-                "after": np.zeros(BLOCKS * self.tile, D)}
+        return {
+            "x": random_array(D, self.n, rng),
+            "nv": edges(self.tile, rng),
+            "dump": np.full(BLOCKS * self.tile, 5, D),
+            "out": np.full(self.n + self.tile, 5, D),
+            "after": np.zeros(BLOCKS * self.tile, D),
+        }
 
     def lines(self):
         ipt = self.ipt
@@ -243,13 +283,31 @@ class LoadStore(Case):
         shape = dict(block_dim=self.block_dim, items_per_thread=ipt)
         cache = None if self.cache == "default" else self.cache
         # (7 and 3: Python ints, as numba-cuda emits no float16 constants)
-        return [*self.local("@m"), f"for j in range({ipt}):", "    @m[j] = 7",
-                call("block_load", Code(f"@x[b * {self.tile}:]"), Code("@m"), **shape, algorithm=self.load,
-                     num_valid=nv, oob_default=3 if self.oob_default else None, cache=cache),
-                *store_lines("@dump", "@m", self.mine, ipt),
-                call("block_store", Code(f"@out[b * {self.tile}:@x.size]"), Code("@m"), **shape, algorithm=self.store,
-                     num_valid=nv),
-                *store_lines("@after", "@m", self.mine, ipt)]
+        return [
+            *self.local("@m"),
+            f"for j in range({ipt}):",
+            "    @m[j] = 7",
+            call(
+                "block_load",
+                Code(f"@x[b * {self.tile}:]"),
+                Code("@m"),
+                **shape,
+                algorithm=self.load,
+                num_valid=nv,
+                oob_default=3 if self.oob_default else None,
+                cache=cache,
+            ),
+            *store_lines("@dump", "@m", self.mine, ipt),
+            call(
+                "block_store",
+                Code(f"@out[b * {self.tile}:@x.size]"),
+                Code("@m"),
+                **shape,
+                algorithm=self.store,
+                num_valid=nv,
+            ),
+            *store_lines("@after", "@m", self.mine, ipt),
+        ]
 
     def check(self, a):
         D, tile, n = np.dtype(self.dtype), self.tile, self.n
@@ -259,7 +317,7 @@ class LoadStore(Case):
         for b in range(BLOCKS):
             start = b * tile
             valid = max(min(int(a["nv"][b]) if self.num_valid else tile, n - start), 0)
-            got = a["dump"][start:start + tile]
+            got = a["dump"][start : start + tile]
             want = np.where(load < valid, a["x"][np.minimum(start + load, n - 1)], D.type(3 if self.oob_default else 7))
             np.testing.assert_array_equal(got, want, err_msg=f"{self}: block {b} load (valid {valid})")
             want_out[start + store[store < valid]] = got[store < valid]
@@ -277,25 +335,43 @@ class Reduce(Case):
         dtype = pick("dtype", ARRAY_DTYPES + ([] if ipt else ["bfloat16"]))
         num_valid = pick.chance(0.5)
         # bfloat16: min and max only (its sums round); a user op takes no num_valid
-        op = pick(f"op {dtype}", ["min", "max"] if dtype == "bfloat16" else
-                  ops_for(dtype, OPERATORS + (() if num_valid else ("absmax",))))
-        return cls(pick("shape", cls.shapes), dtype, ipt, op=op, algorithm=pick("algorithm", cls.ALGORITHMS),
-                   broadcast=pick.chance(0.5), num_valid=num_valid, spelled=pick.chance(0.3),
-                   sum=op == "+" and pick.chance(0.5))
+        op = pick(
+            f"op {dtype}",
+            ["min", "max"] if dtype == "bfloat16" else ops_for(dtype, OPERATORS + (() if num_valid else ("absmax",))),
+        )
+        return cls(
+            pick("shape", cls.shapes),
+            dtype,
+            ipt,
+            op=op,
+            algorithm=pick("algorithm", cls.ALGORITHMS),
+            broadcast=pick.chance(0.5),
+            num_valid=num_valid,
+            spelled=pick.chance(0.3),
+            sum=op == "+" and pick.chance(0.5),
+        )
 
     def storage(self):
         return (self.T + self.T // 4 + 64) * np.dtype(self.host_dtype).itemsize
 
     def arrays(self, rng):
         D = np.dtype(self.host_dtype)
-        x = (rng.integers(-8, 8, BLOCKS * self.tile).astype(D) if self.dtype == "bfloat16" else
-             random_values(self.dtype, self.op, BLOCKS * self.tile, rng))
+        x = (
+            rng.integers(-8, 8, BLOCKS * self.tile).astype(D)
+            if self.dtype == "bfloat16"
+            else random_values(self.dtype, self.op, BLOCKS * self.tile, rng)
+        )
         return {"x": x, "nv": edges(self.tile, rng), "out": np.full(BLOCKS * self.T, 123, D)}
 
     def lines(self):
         T, ipt = self.T, self.ipt
-        kw = dict(block_dim=self.block_dim, items_per_thread=ipt, algorithm=self.algorithm,
-                  broadcast=self.broadcast or None, num_valid=Code("@nv[b]") if self.num_valid else None)
+        kw = dict(
+            block_dim=self.block_dim,
+            items_per_thread=ipt,
+            algorithm=self.algorithm,
+            broadcast=self.broadcast or None,
+            num_valid=Code("@nv[b]") if self.num_valid else None,
+        )
         if ipt:
             head, value = self.local("@m", "@x"), Code("@m")
         else:
@@ -309,9 +385,9 @@ class Reduce(Case):
     def check(self, a):
         D, T, tile = np.dtype(self.host_dtype), self.T, self.tile
         for b in range(BLOCKS):
-            x = a["x"][b * tile:(b + 1) * tile]
+            x = a["x"][b * tile : (b + 1) * tile]
             count = min(int(a["nv"][b]), tile) if self.num_valid else tile
-            got = a["out"][b * T:(b + 1) * T] if self.broadcast else a["out"][b * T:b * T + 1]
+            got = a["out"][b * T : (b + 1) * T] if self.broadcast else a["out"][b * T : b * T + 1]
             want = np.repeat(reduced(D, self.op, x[:count]), len(got))
             check(D, "max" if self.op == "absmax" else self.op, got, want, np.tile(x, len(got)), tile)
 
@@ -351,11 +427,21 @@ class Scan(Case):
         ipt = pick("ipt", [None] + ITEMS)
         dtype = pick("dtype", ARRAY_DTYPES + ([] if ipt else ["bfloat16"]))
         op = pick(f"op {dtype}", ["min", "max"] if dtype == "bfloat16" else ops_for(dtype))
-        form = pick("form", ["plain", "initial", "aggregate", "initial+aggregate"]
-                    + ([] if dtype == "bfloat16" else ["prefix"]))  # (no bfloat16 arrays for the prefix)
-        return cls(pick("shape", cls.shapes), dtype, ipt, op=op, algorithm=pick("algorithm", cls.ALGORITHMS),
-                   exclusive=pick.chance(0.5), initial="initial" in form, aggregate="aggregate" in form,
-                   prefix=form == "prefix", spelled=pick.chance(0.3))
+        form = pick(
+            "form", ["plain", "initial", "aggregate", "initial+aggregate"] + ([] if dtype == "bfloat16" else ["prefix"])
+        )  # (no bfloat16 arrays for the prefix)
+        return cls(
+            pick("shape", cls.shapes),
+            dtype,
+            ipt,
+            op=op,
+            algorithm=pick("algorithm", cls.ALGORITHMS),
+            exclusive=pick.chance(0.5),
+            initial="initial" in form,
+            aggregate="aggregate" in form,
+            prefix=form == "prefix",
+            spelled=pick.chance(0.3),
+        )
 
     def storage(self):
         return (self.T + self.T // 4 + 64) * np.dtype(self.host_dtype).itemsize
@@ -374,31 +460,43 @@ class Scan(Case):
         T, ipt, tile, bf16 = self.T, self.ipt, self.tile, self.dtype == "bfloat16"
         cast = "float32_to_bfloat16({})" if bf16 else "{}"
         back = "bfloat16_to_float32({})" if bf16 else "{}"
-        kw = dict(block_dim=self.block_dim, items_per_thread=ipt, exclusive=self.exclusive,
-                  initial_value=Code(cast.format("@x[0]")) if self.initial else None, aggregate=self.aggregate or None,
-                  algorithm=self.algorithm)
+        kw = dict(
+            block_dim=self.block_dim,
+            items_per_thread=ipt,
+            exclusive=self.exclusive,
+            initial_value=Code(cast.format("@x[0]")) if self.initial else None,
+            aggregate=self.aggregate or None,
+            algorithm=self.algorithm,
+        )
         op = spelling(self.op, self.spelled)
         if self.prefix:
-            lines = [f"@p = cuda.local.array(1, {dt(self.dtype)})", "@p[0] = @x[0]",
-                     f"for r in range({self.rounds}):"]
+            lines = [f"@p = cuda.local.array(1, {dt(self.dtype)})", "@p[0] = @x[0]", f"for r in range({self.rounds}):"]
             if ipt:
-                body = [f"@m = cuda.local.array({ipt}, {dt(self.dtype)})",
-                        *load_lines("@m", "@x", f"(b * {self.rounds} + r) * {tile} + t * {ipt}", ipt),
-                        call("block_scan", Code("@m"), op, **kw, prefix=Code("@p")),
-                        *store_lines("@out", "@m", f"(b * {self.rounds} + r) * {tile} + t * {ipt}", ipt)]
+                body = [
+                    f"@m = cuda.local.array({ipt}, {dt(self.dtype)})",
+                    *load_lines("@m", "@x", f"(b * {self.rounds} + r) * {tile} + t * {ipt}", ipt),
+                    call("block_scan", Code("@m"), op, **kw, prefix=Code("@p")),
+                    *store_lines("@out", "@m", f"(b * {self.rounds} + r) * {tile} + t * {ipt}", ipt),
+                ]
             else:
                 i = f"(b * {self.rounds} + r) * {T} + t"
                 body = [f"@out[{i}] = " + call("block_scan", Code(f"@x[{i}]"), op, **kw, prefix=Code("@p"))]
             return lines + ["    " + line for line in body]
         if ipt:
             total = "@tot = " if self.aggregate else ""
-            return [*self.local("@m", "@x"), total + call("block_scan", Code("@m"), op, **kw),
-                    *store_lines("@out", "@m", self.mine, ipt),
-                    *([f"@totals[b * {T} + t] = @tot"] if self.aggregate else [])]
+            return [
+                *self.local("@m", "@x"),
+                total + call("block_scan", Code("@m"), op, **kw),
+                *store_lines("@out", "@m", self.mine, ipt),
+                *([f"@totals[b * {T} + t] = @tot"] if self.aggregate else []),
+            ]
         scanned = call("block_scan", Code(cast.format(f"@x[b * {T} + t]")), op, **kw)
         if self.aggregate:
-            return [f"@s, @tot = {scanned}", f"@out[b * {T} + t] = {back.format('@s')}",
-                    f"@totals[b * {T} + t] = {back.format('@tot')}"]
+            return [
+                f"@s, @tot = {scanned}",
+                f"@out[b * {T} + t] = {back.format('@s')}",
+                f"@totals[b * {T} + t] = {back.format('@tot')}",
+            ]
         return [f"@out[b * {T} + t] = {back.format(scanned)}"]
 
     def check(self, a):
@@ -408,10 +506,17 @@ class Scan(Case):
         x, size = a["x"], self.rounds * self.tile
         identity = tiles.ops.parse("test", self.op).identity(D)
         for b in range(BLOCKS):
-            seg = x[b * size:(b + 1) * size]
+            seg = x[b * size : (b + 1) * size]
             seed = x[0] if self.initial or self.prefix else (identity if self.exclusive else None)
-            check_scanned(self, D, seg, seed, a["out"][b * size:(b + 1) * size], a["totals"][b * T:(b + 1) * T]
-                          if self.aggregate else None, f"block {b}")
+            check_scanned(
+                self,
+                D,
+                seg,
+                seed,
+                a["out"][b * size : (b + 1) * size],
+                a["totals"][b * T : (b + 1) * T] if self.aggregate else None,
+                f"block {b}",
+            )
 
 
 class Exchange(Case):
@@ -420,13 +525,18 @@ class Exchange(Case):
 
     @classmethod
     def draw(cls, pick):
-        return cls(pick("shape", cls.shapes), pick("dtype", ARRAY_DTYPES), pick("ipt", ITEMS),
-                   arrangement=pick("arrangement", cls.ARRANGEMENTS))
+        return cls(
+            pick("shape", cls.shapes),
+            pick("dtype", ARRAY_DTYPES),
+            pick("ipt", ITEMS),
+            arrangement=pick("arrangement", cls.ARRANGEMENTS),
+        )
 
     def rejection(self):
         warp_striped = "warp_striped" in self.arrangement
-        return ((warp_striped and _whole_warps(self, "block_exchange", "a warp-striped arrangement"))
-                or _over_shared(self, "block_exchange", self.dtype))
+        return (warp_striped and _whole_warps(self, "block_exchange", "a warp-striped arrangement")) or _over_shared(
+            self, "block_exchange", self.dtype
+        )
 
     def storage(self):
         return self.tile_bytes(self.dtype)
@@ -436,10 +546,11 @@ class Exchange(Case):
         return {"x": x, "out": np.zeros_like(x)}
 
     def lines(self):
-        return [*self.local("@m", "@x"),
-                call("block_exchange", Code("@m"), self.arrangement, block_dim=self.block_dim,
-                     items_per_thread=self.ipt),
-                *store_lines("@out", "@m", self.mine, self.ipt)]
+        return [
+            *self.local("@m", "@x"),
+            call("block_exchange", Code("@m"), self.arrangement, block_dim=self.block_dim, items_per_thread=self.ipt),
+            *store_lines("@out", "@m", self.mine, self.ipt),
+        ]
 
     def check(self, a):
         import numba_tiles as tiles
@@ -461,9 +572,15 @@ class Histogram(Case):
         dtype = pick("dtype", INTEGERS)
         largest = 2 ** (8 * np.dtype(dtype).itemsize - (dtype[0] == "i"))
         bins = pick(f"bins {dtype}", [b for b in (1, 7, 32, 100, 128, 256, 300, 1000) if b <= largest])
-        return cls(pick("shape", cls.shapes), dtype, pick("ipt", ITEMS), bins=bins,
-                   counter=pick("counter", ["int32", "uint32", "uint64"]),
-                   algorithm=pick("algorithm", ["sort", "atomic"]), accumulate=pick.chance(0.5))
+        return cls(
+            pick("shape", cls.shapes),
+            dtype,
+            pick("ipt", ITEMS),
+            bins=bins,
+            counter=pick("counter", ["int32", "uint32", "uint64"]),
+            algorithm=pick("algorithm", ["sort", "atomic"]),
+            accumulate=pick.chance(0.5),
+        )
 
     def rejection(self):
         return _over_shared(self, "block_histogram", self.dtype) if self.algorithm == "sort" else None
@@ -478,16 +595,32 @@ class Histogram(Case):
     def lines(self):
         T, ipt, bins = self.T, self.ipt, self.bins
         fill = [f"for k in range(t, {bins}, {T}):", "    @h[k] = 1000", "cuda.syncthreads()"] if self.accumulate else []
-        return [*self.local("@m", "@x"), f"@h = cuda.shared.array({bins}, {dt(self.counter)})", *fill,
-                call("block_histogram", Code("@m"), Code("@h"), block_dim=self.block_dim, items_per_thread=ipt,
-                     bins=bins, algorithm=self.algorithm, accumulate=self.accumulate or None),
-                f"for k in range(t, {bins}, {T}):", f"    @out[b * {bins} + k] = @h[k]"]
+        return [
+            *self.local("@m", "@x"),
+            f"@h = cuda.shared.array({bins}, {dt(self.counter)})",
+            *fill,
+            call(
+                "block_histogram",
+                Code("@m"),
+                Code("@h"),
+                block_dim=self.block_dim,
+                items_per_thread=ipt,
+                bins=bins,
+                algorithm=self.algorithm,
+                accumulate=self.accumulate or None,
+            ),
+            f"for k in range(t, {bins}, {T}):",
+            f"    @out[b * {bins} + k] = @h[k]",
+        ]
 
     def check(self, a):
         for b in range(BLOCKS):
-            want = np.bincount(a["x"][b * self.tile:(b + 1) * self.tile], minlength=self.bins)
-            np.testing.assert_array_equal(a["out"][b * self.bins:(b + 1) * self.bins],
-                                          want + (1000 if self.accumulate else 0), err_msg=f"{self}: block {b}")
+            want = np.bincount(a["x"][b * self.tile : (b + 1) * self.tile], minlength=self.bins)
+            np.testing.assert_array_equal(
+                a["out"][b * self.bins : (b + 1) * self.bins],
+                want + (1000 if self.accumulate else 0),
+                err_msg=f"{self}: block {b}",
+            )
 
 
 def _keys_and_values(case):
@@ -495,8 +628,10 @@ def _keys_and_values(case):
 
 
 def _sorted_out(case):
-    return [*store_lines("@out_keys", "@k", case.mine, case.ipt),
-            *(store_lines("@out_values", "@v", case.mine, case.ipt) if case.values else [])]
+    return [
+        *store_lines("@out_keys", "@k", case.mine, case.ipt),
+        *(store_lines("@out_values", "@v", case.mine, case.ipt) if case.values else []),
+    ]
 
 
 def _payload(case, rng):
@@ -512,13 +647,20 @@ class RadixSort(Case):
         dtype = pick("dtype", SORT_DTYPES)
         bits = 8 * np.dtype(dtype).itemsize
         begin = pick.random.randrange(0, bits)
-        return cls(pick("shape", cls.shapes), dtype, pick("ipt", ITEMS), values=pick("values", [None] + ARRAY_DTYPES),
-                   descending=pick.chance(0.5), striped=pick.chance(0.5),
-                   bits=(begin, pick.random.randrange(begin + 1, bits + 1)) if pick.chance(0.3) else None)
+        return cls(
+            pick("shape", cls.shapes),
+            dtype,
+            pick("ipt", ITEMS),
+            values=pick("values", [None] + ARRAY_DTYPES),
+            descending=pick.chance(0.5),
+            striped=pick.chance(0.5),
+            bits=(begin, pick.random.randrange(begin + 1, bits + 1)) if pick.chance(0.3) else None,
+        )
 
     def rejection(self):
         return _over_shared(self, "block_radix_sort", self.dtype) or (
-            self.values and _over_shared(self, "block_radix_sort", self.values))
+            self.values and _over_shared(self, "block_radix_sort", self.values)
+        )
 
     def storage(self):  # CUB's rank counters (9 lanes x 2 x 16 bits per thread), or the tile's exchange
         return max(40 * self.T + 512, self.tile_bytes(self.dtype), self.tile_bytes(self.values or "int8"))
@@ -530,11 +672,21 @@ class RadixSort(Case):
 
     def lines(self):
         begin, end = self.bits or (None, None)
-        return [*_keys_and_values(self),
-                call("block_radix_sort", Code("@k"), block_dim=self.block_dim, items_per_thread=self.ipt,
-                     values=Code("@v") if self.values else None, descending=self.descending or None,
-                     striped=self.striped or None, begin_bit=begin, end_bit=end),
-                *_sorted_out(self)]
+        return [
+            *_keys_and_values(self),
+            call(
+                "block_radix_sort",
+                Code("@k"),
+                block_dim=self.block_dim,
+                items_per_thread=self.ipt,
+                values=Code("@v") if self.values else None,
+                descending=self.descending or None,
+                striped=self.striped or None,
+                begin_bit=begin,
+                end_bit=end,
+            ),
+            *_sorted_out(self),
+        ]
 
     def check(self, a):
         D, tile = np.dtype(self.dtype), self.tile
@@ -545,11 +697,15 @@ class RadixSort(Case):
             digits = ordered_digits(D, a["keys"][part], begin, end)
             order = np.argsort(~digits if self.descending else digits, kind="stable")  # (~: descending, still stable)
             bits = f"u{D.itemsize}"  # bitwise: the sort moves keys, -0.0 stays -0.0
-            np.testing.assert_array_equal(a["out_keys"][part].view(bits), a["keys"][part][order][where].view(bits),
-                                          err_msg=f"{self}: block {b} keys")
+            np.testing.assert_array_equal(
+                a["out_keys"][part].view(bits),
+                a["keys"][part][order][where].view(bits),
+                err_msg=f"{self}: block {b} keys",
+            )
             if self.values:
-                np.testing.assert_array_equal(a["out_values"][part], a["values"][part][order][where],
-                                              err_msg=f"{self}: block {b} values")
+                np.testing.assert_array_equal(
+                    a["out_values"][part], a["values"][part][order][where], err_msg=f"{self}: block {b} values"
+                )
 
 
 class MergeSort(Case):
@@ -561,15 +717,24 @@ class MergeSort(Case):
         dtype = pick("dtype", SORT_DTYPES)
         # (a Python comparison takes integers, float32 and float64: Numba's C ABI for half differs)
         compare = pick(f"compare {dtype}", ["<", ">"] + ([] if dtype == "float16" else ["magnitude"]))
-        return cls(pick("shape", cls.shapes), dtype, pick("ipt", ITEMS), compare=compare,
-                   values=pick("values", [None] + ARRAY_DTYPES))
+        return cls(
+            pick("shape", cls.shapes),
+            dtype,
+            pick("ipt", ITEMS),
+            compare=compare,
+            values=pick("values", [None] + ARRAY_DTYPES),
+        )
 
     def rejection(self):
         if self.T & (self.T - 1):
-            return "block_merge_sort", rf"tiles.block_merge_sort: CUB's merge sort needs a power-of-two number of " \
-                                       rf"threads, got {self.T}"
+            return (
+                "block_merge_sort",
+                rf"tiles.block_merge_sort: CUB's merge sort needs a power-of-two number of "
+                rf"threads, got {self.T}",
+            )
         return _over_shared(self, "block_merge_sort", self.dtype) or (
-            self.values and _over_shared(self, "block_merge_sort", self.values))
+            self.values and _over_shared(self, "block_merge_sort", self.values)
+        )
 
     def storage(self):
         return max(self.tile_bytes(self.dtype), self.tile_bytes(self.values or "int8")) + 512
@@ -583,21 +748,31 @@ class MergeSort(Case):
 
     def lines(self):
         compare = Code("by_magnitude") if self.compare == "magnitude" else self.compare
-        return [*_keys_and_values(self),
-                call("block_merge_sort", Code("@k"), compare, block_dim=self.block_dim, items_per_thread=self.ipt,
-                     values=Code("@v") if self.values else None),
-                *_sorted_out(self)]
+        return [
+            *_keys_and_values(self),
+            call(
+                "block_merge_sort",
+                Code("@k"),
+                compare,
+                block_dim=self.block_dim,
+                items_per_thread=self.ipt,
+                values=Code("@v") if self.values else None,
+            ),
+            *_sorted_out(self),
+        ]
 
     def check(self, a):
         key = {"<": lambda v: v, ">": lambda v: -v, "magnitude": np.abs}[self.compare]
         for b in range(BLOCKS):
             part = slice(b * self.tile, (b + 1) * self.tile)
             order = np.argsort(key(a["keys"][part].astype(np.float64)), kind="stable")
-            np.testing.assert_array_equal(a["out_keys"][part], a["keys"][part][order],
-                                          err_msg=f"{self}: block {b} keys")
+            np.testing.assert_array_equal(
+                a["out_keys"][part], a["keys"][part][order], err_msg=f"{self}: block {b} keys"
+            )
             if self.values:
-                np.testing.assert_array_equal(a["out_values"][part], a["values"][part][order],
-                                              err_msg=f"{self}: block {b} values")
+                np.testing.assert_array_equal(
+                    a["out_values"][part], a["values"][part][order], err_msg=f"{self}: block {b} values"
+                )
 
 
 class AdjacentDifference(Case):
@@ -608,8 +783,15 @@ class AdjacentDifference(Case):
     def draw(cls, pick):
         dtype = pick("dtype", ARRAY_DTYPES)
         op = pick(f"op {dtype}", ["-"] + ops_for(dtype, ("+", "max", "^", "absmax")))
-        return cls(pick("shape", cls.shapes), dtype, pick("ipt", ITEMS), op=op, right=pick.chance(0.5),
-                   neighbor=pick.chance(0.5), num_valid=pick.chance(0.5))
+        return cls(
+            pick("shape", cls.shapes),
+            dtype,
+            pick("ipt", ITEMS),
+            op=op,
+            right=pick.chance(0.5),
+            neighbor=pick.chance(0.5),
+            num_valid=pick.chance(0.5),
+        )
 
     def rejection(self):
         if self.right and self.neighbor and self.num_valid:
@@ -626,17 +808,31 @@ class AdjacentDifference(Case):
 
     def lines(self):
         op = Code("absmax") if self.op == "absmax" else self.op
-        return [*self.local("@m", "@x"),
-                call("block_adjacent_difference", Code("@m"), op, block_dim=self.block_dim, items_per_thread=self.ipt,
-                     right=self.right or None, neighbor=Code("@edge[b]") if self.neighbor else None,
-                     num_valid=Code("@nv[b]") if self.num_valid else None),
-                *store_lines("@out", "@m", self.mine, self.ipt)]
+        return [
+            *self.local("@m", "@x"),
+            call(
+                "block_adjacent_difference",
+                Code("@m"),
+                op,
+                block_dim=self.block_dim,
+                items_per_thread=self.ipt,
+                right=self.right or None,
+                neighbor=Code("@edge[b]") if self.neighbor else None,
+                num_valid=Code("@nv[b]") if self.num_valid else None,
+            ),
+            *store_lines("@out", "@m", self.mine, self.ipt),
+        ]
 
     def check(self, a):
         for b in range(BLOCKS):
             part = slice(b * self.tile, (b + 1) * self.tile)
-            want = adjacent_difference(a["x"][part], self.OPS[self.op], self.right,
-                                       a["edge"][b] if self.neighbor else None, a["nv"][b] if self.num_valid else None)
+            want = adjacent_difference(
+                a["x"][part],
+                self.OPS[self.op],
+                self.right,
+                a["edge"][b] if self.neighbor else None,
+                a["nv"][b] if self.num_valid else None,
+            )
             np.testing.assert_array_equal(a["out"][part], want, err_msg=f"{self}: block {b}")
 
 
@@ -647,39 +843,67 @@ class Discontinuity(Case):
     def draw(cls, pick):
         dtype = pick("dtype", ARRAY_DTYPES)
         flags = pick("flags", [("heads",), ("tails",), ("heads", "tails")])
-        compare = pick(f"compare {dtype}", ["!="] + (["parity"] if dtype in ("int32", "int64", "float32", "float64")
-                                                    else []))
-        return cls(pick("shape", cls.shapes), dtype, pick("ipt", ITEMS), flags=flags, flag=pick("flag", FLAGS),
-                   compare=compare, predecessor="heads" in flags and pick.chance(0.5),
-                   successor="tails" in flags and pick.chance(0.5))
+        compare = pick(
+            f"compare {dtype}", ["!="] + (["parity"] if dtype in ("int32", "int64", "float32", "float64") else [])
+        )
+        return cls(
+            pick("shape", cls.shapes),
+            dtype,
+            pick("ipt", ITEMS),
+            flags=flags,
+            flag=pick("flag", FLAGS),
+            compare=compare,
+            predecessor="heads" in flags and pick.chance(0.5),
+            successor="tails" in flags and pick.chance(0.5),
+        )
 
     def storage(self):
         return 2 * self.T * np.dtype(self.dtype).itemsize + 512
 
     def arrays(self, rng):
         D, F = np.dtype(self.dtype), np.dtype(self.flag)
-        return {"x": rng.integers(0, 3, BLOCKS * self.tile).astype(D), "edge": rng.integers(0, 3, 2 * BLOCKS).astype(D),
-                "heads": np.zeros(BLOCKS * self.tile, F), "tails": np.zeros(BLOCKS * self.tile, F)}
+        return {
+            "x": rng.integers(0, 3, BLOCKS * self.tile).astype(D),
+            "edge": rng.integers(0, 3, 2 * BLOCKS).astype(D),
+            "heads": np.zeros(BLOCKS * self.tile, F),
+            "tails": np.zeros(BLOCKS * self.tile, F),
+        }
 
     def lines(self):
         ipt = self.ipt
-        return [*self.local("@m", "@x"), *self.local("@h", dtype=self.flag), *self.local("@s", dtype=self.flag),
-                f"for j in range({ipt}):", "    @h[j] = 7", "    @s[j] = 7",
-                call("block_discontinuity", Code("@m"), block_dim=self.block_dim, items_per_thread=ipt,
-                     heads=Code("@h") if "heads" in self.flags else None,
-                     tails=Code("@s") if "tails" in self.flags else None,
-                     compare=Code("same_parity_differs") if self.compare == "parity" else None,
-                     predecessor=Code("@edge[2 * b]") if self.predecessor else None,
-                     successor=Code("@edge[2 * b + 1]") if self.successor else None),
-                *store_lines("@heads", "@h", self.mine, ipt), *store_lines("@tails", "@s", self.mine, ipt)]
+        return [
+            *self.local("@m", "@x"),
+            *self.local("@h", dtype=self.flag),
+            *self.local("@s", dtype=self.flag),
+            f"for j in range({ipt}):",
+            "    @h[j] = 7",
+            "    @s[j] = 7",
+            call(
+                "block_discontinuity",
+                Code("@m"),
+                block_dim=self.block_dim,
+                items_per_thread=ipt,
+                heads=Code("@h") if "heads" in self.flags else None,
+                tails=Code("@s") if "tails" in self.flags else None,
+                compare=Code("same_parity_differs") if self.compare == "parity" else None,
+                predecessor=Code("@edge[2 * b]") if self.predecessor else None,
+                successor=Code("@edge[2 * b + 1]") if self.successor else None,
+            ),
+            *store_lines("@heads", "@h", self.mine, ipt),
+            *store_lines("@tails", "@s", self.mine, ipt),
+        ]
 
     def check(self, a):
         differ = np.not_equal if self.compare == "!=" else (lambda p, q: (p % 2) != (q % 2))
         F = np.dtype(self.flag)
         for b in range(BLOCKS):
             part = slice(b * self.tile, (b + 1) * self.tile)
-            heads, tails = discontinuity(a["x"][part], differ, a["edge"][2 * b] if self.predecessor else None,
-                                         a["edge"][2 * b + 1] if self.successor else None)
+            heads, tails = discontinuity(
+                a["x"][part],
+                differ,
+                a["edge"][2 * b] if self.predecessor else None,
+                a["edge"][2 * b + 1] if self.successor else None,
+            )
             for name, want in (("heads", heads), ("tails", tails)):
                 want = want.astype(F) if name in self.flags else np.full(self.tile, 7, F)
                 np.testing.assert_array_equal(a[name][part], want, err_msg=f"{self}: block {b} {name}")
@@ -692,8 +916,12 @@ class Shuffle(Case):
     @classmethod
     def draw(cls, pick):
         kind = pick("kind", ["offset", "rotate", "up", "down"])
-        return cls(pick("shape", cls.shapes), pick("dtype", ARRAY_DTYPES),
-                   pick("ipt", ITEMS) if kind in ("up", "down") else None, kind=kind)
+        return cls(
+            pick("shape", cls.shapes),
+            pick("dtype", ARRAY_DTYPES),
+            pick("ipt", ITEMS) if kind in ("up", "down") else None,
+            kind=kind,
+        )
 
     def storage(self):
         return self.T * np.dtype(self.dtype).itemsize + 512
@@ -701,36 +929,50 @@ class Shuffle(Case):
     def arrays(self, rng):
         D, T = np.dtype(self.dtype), self.T
         x = random_array(D, BLOCKS * self.tile, rng)
-        pool = [1, -1, 0, T - 1, -T, T + 5, 2 ** 31 - 1, -2 ** 31, *rng.integers(-2 * T, 2 * T, 4)]
-        return {"x": x, "d": rng.choice(np.array(pool, np.int64), self.DISTANCES).astype(np.int32),
-                "out": np.zeros(BLOCKS * self.DISTANCES * self.tile, D), "edges": np.zeros(BLOCKS * T, D)}
+        pool = [1, -1, 0, T - 1, -T, T + 5, 2**31 - 1, -(2**31), *rng.integers(-2 * T, 2 * T, 4)]
+        return {
+            "x": x,
+            "d": rng.choice(np.array(pool, np.int64), self.DISTANCES).astype(np.int32),
+            "out": np.zeros(BLOCKS * self.DISTANCES * self.tile, D),
+            "edges": np.zeros(BLOCKS * T, D),
+        }
 
     def lines(self):
         T, ipt = self.T, self.ipt
         if not ipt:
-            return [f"for k in range({self.DISTANCES}):",
-                    f"    @out[(b * {self.DISTANCES} + k) * {T} + t] = " + call(
-                        "block_shuffle", Code(f"@x[b * {T} + t]"), self.kind, block_dim=self.block_dim,
-                        distance=Code("@d[k]"))]
-        return [*self.local("@m", "@x"),
-                f"@edges[b * {T} + t] = " + call("block_shuffle", Code("@m"), self.kind, block_dim=self.block_dim,
-                                                 items_per_thread=ipt),
-                *store_lines("@out", "@m", self.mine, ipt)]
+            return [
+                f"for k in range({self.DISTANCES}):",
+                f"    @out[(b * {self.DISTANCES} + k) * {T} + t] = "
+                + call(
+                    "block_shuffle",
+                    Code(f"@x[b * {T} + t]"),
+                    self.kind,
+                    block_dim=self.block_dim,
+                    distance=Code("@d[k]"),
+                ),
+            ]
+        return [
+            *self.local("@m", "@x"),
+            f"@edges[b * {T} + t] = "
+            + call("block_shuffle", Code("@m"), self.kind, block_dim=self.block_dim, items_per_thread=ipt),
+            *store_lines("@out", "@m", self.mine, ipt),
+        ]
 
     def check(self, a):
         T, tile = self.T, self.tile
         for b in range(BLOCKS):
-            seg = a["x"][b * tile:(b + 1) * tile]
+            seg = a["x"][b * tile : (b + 1) * tile]
             if self.ipt:
                 want = seg.copy()
                 if self.kind == "up":
                     want[1:] = seg[:-1]
                 else:
                     want[:-1] = seg[1:]
-                np.testing.assert_array_equal(a["out"][b * tile:(b + 1) * tile], want, err_msg=f"{self}: block {b}")
+                np.testing.assert_array_equal(a["out"][b * tile : (b + 1) * tile], want, err_msg=f"{self}: block {b}")
                 edge = seg[-1] if self.kind == "up" else seg[0]
-                np.testing.assert_array_equal(a["edges"][b * T:(b + 1) * T], np.repeat(edge, T),
-                                              err_msg=f"{self}: block {b} edge")
+                np.testing.assert_array_equal(
+                    a["edges"][b * T : (b + 1) * T], np.repeat(edge, T), err_msg=f"{self}: block {b} edge"
+                )
                 continue
             for k, d in enumerate(a["d"]):
                 src = np.arange(T) + np.int64(d)
@@ -738,7 +980,7 @@ class Shuffle(Case):
                     want = seg[src % T]
                 else:
                     want = np.where((src >= 0) & (src < T), seg[np.clip(src, 0, T - 1)], seg)
-                got = a["out"][(b * self.DISTANCES + k) * T:][:T]
+                got = a["out"][(b * self.DISTANCES + k) * T :][:T]
                 np.testing.assert_array_equal(got, want, err_msg=f"{self}: block {b}, distance {d}")
 
 
@@ -756,10 +998,16 @@ class _Warp(Case):
 
     def inputs(self, rng):
         D, W = np.dtype(self.host_dtype), self.warp_size
-        x = (rng.integers(-2, 3, BLOCKS * self.T).astype(D) if self.dtype == "bfloat16" else  # (exact sums)
-             random_values(self.dtype, self.op, BLOCKS * self.T, rng))
-        return {"x": x, "nv": np.resize(np.concatenate([edges(W, rng), rng.integers(0, W + 1, self.groups)]),
-                                        self.groups)}
+        x = (
+            rng.integers(-2, 3, BLOCKS * self.T).astype(D)
+            if self.dtype == "bfloat16"
+            # (exact sums)
+            else random_values(self.dtype, self.op, BLOCKS * self.T, rng)
+        )
+        return {
+            "x": x,
+            "nv": np.resize(np.concatenate([edges(W, rng), rng.integers(0, W + 1, self.groups)]), self.groups),
+        }
 
 
 class WarpReduce(_Warp):
@@ -770,10 +1018,21 @@ class WarpReduce(_Warp):
         shape = pick("shape", cls.shapes)
         dtype = pick("dtype", ARRAY_DTYPES + ["bfloat16"])
         num_valid = pick.chance(0.5)
-        op = pick(f"op {dtype}", ["+", "min", "max"] if dtype == "bfloat16" else
-                  ops_for(dtype, OPERATORS + (() if num_valid else ("absmax",))))
-        return cls(shape, dtype, warp_size=cls.draw_warp_size(pick, shape), op=op, num_valid=num_valid,
-                   spelled=pick.chance(0.3), sum=op == "+" and pick.chance(0.5))
+        op = pick(
+            f"op {dtype}",
+            ["+", "min", "max"]
+            if dtype == "bfloat16"
+            else ops_for(dtype, OPERATORS + (() if num_valid else ("absmax",))),
+        )
+        return cls(
+            shape,
+            dtype,
+            warp_size=cls.draw_warp_size(pick, shape),
+            op=op,
+            num_valid=num_valid,
+            spelled=pick.chance(0.3),
+            sum=op == "+" and pick.chance(0.5),
+        )
 
     def arrays(self, rng):
         return {**self.inputs(rng), "out": np.full(self.groups, 123, self.host_dtype)}
@@ -784,13 +1043,17 @@ class WarpReduce(_Warp):
         kw = dict(warp_size=W, num_valid=Code(f"@nv[@i // {W}]") if self.num_valid else None)
         op = spelling(self.op, self.spelled)
         fn = call("warp_sum", value, **kw) if self.sum else call("warp_reduce", value, op, **kw)
-        return [f"@i = b * {self.T} + t", f"@r = {fn}", f"if t % {W} == 0:",
-                f"    @out[@i // {W}] = {'bfloat16_to_float32(@r)' if bf16 else '@r'}"]
+        return [
+            f"@i = b * {self.T} + t",
+            f"@r = {fn}",
+            f"if t % {W} == 0:",
+            f"    @out[@i // {W}] = {'bfloat16_to_float32(@r)' if bf16 else '@r'}",
+        ]
 
     def check(self, a):
         D, W = np.dtype(self.host_dtype), self.warp_size
         counts = np.minimum(a["nv"], W) if self.num_valid else np.full(self.groups, W)
-        want = np.array([reduced(D, self.op, a["x"][g * W:g * W + counts[g]]) for g in range(self.groups)])
+        want = np.array([reduced(D, self.op, a["x"][g * W : g * W + counts[g]]) for g in range(self.groups)])
         try:
             check(D, "max" if self.op == "absmax" else self.op, a["out"], want, a["x"], W)
         except AssertionError as e:
@@ -805,9 +1068,17 @@ class WarpScan(_Warp):
         shape = pick("shape", cls.shapes)
         dtype = pick("dtype", ARRAY_DTYPES + ["bfloat16"])
         op = pick(f"op {dtype}", ["+", "min", "max"] if dtype == "bfloat16" else ops_for(dtype))
-        return cls(shape, dtype, warp_size=cls.draw_warp_size(pick, shape), op=op, exclusive=pick.chance(0.5),
-                   initial=pick.chance(0.5), aggregate=pick.chance(0.5),
-                   num_valid=pick.chance(0.5), spelled=pick.chance(0.3))
+        return cls(
+            shape,
+            dtype,
+            warp_size=cls.draw_warp_size(pick, shape),
+            op=op,
+            exclusive=pick.chance(0.5),
+            initial=pick.chance(0.5),
+            aggregate=pick.chance(0.5),
+            num_valid=pick.chance(0.5),
+            spelled=pick.chance(0.3),
+        )
 
     def arrays(self, rng):
         inputs = self.inputs(rng)
@@ -817,12 +1088,23 @@ class WarpScan(_Warp):
         W, bf16 = self.warp_size, self.dtype == "bfloat16"
         cast = "float32_to_bfloat16({})" if bf16 else "{}"
         back = "bfloat16_to_float32({})" if bf16 else "{}"
-        scanned = call("warp_scan", Code(cast.format("@x[@i]")), spelling(self.op, self.spelled), warp_size=W,
-                       exclusive=self.exclusive, initial_value=Code(cast.format("@x[0]")) if self.initial else None,
-                       aggregate=self.aggregate or None, num_valid=Code(f"@nv[@i // {W}]") if self.num_valid else None)
+        scanned = call(
+            "warp_scan",
+            Code(cast.format("@x[@i]")),
+            spelling(self.op, self.spelled),
+            warp_size=W,
+            exclusive=self.exclusive,
+            initial_value=Code(cast.format("@x[0]")) if self.initial else None,
+            aggregate=self.aggregate or None,
+            num_valid=Code(f"@nv[@i // {W}]") if self.num_valid else None,
+        )
         if self.aggregate:
-            return [f"@i = b * {self.T} + t", f"@s, @tot = {scanned}", f"@out[@i] = {back.format('@s')}",
-                    f"@totals[@i] = {back.format('@tot')}"]
+            return [
+                f"@i = b * {self.T} + t",
+                f"@s, @tot = {scanned}",
+                f"@out[@i] = {back.format('@s')}",
+                f"@totals[@i] = {back.format('@tot')}",
+            ]
         return [f"@i = b * {self.T} + t", f"@out[@i] = {back.format(scanned)}"]
 
     def check(self, a):
@@ -831,16 +1113,35 @@ class WarpScan(_Warp):
         D, W, x = np.dtype(self.host_dtype), self.warp_size, a["x"]
         identity = tiles.ops.parse("test", self.op).identity(D)
         for g in range(self.groups):
-            seg = x[g * W:(g + 1) * W].copy()
+            seg = x[g * W : (g + 1) * W].copy()
             if self.num_valid:
-                seg[max(int(a["nv"][g]), 0):] = identity
+                seg[max(int(a["nv"][g]), 0) :] = identity
             seed = x[0] if self.initial else (identity if self.exclusive else None)
-            check_scanned(self, D, seg, seed, a["out"][g * W:(g + 1) * W],
-                          a["totals"][g * W:(g + 1) * W] if self.aggregate else None, f"logical warp {g}")
+            check_scanned(
+                self,
+                D,
+                seg,
+                seed,
+                a["out"][g * W : (g + 1) * W],
+                a["totals"][g * W : (g + 1) * W] if self.aggregate else None,
+                f"logical warp {g}",
+            )
 
 
-FAMILIES = [LoadStore, Reduce, Scan, Exchange, Histogram, RadixSort, MergeSort, AdjacentDifference, Discontinuity,
-            Shuffle, WarpReduce, WarpScan]
+FAMILIES = [
+    LoadStore,
+    Reduce,
+    Scan,
+    Exchange,
+    Histogram,
+    RadixSort,
+    MergeSort,
+    AdjacentDifference,
+    Discontinuity,
+    Shuffle,
+    WarpReduce,
+    WarpScan,
+]
 
 
 def generate(per_family, seed=SEED, families=FAMILIES):
@@ -871,7 +1172,8 @@ class Batch:
     @property
     def id(self):
         return f"{self.cases[0].family}-{self.block_dim}-" + "+".join(
-            f"{c.dtype}{f'x{c.ipt}' if c.ipt else ''}" for c in self.cases)
+            f"{c.dtype}{f'x{c.ipt}' if c.ipt else ''}" for c in self.cases
+        )
 
     def __repr__(self):
         return "Batch(" + "; ".join(map(repr, self.cases)) + ")"
@@ -888,9 +1190,16 @@ class Batch:
 
         import numba_tiles as tiles
 
-        names = {"cuda": cuda, "tiles": tiles, "np": np, "operator": operator, "absmax": absmax,
-                 "by_magnitude": by_magnitude, "same_parity_differs": same_parity_differs,
-                 **{dt(d): np.dtype(d) for d in ARRAY_DTYPES}}
+        names = {
+            "cuda": cuda,
+            "tiles": tiles,
+            "np": np,
+            "operator": operator,
+            "absmax": absmax,
+            "by_magnitude": by_magnitude,
+            "same_parity_differs": same_parity_differs,
+            **{dt(d): np.dtype(d) for d in ARRAY_DTYPES},
+        }
         if any(c.dtype == "bfloat16" for c in self.cases):
             from numba.cuda.bf16 import bfloat16_to_float32, float32_to_bfloat16
 
@@ -950,6 +1259,7 @@ def compile_alone(case, rng, arch="sm_90"):
 
 
 def describe_seed():
-    return (f"cases from seed {SEED} (NUMBA_TILES_CASES_SEED, else NUMBA_TILES_TEST_SEED, else {DEFAULT_SEED}); "
-            f"replay a failure with NUMBA_TILES_CASES_SEED={SEED} and the NUMBA_TILES_TEST_SEED printed for its data")
-
+    return (
+        f"cases from seed {SEED} (NUMBA_TILES_CASES_SEED, else NUMBA_TILES_TEST_SEED, else {DEFAULT_SEED}); "
+        f"replay a failure with NUMBA_TILES_CASES_SEED={SEED} and the NUMBA_TILES_TEST_SEED printed for its data"
+    )

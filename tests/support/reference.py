@@ -10,11 +10,25 @@ from .compiler import cuda
 
 DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
 BLOCK_DIMS = [32, 128, 256, 1024, (16, 16), (8, 8, 4)]
-OPS = {"+": np.add, "*": np.multiply, "min": np.minimum, "max": np.maximum,
-       "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor}
+OPS = {
+    "+": np.add,
+    "*": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "&": np.bitwise_and,
+    "|": np.bitwise_or,
+    "^": np.bitwise_xor,
+}
 # The same ops spelled as Python objects, to check every spelling reaches the same code.
-SPELLED = {"+": operator.add, "*": operator.mul, "min": min, "max": max,
-           "&": operator.and_, "|": operator.or_, "^": operator.xor}
+SPELLED = {
+    "+": operator.add,
+    "*": operator.mul,
+    "min": min,
+    "max": max,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+}
 
 
 SMALL_AND_COMPLEX = ["int8", "int16", "uint8", "uint16", "float16", "complex64", "complex128"]
@@ -104,10 +118,8 @@ def make_items_kernel(op, block_dim, items, algorithm, dtype):
         for j in range(N):
             mine[j] = x[(b * T + t) * N + j]
         a = tiles.block_reduce(mine, op, block_dim=block_dim, items_per_thread=N, algorithm=algorithm)
-        p = tiles.block_reduce(mine, op, block_dim=block_dim, items_per_thread=N, algorithm=algorithm,
-                               num_valid=nv[b])
-        e = tiles.block_reduce(mine, op, block_dim=block_dim, items_per_thread=N, algorithm=algorithm,
-                               broadcast=True)
+        p = tiles.block_reduce(mine, op, block_dim=block_dim, items_per_thread=N, algorithm=algorithm, num_valid=nv[b])
+        e = tiles.block_reduce(mine, op, block_dim=block_dim, items_per_thread=N, algorithm=algorithm, broadcast=True)
         every[b * T + t] = e
         if t == 0:
             full[b] = a
@@ -196,10 +208,12 @@ def reference(dtype, op, x, counts, threads):
     acc = {"f": np.float64, "c": np.complex128}.get(dtype.kind, dtype)
     tiles_ = x.reshape(-1, threads).astype(acc)
     full = ufunc.reduce(tiles_, axis=1, dtype=acc)
-    part = np.array([
-        ufunc.reduce(row[: min(n, threads)], dtype=acc) if n > 0 else tiles.ops.parse("t", op).identity(dtype)
-        for row, n in zip(tiles_, counts)
-    ])
+    part = np.array(
+        [
+            ufunc.reduce(row[: min(n, threads)], dtype=acc) if n > 0 else tiles.ops.parse("t", op).identity(dtype)
+            for row, n in zip(tiles_, counts)
+        ]
+    )
     return full, part
 
 

@@ -17,8 +17,9 @@ def external_calls(text):
     """CALLs to anything but ptxas's own code: its helper routines (``$__internal_...``: shuffles
     or votes under a lane mask it cannot prove uniform, which CUB issues in some warp-level
     paths) and subroutines it outlines within the kernel itself (local ``.L_x_`` labels)."""
-    return [line for line in text.splitlines()
-            if " CALL" in line and "$__internal_" not in line and "`(.L_x_" not in line]
+    return [
+        line for line in text.splitlines() if " CALL" in line and "$__internal_" not in line and "`(.L_x_" not in line
+    ]
 
 
 def instructions(text):
@@ -40,8 +41,8 @@ def registers(cubin):
             if form in (1, 2):  # no value / a 2-byte value
                 at += 2 * form
                 continue
-            length = int.from_bytes(cubin[at + 2:at + 4], "little")
+            length = int.from_bytes(cubin[at + 2 : at + 4], "little")
             if attribute == 0x2F:
-                return int.from_bytes(cubin[at + 8:at + 12], "little")
+                return int.from_bytes(cubin[at + 8 : at + 12], "little")
             at += 4 + length
     raise LookupError("no register count in the cubin")

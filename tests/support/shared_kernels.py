@@ -10,11 +10,19 @@ def one_collective(which):
     from numba import cuda, float32, uint8
 
     # "temp" and "separate": three collectives, sharing one buffer of the largest size they need or not
-    need = max(tiles.temp_bytes(tiles.block_load, float32[::1], float32[::1], block_dim=256, items_per_thread=4,
-                                algorithm="transpose"),
-               tiles.temp_bytes(tiles.block_radix_sort, float32[::1], block_dim=256, items_per_thread=4),
-               tiles.temp_bytes(tiles.block_exchange, float32[::1], "blocked_to_striped", block_dim=256,
-                                items_per_thread=4)) if which == "temp" else 1
+    need = (
+        max(
+            tiles.temp_bytes(
+                tiles.block_load, float32[::1], float32[::1], block_dim=256, items_per_thread=4, algorithm="transpose"
+            ),
+            tiles.temp_bytes(tiles.block_radix_sort, float32[::1], block_dim=256, items_per_thread=4),
+            tiles.temp_bytes(
+                tiles.block_exchange, float32[::1], "blocked_to_striped", block_dim=256, items_per_thread=4
+            ),
+        )
+        if which == "temp"
+        else 1
+    )
 
     @cuda.jit
     def kernel(x, out):
@@ -23,9 +31,10 @@ def one_collective(which):
         for j in range(4):
             items[j] = x[i * 4 + j]
         if which == "load":  # (a direct store needs no storage: CUB's 1-byte placeholder is not a buffer)
-            tiles.block_load(x[cuda.blockIdx.x * 1024:], items, block_dim=256, items_per_thread=4,
-                             algorithm="warp_transpose")
-            tiles.block_store(out[cuda.blockIdx.x * 1024:], items, block_dim=256, items_per_thread=4)
+            tiles.block_load(
+                x[cuda.blockIdx.x * 1024 :], items, block_dim=256, items_per_thread=4, algorithm="warp_transpose"
+            )
+            tiles.block_store(out[cuda.blockIdx.x * 1024 :], items, block_dim=256, items_per_thread=4)
         elif which == "radix_sort":
             tiles.block_radix_sort(items, block_dim=256, items_per_thread=4, values=items)
         elif which == "merge_sort":
@@ -41,13 +50,15 @@ def one_collective(which):
             items[1] = tiles.block_reduce(x[i], "max", block_dim=256)
         elif which == "temp":
             temp = cuda.shared.array(need, uint8)
-            tiles.block_load(x[cuda.blockIdx.x * 1024:], items, block_dim=256, items_per_thread=4,
-                             algorithm="transpose", temp=temp)
+            tiles.block_load(
+                x[cuda.blockIdx.x * 1024 :], items, block_dim=256, items_per_thread=4, algorithm="transpose", temp=temp
+            )
             tiles.block_radix_sort(items, block_dim=256, items_per_thread=4, temp=temp)
             tiles.block_exchange(items, "blocked_to_striped", block_dim=256, items_per_thread=4, temp=temp)
         elif which == "separate":
-            tiles.block_load(x[cuda.blockIdx.x * 1024:], items, block_dim=256, items_per_thread=4,
-                             algorithm="transpose")
+            tiles.block_load(
+                x[cuda.blockIdx.x * 1024 :], items, block_dim=256, items_per_thread=4, algorithm="transpose"
+            )
             tiles.block_radix_sort(items, block_dim=256, items_per_thread=4)
             tiles.block_exchange(items, "blocked_to_striped", block_dim=256, items_per_thread=4)
         out[i] = items[0]

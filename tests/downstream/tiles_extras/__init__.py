@@ -11,8 +11,11 @@ from numba.cuda import types
 
 from numba_tiles import extending as ext
 
-EXTRAS = ext.library("tiles_extras", Path(__file__).parent / "include",
-                     blame="This is a tiles_extras bug; please report it to tiles_extras")
+EXTRAS = ext.library(
+    "tiles_extras",
+    Path(__file__).parent / "include",
+    blame="This is a tiles_extras bug; please report it to tiles_extras",
+)
 HEADER = EXTRAS.header("tiles_extras.cuh")
 
 _ORDERED = "iuf"  # what CUB's ArgMax and radix sort order: no complex
@@ -81,7 +84,7 @@ def _warp_argmax_rule(name, args):
 
 def _simulate_warp_argmax(instance, args):
     pairs, lane = ext.simulated_warp(instance.intrinsic, args["warp_size"], (args["value"], int(args["index"])))
-    return _best(instance, pairs if lane == 0 else pairs[lane:lane + 1])  # (valid in lane 0 only, as on the GPU)
+    return _best(instance, pairs if lane == 0 else pairs[lane : lane + 1])  # (valid in lane 0 only, as on the GPU)
 
 
 @ext.intrinsic(consts={"warp_size": ext.warp_size}, rule=_warp_argmax_rule, simulate=_simulate_warp_argmax)
@@ -109,15 +112,21 @@ def warp_argmax(value, index, *, warp_size=32):
 def _topk_rule(name, args):
     items, out = args["items"], args["out"]
     if not isinstance(items, types.Array) or not isinstance(out, types.Array):
-        raise ext.error(name, "items and out must be thread-local arrays",
-                        "pass cuda.local.array(items_per_thread, dtype) and cuda.local.array(k, dtype)")
+        raise ext.error(
+            name,
+            "items and out must be thread-local arrays",
+            "pass cuda.local.array(items_per_thread, dtype) and cuda.local.array(k, dtype)",
+        )
     dtype = ext.element(name, "items", items, allowed=_ORDERED)
     if ext.element(name, "out", out) != dtype:
         raise ext.error(name, f"out holds {out.dtype} but items hold {dtype.name}", "use one dtype for both")
     block_items = args["items_per_thread"] * int(np.prod(args["block_dim"]))
     if args["k"] > block_items:
-        raise ext.error(name, f"k={args['k']} is more than the block's {block_items} items",
-                        f"pass k <= block threads x items_per_thread = {block_items}")
+        raise ext.error(
+            name,
+            f"k={args['k']} is more than the block's {block_items} items",
+            f"pass k <= block threads x items_per_thread = {block_items}",
+        )
     shape = dict(**_shape(args), IPT=args["items_per_thread"], K=args["k"])
     return ext.Instance(
         intrinsic=name,
@@ -133,12 +142,18 @@ def _simulate_topk(instance, args):
     count = args["items_per_thread"]
     tiles_, _ = ext.simulated_block(instance.intrinsic, args["block_dim"], list(args["items"][:count]))
     everything = np.array([item for tile in tiles_ for item in tile])
-    args["out"][:args["k"]] = -np.sort(-everything)[:args["k"]]
+    args["out"][: args["k"]] = -np.sort(-everything)[: args["k"]]
 
 
-@ext.intrinsic(consts={"k": ext.positive_int("k", 8), "block_dim": ext.block_dim,
-                       "items_per_thread": ext.positive_int("items_per_thread", 4)},
-               rule=_topk_rule, simulate=_simulate_topk)
+@ext.intrinsic(
+    consts={
+        "k": ext.positive_int("k", 8),
+        "block_dim": ext.block_dim,
+        "items_per_thread": ext.positive_int("items_per_thread", 4),
+    },
+    rule=_topk_rule,
+    simulate=_simulate_topk,
+)
 def block_topk(items, out, *, k, block_dim, items_per_thread, temp=None):
     """The block's ``k`` largest items, in descending order, into ``out`` in every thread.
 
