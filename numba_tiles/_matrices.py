@@ -3,6 +3,7 @@
 from numba.cuda import types
 
 from ._dtypes import integer, scalar
+from ._entry import Arg
 from ._errors import error
 
 ORDERS = {"row_major": True, "col_major": False}
@@ -48,6 +49,13 @@ def matrix(name, args, param, like=None, ndim=2):
 def block_shape(args):
     """The template arguments BX, BY, BZ of the call's ``block_dim``."""
     return dict(zip(("BX", "BY", "BZ"), args["block_dim"]))
+
+
+def copy_params(args, fill):
+    """The entry parameters of a copy of a tile of ``src`` at ``(row, col)`` into ``tile``, ``fill`` (of Numba type
+    ``fill``) past ``src``'s edges."""
+    coordinates = (Arg("row", types.int64), Arg("col", types.int64))
+    return (Arg("src", args["src"]), *coordinates, Arg("tile", args["tile"]), Arg("fill", fill, 0))
 
 
 def origin(name, args, params=("row", "col")):

@@ -26,6 +26,16 @@ __all__ = ["Matmul", "matmul"]
 _BLOCK = {"block_dim": lambda mm: mm.block_dim}  # (the register form's steps run on the description's block)
 
 
+def _load(operand):
+    """The declaration of `Matmul.load_a` (``operand`` 0) or `Matmul.load_b` (1)."""
+    return ext.method(
+        consts={"asynchronous": ext.flag("asynchronous")},
+        fixed=_BLOCK,
+        rule=lambda n, a: calls.load_rule(n, a, operand),
+        simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": operand}),
+    )
+
+
 # ---- The description ------------------------------------------------------------------------------
 
 
@@ -379,12 +389,7 @@ class Matmul:
 
     # ---- in kernels ----
 
-    @ext.method(
-        consts={"asynchronous": ext.flag("asynchronous")},
-        fixed=_BLOCK,
-        rule=lambda n, a: calls.load_rule(n, a, 0),
-        simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 0}),
-    )
+    @_load(0)
     def load_a(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy A's tile of the 2-D array ``src`` at ``src[row, col]`` (M x K items, ``fill`` past ``src``'s
         edges) into ``tile``, a shared array of ``mm.a_items`` items of ``dtype`` (``alignment=16``), in
@@ -403,12 +408,7 @@ class Matmul:
             cubin = tiles.compile(first_a, "void(float16[:, :], int64)", arch="sm_80")
         """
 
-    @ext.method(
-        consts={"asynchronous": ext.flag("asynchronous")},
-        fixed=_BLOCK,
-        rule=lambda n, a: calls.load_rule(n, a, 1),
-        simulate=lambda i, a: twins.matmul_load(i, {**a, "operand": 1}),
-    )
+    @_load(1)
     def load_b(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy B's tile of ``src`` at ``src[row, col]`` (K x N items) into ``tile`` (``mm.b_items`` items): as
         `load_a`.

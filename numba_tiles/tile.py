@@ -30,13 +30,7 @@ def _load_rule(name, args):
         header=TILE,
         template=TILE.template("numba_tiles::tile_load", T=dtype.cxx, **_shape(args), Async=args["asynchronous"]),
         result=types.none,
-        params=(
-            Arg("src", args["src"]),
-            Arg("row", types.int64),
-            Arg("col", types.int64),
-            Arg("tile", args["tile"]),
-            Arg("fill", dtype.numba, 0),
-        ),
+        params=_matrices.copy_params(args, dtype.numba),
     )
 
 

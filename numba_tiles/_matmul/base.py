@@ -7,10 +7,9 @@ import numpy as np
 from numba import cuda
 from numba.cuda import types
 
-from .. import _matrices, _tensor_maps
+from .. import _callback, _matrices, _tensor_maps
 from .. import extending as ext
-from .._entry import Member
-from ..extending import MATHDX
+from ..extending import MATHDX, Arg, Instance, Literal, Member
 
 MATMUL = MATHDX.header("matmul.cuh")  # the register form's steps and loops, and the shared-tile product
 STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # the K-steps of A and B in flight: a parser
@@ -100,6 +99,37 @@ class Implementation:
         """The entry point's parameters of the arrays it reads: each a member of the call's ``ops``."""
         found = member_types(mm.dtype, td.name, ndim)
         return tuple(Member("ops", m, found[m]) for m in self.members)
+
+    def register_loop(self, name, mm, plan, td, args, ndim, function, tile=(), checks="", **more):
+        """The `Instance` of matmul.cuh's loop ``function``, the register form's steps over K with ``plan``'s stages
+        in the launch's dynamic shared memory, for a C of `Dtype` ``td``: its entry takes the operands, ``tile``'s
+        coordinates, then alpha and beta. ``checks``: C++ ahead of the entry point; ``more``: the template
+        arguments of its own, after the stages'."""
+        tc = mm._types[1]
+        _, result = c_precision(mm, name, "c", td)
+        fused, prelude = _callback.fused(name, args, tc.numba, ndim)
+        template = instantiate(
+            mm,
+            function,
+            Stages=plan.stages,
+            SharedBytes=plan.shared_bytes,
+            **more,
+            TC=tc.cxx,
+            PD=result,
+            TD=td.cxx,
+            TS="unsigned char",
+        )
+        scales = (Literal("shared", SHARED), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
+        params = self.operand_params(mm, td, ndim) + tile + scales + fused
+        return Instance(
+            intrinsic=name,
+            header=MATMUL,
+            template=template,
+            result=types.none,
+            params=params,
+            prelude=checks + prelude,
+            threads=plan.threads,
+        )
 
 
 def instantiate(mm, function, **more):

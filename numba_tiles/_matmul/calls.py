@@ -46,13 +46,7 @@ def load_rule(name, args, operand):
         header=MATMUL,
         template=template,
         result=types.none,
-        params=(
-            Arg("src", args["src"]),
-            Arg("row", types.int64),
-            Arg("col", types.int64),
-            Arg("tile", args["tile"]),
-            Arg("fill", ta.numba, 0),
-        ),
+        params=_matrices.copy_params(args, ta.numba),
         threads=mm.threads,
     )
 

@@ -4,9 +4,8 @@ sm_80 on, any strides."""
 
 from numba.cuda import types
 
-from .. import _callback
-from ..extending import Arg, Instance, Literal
-from .base import MATMUL, SHARED, Implementation, Plan, c_precision, instantiate, stage_bytes
+from ..extending import Arg
+from .base import Implementation, Plan, stage_bytes
 
 
 class CpAsync(Implementation):
@@ -30,36 +29,9 @@ class CpAsync(Implementation):
         return Plan(self.name, stages, mm.block_dim, shared, "tiles" if ndim == 2 else "even")
 
     def instance(self, name, mm, plan, td, args, ndim):
-        ta, tc = mm._types
-        _, result = c_precision(mm, name, "c", td)
-        fused, prelude = _callback.fused(name, args, tc.numba, ndim)
         function = "numba_tiles::matmul_tile" if ndim == 2 else "numba_tiles::matmul_batched"
-        template = instantiate(
-            mm,
-            function,
-            Stages=plan.stages,
-            SharedBytes=plan.shared_bytes,
-            T=ta.cxx,
-            TC=tc.cxx,
-            PD=result,
-            TD=td.cxx,
-            TS="unsigned char",
-        )
         tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
-        params = (
-            self.operand_params(mm, td, ndim)
-            + tile
-            + (Literal("shared", SHARED), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
-        )
-        return Instance(
-            intrinsic=name,
-            header=MATMUL,
-            template=template,
-            result=types.none,
-            params=params + fused,
-            prelude=prelude,
-            threads=plan.threads,
-        )
+        return self.register_loop(name, mm, plan, td, args, ndim, function, tile, T=mm._types[0].cxx)
 
 
 CP_ASYNC = CpAsync()

@@ -3,12 +3,10 @@ in matmul.cuh), from sm_90 on, for tiles whose lines TMA's swizzled boxes take; 
 tensor maps (`_tensor_maps.prepare`)."""
 
 import numpy as np
-from numba.cuda import types
 
-from .. import _callback, _tensor_maps
+from .. import _tensor_maps
 from .. import extending as ext
-from ..extending import Arg, Instance, Literal
-from .base import MATMUL, SHARED, Implementation, Plan, c_precision, instantiate, stage_bytes
+from .base import Implementation, Plan, stage_bytes
 
 
 def fits(mm):
@@ -62,33 +60,8 @@ class Tma(Implementation):
         return _tensor_maps.prepare(name, mm, a, b, None, stream)
 
     def instance(self, name, mm, plan, td, args, ndim):
-        _, tc = mm._types
-        _, result = c_precision(mm, name, "c", td)
-        fused, prelude = _callback.fused(name, args, tc.numba, ndim)
-        template = instantiate(
-            mm,
-            "numba_tiles::matmul_batched_tma",
-            Stages=plan.stages,
-            SharedBytes=plan.shared_bytes,
-            TC=tc.cxx,
-            PD=result,
-            TD=td.cxx,
-            TS="unsigned char",
-        )
-        params = self.operand_params(mm, td, ndim) + (
-            Literal("shared", SHARED),
-            Arg("alpha", tc.numba, 1),
-            Arg("beta", tc.numba, 0),
-        )
-        return Instance(
-            intrinsic=name,
-            header=MATMUL,
-            template=template,
-            result=types.none,
-            params=params + fused,
-            prelude=_tensor_maps.CHECKS["batched_maps"] + "\n" + prelude,
-            threads=plan.threads,
-        )
+        checks = _tensor_maps.CHECKS["batched_maps"] + "\n"
+        return self.register_loop(name, mm, plan, td, args, ndim, "numba_tiles::matmul_batched_tma", checks=checks)
 
 
 TMA = Tma()
