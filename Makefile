@@ -90,6 +90,7 @@ test-compile: $(PY)
 # over the extension API's typed modules.
 lint: $(PY)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
 # The documentation site (docs/, Sphinx + MyST), warnings as errors: docs/_build/html/index.html.

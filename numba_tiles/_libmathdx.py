@@ -28,21 +28,10 @@ _LL = ctypes.c_longlong
 _RUNTIME = -(2**63)  # LIBMATHDX_RUNTIME: an extent or stride known only when the kernel runs
 _PRECISION = {"bf16": 2, "fp16": 3, "tf32": 4, "float32": 5}  # commondxPrecision
 _VALUE = {"bf16": 4, "fp16": 7, "tf32": 10, "float32": 12}  # commondxValueType (real; tf32: 32-bit items)
-_OPERATOR = dict(
-    FUNCTION=0,
-    SIZE=1,
-    TYPE=2,
-    PRECISION=3,
-    SM=4,
-    EXECUTION=5,
-    BLOCK_DIM=6,
-    API=9,
-    ARRANGEMENT=10,
-    ALIGNMENT=11,
-    STATIC_BLOCK_DIM=12,
-    ENABLE_INPUT_STREAMING=13,
-    WITH_PIPELINE=14,
-)
+_OPERATOR = dict(FUNCTION=0, SIZE=1, TYPE=2, PRECISION=3, SM=4, EXECUTION=5, BLOCK_DIM=6, API=9, ARRANGEMENT=10)
+_OPERATOR.update(
+    ALIGNMENT=11, STATIC_BLOCK_DIM=12, ENABLE_INPUT_STREAMING=13, WITH_PIPELINE=14
+)  # (cublasdxOperatorType)
 _COL, _ROW, _GMEM = 0, 1, 2
 _FUNCTION = dict(EXECUTE=0, COPY=1, CREATE=11, DESTROY=12, FINISH_ACCUMULATION=15)
 _PIPELINE_TRAIT = dict(STORAGE_BYTES=0, STORAGE_ALIGNMENT_BYTES=1, BUFFER_SIZE=2, BUFFER_ALIGNMENT_BYTES=3)

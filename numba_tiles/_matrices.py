@@ -81,13 +81,18 @@ def shape_mnk(intrinsic, value):
     return value
 
 
-def arrangement2(intrinsic, value):
-    if not (isinstance(value, tuple) and len(value) == 2 and set(value) <= set(ORDERS)):
+def arrangement(intrinsic, value, operands="AB", left_out="both row-major"):
+    """Check ``arrangement=``: a tuple (or list) of 'row_major'/'col_major', one for each of ``operands``; the fix
+    says what leaving it out means (``left_out``)."""
+    if isinstance(value, list):
+        value = tuple(value)
+    if not (isinstance(value, tuple) and len(value) == len(operands) and set(value) <= set(ORDERS)):
+        example = ("row_major", "col_major", "row_major")[: len(operands)]
+        which = f"{', '.join(operands[:-1])} and {operands[-1]}"
         raise error(
             intrinsic,
-            f"arrangement must be a 2-tuple of 'row_major'/'col_major' (A's, B's), got {value!r}",
-            "pass arrangement=('row_major', 'col_major') for A and B as they lie in global memory, "
-            "or leave it out (both row-major)",
+            f"arrangement must be a {len(operands)}-tuple of 'row_major'/'col_major' ({which}), got {value!r}",
+            f"pass arrangement={example!r} for {which}, or leave it out ({left_out})",
         )
     return value
 

@@ -30,34 +30,14 @@ _REDUCE_ALGORITHMS = cub_names("BLOCK_REDUCE", "warp_reductions", "raking", "rak
 def _reduce_rule(name, args):
     dtype, value_type, items = value_dtype(name, args)
     op, partial = ops.reduction(name, args, dtype)
-    algo = _REDUCE_ALGORITHMS[args["algorithm"]]
+    shape, tail = block_shape(args), dict(Algo=_REDUCE_ALGORITHMS[args["algorithm"]], Broadcast=args["broadcast"])
+    head = dict(T=dtype.cxx, Op=op.cxx, **shape, IPT=items, Algo=tail["Algo"], Partial=partial)
+    template = REDUCE.template("numba_tiles::block_reduce", **head, Broadcast=tail["Broadcast"])
+    identity = ops.identity_value(op, dtype)
+    params = (Arg("value", value_type), Arg("num_valid", types.int32, 0), Arg("identity", dtype.numba, identity))
+    storage = REDUCE.template("numba_tiles::block_reduce_storage", T=dtype.cxx, **shape, **tail)
     return Instance(
-        intrinsic=name,
-        header=REDUCE,
-        template=REDUCE.template(
-            "numba_tiles::block_reduce",
-            T=dtype.cxx,
-            Op=op.cxx,
-            **block_shape(args),
-            IPT=items,
-            Algo=algo,
-            Partial=partial,
-            Broadcast=args["broadcast"],
-        ),
-        result=dtype.numba,
-        params=(
-            Arg("value", value_type),
-            Arg("num_valid", types.int32, 0),
-            Arg("identity", dtype.numba, ops.identity_value(op, dtype)),
-        ),
-        storage=REDUCE.template(
-            "numba_tiles::block_reduce_storage",
-            T=dtype.cxx,
-            **block_shape(args),
-            Algo=algo,
-            Broadcast=args["broadcast"],
-        ),
-        **op.code,
+        intrinsic=name, header=REDUCE, template=template, result=dtype.numba, params=params, storage=storage, **op.code
     )
 
 
@@ -193,36 +173,28 @@ _CACHE = {
 def _load_rule(name, args):
     dtype, template_args, params, storage = _movement(name, args, "src")
     has_default = args["oob_default"] is not None
-    return Instance(
-        intrinsic=name,
-        header=LOAD,
-        template=LOAD.template(
-            "numba_tiles::block_load", **template_args, HasDefault=has_default, Mod=_CACHE[args["cache"]]
-        ),
-        result=types.none,
-        params=params + (Arg("oob_default", dtype.numba, 0),),
-        storage=storage,
+    template = LOAD.template(
+        "numba_tiles::block_load", **template_args, HasDefault=has_default, Mod=_CACHE[args["cache"]]
     )
+    params += (Arg("oob_default", dtype.numba, 0),)
+    return Instance(intrinsic=name, header=LOAD, template=template, result=types.none, params=params, storage=storage)
 
 
 def _store_rule(name, args):
     dtype, template_args, params, storage = _movement(name, args, "dst")
-    return Instance(
-        intrinsic=name,
-        header=LOAD,
-        template=LOAD.template("numba_tiles::block_store", **template_args),
-        result=types.none,
-        params=params,
-        storage=storage,
-    )
+    template = LOAD.template("numba_tiles::block_store", **template_args)
+    return Instance(intrinsic=name, header=LOAD, template=template, result=types.none, params=params, storage=storage)
+
+
+_LOAD_CONSTS = {
+    **MOVE_CONSTS,
+    "algorithm": ext.choice("algorithm", _LOAD_ALGORITHMS),
+    "cache": ext.choice("cache", _CACHE),
+}
 
 
 @intrinsic(
-    consts={
-        **MOVE_CONSTS,
-        "algorithm": ext.choice("algorithm", _LOAD_ALGORITHMS),
-        "cache": ext.choice("cache", _CACHE),
-    },
+    consts=_LOAD_CONSTS,
     rule=_load_rule,
     simulate=simulator.block_load,
     per_thread=("items",),
@@ -325,29 +297,22 @@ def _scan_rule(name, args):
                 "prefix for the running total)",
             )
         tile_dtype(name, args, "prefix", like=dtype)
+        template = SCAN.template("numba_tiles::block_scan_prefix", **head)
+        params = (Arg("value", value_type), Arg("prefix", args["prefix"]))
+        result = types.none if is_array else dtype.numba
         return Instance(
-            intrinsic=name,
-            header=SCAN,
-            template=SCAN.template("numba_tiles::block_scan_prefix", **head),
-            result=types.none if is_array else dtype.numba,
-            params=(Arg("value", value_type), Arg("prefix", args["prefix"])),
-            storage=storage,
-            **op.code,
+            intrinsic=name, header=SCAN, template=template, result=result, params=params, storage=storage, **op.code
         )
     aggregate = args["aggregate"]
     if is_array:
         result = dtype.numba if aggregate else types.none
     else:
         result = types.UniTuple(dtype.numba, 2) if aggregate else dtype.numba
-    template = "block_scan_aggregate" if aggregate else "block_scan"
+    function = "block_scan_aggregate" if aggregate else "block_scan"
+    template = SCAN.template(f"numba_tiles::{function}", **head, HasInitial=has_initial)
+    params = (Arg("value", value_type), Arg("initial_value", dtype.numba, identity))
     return Instance(
-        intrinsic=name,
-        header=SCAN,
-        template=SCAN.template(f"numba_tiles::{template}", **head, HasInitial=has_initial),
-        result=result,
-        params=(Arg("value", value_type), Arg("initial_value", dtype.numba, identity)),
-        storage=storage,
-        **op.code,
+        intrinsic=name, header=SCAN, template=template, result=result, params=params, storage=storage, **op.code
     )
 
 
@@ -412,15 +377,12 @@ def _exchange_rule(name, args):
         _whole_warps(name, args, "a warp-striped arrangement", "'blocked_to_striped' or 'striped_to_blocked'")
     check_shared(name, args, dtype)
     shape = dict(T=dtype.cxx, **block_shape(args), IPT=args["items_per_thread"])
+    kind = f"numba_tiles::exchange::{args['arrangement']}"
+    template = EXCHANGE.template("numba_tiles::block_exchange", **shape, Kind=kind)
+    storage = EXCHANGE.template("numba_tiles::block_exchange_storage", **shape)
+    params = (Arg("items", args["items"]),)
     return Instance(
-        intrinsic=name,
-        header=EXCHANGE,
-        template=EXCHANGE.template(
-            "numba_tiles::block_exchange", **shape, Kind=f"numba_tiles::exchange::{args['arrangement']}"
-        ),
-        result=types.none,
-        params=(Arg("items", args["items"]),),
-        storage=EXCHANGE.template("numba_tiles::block_exchange_storage", **shape),
+        intrinsic=name, header=EXCHANGE, template=template, result=types.none, params=params, storage=storage
     )
 
 
@@ -488,33 +450,21 @@ def _histogram_rule(name, args):
                 "memory a block can have",
                 "use algorithm='atomic' for this many bins",
             )
+        lanes = dict(T=dtype.cxx, Counter=counter.cxx, **common, Copies=LANE_COPIES, Accumulate=args["accumulate"])
+        storage = HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"], Copies=LANE_COPIES)
+        template = HISTOGRAM.template("numba_tiles::block_histogram_lanes", **lanes)
         return Instance(
-            intrinsic=name,
-            header=HISTOGRAM,
-            template=HISTOGRAM.template(
-                "numba_tiles::block_histogram_lanes",
-                T=dtype.cxx,
-                Counter=counter.cxx,
-                **common,
-                Copies=LANE_COPIES,
-                Accumulate=args["accumulate"],
-            ),
-            result=types.none,
-            params=params,
-            storage=HISTOGRAM.template("numba_tiles::lanes_storage", Bins=args["bins"], Copies=LANE_COPIES),
+            intrinsic=name, header=HISTOGRAM, template=template, result=types.none, params=params, storage=storage
         )
     if algorithm == "sort":  # (it radix-sorts the tile in shared memory first)
         check_shared(name, args, dtype)
     shape = dict(**common, Algo=_HISTOGRAM_ALGORITHMS[algorithm])
+    template = HISTOGRAM.template(
+        "numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape, Accumulate=args["accumulate"]
+    )
+    storage = HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape)
     return Instance(
-        intrinsic=name,
-        header=HISTOGRAM,
-        template=HISTOGRAM.template(
-            "numba_tiles::block_histogram", T=dtype.cxx, Counter=counter.cxx, **shape, Accumulate=args["accumulate"]
-        ),
-        result=types.none,
-        params=params,
-        storage=HISTOGRAM.template("numba_tiles::block_histogram_storage", T=dtype.cxx, **shape),
+        intrinsic=name, header=HISTOGRAM, template=template, result=types.none, params=params, storage=storage
     )
 
 

@@ -36,24 +36,14 @@ def _adjacent_difference_rule(name, args):
             "leave out neighbor (the last valid item keeps its value), or num_valid",
         )
     shape = dict(T=dtype.cxx, **block_shape(args))
-    return Instance(
-        intrinsic=name,
-        header=ADJACENT_DIFFERENCE,
-        template=ADJACENT_DIFFERENCE.template(
-            "numba_tiles::block_adjacent_difference",
-            T=dtype.cxx,
-            Op=op.cxx,
-            **block_shape(args),
-            IPT=args["items_per_thread"],
-            Right=args["right"],
-            HasNeighbor=has_neighbor,
-            Partial=partial,
-        ),
-        result=types.none,
-        params=(Arg("items", args["items"]), Arg("neighbor", dtype.numba, 0), Arg("num_valid", types.int32, 0)),
-        storage=ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference_storage", **shape),
-        **op.code,
+    tail = dict(IPT=args["items_per_thread"], Right=args["right"], HasNeighbor=has_neighbor, Partial=partial)
+    template = ADJACENT_DIFFERENCE.template(
+        "numba_tiles::block_adjacent_difference", T=dtype.cxx, Op=op.cxx, **block_shape(args), **tail
     )
+    storage = ADJACENT_DIFFERENCE.template("numba_tiles::block_adjacent_difference_storage", **shape)
+    params = (Arg("items", args["items"]), Arg("neighbor", dtype.numba, 0), Arg("num_valid", types.int32, 0))
+    fields = dict(result=types.none, params=params, storage=storage, **op.code)
+    return Instance(intrinsic=name, header=ADJACENT_DIFFERENCE, template=template, **fields)
 
 
 @intrinsic(
@@ -128,31 +118,16 @@ def _discontinuity_rule(name, args):
             ext.scalar(name, edge, args[edge])
     differ = args["compare"].bind(name, dtype)
     unused = f"::numba_tiles::array_ref<{flag.cxx}>{{}}"  # the flags not asked for: never touched
-    return Instance(
-        intrinsic=name,
-        header=DISCONTINUITY,
-        template=DISCONTINUITY.template(
-            "numba_tiles::block_discontinuity",
-            T=dtype.cxx,
-            Flag=flag.cxx,
-            Op=differ.cxx,
-            **block_shape(args),
-            IPT=args["items_per_thread"],
-            Heads="heads" in flags,
-            Tails="tails" in flags,
-            HasPredecessor=args["predecessor"] is not None,
-            HasSuccessor=args["successor"] is not None,
-        ),
-        result=types.none,
-        params=(
-            Arg("items", args["items"]),
-            *(Arg(f, args[f]) if f in flags else Literal(f, unused) for f in ("heads", "tails")),
-            Arg("predecessor", dtype.numba, 0),
-            Arg("successor", dtype.numba, 0),
-        ),
-        storage=DISCONTINUITY.template("numba_tiles::block_discontinuity_storage", T=dtype.cxx, **block_shape(args)),
-        **differ.code,
+    shape = dict(**block_shape(args), IPT=args["items_per_thread"], Heads="heads" in flags, Tails="tails" in flags)
+    neighbors = dict(HasPredecessor=args["predecessor"] is not None, HasSuccessor=args["successor"] is not None)
+    template = DISCONTINUITY.template(
+        "numba_tiles::block_discontinuity", T=dtype.cxx, Flag=flag.cxx, Op=differ.cxx, **shape, **neighbors
     )
+    storage = DISCONTINUITY.template("numba_tiles::block_discontinuity_storage", T=dtype.cxx, **block_shape(args))
+    outputs = (Arg(f, args[f]) if f in flags else Literal(f, unused) for f in ("heads", "tails"))
+    edges = (Arg("predecessor", dtype.numba, 0), Arg("successor", dtype.numba, 0))
+    fields = dict(result=types.none, params=(Arg("items", args["items"]), *outputs, *edges), storage=storage)
+    return Instance(intrinsic=name, header=DISCONTINUITY, template=template, **fields, **differ.code)
 
 
 @intrinsic(
@@ -226,19 +201,12 @@ def _shuffle_rule(name, args):
     if _SHUFFLES[kind] and args["distance"] is not None:
         raise ext.error(name, f"kind {kind!r} always moves items by one", "leave out distance")
     ext.given_integer(name, args, "distance")
+    shape = dict(T=dtype.cxx, **block_shape(args))
+    template = SHUFFLE.template("numba_tiles::block_shuffle", **shape, IPT=items, Kind=f"numba_tiles::shuffle::{kind}")
+    storage = SHUFFLE.template("numba_tiles::block_shuffle_storage", **shape)
+    params = (Arg("value", value_type), Arg("distance", types.int32, 1))
     return Instance(
-        intrinsic=name,
-        header=SHUFFLE,
-        template=SHUFFLE.template(
-            "numba_tiles::block_shuffle",
-            T=dtype.cxx,
-            **block_shape(args),
-            IPT=items,
-            Kind=f"numba_tiles::shuffle::{kind}",
-        ),
-        result=dtype.numba,
-        params=(Arg("value", value_type), Arg("distance", types.int32, 1)),
-        storage=SHUFFLE.template("numba_tiles::block_shuffle_storage", T=dtype.cxx, **block_shape(args)),
+        intrinsic=name, header=SHUFFLE, template=template, result=dtype.numba, params=params, storage=storage
     )
 
 

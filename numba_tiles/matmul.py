@@ -143,9 +143,7 @@ class Matmul:
         """Check and keep what the product is, the block aside."""
         self.shape = _matrices.shape_mnk(name, tuple(shape) if isinstance(shape, list) else shape)
         self.precision = ext.choice("precision", dict.fromkeys([None, *_matrices.NAMED]))(name, precision)
-        self.arrangement = _matrices.arrangement2(
-            name, tuple(arrangement) if isinstance(arrangement, list) else arrangement
-        )
+        self.arrangement = _matrices.arrangement(name, arrangement)
         ta = ext.named(name, "dtype", dtype)
         half = ta.name == "float16" or self.precision == "bf16"
         tc = ext.named(name, "accumulator", accumulator or ("float32" if half else ta.name))

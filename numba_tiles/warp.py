@@ -77,28 +77,13 @@ def warp_sum(value, *, warp_size=32, num_valid=None):
 def _scan_rule(name, args):
     dtype = ext.scalar(name, "value", args["value"])
     op, has_initial, identity = ops.scan(name, args, dtype)
-    return Instance(
-        intrinsic=name,
-        header=WARP,
-        template=WARP.template(
-            "numba_tiles::warp_scan",
-            T=dtype.cxx,
-            Op=op.cxx,
-            Warp=args["warp_size"],
-            Exclusive=args["exclusive"],
-            HasInitial=has_initial,
-            Aggregate=args["aggregate"],
-            Partial=ops.partial(name, args, op),
-        ),
-        result=types.UniTuple(dtype.numba, 2) if args["aggregate"] else dtype.numba,
-        params=(
-            Arg("value", dtype.numba),
-            Arg("initial_value", dtype.numba, identity),
-            Arg("num_valid", types.int32, 0),
-            Arg("identity", dtype.numba, ops.identity_value(op, dtype)),
-        ),
-        **op.code,
-    )
+    head = dict(T=dtype.cxx, Op=op.cxx, Warp=args["warp_size"], Exclusive=args["exclusive"], HasInitial=has_initial)
+    tail = dict(Aggregate=args["aggregate"], Partial=ops.partial(name, args, op))
+    template = WARP.template("numba_tiles::warp_scan", **head, **tail)
+    result = types.UniTuple(dtype.numba, 2) if args["aggregate"] else dtype.numba
+    value = (Arg("value", dtype.numba), Arg("initial_value", dtype.numba, identity))
+    params = (*value, Arg("num_valid", types.int32, 0), Arg("identity", dtype.numba, ops.identity_value(op, dtype)))
+    return Instance(intrinsic=name, header=WARP, template=template, result=result, params=params, **op.code)
 
 
 @intrinsic(

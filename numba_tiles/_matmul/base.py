@@ -121,15 +121,8 @@ class Implementation:
         )
         scales = (Literal("shared", SHARED), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
         params = self.operand_params(mm, td, ndim) + tile + scales + fused
-        return Instance(
-            intrinsic=name,
-            header=MATMUL,
-            template=template,
-            result=types.none,
-            params=params,
-            prelude=checks + prelude,
-            threads=plan.threads,
-        )
+        fields = dict(result=types.none, params=params, prelude=checks + prelude, threads=plan.threads)
+        return Instance(intrinsic=name, header=MATMUL, template=template, **fields)
 
 
 def instantiate(mm, function, **more):
@@ -139,24 +132,9 @@ def instantiate(mm, function, **more):
     ta, tc = mm._types
     bx, by, bz = mm.block_dim
     row_a, row_b = (_matrices.ORDERS[a] for a in mm.arrangement)
-    return MATMUL.template(
-        function,
-        M=m,
-        N=n,
-        K=k,
-        PA=mm._compute,
-        PB=mm._compute,
-        PC=tc.cxx,
-        RowA=row_a,
-        RowB=row_b,
-        BX=bx,
-        BY=by,
-        BZ=bz,
-        AItems=mm.a_items,
-        BItems=mm.b_items,
-        CItems=mm.accumulator_items,
-        **more,
-    )
+    product = dict(M=m, N=n, K=k, PA=mm._compute, PB=mm._compute, PC=tc.cxx, RowA=row_a, RowB=row_b)
+    items = dict(AItems=mm.a_items, BItems=mm.b_items, CItems=mm.accumulator_items)
+    return MATMUL.template(function, **product, BX=bx, BY=by, BZ=bz, **items, **more)
 
 
 def c_precision(mm, name, param, td):

@@ -11,28 +11,26 @@ from . import IMPLEMENTATIONS, base
 from .base import MATMUL
 
 
+def _array_of(name, args, param, want, role, allocation):
+    """Check that ``param`` is an array of ``want`` (a `Dtype`), this Matmul's ``role``."""
+    held = ext.element(name, param, args[param])
+    if held != want or not isinstance(args[param], types.Array):
+        problem = f"{param} must be an array of {want.name} (this Matmul's {role}), got {args[param]}"
+        raise ext.error(name, problem, f"allocate {allocation}")
+    return held
+
+
 def shared_tile(mm, name, args, param, items):
-    """Check that ``param`` is a 1-D array of A's and B's dtype (the shared tile)."""
-    ta = ext.element(name, param, args[param])
-    if ta != mm._types[0]:
-        raise ext.error(
-            name,
-            f"{param} holds {ta.name}; this Matmul's tiles hold {mm.dtype}",
-            f"allocate cuda.shared.array(mm.{items}, {mm.dtype}, alignment=16)",
-        )
-    return ta
+    """Check that ``param`` is an array of A's and B's dtype (a shared tile of ``items`` items)."""
+    return _array_of(
+        name, args, param, mm._types[0], "tiles", f"cuda.shared.array(mm.{items}, {mm.dtype}, alignment=16)"
+    )
 
 
 def accumulator(mm, name, args):
     """Check that ``acc`` is an array of the accumulator's dtype (a thread's accumulator)."""
-    tc = ext.element(name, "acc", args["acc"])
-    if tc != mm._types[1] or not isinstance(args["acc"], types.Array):
-        raise ext.error(
-            name,
-            f"acc must be an array of {mm.accumulator}, got {args['acc']}",
-            f"allocate cuda.local.array(mm.accumulator_items, {mm.accumulator})",
-        )
-    return tc
+    allocation = f"cuda.local.array(mm.accumulator_items, {mm.accumulator})"
+    return _array_of(name, args, "acc", mm._types[1], "accumulator", allocation)
 
 
 def load_rule(name, args, operand):

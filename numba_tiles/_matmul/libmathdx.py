@@ -102,16 +102,8 @@ def _code(pipeline):
 
 def _instance(name, mm, stages, template, params, prelude="", threads=0):
     symbols = traits(name, mm, stages)["symbols"]
-    return Instance(
-        intrinsic=name,
-        header=HEADER,
-        template=template,
-        result=types.none,
-        params=params,
-        prelude=_prelude(symbols) + prelude,
-        modules=(_code(pipeline(mm, stages)),),
-        threads=threads,
-    )
+    linked = dict(prelude=_prelude(symbols) + prelude, modules=(_code(pipeline(mm, stages)),), threads=threads)
+    return Instance(intrinsic=name, header=HEADER, template=template, result=types.none, params=params, **linked)
 
 
 def prepare_instance(name, mm, stages, args):

@@ -23,14 +23,9 @@ def _lds(intrinsic, value):
 
 
 def _arrangement(intrinsic, value):
-    if value is not None and not (isinstance(value, tuple) and len(value) == 3 and set(value) <= set(_matrices.ORDERS)):
-        raise ext.error(
-            intrinsic,
-            f"arrangement must be a 3-tuple of 'row_major'/'col_major', got {value!r}",
-            "pass arrangement=('row_major', 'col_major', 'row_major') for A, B and C, or leave it "
-            "out for C- or F-contiguous tiles",
-        )
-    return value
+    if value is None:  # (each tile's order from its layout)
+        return value
+    return _matrices.arrangement(intrinsic, value, "ABC", left_out="for C- or F-contiguous tiles")
 
 
 def _order(name, args, param, given):
@@ -76,38 +71,14 @@ def _matmul_rule(name, args):
                 f"pad the tiles to a leading dimension of a multiple of {align // dtype.numpy.itemsize} "
                 "items (ld=), or leave alignment out",
             )
+    operand_types = dict(TA=ta.cxx, TB=tb.cxx, TC=tc.cxx, PA=compute, PB=compute)
+    layout = dict(RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1], LDC=lds[2], Align=align)
     template = MATMUL.template(
-        "numba_tiles::matmul",
-        M=m,
-        N=n,
-        K=k,
-        TA=ta.cxx,
-        TB=tb.cxx,
-        TC=tc.cxx,
-        PA=compute,
-        PB=compute,
-        RowA=rows["a"],
-        RowB=rows["b"],
-        RowC=rows["c"],
-        LDA=lds[0],
-        LDB=lds[1],
-        LDC=lds[2],
-        Align=align,
-        **_matrices.block_shape(args),
+        "numba_tiles::matmul", M=m, N=n, K=k, **operand_types, **layout, **_matrices.block_shape(args)
     )
-    return Instance(
-        intrinsic=name,
-        header=MATMUL,
-        template=template,
-        result=types.none,
-        params=(
-            Arg("a", args["a"]),
-            Arg("b", args["b"]),
-            Arg("c", args["c"]),
-            Arg("alpha", tc.numba, 1),
-            Arg("beta", tc.numba, 0),
-        ),
-    )
+    scales = (Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
+    params = (Arg("a", args["a"]), Arg("b", args["b"]), Arg("c", args["c"]), *scales)
+    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params)
 
 
 @intrinsic(

@@ -522,13 +522,13 @@ def kernel(a, b, c, n):
 @pytest.mark.parametrize(
     "body,message",
     [
-        ("MM.load_a(a, s32, 0, 0)", r"tile holds float32; this Matmul's tiles hold float16"),
+        ("MM.load_a(a, s32, 0, 0)", r"tile must be an array of float16 \(this Matmul's tiles\), got array\(float32"),
         ("MM.load_b(c, sb, 0, 0)", r"src holds float32 but tile holds float16"),
         ("MM.load_a(a, sa, 0.5, 0)", r"row must be an integer"),
         ("MM.load_a(a, sa, 0, 0, asynchronous=n)", r"asynchronous must be a compile-time constant"),
         ("MM.load_a(a[0], sa, 0, 0)", r"src must be a 2-D array"),
         ("MM.multiply(sa, sb, acc16)", r"acc must be an array of float32"),
-        ("MM.multiply(sa, s32, acc)", r"b holds float32; this Matmul's tiles hold float16"),
+        ("MM.multiply(sa, s32, acc)", r"b must be an array of float16 \(this Matmul's tiles\), got array\(float32"),
         (
             "MM.store(acc, cuda.local.array((2, 2), float64), 0, 0)",
             r"dst holds float64; this Matmul stores its float32 accumulator as float32 or rounded to float16",
