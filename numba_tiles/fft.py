@@ -49,7 +49,7 @@ class FFT:
     Example::
 
         import numpy as np
-        from numba import cuda, complex64, uint8
+        from numba import cuda, complex64
         import numba_tiles as tiles
 
         FFT = tiles.FFT(128, "complex64", arch="sm_80")
@@ -57,11 +57,10 @@ class FFT:
         @cuda.jit
         def spectra(x, y):                      # y[r] = numpy.fft.fft(x[r]) for every row r
             items = cuda.local.array(FFT.storage_size, complex64)
-            shared = cuda.shared.array(FFT.shared_memory_bytes, uint8, alignment=16)
             row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
             if row < x.shape[0]:
                 FFT.load(x[row], items)
-            FFT.execute(items, shared)          # every thread of the block, past the last row too
+            FFT.execute(items)          # every thread of the block, past the last row too
             if row < x.shape[0]:
                 FFT.store(items, y[row])
 
@@ -156,12 +155,14 @@ class FFT:
     # ---- in kernels ----
 
     @ext.method(rule=calls.execute_rule, simulate=twins.execute)
-    def execute(self, items, shared):
+    def execute(self, items, shared=None):
         """The FFT, in place on ``items`` (each thread's ``cuda.local.array(fft.storage_size, fft.value_type)``,
         in cuFFTDx's register layout: see `load` and `index`), by the whole block: every thread of a block of
-        ``fft.block_dim`` calls it, the FFT of its ``threadIdx.y``. ``shared``: a shared array of at least
-        ``fft.shared_memory_bytes`` bytes, 16-byte aligned (``cuda.shared.array(fft.shared_memory_bytes, uint8,
-        alignment=16)``), its workspace; it synchronizes the block as it needs.
+        ``fft.block_dim`` calls it, the FFT of its ``threadIdx.y``; it synchronizes the block as it needs. It works in
+        ``fft.shared_memory_bytes`` of shared memory: by default a static buffer of its own (one for every FFT of the
+        kernel that needs as much), or ``shared``, a 1-D shared array of at least that many bytes, 16-byte aligned:
+        ``cuda.shared.array(fft.shared_memory_bytes, uint8, alignment=16)``, or ``cuda.shared.array(0, uint8)``, the
+        launch's dynamic shared memory, for FFTs over the 48 KiB of static shared memory a block may have.
 
         Example, continuing `FFT`'s (a forward FFT then its inverse, in place: ``size`` times the input)::
 
@@ -170,11 +171,10 @@ class FFT:
             @cuda.jit
             def there_and_back(x):
                 items = cuda.local.array(FFT.storage_size, complex64)
-                shared = cuda.shared.array(FFT.shared_memory_bytes, uint8, alignment=16)
-                row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
+                    row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
                 FFT.load(x[row], items)
-                FFT.execute(items, shared)
-                INVERSE.execute(items, shared)
+                FFT.execute(items)
+                INVERSE.execute(items)
                 FFT.store(items, x[row])
 
             cubin = tiles.compile(there_and_back, "void(complex64[:, ::1])", arch="sm_80")
@@ -211,10 +211,9 @@ class FFT:
             @cuda.jit
             def half_spectra(x, y):             # y[r] = numpy.fft.rfft(x[r]): 65 values a row
                 items = cuda.local.array(HALF.storage_size, complex64)
-                shared = cuda.shared.array(HALF.shared_memory_bytes, uint8, alignment=16)
-                row = cuda.blockIdx.x * HALF.ffts_per_block + cuda.threadIdx.y
+                    row = cuda.blockIdx.x * HALF.ffts_per_block + cuda.threadIdx.y
                 HALF.load(x[row], items)
-                HALF.execute(items, shared)
+                HALF.execute(items)
                 HALF.store(items, y[row])
 
             cubin = tiles.compile(half_spectra, "void(float32[:, ::1], complex64[:, ::1])", arch="sm_80")
@@ -233,13 +232,12 @@ class FFT:
             @cuda.jit
             def filtered(x, spectrum):          # x[r] = size * ifft(fft(x[r]) * spectrum)
                 items = cuda.local.array(FFT.storage_size, complex64)
-                shared = cuda.shared.array(FFT.shared_memory_bytes, uint8, alignment=16)
-                row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
+                    row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
                 FFT.load(x[row], items)
-                FFT.execute(items, shared)
+                FFT.execute(items)
                 for i in range(FFT.elements_per_thread):
                     items[i] *= spectrum[FFT.index(i)]
-                INVERSE.execute(items, shared)
+                INVERSE.execute(items)
                 FFT.store(items, x[row])
 
             cubin = tiles.compile(filtered, "void(complex64[:, ::1], complex64[::1])", arch="sm_80")

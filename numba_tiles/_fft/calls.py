@@ -8,7 +8,8 @@ from .. import _compile
 from .. import extending as ext
 from .._backends import simulated
 from .._library import CUFFTDX
-from ..extending import Arg, Instance
+from .._entry import OWN_STORAGE
+from ..extending import Arg, Instance, Literal
 from . import database
 
 LAYOUT = ext.CUB.header("fft_layout.cuh")
@@ -46,12 +47,20 @@ def same_on_this_arch(fft, name):
 def execute_rule(name, args):
     fft = args["mm"]
     items(fft, name, args)
-    if not isinstance(args["shared"], types.Array) or args["shared"].ndim != 1:
+    shared = args["shared"]
+    if shared is None and fft.shared_memory_bytes > ext.STATIC_SHARED_BYTES:
         raise ext.error(
             name,
-            f"shared must be a 1-D shared array, got {args['shared']}",
-            "allocate cuda.shared.array(fft.shared_memory_bytes, uint8, alignment=16) (or any dtype of that many "
-            "bytes)",
+            f"this FFT works in {fft.shared_memory_bytes} bytes of shared memory, more than a block's "
+            f"{ext.STATIC_SHARED_BYTES} bytes of static shared memory",
+            "pass shared=cuda.shared.array(0, uint8), dynamic shared memory: launch with fft.shared_memory_bytes "
+            "of it (tiles.allow_dynamic_shared_memory), or describe the FFT with fewer ffts_per_block",
+        )
+    if shared is not None and (not isinstance(shared, types.Array) or shared.ndim != 1):
+        raise ext.error(
+            name,
+            f"shared must be a 1-D shared array, got {shared}",
+            "allocate cuda.shared.array(fft.shared_memory_bytes, uint8, alignment=16), or leave it out",
         )
     same_on_this_arch(fft, name)
     library = CUFFTDX[fft.precision]
@@ -73,7 +82,7 @@ def execute_rule(name, args):
         header=header,
         template=template,
         result=types.none,
-        params=(Arg("items", args["items"]), Arg("shared", args["shared"])),
+        params=(Arg("items", args["items"]), Literal("shared", OWN_STORAGE) if shared is None else Arg("shared", shared)),
         threads=fft.threads,
     )
 

@@ -11,7 +11,7 @@ from . import calls
 
 
 def _thread_x():
-    return simulated.simulated_thread().threadIdx[0]
+    return simulated.simulated_thread().threadIdx.x
 
 
 def _positions(fft, count, length, x):
@@ -38,7 +38,7 @@ def execute(instance, args):
     fft, shared = args["mm"], args["shared"]
     name = instance.intrinsic
     _check_items(fft, name, args["items"])
-    if shared.nbytes < fft.shared_memory_bytes:
+    if shared is not None and shared.nbytes < fft.shared_memory_bytes:
         raise error(
             name,
             f"shared holds {shared.nbytes} bytes; this FFT needs {fft.shared_memory_bytes}",
