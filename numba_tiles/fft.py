@@ -14,7 +14,15 @@ _positive = ext.positive_int("ffts_per_block", 1, optional=True)
 
 
 @ext.description(
-    constants=("size", "elements_per_thread", "ffts_per_block", "stride", "threads", "storage_size", "shared_memory_bytes")
+    constants=(
+        "size",
+        "elements_per_thread",
+        "ffts_per_block",
+        "stride",
+        "threads",
+        "storage_size",
+        "shared_memory_bytes",
+    )
 )
 class FFT:
     """A block FFT of ``size`` points, described once at module level and run by cuFFTDx in kernels.
@@ -85,14 +93,20 @@ class FFT:
             raise ext.error(
                 name,
                 f"a {self.kind} FFT takes dtype {' or '.join(wanted)}, got {found.name}"
-                + (" (half precision is not supported: cuFFTDx packs two FFTs in each value)" if "16" in found.name else ""),
+                + (
+                    " (half precision is not supported: cuFFTDx packs two FFTs in each value)"
+                    if "16" in found.name
+                    else ""
+                ),
                 f"pass dtype={same!r}" if same else f"pass dtype={next(iter(wanted))!r}",
             )
         self.dtype = found.name
         self.precision = _REAL.get(found.name, found.name)
         self.value_type = _COMPLEX[self.precision]
         implied = "inverse" if self.kind == "c2r" else "forward"
-        self.direction = ext.choice("direction", dict.fromkeys((None, "forward", "inverse")))(name, direction) or implied
+        self.direction = (
+            ext.choice("direction", dict.fromkeys((None, "forward", "inverse")))(name, direction) or implied
+        )
         if self.kind != "c2c" and self.direction != implied:
             raise ext.error(
                 name,

@@ -7,8 +7,8 @@ from numba.cuda import types
 from .. import _compile
 from .. import extending as ext
 from .._backends import simulated
-from .._library import CUFFTDX
 from .._entry import OWN_STORAGE
+from .._library import CUFFTDX
 from ..extending import Arg, Instance, Literal
 from . import database
 
@@ -82,7 +82,10 @@ def execute_rule(name, args):
         header=header,
         template=template,
         result=types.none,
-        params=(Arg("items", args["items"]), Literal("shared", OWN_STORAGE) if shared is None else Arg("shared", shared)),
+        params=(
+            Arg("items", args["items"]),
+            Literal("shared", OWN_STORAGE) if shared is None else Arg("shared", shared),
+        ),
         threads=fft.threads,
     )
 

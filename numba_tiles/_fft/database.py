@@ -52,7 +52,9 @@ def sizes(name, size, real_dtype, arch, elements_per_thread=None, ffts_per_block
     code = record_arch(name, arch)
     table = _records(code, PRECISIONS[real_dtype])
     if size not in table:
-        raise error(name, f"cuFFTDx computes no block FFT of {size} points in {real_dtype} on {arch}", _nearest(size, table))
+        raise error(
+            name, f"cuFFTDx computes no block FFT of {size} points in {real_dtype} on {arch}", _nearest(size, table)
+        )
     blobs = table[size]
     if elements_per_thread is None:
         chosen = blobs[0]
