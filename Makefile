@@ -114,7 +114,7 @@ gpu-wheels:
 	$(PYTHON) -m pip download --quiet --only-binary=:all: $(GPU_PLATFORMS) --dest $(GPU_EXTRA) $(GPU_NOTEBOOK_PINS)
 	cd $(GPU_EXTRA) && rm -f $(GPU_IMAGE_HAS)  # (the carry to the GPU machine is 64 MiB at most)
 	# MathDx's wheel is 23 MB (121 MB unpacked): cuBLASDx, cuFFTDx (94 MB of it, mostly its database's PTX text),
-	# commondx, CUTLASS and its metadata travel as 8 MB of xz (-9: a zip does not shrink, the text does), not
+	# commondx, CUTLASS and its metadata travel as 6.6 MB of xz (-9: a zip does not shrink, the text does), not
 	# cuSOLVERDx, cuRANDDx or nvCOMPDx, which no intrinsic uses yet.
 	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps --dest $(GPU_WHEELS)/mathdx $(GPU_MATHDX_PIN)
 	cd $(GPU_WHEELS)/mathdx && unzip -q nvidia_mathdx-*.whl 'nvidia/mathdx/include/cublasdx*' \
