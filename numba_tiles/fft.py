@@ -185,7 +185,7 @@ class FFT:
             @cuda.jit
             def there_and_back(x):
                 items = cuda.local.array(FFT.storage_size, complex64)
-                    row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
+                row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
                 FFT.load(x[row], items)
                 FFT.execute(items)
                 INVERSE.execute(items)
@@ -225,7 +225,7 @@ class FFT:
             @cuda.jit
             def half_spectra(x, y):             # y[r] = numpy.fft.rfft(x[r]): 65 values a row
                 items = cuda.local.array(HALF.storage_size, complex64)
-                    row = cuda.blockIdx.x * HALF.ffts_per_block + cuda.threadIdx.y
+                row = cuda.blockIdx.x * HALF.ffts_per_block + cuda.threadIdx.y
                 HALF.load(x[row], items)
                 HALF.execute(items)
                 HALF.store(items, y[row])
@@ -246,7 +246,7 @@ class FFT:
             @cuda.jit
             def filtered(x, spectrum):          # x[r] = size * ifft(fft(x[r]) * spectrum)
                 items = cuda.local.array(FFT.storage_size, complex64)
-                    row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
+                row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
                 FFT.load(x[row], items)
                 FFT.execute(items)
                 for i in range(FFT.elements_per_thread):
