@@ -114,12 +114,14 @@ gpu-wheels:
 	  $(GPU_PEER_PINS)
 	$(PYTHON) -m pip download --quiet --only-binary=:all: $(GPU_PLATFORMS) --dest $(GPU_EXTRA) $(GPU_NOTEBOOK_PINS)
 	cd $(GPU_EXTRA) && rm -f $(GPU_IMAGE_HAS)  # (the carry to the GPU machine is 64 MiB at most)
-	# MathDx's wheel is 23 MB, 94 of its 121 MB unpacked cuFFTDx: only cuBLASDx, commondx, CUTLASS and
-	# its metadata travel, as 1 MB of xz.
+	# MathDx's wheel is 23 MB (121 MB unpacked): cuBLASDx, cuFFTDx (94 MB of it, mostly its database's PTX text),
+	# commondx, CUTLASS and its metadata travel as 6.6 MB of xz (-9: a zip does not shrink, the text does), not
+	# cuSOLVERDx, cuRANDDx or nvCOMPDx, which no intrinsic uses yet.
 	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps --dest $(GPU_WHEELS)/mathdx $(GPU_MATHDX_PIN)
 	cd $(GPU_WHEELS)/mathdx && unzip -q nvidia_mathdx-*.whl 'nvidia/mathdx/include/cublasdx*' \
-	  'nvidia/mathdx/include/commondx/*' 'nvidia/mathdx/external/*' 'nvidia_mathdx-*.dist-info/*' && \
-	  tar cJf ../nvidia_mathdx-headers.tar.xz nvidia nvidia_mathdx-*.dist-info
+	  'nvidia/mathdx/include/cufftdx*' 'nvidia/mathdx/include/commondx/*' 'nvidia/mathdx/external/*' \
+	  'nvidia_mathdx-*.dist-info/*' && \
+	  XZ_OPT=-9 tar cJf ../nvidia_mathdx-headers.tar.xz nvidia nvidia_mathdx-*.dist-info
 	rm -rf $(GPU_WHEELS)/mathdx
 
 # There: the carried wheels into .gpu-site/ (then PYTHONPATH=$PWD/.gpu-site:$PWD runs anything under cu13).
@@ -180,6 +182,7 @@ gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_sum.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_reduction.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/gemm.py
+	$(GPU_ENV) $(GPU_PYTHON) examples/fft_convolution.py
 
 # There: one part of tests/gpu, PART=I/N (every N-th test from the I-th), with the slowest tests listed: a call
 # of the GPU machine lasts at most 10 minutes, and the whole suite over an empty LTO-IR cache takes longer.

@@ -39,6 +39,7 @@ from .block import (
     block_store,
     block_sum,
 )
+from .fft import FFT
 from .matmul import Matmul, matmul
 from .tile import tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum
@@ -73,6 +74,7 @@ __all__ = [
     "tile_wait",
     "matmul",
     "Matmul",
+    "FFT",
     "compile",
     "precompile",
     "shared_memory",

@@ -348,3 +348,29 @@ CUTE_SM90A = dataclasses.replace(
         "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent),
     },
 )
+
+# cuFFTDx (MathDx's block FFTs, fft.cuh) over CCCL and the CUDA headers: a library of its own, so that its key holds
+# cuFFTDx's version (and MathDx's headers, which hold its database) and not cuBLASDx's. One a precision: cuFFTDx
+# parses the code of every size it has in every precision it is told of (tens of MB of PTX strings), and told of one
+# (CUFFTDX_DETAIL_MANUAL_IMPL_FILTER) a 1024-point FFT took 5.7 s of NVRTC on the 2-core machine, not 10.3 s.
+# CUFFTDX_DISABLE_CUTLASS_DEPENDENCY: else cufftdx.hpp has commondx take CUTLASS's types in, headers that no block
+# FFT in registers uses.
+CUFFTDX = {
+    dtype: dataclasses.replace(
+        MATHDX,
+        name=f"numba_tiles.cufftdx.{precision}",
+        versions=lambda: {
+            **_cub_versions(),
+            "cufftdx": _toolchain.cufftdx_version(),
+            "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent),
+        },
+        blame="This is a numba_tiles bug (or an FFT cuFFTDx does not support); please report it with this message",
+        macros=(
+            *MATHDX.macros,
+            "CUFFTDX_DISABLE_CUTLASS_DEPENDENCY",
+            "CUFFTDX_DETAIL_MANUAL_IMPL_FILTER",
+            f"CUFFTDX_DETAIL_INCLUDE_PRECISION_{precision.upper()}",
+        ),
+    )
+    for dtype, precision in (("float32", "fp32"), ("float64", "fp64"))
+}

@@ -108,6 +108,15 @@ def cublasdx_version():
 
 
 @functools.cache
+def cufftdx_version():
+    """cuFFTDx's version, e.g. ``"1.5.0"``: the MathDx wheel ships it beside cuBLASDx."""
+    text = (mathdx_include_dirs()[0] / "cufftdx" / "cufftdx_version.hpp").read_text()
+    return ".".join(
+        re.search(rf"#define CUFFTDX_VERSION_{part} (\d+)", text)[1] for part in ("MAJOR", "MINOR", "PATCH")
+    )
+
+
+@functools.cache
 def libmathdx_path():
     """libmathdx (cuBLASDx's pipelines, `numba_tiles._libmathdx`), from the ``nvidia-libmathdx-cu13`` wheel."""
     for root in _nvidia_dirs():

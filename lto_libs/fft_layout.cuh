@@ -1,0 +1,58 @@
+// A block FFT's items between global memory and cuFFTDx's register layout, and where an item is
+// (tiles.FFT.load, store and index). No cuFFTDx here: the layout is fixed by the description's Stride, so
+// these compile with CUB's families, and only FFT.execute's program parses cuFFTDx.
+//
+// Item i of thread x holds element x + i * Stride of the thread's FFT (threadIdx.y's), for the first Items
+// items; elements from Length on do not exist (an r2c's output and a c2r's input have size / 2 + 1). The
+// real side of r2c and c2r is packed: item i is then the i-th real value of the items array.
+#pragma once
+
+#include "common.cuh"
+
+namespace numba_tiles {
+
+template <int Stride>
+__device__ __forceinline__ long long fft_index(long long i) {
+  return static_cast<long long>(threadIdx.x) + i * Stride;
+}
+
+template <int Items, int Storage, typename T, typename V>
+__device__ __forceinline__ T* fft_values(array_ref<V> items, const char* intrinsic) {
+  static_assert(sizeof(T) * Items <= sizeof(V) * Storage, "a thread's values must fit its storage");
+  if (items.size < Storage || items.stride != 1) {  // (a cuda.local.array's size is a constant: this folds away)
+    if (first_thread()) {
+      printf("tiles.%s: items has %lld items (stride %lld); this FFT needs %d contiguous ones (fft.storage_size)\n",
+             intrinsic, items.size, items.stride, Storage);
+    }
+    fail();
+  }
+  return reinterpret_cast<T*>(items.data);
+}
+
+// This thread's items of the sequence src (any length: zeros past its end, its items past Length unread).
+template <int Stride, int Items, int Length, int Storage, typename T, typename V>
+__device__ __forceinline__ void fft_load(array_ref<T> src, array_ref<V> items) {
+  T* values = fft_values<Items, Storage, T>(items, "FFT.load");
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    const long long j = fft_index<Stride>(i);
+    if (j < Length) {
+      values[i] = j < src.size ? src.data[j * src.stride] : T(0);
+    }
+  }
+}
+
+// This thread's items into the sequence dst (as much of it as dst holds).
+template <int Stride, int Items, int Length, int Storage, typename V, typename T>
+__device__ __forceinline__ void fft_store(array_ref<V> items, array_ref<T> dst) {
+  const T* values = fft_values<Items, Storage, T>(items, "FFT.store");
+#pragma unroll
+  for (int i = 0; i < Items; ++i) {
+    const long long j = fft_index<Stride>(i);
+    if (j < Length && j < dst.size) {
+      dst.data[j * dst.stride] = values[i];
+    }
+  }
+}
+
+}  // namespace numba_tiles

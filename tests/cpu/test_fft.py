@@ -1,0 +1,188 @@
+"""tiles.FFT with no GPU: descriptions read from cuFFTDx's database (and checked against cuFFTDx's traits through
+NVRTC), misuse as clear errors, and a convolution kernel compiled for sm_80 and sm_90 with no calls and no local
+memory."""
+
+import re
+
+import pytest
+from numba import complex64, complex128, cuda
+
+import numba_tiles as tiles
+from examples import fft_convolution
+from numba_tiles import _programs
+from numba_tiles._library import CUFFTDX
+
+from ..support.sass import instructions, sass
+
+
+def test_descriptions_take_cufftdx_suggestions_and_name_their_sizes():
+    fft = tiles.FFT(1024, "complex64", arch="sm_90")  # cuFFTDx 1.5's first record: 32 a thread, 2 FFTs a block
+    assert (fft.elements_per_thread, fft.ffts_per_block, fft.block_dim, fft.stride, fft.threads) == (
+        32,
+        2,
+        (32, 2, 1),
+        32,
+        64,
+    )
+    assert (fft.storage_size, fft.shared_memory_bytes, fft.precision, fft.value_type) == (
+        32,
+        16384,
+        "float32",
+        "complex64",
+    )
+    chosen = tiles.FFT(1024, "complex64", elements_per_thread=8, ffts_per_block=3, arch="sm_90")
+    assert (chosen.block_dim, chosen.shared_memory_bytes) == ((128, 3, 1), 3 * 8192)
+    assert tiles.FFT(7, "complex128").block_dim == (1, 32, 1)  # one thread an FFT, 32 FFTs a block
+    real = tiles.FFT(100, "float32", kind="r2c")
+    assert (real.direction, real.dtype, real.value_type) == ("forward", "float32", "complex64")
+    assert tiles.FFT(100, "float64", kind="c2r").direction == "inverse"
+    assert (
+        tiles.FFT(1024, "complex64")
+        == tiles.FFT(1024, "complex64")
+        != tiles.FFT(1024, "complex64", direction="inverse")
+    )
+    assert 32768 in tiles.FFT.supported_sizes("float32", "sm_80") and 32768 not in tiles.FFT.supported_sizes("float64")
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, message",
+    [
+        ((1023, "complex64"), {}, r"no block FFT of 1023 points .* the nearest are 1000 and 1024"),
+        ((65536, "complex64"), {}, r"the nearest are 32768\b"),
+        ((1024, "complex64"), {"elements_per_thread": 5}, r"pass elements_per_thread=2 or 4 or 8 or 16 or 32"),
+        (
+            (100, "float32"),
+            {},
+            r"a c2c FFT takes dtype complex64 or complex128, got float32. Fix: pass dtype='complex64'",
+        ),
+        (
+            (100, "complex128"),
+            {"kind": "r2c"},
+            r"takes dtype float32 or float64, got complex128. Fix: pass dtype='float64'",
+        ),
+        ((64, "float16"), {"kind": "r2c"}, r"half precision is not supported"),
+        ((64, "float32"), {"kind": "c2r", "direction": "forward"}, r"a c2r FFT is inverse"),
+        ((64, "complex64"), {"kind": "dct"}, r"kind='dct' is not supported"),
+        ((4096, "complex64"), {"elements_per_thread": 4, "ffts_per_block": 2}, r"more than CUDA's 1024"),
+        ((64, "complex64"), {"arch": "sm_88"}, r"no FFTs for sm_88"),
+    ],
+)
+def test_an_unsupported_description_is_refused_with_the_fix(args, kwargs, message):
+    with pytest.raises(tiles.TilesError, match=message):
+        tiles.FFT(*args, **kwargs)
+
+
+# (kind, direction, size, elements a thread or None, FFTs a block or None) on an arch, in a precision: NVRTC
+# evaluates cuFFTDx's traits of each, and each is compared with the description's.
+CASES = {
+    ("sm_80", "float32"): [
+        ("c2c", "forward", 2, None, None),
+        ("c2c", "inverse", 7, None, None),
+        ("r2c", "forward", 100, None, 3),
+        ("c2r", "inverse", 1000, None, None),
+        ("c2c", "forward", 1024, 8, None),
+        ("r2c", "forward", 4096, None, None),
+        ("c2c", "forward", 32768, None, None),
+    ],
+    ("sm_90", "float64"): [
+        ("c2c", "forward", 3, None, None),
+        ("c2r", "inverse", 64, None, 2),
+        ("r2c", "forward", 1024, 16, None),
+        ("c2c", "inverse", 12167, None, None),
+        ("c2c", "forward", 16384, None, None),
+    ],
+}
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("arch, precision", list(CASES))
+def test_descriptions_are_cufftdx_own_traits(arch, precision):
+    """Each case's elements a thread, FFTs a block, block, storage and shared memory (and the suggestions, where left
+    out) are cuFFTDx's traits as NVRTC evaluates them: one program a precision, a bit a case."""
+    cxx = {"float32": "float", "float64": "double"}[precision]
+    terms = []
+    for bit, (kind, direction, size, ept, fpb) in enumerate(CASES[arch, precision]):
+        fft = tiles.FFT(
+            size,
+            precision if kind != "c2c" else "complex" + str(2 * int(precision[-2:])),
+            kind=kind,
+            direction=direction,
+            elements_per_thread=ept,
+            ffts_per_block=fpb,
+            arch=arch,
+        )
+        described = (
+            f"cufftdx::Size<{size}>() + cufftdx::Precision<{cxx}>() + cufftdx::Type<cufftdx::fft_type::{kind}>() + "
+            f"cufftdx::Direction<cufftdx::fft_direction::{direction}>() + cufftdx::SM<__CUDA_ARCH__>() + "
+            "cufftdx::Block()"
+            + (f" + cufftdx::ElementsPerThread<{ept}>()" if ept else "")
+            + (f" + cufftdx::FFTsPerBlock<{fpb}>()" if fpb else "")
+        )
+        ffts = "F::ffts_per_block" if fpb else "F::suggested_ffts_per_block"
+        # (FFTs a block left out: cuFFTDx's own default is 1, tiles.FFT's its suggestion)
+        complete = "F" if fpb else f"decltype(F() + cufftdx::FFTsPerBlock<{ffts}>())"
+        check = (
+            f"(F::elements_per_thread == {fft.elements_per_thread} && {ffts} == {fft.ffts_per_block} && "
+            f"{complete}::block_dim.x == {fft.block_dim[0]} && {complete}::block_dim.y == {fft.block_dim[1]} && "
+            f"{complete}::storage_size == {fft.storage_size} && "
+            f"{complete}::shared_memory_size == {fft.shared_memory_bytes} && !F::requires_workspace)"
+        )
+        terms.append(f"([] {{ using F = decltype({described}); return {check}; }}() ? 1ull << {bit} : 0ull)")
+    value = _programs.constant(" | ".join(terms), CUFFTDX[precision].header("fft.cuh"), arch)
+    assert value == (1 << len(terms)) - 1, [c for i, c in enumerate(CASES[arch, precision]) if not value >> i & 1]
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_a_convolution_kernel_compiles_without_calls_or_local_memory(arch, tmp_path):
+    """examples/fft_convolution.py's kernel (r2c, a product by the filter's spectrum, c2r) for 1024 points: the
+    items stay in registers (no LDL/STL), cuFFTDx's code is inlined (no CALL), its exchanges go through shared
+    memory, and the block's barriers are cuFFTDx's."""
+    forward = tiles.FFT(1024, "float32", kind="r2c", arch=arch)
+    inverse = tiles.FFT(1024, "float32", kind="c2r", elements_per_thread=forward.elements_per_thread, arch=arch)
+    kernel = fft_convolution.convolution_kernel(forward, inverse)
+    code = sass(tiles.compile(kernel, "void(float32[:, ::1], complex64[::1], float32[:, ::1])", arch=arch), tmp_path)
+    opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
+    assert not opcodes & {"CALL", "LDL", "STL"}, sorted(opcodes)
+    assert {"LDS", "STS", "BAR"} <= opcodes and re.search(r"\bFFMA\b", code), sorted(opcodes)
+
+
+def test_kernels_misusing_an_fft_are_refused_at_typing():
+    """Errors of the calls' arguments come at typing (no NVRTC): wrong dtypes, and a description whose sizes are not
+    cuFFTDx's on the kernel's arch."""
+    fft = tiles.FFT(128, "complex64", arch="sm_90")
+
+    @cuda.jit
+    def wrong_items(x):
+        items = cuda.local.array(fft.storage_size, complex128)
+        fft.load(x, items)
+
+    with pytest.raises(tiles.TilesError, match=r"items holds complex128; this FFT's items are complex64"):
+        tiles.compile(wrong_items, "void(complex64[::1])", arch="sm_90")
+
+    @cuda.jit
+    def wrong_source(x):
+        items = cuda.local.array(fft.storage_size, complex64)
+        fft.load(x, items)
+
+    with pytest.raises(tiles.TilesError, match=r"src holds float32; this c2c FFT's input is complex64"):
+        tiles.compile(wrong_source, "void(float32[::1])", arch="sm_90")
+
+    real = tiles.FFT(64, "float32", kind="r2c", arch="sm_90")  # 32 FFTs a block there, 16 on sm_80
+
+    @cuda.jit
+    def other_arch(x):
+        items = cuda.local.array(real.storage_size, complex64)
+        real.execute(items)
+
+    with pytest.raises(tiles.TilesError, match=r"describe it for the kernel's arch: tiles.FFT\(..., arch='sm_80'\)"):
+        tiles.compile(other_arch, "void(float32[::1])", arch="sm_80")
+    big = tiles.FFT(16384, "complex64", arch="sm_90")
+
+    @cuda.jit
+    def too_big(x):
+        items = cuda.local.array(big.storage_size, complex64)
+        big.execute(items)
+
+    with pytest.raises(tiles.TilesError, match=r"pass shared=cuda.shared.array\(0, uint8\)"):
+        tiles.compile(too_big, "void(float32[::1])", arch="sm_90")
