@@ -13,7 +13,9 @@ modules' bytes, the link options and nvJitLink's version (`numba_tiles._link`). 
 key, ``<key>.ltoir``: a header (the key, the components it digests, the payload's
 length and SHA-256) and the payload. Files are written to a temporary name in the same
 directory and renamed into place, so readers see a whole entry or none, and any number of
-processes may fill the cache at once. An entry that does not check out (truncated, corrupted,
+processes may fill the cache at once; a process about to make an entry that another is making waits for
+that one's (a lock file beside it while it is made), so that ranks or test workers starting together
+compile each program once. An entry that does not check out (truncated, corrupted,
 another key's) is removed, reported once as a warning, and rebuilt; it never reaches a kernel.
 If the directory cannot be created or written, compilation goes on with the memory cache alone.
 
@@ -33,6 +35,7 @@ Example::
     print(tiles.cache.info()["directory"])
 """
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -44,6 +47,11 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # (Windows: entries are made without the lock below)
+    fcntl = None  # type: ignore[assignment]
 
 from . import _stats
 from ._stats import count
@@ -449,9 +457,33 @@ def cached(components, make):
     digest = key(components)
     payload = load(digest)
     if payload is None:
-        payload = make()
-        store(digest, components, payload)
+        with _making(digest):
+            payload = load(digest)  # (another process may have made it while this one waited)
+            if payload is None:
+                payload = make()
+                store(digest, components, payload)
     return payload
+
+
+@contextlib.contextmanager
+def _making(digest):
+    """Hold the lock of ``digest``'s entry while it is made: another process that asks for it meanwhile waits,
+    then reads the entry instead of making it too. Without a usable directory (or fcntl) nothing is held."""
+    folder = directory()
+    fd = None
+    with contextlib.suppress(OSError):
+        if fcntl is not None and enabled() and _verdict(folder).usable:
+            _make(folder)
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+            fd = os.open(folder / f".{digest}.lock", flags, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        if fd is not None:  # (the file goes first: a process that opened it already re-reads the entry made)
+            with contextlib.suppress(OSError):
+                os.unlink(folder / f".{digest}.lock")
+            os.close(fd)
 
 
 def entries():
@@ -511,17 +543,15 @@ def prune(limit):
         if kept + size <= limit:
             kept += size
             continue
-        try:
+        with contextlib.suppress(OSError):
             path.unlink()
             removed += 1
-        except OSError:
-            pass
     count("evictions", removed)
     return removed
 
 
 def clear():
-    """Remove every entry (and stray temporary files); returns how many entries were removed.
+    """Remove every entry (and stray temporary and lock files); returns how many entries were removed.
 
     Example::
 
@@ -530,12 +560,10 @@ def clear():
         tiles.cache.clear()
     """
     removed = 0
-    for path in list(directory().glob(f"*{_SUFFIX}")) + list(directory().glob(".*.tmp")):
-        try:
+    for path in [*directory().glob(f"*{_SUFFIX}"), *directory().glob(".*.tmp"), *directory().glob(".*.lock")]:
+        with contextlib.suppress(OSError):
             path.unlink()
             removed += path.suffix == _SUFFIX
-        except OSError:
-            pass
     return removed
 
 

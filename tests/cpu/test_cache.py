@@ -70,8 +70,10 @@ def test_eight_processes_on_one_cold_key(tmp_path, monkeypatch):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda _: run_child(tmp_path, block=160), range(8)))
     assert all(r["cubin"] == results[0]["cubin"] for r in results)
+    # one process compiled and linked; the others waited for its entries and read them
+    assert sum(r["stats"]["nvrtc"] for r in results) == sum(r["stats"]["links"] for r in results) == 1, results
     files = entry_files(tmp_path) + entry_files(tmp_path, "link")
-    assert len(files) == 2 and not list(tmp_path.glob(".*.tmp"))
+    assert len(files) == 2 and not list(tmp_path.glob(".*.tmp")) and not list(tmp_path.glob(".*.lock"))
     monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
     assert all(cache.load(f.stem) is not None for f in files)  # each entry left is whole and checks out
 
