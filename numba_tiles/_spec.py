@@ -515,7 +515,8 @@ class method:
 def description(*, constants: tuple[str, ...] = ()) -> Callable[[type], type]:
     """Make module-level instances of the decorated class usable in kernels: its `method`\\ s are intrinsics
     bound to the instance, and the attributes named in ``constants`` (ints) compile-time constants. Two equal
-    instances are one description (define ``__eq__`` and ``__hash__``). Public as
+    instances are one description: define ``__eq__`` and ``__hash__``, or a ``_key()`` method (a tuple of what
+    the instance describes) from which the class gets both. Public as
     ``numba_tiles.extending.description``; see `method`.
 
     Example, continuing `method`'s::
@@ -546,6 +547,9 @@ def description(*, constants: tuple[str, ...] = ()) -> Callable[[type], type]:
                 getattr(self, name)
 
         cls.__init__ = __init__
+        if hasattr(cls, "_key"):
+            cls.__eq__ = lambda self, other: type(other) is type(self) and self._key() == other._key()
+            cls.__hash__ = lambda self: hash(self._key())
         for backend in _backends.registered():
             backend.register_description(cls, attribute)
         return cls

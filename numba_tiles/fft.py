@@ -138,12 +138,6 @@ class FFT:
     def _key(self):
         return (self.size, self.dtype, self.kind, self.direction, self.arch, self._sizes)
 
-    def __eq__(self, other):
-        return isinstance(other, FFT) and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
-
     def __repr__(self):
         return (
             f"FFT({self.size}, {self.dtype!r}, kind={self.kind!r}, direction={self.direction!r}, "

@@ -372,12 +372,6 @@ class Matmul:
     def _key(self):
         return (self.shape, self.dtype, self.accumulator, self.block_dim, self.arrangement, self.precision, self.stages)
 
-    def __eq__(self, other):
-        return isinstance(other, Matmul) and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
-
     def __repr__(self):
         return (
             f"Matmul(shape={self.shape}, dtype={self.dtype}, accumulator={self.accumulator}, "
