@@ -227,7 +227,7 @@ class Matmul:
 
             if cuda.is_available():
                 ops = MM.operands(a, b, c)          # device arrays
-                print(ops.implementation)           # "wgmma" on an H100, "cp.async" on an A100
+                print(ops.implementation)           # the code this GPU runs (Hopper's or the register form's)
                 MM.launch(gemm, ops, 1.0, 0.0)      # a kernel whose first argument is ops
         """
         name = "Matmul.operands"
