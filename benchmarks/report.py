@@ -400,6 +400,61 @@ def primitives(found):
     )
 
 
+# ---- block FFTs -----------------------------------------------------------------------------------------
+
+FFT_SUMMARY = ["c2c f32 1024", "r2c f32 4096", "conv f32 4096"]  # the README's rows: one case of each kind
+
+
+def fft(found):
+    """The H200's fft rows, and its first result of an FFT kernel where there is one."""
+    r = result(found, "fft")
+    if not r:
+        return "No result yet."
+    rows = [
+        [
+            row["case"],
+            f"{row['ms']:.3f}",
+            f"{row['gbs']:.0f}",
+            f"{row['peer']} {row['peer_gbs']:.0f}",
+            ratio(row["ratio"]),
+            f"{row['copy_gbs']:.0f}",
+            f"{row['gbs'] / row['copy_gbs']:.0%}",
+            "—" if row["met"] is None else f"{row['target']}: {'met' if row['met'] else 'not met'}",
+            measured(r, row),
+        ]
+        for row in r.data["rows"]
+    ]
+    header = [
+        f"case ({r.data['scale_gib']:g} GiB)",
+        "numba_tiles ms",
+        "numba_tiles GB/s",
+        "peer GB/s",
+        "vs peer",
+        "copy GB/s",
+        "of the copy",
+        "target",
+        "measured",
+    ]
+    text = (
+        table(header, rows)
+        + "\n\n"
+        + sources([(r, row) for row in r.data["rows"]])
+        + f" Median of {r.data['repeats']} trials after {r.data['warmup']} warm-ups."
+    )
+    first = result(found, "first_result_fft")
+    if first:
+        cold, warm = first.data["median_cold"], [row for row in first.data["rows"] if row["mode"] == "warm"]
+        text += (
+            f"\n\nA first 1024-point FFT kernel (load, execute, store) in a fresh process: "
+            f"{cold['from_spawn_s']:.1f} s from the process's start to the checked result with an empty cache, "
+            f"{cold['launch_to_result_s']:.1f} s of it from the launch (median of {first.data['runs']})"
+            + (f"; {warm[0]['from_spawn_s']:.1f} s with the cache a first run filled" if warm else "")
+            + ". "
+            + sources([(first, None)])
+        )
+    return text
+
+
 # ---- compile time, first result, start-up ---------------------------------------------------------------
 
 KERNELS = [  # (row, the case measured, the plain kernel of the same arguments)
@@ -631,7 +686,7 @@ def startup(found):
 def files(found):
     def holds(r):
         d = r.data
-        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue", "primitives"):
+        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue", "primitives", "fft"):
             return "; ".join(case_name(row["case"]) for row in d["rows"])
         if "shapes" in d:
             return ", ".join(d["shapes"])
@@ -690,6 +745,19 @@ def summary(found):
                     ratio(row["gbs"] / row["peers"][best]),
                 ]
             )
+    r = result(found, "fft")
+    for case in FFT_SUMMARY:
+        row = row_of(r, case)
+        if row:
+            cited.append((r, row))
+            rows.append(
+                [
+                    f"FFT {row['case']} ({r.data['scale_gib']:g} GiB)",
+                    f"{row['gbs']:.0f} GB/s",
+                    f"{row['peer']} {row['peer_gbs']:.0f} GB/s",
+                    ratio(row["ratio"]),
+                ]
+            )
     for case in BATCHED[:1] + BATCHED[2:] + LARGE[:2]:
         r, row = matmul_row(found, case)
         if r:
@@ -710,6 +778,7 @@ BLOCKS = {
     "summary": summary,
     "segmented_reduce": segmented_reduce,
     "primitives": primitives,
+    "fft": fft,
     "matmul_batched": matmul_batched,
     "matmul_sustained": matmul_sustained,
     "matmul_large": matmul_large,
