@@ -33,18 +33,18 @@ On the GPU machines (after ``make gpu-site``): ``PYTHONPATH=$PWD/.gpu-site:$PWD 
 import argparse
 import datetime
 import gc
-import statistics
 import sys
 import time
 import traceback
 
 import numpy as np
+from _timing import median_ms
 from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 from numba import complex64, complex128, cuda
 
 import numba_tiles as tiles
 
-WARMUP, SLEEP_ITERS = 3, 1500  # the sleep kernel: 1500 x nanosleep(1 µs)
+WARMUP = 3  # launches before the timed ones
 TOLERANCE = {"float32": 1e-4, "float64": 1e-11}  # of the largest value: the difference between two FFTs of a row
 PEER_ROWS = 4  # rows of the peer's output checked against numpy.fft
 CASES = {  # name: (kind, precision, size, the target's least ratio to the peer, or None)
@@ -133,36 +133,6 @@ def describe_case(name):
 # ---- timing ----
 
 
-@cuda.jit
-def _sleep(iterations):
-    for _ in range(iterations):
-        cuda.nanosleep(1000)
-
-
-def median_ms(launch, repeats):
-    """The median time of one ``launch()`` (ms) after ``WARMUP`` launches: each trial times enough launches for about
-    2 ms, queued behind the sleep kernel, between two events on the legacy default stream."""
-    stream = cuda.legacy_default_stream()
-    for _ in range(WARMUP):
-        launch()
-    cuda.synchronize()
-    t0 = time.perf_counter()
-    launch()
-    cuda.synchronize()
-    per_trial = max(1, min(20, int(2e-3 / max(time.perf_counter() - t0, 1e-6))))
-    trials = []
-    for _ in range(repeats):
-        start, end = cuda.event(), cuda.event()
-        _sleep[1, 1, stream](SLEEP_ITERS)
-        start.record(stream)
-        for _ in range(per_trial):
-            launch()
-        end.record(stream)
-        end.synchronize()
-        trials.append(cuda.event_elapsed_time(start, end) / per_trial)
-    return statistics.median(trials)
-
-
 # ---- one case on the GPU ----
 
 
@@ -232,8 +202,8 @@ def run_case(name, args):
         wrong = f"{peer_name} against numpy.fft" if not peer_error <= bound else "numba_tiles against " + peer_name
         return {**row, "wrong": f"{wrong}: largest difference {max(peer_error, error):.3g} of the largest value"}
     copy = torch.empty_like(x)
-    ms = median_ms(ours, args.repeats)
-    peer_ms = median_ms(peer, args.repeats)
+    ms = median_ms(ours, args.repeats, WARMUP)
+    peer_ms = median_ms(peer, args.repeats, WARMUP)
     copy_gbs = 2 * x.nbytes / median_ms(lambda: copy.copy_(x), args.repeats) / 1e6
     row.update(
         ms=ms,

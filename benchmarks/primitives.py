@@ -26,18 +26,16 @@ On the GPU machines: ``PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/primiti
 
 import argparse
 import datetime
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+from _timing import median_ms
 from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
 from numba import cuda
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
-SLEEP_ITERS = 1500  # the sleep kernel: 1500 x nanosleep(1 µs)
 TARGETS = {  # case: (what the target is, a function of the row that says whether it is met)
     "histogram u8 256 bins": (
         ">= 2000 GB/s and >= 1.0x CUB's DeviceHistogram",
@@ -47,35 +45,6 @@ TARGETS = {  # case: (what the target is, a function of the row that says whethe
     "segmented sort i32 2048": (">= 1.5x torch.sort", lambda r: r["gbs"] >= 1.5 * r["peers"]["torch.sort"]),
     "segmented sum f32 4096": (">= 95% of the read", lambda r: r["gbs"] >= 0.95 * r["limit_gbs"]),
 }
-
-
-@cuda.jit
-def _sleep(iterations):
-    for _ in range(iterations):
-        cuda.nanosleep(1000)
-
-
-def median_ms(launch, repeats):
-    """The median time of one ``launch()`` (ms): each trial times enough launches for ~2 ms, queued behind the sleep
-    kernel."""
-    stream = cuda.legacy_default_stream()
-    launch()
-    cuda.synchronize()
-    t0 = time.perf_counter()
-    launch()
-    cuda.synchronize()
-    per_trial = max(1, min(20, int(2e-3 / max(time.perf_counter() - t0, 1e-6))))
-    trials = []
-    for _ in range(repeats):
-        start, end = cuda.event(), cuda.event()
-        _sleep[1, 1, stream](SLEEP_ITERS)
-        start.record(stream)
-        for _ in range(per_trial):
-            launch()
-        end.record(stream)
-        end.synchronize()
-        trials.append(cuda.event_elapsed_time(start, end) / per_trial)
-    return statistics.median(trials)
 
 
 def view(a, lib):
