@@ -107,11 +107,13 @@ def convolution_kernel(forward, inverse):
     return convolution
 
 
-def describe_case(name):
-    """(the kernel, its FFT descriptions, its signature for `tiles.compile`) of case ``name``."""
+def describe_case(name, sizes=None):
+    """(the kernel, its FFT descriptions, its signature for `tiles.compile`) of case ``name``; ``sizes``: {FFT size:
+    (elements_per_thread, ffts_per_block)} where not cuFFTDx's suggestions."""
     kind, precision, size, _ = CASES[name]
+    chosen = dict(zip(("elements_per_thread", "ffts_per_block"), (sizes or {}).get(size, ())))
     if kind == "conv":
-        forward = tiles.FFT(size, COMPLEX[precision])
+        forward = tiles.FFT(size, COMPLEX[precision], **chosen)
         inverse = tiles.FFT(
             size,
             COMPLEX[precision],
@@ -125,7 +127,7 @@ def describe_case(name):
             (forward, inverse),
             f"void({value}[:, ::1], {value}[::1], {value}[:, ::1])",
         )
-    fft = tiles.FFT(size, precision if kind == "r2c" else COMPLEX[precision], kind=kind)
+    fft = tiles.FFT(size, precision if kind == "r2c" else COMPLEX[precision], kind=kind, **chosen)
     source = fft.precision if kind == "r2c" else fft.value_type
     return transform_kernel(fft), (fft,), f"void({source}[:, ::1], {fft.value_type}[:, ::1])"
 
@@ -152,7 +154,7 @@ def run_case(name, args):
     import torch
 
     kind, precision, size, target = CASES[name]
-    kernel, ffts, _ = describe_case(name)
+    kernel, ffts, _ = describe_case(name, args.sizes)
     fft = ffts[0]
     source = getattr(torch, fft.precision if kind == "r2c" else fft.value_type)
     rows = int(args.scale * 2**30) // (source.itemsize * size)
@@ -254,6 +256,11 @@ def main(argv=None):
     parser.add_argument("--scale", type=float, default=1.0, help="GiB of input per case (default 1)")
     parser.add_argument("--cases", default=",".join(CASES), help="a comma-separated subset of: " + ", ".join(CASES))
     parser.add_argument("--dry", action="store_true", help="no GPU: compile every kernel for sm_90 and stop")
+    parser.add_argument(
+        "--sizes",
+        type=lambda text: {int(n): tuple(map(int, v.split(":"))) for n, v in (p.split("=") for p in text.split(","))},
+        help="elements a thread and FFTs a block by FFT size, e.g. 1024=16:4,4096=16:2 (default: cuFFTDx's)",
+    )
     add_output_arguments(parser)
     args = parser.parse_args(argv)
     names = [c.strip() for c in args.cases.split(",") if c.strip()]
