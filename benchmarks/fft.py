@@ -26,6 +26,7 @@ prints a table last.
 
     python benchmarks/fft.py [--repeats 15] [--scale 1] [--cases "c2c f32 1024,conv f32 4096"] [--out DIR] [--draft]
     python benchmarks/fft.py --dry      # no GPU: compile every kernel for sm_90 (types and links them)
+    python benchmarks/fft.py --sizes 1024=16:4,4096=16:2    # other elements a thread : FFTs a block, by size
 
 On the GPU machines (after ``make gpu-site``): ``PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/fft.py``.
 """
@@ -236,11 +237,11 @@ def release():
 # ---- the run ----
 
 
-def dry(names):
+def dry(names, sizes=None):
     """No GPU: compile each case's kernel for sm_90, linked with its FFTs."""
     for name in names:
         started = time.perf_counter()
-        kernel, ffts, signature = describe_case(name)
+        kernel, ffts, signature = describe_case(name, sizes)
         cubin = tiles.compile(kernel, signature, arch="sm_90")
         print(
             f"{name:<15} {time.perf_counter() - started:6.1f} s  {len(cubin):>8} bytes of cubin  "
@@ -267,7 +268,7 @@ def main(argv=None):
     if not names or set(names) - set(CASES):
         parser.error(f"unknown cases {sorted(set(names) - set(CASES))}; choose from {', '.join(CASES)}")
     if args.dry:
-        return dry(names)
+        return dry(names, args.sizes)
     if not cuda.is_available():
         raise SystemExit("fft: no CUDA GPU (numba.cuda.is_available() is False); --dry compiles without one")
     commit = measured_commit(args)
