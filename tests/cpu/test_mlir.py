@@ -217,6 +217,8 @@ def both_ways(source, sig, arch, tmp_path, counted):
             "math": math,
             "MM": MM,
             "BF16": BF16,
+            "FFT": FFT,
+            "INVERSE": INVERSE,
             "device": module.jit(device=True),
             "fast_device": module.jit(device=True, fastmath=True),
             "ZERO": np.float32(0),
@@ -285,6 +287,36 @@ def test_the_matmul_forms_on_arrays_compile_to_the_same_code_as_under_numba_cuda
         theirs,
     )
     assert abs(total - total_theirs) <= max(16, 0.1 * total_theirs), (total, total_theirs)
+
+
+FFT = tiles.FFT(128, "complex64", arch="sm_80")
+INVERSE = tiles.FFT(128, "complex64", direction="inverse", arch="sm_80")
+FILTER = """
+def kernel(x, spectrum):
+    items = cuda.local.array(FFT.storage_size, np.complex64)
+    row = cuda.blockIdx.x * FFT.ffts_per_block + cuda.threadIdx.y
+    FFT.load(x[row, :100], items)
+    FFT.execute(items)
+    for i in range(FFT.elements_per_thread):
+        items[i] *= spectrum[FFT.index(i)]
+    INVERSE.execute(items)
+    FFT.store(items, x[row])
+"""
+
+
+def test_an_fft_filter_compiles_to_the_same_code_as_under_numba_cuda(tmp_path):
+    """An FFT description's methods (load with zero fill, execute, index, the inverse in place, store) in a
+    numba-cuda-mlir kernel: the same cuFFTDx code as under numba-cuda (its multiply-adds, shuffles and barriers), no
+    calls, no local memory, and no more instructions in all."""
+    sig = (types.complex64[:, ::1], types.complex64[::1])
+    (ours, total, *_), (theirs, total_theirs, *_) = both_ways(
+        FILTER, sig, "sm_80", tmp_path, ("FFMA", "BAR", "SHFL", "CALL", "LDL", "STL")
+    )
+    assert ours == theirs and ours["FFMA"] and ours["BAR"] and not ours["CALL"] + ours["LDL"] + ours["STL"], (
+        ours,
+        theirs,
+    )
+    assert total <= total_theirs, (total, total_theirs)
 
 
 WHOLE = {  # (a description's whole calls on its operands, a handle argument: arch, implementation, call)
