@@ -89,19 +89,22 @@ def elapsed(what, since=None, when=None):
 
 # Whether a compile is long is decided by what it compiles, not by a timer: a notice then comes at
 # the start of the wait, and a small program never prints, however busy the machine. A program of
-# cuBLASDx takes seconds to a minute of NVRTC; one of CUB alone, under a second. The figure a notice
-# gives is the measured first compile of its form (`_compile_times`, which benchmarks/report.py makes
-# from the benchmark results, as it makes the matmul guide's); a form no benchmark times gets none.
+# cuBLASDx takes seconds to a minute of NVRTC, one of cuFFTDx seconds; one of CUB alone, under a second.
+# The figure a notice gives is the measured first compile of its form (`_compile_times`, which
+# benchmarks/report.py makes from the benchmark results, as it makes the matmul guide's); a form no
+# benchmark times gets none.
 _FORMS = {
     "matmul": "tiles.matmul",
     **{f"Matmul.{entry}": "tiles.Matmul" for entry in ("load_a", "load_b", "multiply", "store")},
+    **{f"FFT.{entry}": "tiles.FFT" for entry in ("execute", "load", "store", "index")},
 }
+_LONG = {"cublasdx": "cuBLASDx", "cufftdx": "cuFFTDx"}  # (a library's version key: the name a notice gives it)
 UNTIMED = "tens of seconds the first time"
 CONSTANT_TIME = "a few seconds the first time"  # (a cuBLASDx constant: its headers' parse, most of it)
 
 
 def cold_time(instances):
-    """What a notice says of the first compile of ``instances`` (cuBLASDx's, of one or more programs): how long a
+    """What a notice says of the first compile of ``instances`` (MathDx's, of one or more programs): how long a
     first kernel of their form took, measured (`_compile_times.COLD`), or `UNTIMED` for a form not measured (or
     several forms at once)."""
     from ._compile_times import COLD
@@ -110,9 +113,11 @@ def cold_time(instances):
     return COLD.get(forms.pop(), UNTIMED) if len(forms) == 1 else UNTIMED
 
 
-def uses_cublasdx(library):
-    """Whether ``library``'s programs instantiate cuBLASDx (its version is in their key)."""
-    return "cublasdx" in library.versions()
+def long_library(library):
+    """The MathDx library whose templates ``library``'s programs instantiate (its version is in their key), which
+    makes their compile long: ``"cuBLASDx"`` or ``"cuFFTDx"``; None for a short one (CUB's)."""
+    versions = library.versions()
+    return next((name for key, name in _LONG.items() if key in versions), None)
 
 
 def described(instances):
@@ -135,14 +140,14 @@ def described(instances):
 
 
 def announce(instances, target):
-    """The notice of one program about to compile, if it is long (cuBLASDx's); returns whether it is."""
-    long = uses_cublasdx(instances[0].header.library)
+    """The notice of one program about to compile, if it is long (MathDx's); returns whether it is."""
+    long = long_library(instances[0].header.library)
     if long:
         say(
-            f"compiling {described(instances)} with cuBLASDx for {target.arch} (NVRTC; {cold_time(instances)}; "
+            f"compiling {described(instances)} with {long} for {target.arch} (NVRTC; {cold_time(instances)}; "
             "cached afterwards)"
         )
-    return long
+    return bool(long)
 
 
 class SideBySide:
@@ -159,10 +164,10 @@ class SideBySide:
             if self.bar is not None or quiet():
                 return
             everything = [i for p in self.programs for i in p._sorted()]
-            cublasdx = any(uses_cublasdx(p.library) for p in self.programs)
-            time_taken = f"; {cold_time(everything)};" if cublasdx else ","
+            long = sorted({long_library(p.library) for p in self.programs} - {None})
+            time_taken, kinds = (f"; {cold_time(everything)};", " and ".join(long) + " ") if long else (",", "")
             say(
-                f"compiling {len(self.programs)} {'cuBLASDx ' if cublasdx else ''}programs side by side for "
+                f"compiling {len(self.programs)} {kinds}programs side by side for "
                 f"{target.arch}: {described(everything)} (NVRTC in {self.jobs} worker "
                 f"processes{time_taken} cached afterwards)"
             )

@@ -292,10 +292,10 @@ def constant(expression, header, arch):
             target = Target(arch)
 
             def make():
-                long = _notices.uses_cublasdx(header.library)
+                long = _notices.long_library(header.library)
                 if long:
                     _notices.say(
-                        f"computing {expression.replace('numba_tiles::', '')} with cuBLASDx for {arch} "
+                        f"computing {expression.replace('numba_tiles::', '')} with {long} for {arch} "
                         f"(NVRTC; {_notices.CONSTANT_TIME}; cached afterwards)"
                     )
                 with _notices.elapsed("NVRTC has been computing it") if long else contextlib.nullcontext():

@@ -180,6 +180,26 @@ def test_a_small_program_compiles_without_a_word(tmp_path, monkeypatch, capfd):
     assert not notice_lines(out + err), out + err
 
 
+def test_a_cufftdx_compile_says_so_with_its_figure(tmp_path, monkeypatch, capfd):
+    """cuFFTDx's programs are long too: their notice names cuFFTDx and the first FFT result's figure."""
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("NUMBA_TILES_QUIET", raising=False)
+    fft = tiles.FFT(16, "complex64", arch="sm_80")
+
+    def spectra(x):
+        items = cuda.local.array(fft.storage_size, types.complex64)
+        fft.load(x, items)
+        fft.execute(items)
+        fft.store(items, x)
+
+    tiles.compile(spectra, "void(complex64[::1])", arch="sm_80", output="ltoir")
+    out, err = capfd.readouterr()
+    said = " ".join(notice_lines(out + err))
+    assert "cuFFTDx" in said and "cuBLASDx" not in said, said
+    assert _notices.cold_time([pytypes.SimpleNamespace(intrinsic="FFT.execute")]) in said, said
+    assert _notices.long_library(tiles.extending.CUB) is None
+
+
 def _per_entry_library(tmp_path):
     """A library with a program per entry point (as MathDx's), of tiny templates: its programs build side by side."""
     (tmp_path / "tiny.cuh").write_text(
