@@ -1,6 +1,8 @@
 """Block FFTs by cuFFTDx: the `FFT` description, whose methods run in kernels on each thread's items."""
 
-from . import _toolchain
+from numba.cuda import types
+
+from . import _ahead, _toolchain
 from . import extending as ext
 from ._backends import simulated
 from ._fft import calls, database, twins
@@ -134,6 +136,16 @@ class FFT:
                 "more than CUDA's 1024",
                 f"pass ffts_per_block={1024 // self.stride} or fewer, or more elements_per_thread",
             )
+        _ahead.start(self._execute_ahead)
+
+    def _execute_ahead(self, cc):
+        """The instance of ``execute`` on a thread's local array, made ahead (`_ahead`) for the GPU it is described
+        for: a kernel that calls it finds cuFFTDx's program compiled, or being compiled."""
+        if "sm_%d%d" % cc != self.arch:
+            raise ValueError(f"described for {self.arch}")  # (nothing to make ahead for another GPU)
+        items = types.Array(ext.named("FFT.execute", "dtype", self.value_type).numba, 1, "C")
+        shared = types.uint8[::1] if self.shared_memory_bytes > ext.STATIC_SHARED_BYTES else None
+        return calls.execute_instance("FFT.execute", {"mm": self, "items": items, "shared": shared})
 
     def _key(self):
         return (self.size, self.dtype, self.kind, self.direction, self.arch, self._sizes)

@@ -45,6 +45,13 @@ def same_on_this_arch(fft, name):
 
 
 def execute_rule(name, args):
+    same_on_this_arch(args["mm"], name)
+    return execute_instance(name, args)
+
+
+def execute_instance(name, args):
+    """``execute``'s instance for the description ``args["mm"]``, whatever the kernel's arch (which
+    `execute_rule` checks first; a description compiled ahead has none)."""
     fft = args["mm"]
     items(fft, name, args)
     shared = args["shared"]
@@ -62,7 +69,6 @@ def execute_rule(name, args):
             f"shared must be a 1-D shared array, got {shared}",
             "allocate cuda.shared.array(fft.shared_memory_bytes, uint8, alignment=16), or leave it out",
         )
-    same_on_this_arch(fft, name)
     library = CUFFTDX[fft.precision]
     header = library.header("fft.cuh")
     template = header.template(

@@ -3,13 +3,14 @@ NVRTC), misuse as clear errors, and a convolution kernel compiled for sm_80 and 
 memory."""
 
 import re
+import threading
 
 import pytest
 from numba import complex64, complex128, cuda
 
 import numba_tiles as tiles
 from examples import fft_convolution
-from numba_tiles import _programs
+from numba_tiles import _programs, _stats, _toolchain
 from numba_tiles._library import CUFFTDX
 
 from ..support.sass import instructions, sass
@@ -186,3 +187,25 @@ def test_kernels_misusing_an_fft_are_refused_at_typing():
 
     with pytest.raises(tiles.TilesError, match=r"pass shared=cuda.shared.array\(0, uint8\)"):
         tiles.compile(too_big, "void(float32[::1])", arch="sm_90")
+
+
+def test_a_description_compiles_its_execute_ahead_and_a_kernel_finds_it_made(monkeypatch, tmp_path):
+    """Made on a GPU machine (here: one that says sm_80), a description starts cuFFTDx's program of ``execute`` in
+    the background; a kernel that calls it compiles only the layout's (CUB) program of its own."""
+    monkeypatch.setenv("NUMBA_TILES_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NUMBA_TILES_BACKGROUND", "1")
+    monkeypatch.setattr(_toolchain, "current_device_cc", lambda: (8, 0))
+    before = _stats.snapshot()["nvrtc"]
+    fft = tiles.FFT(32, "complex64", arch="sm_80")  # (a description no other test compiles)
+    while ahead := [t for t in threading.enumerate() if t.name == "numba_tiles ahead"]:
+        ahead[0].join()
+    assert _stats.snapshot()["nvrtc"] - before == 1
+
+    def spectra(x):
+        items = cuda.local.array(fft.storage_size, complex64)
+        fft.load(x, items)
+        fft.execute(items)
+        fft.store(items, x)
+
+    tiles.compile(spectra, "void(complex64[::1])", arch="sm_80", output="ltoir")
+    assert _stats.snapshot()["nvrtc"] - before == 2
