@@ -10,8 +10,10 @@ PY     := $(VENV)/bin/python
 # `make test-compile CUDA=cu12` runs under the other CUDA line, a cuBLASDx GEMM kernel standing for the matmul.
 COMPILE_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test_library.py tests/cpu/test_errors.py \
                  tests/cpu/test_extending.py tests/cpu/test_cache.py tests/cpu/test_line_info.py tests/cpu/test_matmul.py
-TOOLKIT_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test_library.py tests/cpu/test_cache.py \
-                 tests/cpu/test_line_info.py \
+TOOLKIT_TESTS := tests/cpu/test_compile.py tests/cpu/test_sass.py tests/cpu/test_library.py tests/cpu/test_line_info.py \
+                 tests/cpu/test_cache.py::test_cold_then_warm_process \
+                 tests/cpu/test_cache.py::test_every_program_after_the_first_takes_the_precompiled_base \
+                 tests/cpu/test_cache.py::test_cache_true_kernels_are_invalidated_by_toolchain_libraries_and_options \
                  tests/cpu/test_matmul.py::test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory \
                  tests/cpu/test_matmul.py::test_the_cuda_12_line_computes_hopper_tiles_without_libmathdx
 
