@@ -157,6 +157,36 @@ class FFT:
             f"arch={self.arch!r})"
         )
 
+    def launch(self, kernel, *args, rows, grid=None, stream=0):
+        """Launch ``kernel`` with ``args`` for ``rows`` FFTs, ``fft.ffts_per_block`` a block: blocks of
+        ``fft.block_dim``; the dynamic shared memory ``execute`` needs where it is over the 48 KiB of static shared
+        memory a block may have (the kernel passing ``shared=cuda.shared.array(0, uint8)``), the kernel let to take
+        it; and ``grid``:
+
+        - by default, one block a group of ``ffts_per_block`` rows: the kernel's row is
+          ``cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y``;
+        - ``"resident"``: as many blocks as the GPU runs at once (the driver's occupancy query), at most one a group:
+          for a kernel's own loop over the groups, ``cuda.gridDim.x`` apart;
+        - or a grid of your own.
+
+        Example, continuing `FFT`'s (the kernel there takes a row a ``threadIdx.y``)::
+
+            if cuda.is_available():
+                FFT.launch(spectra, cuda.to_device(x), y, rows=1000)
+        """
+        from ._occupancy import resident_blocks
+        from ._shared_memory import allow_dynamic_shared_memory
+
+        groups = max(-(-rows // self.ffts_per_block), 1)
+        shared = self.shared_memory_bytes if self.shared_memory_bytes > ext.STATIC_SHARED_BYTES else 0
+        if shared:
+            allow_dynamic_shared_memory(kernel, shared, *args)
+        if grid is None:
+            grid = groups
+        elif grid == "resident":
+            grid = max(min(resident_blocks(kernel, self.block_dim, *args, shared_bytes=shared), groups), 1)
+        kernel[grid, self.block_dim, stream, shared](*args)
+
     @staticmethod
     def supported_sizes(dtype="complex64", arch="sm_90"):
         """The sizes cuFFTDx computes as block FFTs of ``dtype``'s precision on ``arch``, ascending (from its

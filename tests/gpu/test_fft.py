@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba import cuda
+from numba import complex64, cuda, uint8
 
 import numba_tiles as tiles
 
@@ -90,3 +90,32 @@ def test_the_convolution_example_matches_numpy():
         timeout=600,
     )
     assert run.returncode == 0 and "match" in run.stdout, run.stdout + run.stderr[-3000:]
+
+
+@pytest.mark.parametrize("grid", [None, "resident"])
+@pytest.mark.parametrize("size", [1024, 16384])
+def test_a_launch_from_the_description_covers_every_row(size, grid, rng):
+    """``fft.launch`` over 1001 rows, a block a group or the resident blocks looping over them; 16384 points of
+    complex64 work in more than 48 KiB: the launch's dynamic shared memory."""
+    fft = tiles.FFT(size, "complex64")
+    x, y, expected = ffts.case(rng, fft, 1001)
+    dynamic = ffts.dynamic(fft)
+
+    @cuda.jit
+    def spectra(x, y):
+        items = cuda.local.array(fft.storage_size, complex64)
+        groups = (x.shape[0] + fft.ffts_per_block - 1) // fft.ffts_per_block
+        for group in range(cuda.blockIdx.x, groups, cuda.gridDim.x):
+            row = group * fft.ffts_per_block + cuda.threadIdx.y
+            if row < x.shape[0]:
+                fft.load(x[row], items)
+            if dynamic:
+                fft.execute(items, cuda.shared.array(0, uint8))
+            else:
+                fft.execute(items)
+            if row < x.shape[0]:
+                fft.store(items, y[row])
+
+    out = cuda.to_device(y)
+    fft.launch(spectra, cuda.to_device(x), out, rows=1001, grid=grid)
+    assert ffts.error(out.copy_to_host(), expected) < ffts.BOUND["float32"]

@@ -87,3 +87,26 @@ def test_the_convolution_example_matches_numpy():
         timeout=600,
     )
     assert run.returncode == 0 and "match" in run.stdout, run.stdout + run.stderr[-3000:]
+
+
+@pytest.mark.parametrize("grid", [None, "resident", 3])
+def test_a_launch_from_the_description_covers_every_row(grid, rng):
+    """``fft.launch``: its blocks of ``block_dim`` over the groups of ``ffts_per_block`` rows (7 rows: the last group
+    half empty), a block a group or fewer blocks looping over them."""
+    fft = tiles.FFT(16, "complex64", ffts_per_block=2)
+    x, y, expected = ffts.case(rng, fft, 7)
+
+    @cuda.jit
+    def spectra(x, y):
+        items = cuda.local.array(fft.storage_size, complex64)
+        groups = (x.shape[0] + fft.ffts_per_block - 1) // fft.ffts_per_block
+        for group in range(cuda.blockIdx.x, groups, cuda.gridDim.x):
+            row = group * fft.ffts_per_block + cuda.threadIdx.y
+            if row < x.shape[0]:
+                fft.load(x[row], items)
+            fft.execute(items)
+            if row < x.shape[0]:
+                fft.store(items, y[row])
+
+    fft.launch(spectra, x, y, rows=7, grid=grid)
+    assert ffts.error(y, expected) < ffts.BOUND["float32"]
