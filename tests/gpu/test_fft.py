@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba import complex64, cuda, uint8
+from numba import cuda
 
 import numba_tiles as tiles
 
@@ -99,23 +99,6 @@ def test_a_launch_from_the_description_covers_every_row(size, grid, rng):
     complex64 work in more than 48 KiB: the launch's dynamic shared memory."""
     fft = tiles.FFT(size, "complex64")
     x, y, expected = ffts.case(rng, fft, 1001)
-    dynamic = ffts.dynamic(fft)
-
-    @cuda.jit
-    def spectra(x, y):
-        items = cuda.local.array(fft.storage_size, complex64)
-        groups = (x.shape[0] + fft.ffts_per_block - 1) // fft.ffts_per_block
-        for group in range(cuda.blockIdx.x, groups, cuda.gridDim.x):
-            row = group * fft.ffts_per_block + cuda.threadIdx.y
-            if row < x.shape[0]:
-                fft.load(x[row], items)
-            if dynamic:
-                fft.execute(items, cuda.shared.array(0, uint8))
-            else:
-                fft.execute(items)
-            if row < x.shape[0]:
-                fft.store(items, y[row])
-
     out = cuda.to_device(y)
-    fft.launch(spectra, cuda.to_device(x), out, rows=1001, grid=grid)
+    fft.launch(ffts.looping_kernel(fft), cuda.to_device(x), out, rows=1001, grid=grid)
     assert ffts.error(out.copy_to_host(), expected) < ffts.BOUND["float32"]

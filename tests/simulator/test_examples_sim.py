@@ -1,4 +1,5 @@
-"""The examples of the block primitives run on Numba's simulator (small sizes) and check themselves against NumPy."""
+"""The examples of the block primitives and of the FFTs run on Numba's simulator (small sizes) and check themselves
+against NumPy."""
 
 import os
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("example", ["byte_histogram", "segmented_scan", "segmented_sort"])
+@pytest.mark.parametrize("example", ["byte_histogram", "segmented_scan", "segmented_sort", "fft_convolution"])
 def test_example_matches_numpy_on_the_simulator(example):
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     run = subprocess.run(

@@ -40,6 +40,30 @@ def transform_kernel(fft, then=None, length=None):
     return transform
 
 
+def looping_kernel(fft):
+    """A kernel of ``fft`` over the rows of ``x`` into the rows of ``y``, its blocks looping over the groups of
+    ``ffts_per_block`` rows ``cuda.gridDim.x`` apart (any grid covers them: `FFT.launch`'s, or the resident one)."""
+    items_type = complex64 if fft.value_type == "complex64" else complex128
+    in_dynamic = dynamic(fft)
+
+    @cuda.jit
+    def looping(x, y):
+        items = cuda.local.array(fft.storage_size, items_type)
+        groups = (x.shape[0] + fft.ffts_per_block - 1) // fft.ffts_per_block
+        for group in range(cuda.blockIdx.x, groups, cuda.gridDim.x):
+            row = group * fft.ffts_per_block + cuda.threadIdx.y
+            if row < x.shape[0]:
+                fft.load(x[row], items)
+            if in_dynamic:
+                fft.execute(items, cuda.shared.array(0, uint8))
+            else:
+                fft.execute(items)
+            if row < x.shape[0]:
+                fft.store(items, y[row])
+
+    return looping
+
+
 def launch(kernel, fft, x, y):
     """``kernel`` over ``x``'s rows: on the GPU from and to device arrays, on the simulator on these arrays."""
     grid = -(-x.shape[0] // fft.ffts_per_block)
