@@ -13,6 +13,7 @@ from examples import fft_convolution
 from numba_tiles import _programs, _stats, _toolchain
 from numba_tiles._library import CUFFTDX
 
+from ..support import ffts
 from ..support.sass import instructions, sass
 
 
@@ -131,6 +132,19 @@ def test_descriptions_are_cufftdx_own_traits(arch, precision):
         terms.append(f"([] {{ using F = decltype({described}); return {check}; }}() ? 1ull << {bit} : 0ull)")
     value = _programs.constant(" | ".join(terms), CUFFTDX[precision].header("fft.cuh"), arch)
     assert value == (1 << len(terms)) - 1, [c for i, c in enumerate(CASES[arch, precision]) if not value >> i & 1]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cuFFTDx's suggestion for 1024 complex64 points on sm_90, 32 elements a thread, takes 255 registers and "
+    "spills to local memory; 16 or 8 elements a thread do not (the default is to be chosen so)",
+)
+def test_the_default_1024_point_c2c_keeps_its_items_in_registers_on_sm_90(tmp_path):
+    fft = tiles.FFT(1024, "complex64", arch="sm_90")
+    kernel = ffts.looping_kernel(fft)
+    code = sass(tiles.compile(kernel, "void(complex64[:, ::1], complex64[:, ::1])", arch="sm_90"), tmp_path)
+    opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
+    assert not opcodes & {"LDL", "STL"}, fft
 
 
 @pytest.mark.heavy
