@@ -144,21 +144,6 @@ def test_histogram_lanes_counts_skewed_data_and_many_tiles(rng):
     c.run_histogram_tiles(x, 256, 512, 8, "lanes")
 
 
-SORT_DTYPES = [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-]
-
-
 @pytest.mark.parametrize("block_dim", SHAPES)
 @pytest.mark.parametrize("items", c.ITEMS_PER_THREAD)
 def test_radix_sort_shapes(items, block_dim, rng):
@@ -166,7 +151,7 @@ def test_radix_sort_shapes(items, block_dim, rng):
 
 
 @pytest.mark.parametrize("descending,striped", [(False, False), (True, False), (False, True), (True, True)])
-@pytest.mark.parametrize("dtype", SORT_DTYPES)
+@pytest.mark.parametrize("dtype", c.SORT_DTYPES)
 def test_radix_sort(dtype, descending, striped, rng):
     c.run_radix_sort(dtype, 128, 4, rng, descending=descending, striped=striped)
 
@@ -450,7 +435,7 @@ def test_merge_sort(compare, items, block_dim, rng):
 # (a Python comparison takes integers, float32 and float64: Numba's C ABI for half differs)
 @pytest.mark.parametrize(
     "dtype,compare",
-    [(d, cmp) for d in SORT_DTYPES for cmp in ("<", "magnitude") if (d, cmp) != ("float16", "magnitude")],
+    [(d, cmp) for d in c.SORT_DTYPES for cmp in ("<", "magnitude") if (d, cmp) != ("float16", "magnitude")],
 )
 def test_merge_sort_dtypes(dtype, compare, rng):
     c.run_merge_sort(dtype, compare, 128, 4, rng, with_values=dtype != "uint8")

@@ -25,6 +25,7 @@ ARRAY_DTYPES = [
     "complex64",
     "complex128",
 ]
+SORT_DTYPES = [d for d in ARRAY_DTYPES if not d.startswith("complex")]  # what the block sorts take
 SHAPES = [128, (16, 8), (8, 4, 4)]
 ITEMS_PER_THREAD = [1, 2, 4, 7, 16]
 MOVE_ALGORITHMS = ["direct", "striped", "vectorize", "transpose", "warp_transpose", "warp_transpose_timesliced"]

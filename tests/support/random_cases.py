@@ -23,6 +23,7 @@ import numpy as np
 
 from .collectives import (
     ARRAY_DTYPES,
+    SORT_DTYPES,
     absmax,
     by_magnitude,
     check_scan,
@@ -44,19 +45,6 @@ USUAL_SHAPES = [32, 128, 256]
 SHAPES = ODD_SHAPES + USUAL_SHAPES
 POW2_SHAPES = [32, 64, 128, 256, 512, (8, 4, 4), (16, 2, 2), (4, 4, 4)]  # the shapes merge sort accepts
 ITEMS = [1, 3, 5, 11, 13]
-SORT_DTYPES = [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-]
 INTEGERS = [d for d in SORT_DTYPES if d[0] in "iu"]
 FLAGS = ["uint8", "int16", "int32", "uint64"]
 STATIC_SHARED = 48 * 1024
