@@ -41,9 +41,11 @@ GPU_PINS    := "numpy>=2.0,<2.5" "cuda-core==1.2.*" "cuda-pathfinder>=1.3" "nvid
 GPU_NOTEBOOK_PINS := "nbclient==0.11.*" "nbformat==5.*" "ipykernel==7.*"
 GPU_PEER_PINS := "cuda-cccl==1.1.1"
 GPU_MATHDX_PIN := "nvidia-mathdx==25.6.*"
+GPU_CURAND_PIN := $(if $(filter cu13,$(CUDA)),"nvidia-curand==10.4.0.*","nvidia-curand-cu12==10.3.10.*")
 GPU_IMAGE_HAS := attrs-* packaging-* psutil-* pygments-* python_dateutil-* typing_extensions-* tzdata-*
-GPU_PLATFORMS := --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_26_x86_64 \
-                 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_12_x86_64
+GPU_PLATFORMS := --python-version 3.12 --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+                 --platform manylinux_2_26_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+                 --platform manylinux_2_12_x86_64
 GPU_JOBS    ?= 12
 # Two NVRTC workers a test process (a cuBLASDx program takes ~2 GB while it compiles).
 # Under cu12 the CUDA 12 libraries are preloaded: cuda.pathfinder looks for CUDA 13's first in every
@@ -117,14 +119,21 @@ gpu-wheels:
 	$(PYTHON) -m pip download --quiet --only-binary=:all: $(GPU_PLATFORMS) --dest $(GPU_EXTRA) $(GPU_NOTEBOOK_PINS)
 	cd $(GPU_EXTRA) && rm -f $(GPU_IMAGE_HAS)  # (the carry to the GPU machine is 64 MiB at most)
 	# MathDx's wheel is 23 MB (121 MB unpacked): cuBLASDx, cuFFTDx (94 MB of it, mostly its database's PTX text),
-	# commondx, CUTLASS and its metadata travel as 6.6 MB of xz (-9: a zip does not shrink, the text does), not
-	# cuSOLVERDx, cuRANDDx or nvCOMPDx, which no intrinsic uses yet.
+	# cuRANDDx, commondx, CUTLASS and its metadata travel as 6.6 MB of xz (-9: a zip does not shrink, the text does),
+	# not cuSOLVERDx or nvCOMPDx, which no intrinsic uses yet.
 	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps --dest $(GPU_WHEELS)/mathdx $(GPU_MATHDX_PIN)
 	cd $(GPU_WHEELS)/mathdx && unzip -q nvidia_mathdx-*.whl 'nvidia/mathdx/include/cublasdx*' \
-	  'nvidia/mathdx/include/cufftdx*' 'nvidia/mathdx/include/commondx/*' 'nvidia/mathdx/external/*' \
+	  'nvidia/mathdx/include/cufftdx*' 'nvidia/mathdx/include/curanddx*' 'nvidia/mathdx/include/commondx/*' \
+	  'nvidia/mathdx/external/*' \
 	  'nvidia_mathdx-*.dist-info/*' && \
 	  XZ_OPT=-9 tar cJf ../nvidia_mathdx-headers.tar.xz nvidia nvidia_mathdx-*.dist-info
 	rm -rf $(GPU_WHEELS)/mathdx
+	# cuRAND's wheel is 77 MB (its library); cuRANDDx needs only its device headers (2 MB), which travel as xz.
+	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps $(GPU_PLATFORMS) --dest $(GPU_WHEELS)/curand \
+	  $(GPU_CURAND_PIN)
+	cd $(GPU_WHEELS)/curand && unzip -q nvidia_curand*.whl 'nvidia/*/curand*.h' 'nvidia_curand*.dist-info/*' && \
+	  XZ_OPT=-9 tar cJf ../nvidia_curand-headers.tar.xz nvidia nvidia_curand*.dist-info
+	rm -rf $(GPU_WHEELS)/curand
 
 # There: the carried wheels into .gpu-site/ (then PYTHONPATH=$PWD/.gpu-site:$PWD runs anything under cu13).
 # Both folders' wheels in one pip call: `pip install --target` installs into a temporary folder, then moves
@@ -137,6 +146,7 @@ gpu-site:
 	$(GPU_PYTHON) -m pip install --quiet --no-index --no-deps --target $(GPU_SITE) $(GPU_WHEELS)/*.whl \
 	  $(if $(wildcard $(GPU_EXTRA)/*.whl),$(GPU_EXTRA)/*.whl)
 	tar xJf $(GPU_WHEELS)/nvidia_mathdx-headers.tar.xz -C $(GPU_SITE)
+	tar xJf $(GPU_WHEELS)/nvidia_curand-headers.tar.xz -C $(GPU_SITE)
 
 # Into a site made earlier: installed apart, then merged folder by folder (cp), for the reason above.
 gpu-site-extra:
@@ -185,6 +195,7 @@ gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) examples/segmented_reduction.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/gemm.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/fft_convolution.py
+	$(GPU_ENV) $(GPU_PYTHON) examples/monte_carlo.py
 
 # There: one part of tests/gpu, PART=I/N (every N-th test from the I-th), with the slowest tests listed: a call
 # of the GPU machine lasts at most 10 minutes, and the whole suite over an empty LTO-IR cache takes longer.

@@ -41,6 +41,7 @@ from .block import (
 )
 from .fft import FFT
 from .matmul import Matmul, matmul
+from .random import Random
 from .tile import tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum
 
@@ -75,6 +76,7 @@ __all__ = [
     "matmul",
     "Matmul",
     "FFT",
+    "Random",
     "compile",
     "precompile",
     "shared_memory",

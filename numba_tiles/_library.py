@@ -349,6 +349,22 @@ CUTE_SM90A = dataclasses.replace(
     },
 )
 
+# cuRANDDx (MathDx's generators and distributions, random.cuh) over cuRAND's device headers (which it includes for
+# its generators' selection and its normal distribution), CCCL and the CUDA headers: its key holds cuRANDDx's version
+# and cuRAND's headers, not cuBLASDx's.
+CURANDDX = dataclasses.replace(
+    MATHDX,
+    name="numba_tiles.curanddx",
+    include_dirs=lambda: (*MATHDX.include_dirs(), _toolchain.curand_include_dir()),
+    versions=lambda: {
+        **_cub_versions(),
+        "curanddx": _toolchain.curanddx_version(),
+        "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent),
+        "curand": _toolchain.directory_digest(_toolchain.curand_include_dir()),
+    },
+    blame="This is a numba_tiles bug (or a generator cuRANDDx does not support); please report it with this message",
+)
+
 # cuFFTDx (MathDx's block FFTs, fft.cuh) over CCCL and the CUDA headers: a library of its own, so that its key holds
 # cuFFTDx's version (and MathDx's headers, which hold its database) and not cuBLASDx's. One a precision: cuFFTDx
 # parses the code of every size it has in every precision it is told of (tens of MB of PTX strings), and told of one

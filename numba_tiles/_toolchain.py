@@ -117,6 +117,22 @@ def cufftdx_version():
 
 
 @functools.cache
+def curanddx_version():
+    """cuRANDDx's version, e.g. ``"0.2.0"``: the MathDx wheel ships it beside cuBLASDx."""
+    text = (mathdx_include_dirs()[0] / "curanddx" / "curanddx_version.hpp").read_text()
+    return ".".join(
+        re.search(rf"#define CURANDDX_VERSION_{part} (\d+)", text)[1] for part in ("MAJOR", "MINOR", "PATCH")
+    )
+
+
+@functools.cache
+def curand_include_dir():
+    """cuRAND's device headers (curand_kernel.h), which cuRANDDx includes, from the ``nvidia-curand`` wheel of
+    NVRTC's line (CUDA 13: beside the runtime's headers; CUDA 12: ``nvidia/curand/include``)."""
+    return _wheel_header_dir(("cu1[0-9]/include", "curand/include"), "curand_kernel.h", "curand")
+
+
+@functools.cache
 def libmathdx_path():
     """libmathdx (cuBLASDx's pipelines, `numba_tiles._libmathdx`), from the ``nvidia-libmathdx-cu13`` wheel."""
     for root in _nvidia_dirs():

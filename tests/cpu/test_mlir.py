@@ -219,6 +219,7 @@ def both_ways(source, sig, arch, tmp_path, counted):
             "BF16": BF16,
             "FFT": FFT,
             "INVERSE": INVERSE,
+            "RNG": RNG,
             "device": module.jit(device=True),
             "fast_device": module.jit(device=True, fastmath=True),
             "ZERO": np.float32(0),
@@ -318,6 +319,36 @@ def test_an_fft_filter_compiles_to_the_same_code_as_under_numba_cuda(tmp_path):
         theirs,
     )
     assert total <= total_theirs, (total, total_theirs)
+
+
+RNG = tiles.Random("philox", "normal", "float32")
+DRAWS = """
+def kernel(out, seed):
+    i = cuda.grid(1)
+    state = cuda.local.array(RNG.state_size, np.uint64)
+    RNG.init(state, seed, i)
+    values = cuda.local.array(RNG.width, np.float32)
+    total = np.float32(0)
+    for _ in range(8):
+        RNG.generate(state, values)
+        for j in range(RNG.width):
+            total += values[j]
+    out[i] = total
+"""
+
+
+def test_a_random_generator_compiles_to_the_same_code_as_under_numba_cuda(tmp_path):
+    """A `Random` description's methods (init, a loop of generate) in a numba-cuda-mlir kernel: cuRANDDx's
+    Philox rounds (IMAD) and Box-Muller as under numba-cuda, the generator's state in registers, no more code."""
+    sig = (types.float32[::1], types.uint64)
+    (ours, total, *_), (theirs, total_theirs, *_) = both_ways(
+        DRAWS, sig, "sm_80", tmp_path, ("IMAD", "MUFU", "LDL", "STL")
+    )
+    # (the same Box-Muller: its MUFU (log, sine, cosine, square root) counted alike; the compilers' integer code
+    # around the rounds differs in how ptxas fuses it, so IMADs are only both there)
+    assert ours["MUFU"] == theirs["MUFU"] > 0 and ours["IMAD"] and theirs["IMAD"], (ours, theirs)
+    assert not ours["LDL"] + ours["STL"] + theirs["LDL"] + theirs["STL"], (ours, theirs)
+    assert total <= 1.25 * total_theirs, (total, total_theirs)
 
 
 WHOLE = {  # (a description's whole calls on its operands, a handle argument: arch, implementation, call)

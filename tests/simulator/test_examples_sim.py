@@ -11,7 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("example", ["byte_histogram", "segmented_scan", "segmented_sort", "fft_convolution"])
+@pytest.mark.parametrize(
+    "example", ["byte_histogram", "segmented_scan", "segmented_sort", "fft_convolution", "monte_carlo"]
+)
 def test_example_matches_numpy_on_the_simulator(example):
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     run = subprocess.run(

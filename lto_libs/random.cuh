@@ -1,0 +1,84 @@
+// Random numbers by cuRANDDx (MathDx), instantiated by numba_tiles for tiles.Random.
+//
+// A thread's generator lives in its `state`, a cuda.local.array of tiles.Random's state_size uint64 words: each
+// call copies cuRANDDx's generator out of it and back (the copies fold away when the array stays in registers),
+// so that the state is a plain Numba array in both compilers. The words hold cuRANDDx's own layout (Philox: the
+// counter's four 32-bit words, then the key's two; PCG: its state, stream and increment), which the simulator's
+// twins (numba_tiles/_random/twins.py) mirror.
+#pragma once
+
+#include <curanddx.hpp>
+
+#include "common.cuh"
+
+namespace numba_tiles {
+
+// Generator: 0 Philox4x32-10, 1 PCG (XSH-RR 64/32).
+using philox_rng = decltype(curanddx::Generator<curanddx::philox4_32>() + curanddx::PhiloxRounds<10>() +
+                            curanddx::SM<__CUDA_ARCH__>() + curanddx::Thread());
+using pcg_rng = decltype(curanddx::Generator<curanddx::pcg>() + curanddx::SM<__CUDA_ARCH__>() + curanddx::Thread());
+template <int Generator>
+using thread_rng = ::cuda::std::conditional_t<Generator == 0, philox_rng, pcg_rng>;
+
+template <int Generator, int StateWords>
+__device__ __forceinline__ void random_check_state(array_ref<unsigned long long> state, const char* intrinsic) {
+  static_assert(sizeof(thread_rng<Generator>) <= 8 * StateWords, "tiles.Random's state_size is too small");
+  if (state.size < StateWords || state.stride != 1) {  // (a cuda.local.array's size is a constant: this folds away)
+    if (first_thread()) {
+      printf("tiles.%s: state has %lld words (stride %lld); a generator needs %d contiguous uint64 "
+             "(cuda.local.array(rng.state_size, uint64))\n",
+             intrinsic, state.size, state.stride, StateWords);
+    }
+    fail();
+  }
+}
+
+// The generator of `seed`, its `subsequence` and its `offset` into that subsequence, written into `state`.
+template <int Generator, int StateWords>
+__device__ __forceinline__ void random_init(array_ref<unsigned long long> state, unsigned long long seed,
+                                            unsigned long long subsequence, unsigned long long offset) {
+  random_check_state<Generator, StateWords>(state, "Random.init");
+  thread_rng<Generator> rng(seed, subsequence, offset);
+  memcpy(state.data, &rng, sizeof(rng));
+}
+
+// Distribution: 0 uniform on (a, b], 1 normal (mean a, standard deviation b, Box-Muller), 2 raw 32-bit words.
+// Width values of T into `out`: one draw of cuRANDDx's natural pack for the generator and distribution.
+template <int Generator, int StateWords, int Distribution, int Width, typename P, typename T>
+__device__ __forceinline__ void random_generate(array_ref<unsigned long long> state, array_ref<T> out, P a, P b) {
+  random_check_state<Generator, StateWords>(state, "Random.generate");
+  if (out.size < Width || out.stride != 1) {
+    if (first_thread()) {
+      printf("tiles.Random.generate: out has %lld values (stride %lld); a draw makes %d contiguous ones "
+             "(cuda.local.array(rng.width, rng.dtype))\n",
+             out.size, out.stride, Width);
+    }
+    fail();
+  }
+  thread_rng<Generator> rng;
+  memcpy(&rng, state.data, sizeof(rng));
+  T* values = out.data;
+  if constexpr (Distribution == 2) {
+    if constexpr (Width == 4) {
+      const uint4 v = curanddx::uniform_bits<unsigned int>().generate4(rng);
+      values[0] = v.x, values[1] = v.y, values[2] = v.z, values[3] = v.w;
+    } else {
+      values[0] = curanddx::uniform_bits<unsigned int>().generate(rng);
+    }
+  } else {
+    using D = ::cuda::std::conditional_t<Distribution == 0, curanddx::uniform<P>, curanddx::normal<P, curanddx::box_muller>>;
+    D d(a, b);
+    if constexpr (Width == 4) {
+      const auto v = d.generate4(rng);
+      values[0] = v.x, values[1] = v.y, values[2] = v.z, values[3] = v.w;
+    } else if constexpr (Width == 2) {
+      const auto v = d.generate2(rng);
+      values[0] = v.x, values[1] = v.y;
+    } else {
+      values[0] = d.generate(rng);
+    }
+  }
+  memcpy(state.data, &rng, sizeof(rng));
+}
+
+}  // namespace numba_tiles

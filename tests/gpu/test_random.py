@@ -1,0 +1,78 @@
+"""tiles.Random on the GPU: every generator, distribution and dtype draws what the simulator's twins draw for the
+same (seed, subsequence, offset) — raw words and uniform values equal, normal values within the fast sine's error —
+over many seeds, far subsequences and offsets; and 10^7 draws of each distribution have its mean, spread and shape
+(a Kolmogorov-Smirnov test)."""
+
+import math
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import numba_tiles as tiles
+from numba_tiles.random import WIDTHS
+
+from ..support.randoms import drawing_kernel, twin_draws
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
+
+DESCRIPTIONS = {
+    f"{g} {d} {t}": tiles.Random(g, d, t, **({"low": -3.0, "high": 5.0} if d == "uniform" and t == "float64" else {}))
+    for g, d, t in WIDTHS
+}
+NORMAL_BOUND = {"float32": 2e-5, "float64": 1e-12}  # (relative to the value's size, at least 1)
+
+
+def gpu_draws(rng, threads, draws, seed, first, offset, seed_step=0):
+    out = cuda.device_array((threads, draws * rng.width), np.dtype(rng.dtype))
+    drawing_kernel(rng)[-(-threads // 128), 128](out, np.uint64(seed), np.uint64(seed_step), first, offset)
+    return out.copy_to_host()
+
+
+@pytest.mark.parametrize("name", DESCRIPTIONS)
+def test_the_gpu_draws_what_the_simulator_draws(name, rng):
+    description = DESCRIPTIONS[name]
+    for _ in range(4):
+        seed = int(rng.integers(0, 2**64, dtype=np.uint64))
+        first = int(rng.integers(0, 2**40))
+        offset = int(rng.integers(0, 2**40)) if rng.random() < 0.5 else int(rng.integers(0, 8))
+        step = int(rng.integers(0, 2**64, dtype=np.uint64)) if rng.random() < 0.5 else 0
+        got = gpu_draws(description, 96, 3, seed, first, offset, step)
+        want = twin_draws(description, 96, 3, seed, first, offset, step)
+        if description.distribution == "normal":
+            bound = NORMAL_BOUND[description.dtype] * np.maximum(np.abs(want), 1)
+            assert (np.abs(got.astype(np.float64) - want) <= bound).all(), (name, seed, first, offset, step)
+        else:
+            assert got.tobytes() == want.tobytes(), (name, seed, first, offset, step)
+
+
+def _normal_cdf(x):
+    return 0.5 * (1 + np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2)))
+
+
+@pytest.mark.parametrize("name", [n for n in DESCRIPTIONS if "bits" not in n])
+def test_ten_million_draws_have_the_distributions_shape(name):
+    """Mean and variance within 5 standard errors, and the Kolmogorov-Smirnov distance of the 10^7 draws below its
+    0.1% critical value (1.95 / sqrt(n))."""
+    description = DESCRIPTIONS[name]
+    threads = 2**15
+    draws = -(-(10**7) // (threads * description.width))
+    # (Philox: a subsequence a thread; PCG: a seed a thread, as the docs advise)
+    step = 0x9E3779B97F4A7C15 if description.generator == "pcg" else 0
+    values = gpu_draws(description, threads, draws, 2026, 0, 0, step).ravel().astype(np.float64)
+    n = values.size
+    if description.distribution == "uniform":
+        low, high = description.parameters
+        mean, var = (low + high) / 2, (high - low) ** 2 / 12
+        sample = np.sort(values)
+        cdf = (sample - low) / (high - low)
+    else:
+        mean, std = description.parameters
+        var = std**2
+        sample = np.sort(values)
+        cdf = _normal_cdf((sample - mean) / std)
+    assert abs(values.mean() - mean) < 5 * math.sqrt(var / n), (values.mean(), mean)
+    assert abs(values.var() - var) < 5 * var * math.sqrt(2 / n) + 1e-9, (values.var(), var)
+    m = sample.size
+    distance = max(np.max(np.arange(1, m + 1) / m - cdf), np.max(cdf - np.arange(m) / m))
+    assert distance < 1.95 / math.sqrt(m), distance

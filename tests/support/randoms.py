@@ -1,0 +1,57 @@
+"""Kernels that draw from a `tiles.Random`, shared by the simulator's and the GPU's tests: every thread its own
+generator at ``(seed + thread * seed_step, subsequence = first + thread, offset)``, ``draws`` draws each, all of them
+kept."""
+
+from numba import cuda, float32, float64, uint32, uint64
+
+ITEMS = {"float32": float32, "float64": float64, "uint32": uint32}
+
+
+def drawing_kernel(rng):
+    """``out[t, d * width + j]``: value ``j`` of draw ``d`` of thread ``t`` (``out`` of ``draws * rng.width``
+    columns), thread ``t`` at seed ``seed + t * seed_step`` (wrapping at 2^64) and subsequence ``first + t``."""
+    item = ITEMS[rng.dtype]
+
+    @cuda.jit
+    def draw(out, seed, seed_step, first, offset):
+        t = cuda.grid(1)
+        if t < out.shape[0]:
+            state = cuda.local.array(rng.state_size, uint64)
+            rng.init(state, seed + uint64(t) * seed_step, first + t, offset)
+            values = cuda.local.array(rng.width, item)
+            for d in range(out.shape[1] // rng.width):
+                rng.generate(state, values)
+                for j in range(rng.width):
+                    out[t, d * rng.width + j] = values[j]
+
+    return draw
+
+
+class _Call:
+    intrinsic = "Random (host)"
+
+
+def twin_draws(rng, threads, draws, seed, first, offset, seed_step=0):
+    """What `drawing_kernel` writes, drawn on the host by the simulator's twins (numba_tiles/_random/twins.py)."""
+    import numpy as np
+
+    from numba_tiles._random import twins
+
+    out = np.zeros((threads, draws * rng.width), np.dtype(rng.dtype))
+    for t in range(threads):
+        state = np.zeros(rng.state_size, np.uint64)
+        twins.init(
+            _Call,
+            {
+                "mm": rng,
+                "state": state,
+                "seed": (seed + t * seed_step) % 2**64,
+                "subsequence": first + t,
+                "offset": offset,
+            },
+        )
+        values = np.zeros(rng.width, np.dtype(rng.dtype))
+        for d in range(draws):
+            twins.generate(_Call, {"mm": rng, "state": state, "out": values})
+            out[t, d * rng.width : (d + 1) * rng.width] = values
+    return out
