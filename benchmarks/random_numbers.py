@@ -1,7 +1,8 @@
 """Random numbers drawn in kernels (`tiles.Random`, cuRANDDx's Philox) against PyTorch's generators, in one run.
 
-Three cases, each numba_tiles kernel written as docs/guide/random.md teaches (a Philox subsequence a thread, a grid of
-the resident blocks looping over the output):
+Three cases, each numba_tiles kernel written as docs/guide/random.md teaches (a Philox subsequence a thread; the fills
+from a grid of the resident blocks, down to a power of two, looping over the output, each warp's stores 32
+consecutive values):
 
 - ``"uniform f32 1GiB"``: 2^28 float32 on (0, 1] into one array, against ``Tensor.uniform_`` (what ``torch.rand``
   fills with); the limit is a fill of the same bytes (``Tensor.fill_``). Target: >= 90% of the fill.
@@ -45,8 +46,9 @@ TARGETS = {
 
 
 def fill_kernel(rng):
-    """``out`` (a multiple of ``rng.width`` values) filled by draws, thread ``t`` of the grid at subsequence ``t``
-    writing draw ``d``'s values at ``(d * threads + t) * width``: a warp writes whole lines."""
+    """``out`` (a multiple of ``width`` times the grid's threads) filled by draws, thread ``t`` of the grid at
+    subsequence ``t``: its draw ``d``'s value ``j`` at ``(d * width + j) * threads + t``, so that each store of a warp
+    is 32 consecutive values."""
 
     @cuda.jit
     def fill(out, seed):
@@ -54,10 +56,10 @@ def fill_kernel(rng):
         state = cuda.local.array(rng.state_size, uint64)
         rng.init(state, seed, thread)
         values = cuda.local.array(rng.width, float32)
-        for start in range(thread * rng.width, out.size, threads * rng.width):
+        for start in range(thread, out.size, threads * rng.width):
             rng.generate(state, values)
             for j in range(rng.width):
-                out[start + j] = values[j]
+                out[start + j * threads] = values[j]
 
     return fill
 
@@ -69,7 +71,8 @@ def fill_case(name, distribution, peer_name, torch_fill, repeats):
     kernel = fill_kernel(rng)
     out = torch.empty(VALUES, device="cuda")
     view = cuda.as_cuda_array(out)
-    grid = tiles.resident_blocks(kernel, TPB, view, np.uint64(1))
+    # (the resident blocks, down to a power of two: 2^28 values are then a multiple of the threads' draws)
+    grid = 1 << (tiles.resident_blocks(kernel, TPB, view, np.uint64(1)).bit_length() - 1)
 
     def ours():
         kernel[grid, TPB](view, np.uint64(2026))
