@@ -455,6 +455,35 @@ def fft(found):
     return text
 
 
+# ---- random numbers -------------------------------------------------------------------------------------
+
+
+def random_numbers(found):
+    """The H200's random rows (benchmarks/random_numbers.py)."""
+    r = result(found, "random")
+    if not r:
+        return "No result yet."
+    rows = [
+        [
+            row["case"],
+            f"{row['ms']:.3f}",
+            f"{row['gbs']:.0f} (fill {row['limit_gbs']:.0f})" if "gbs" in row else "—",
+            f"{row['peer']} {row['peer_ms']:.3f}",
+            ratio(row["ratio"]),
+            f"{row['target']}: {'met' if row['met'] else 'not met'}",
+            measured(r, row),
+        ]
+        for row in r.data["rows"]
+    ]
+    header = ["case", "numba_tiles ms", "GB/s", "peer ms", "vs peer", "target", "measured"]
+    return (
+        table(header, rows)
+        + "\n\n"
+        + sources([(r, row) for row in r.data["rows"]])
+        + f" Median of {r.data['repeats']} trials."
+    )
+
+
 # ---- compile time, first result, start-up ---------------------------------------------------------------
 
 KERNELS = [  # (row, the case measured, the plain kernel of the same arguments)
@@ -694,7 +723,7 @@ def startup(found):
 def files(found):
     def holds(r):
         d = r.data
-        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue", "primitives", "fft"):
+        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue", "primitives", "fft", "random"):
             return "; ".join(case_name(row["case"]) for row in d["rows"])
         if "shapes" in d:
             return ", ".join(d["shapes"])
@@ -766,6 +795,18 @@ def summary(found):
                     ratio(row["ratio"]),
                 ]
             )
+    r = result(found, "random")
+    row = row_of(r, "monte carlo pi 2^32")
+    if row:
+        cited.append((r, row))
+        rows.append(
+            [
+                "Monte Carlo pi, 2^32 points (one kernel)",
+                f"{row['ms']:.2f} ms",
+                f"{row['peer']} {row['peer_ms']:.1f} ms",
+                ratio(row["ratio"]),
+            ]
+        )
     for case in BATCHED[:1] + BATCHED[2:] + LARGE[:2]:
         r, row = matmul_row(found, case)
         if r:
@@ -787,6 +828,7 @@ BLOCKS = {
     "segmented_reduce": segmented_reduce,
     "primitives": primitives,
     "fft": fft,
+    "random": random_numbers,
     "matmul_batched": matmul_batched,
     "matmul_sustained": matmul_sustained,
     "matmul_large": matmul_large,
