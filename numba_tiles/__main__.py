@@ -281,12 +281,17 @@ def report():
         ("CCCL", f"{_cccl_release(_toolchain.cccl_version())}  {_toolchain.cccl_include_dir()}"),
         ("CUDA headers", f"{_cuda_release(_toolchain.cuda_headers_version())}  {_toolchain.cuda_include_dir()}"),
         (
+            "cuRAND headers",
+            f"{package('nvidia-curand' + ('' if line == 'cu13' else '-cu12'))}  {_toolchain.curand_include_dir()}",
+        ),
+        (
             f"library {_library.CUB.name}",
             "in the cache key: " + ", ".join(f"{k}={v}" for k, v in _library.CUB.versions().items()),
         ),
         (
             "MathDx",
-            f"{package('nvidia-mathdx')}, cuBLASDx {_toolchain.cublasdx_version()}  "
+            f"{package('nvidia-mathdx')}, cuBLASDx {_toolchain.mathdx_version('cublasdx')}, cuFFTDx "
+            f"{_toolchain.mathdx_version('cufftdx')}, cuRANDDx {_toolchain.mathdx_version('curanddx')}  "
             f"{_toolchain.mathdx_include_dirs()[0]}",
         ),
         (

@@ -317,7 +317,7 @@ MATHDX = Library(
     ),
     versions=lambda: {
         **_cub_versions(),
-        "cublasdx": _toolchain.cublasdx_version(),
+        "cublasdx": _toolchain.mathdx_version("cublasdx"),
         "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent),
     },
     blame="This is a numba_tiles bug (or a size cuBLASDx does not support); please report it with this message",
@@ -358,7 +358,7 @@ CURANDDX = dataclasses.replace(
     include_dirs=lambda: (*MATHDX.include_dirs(), _toolchain.curand_include_dir()),
     versions=lambda: {
         **_cub_versions(),
-        "curanddx": _toolchain.curanddx_version(),
+        "curanddx": _toolchain.mathdx_version("curanddx"),
         "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent),
         "curand": _toolchain.directory_digest(_toolchain.curand_include_dir()),
     },
@@ -377,7 +377,7 @@ CUFFTDX = {
         name=f"numba_tiles.cufftdx.{precision}",
         versions=lambda: {
             **_cub_versions(),
-            "cufftdx": _toolchain.cufftdx_version(),
+            "cufftdx": _toolchain.mathdx_version("cufftdx"),
             "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent),
         },
         blame="This is a numba_tiles bug (or an FFT cuFFTDx does not support); please report it with this message",

@@ -99,29 +99,12 @@ def mathdx_include_dirs():
 
 
 @functools.cache
-def cublasdx_version():
-    """cuBLASDx's version, e.g. ``"0.4.0"``."""
-    text = (mathdx_include_dirs()[0] / "cublasdx" / "cublasdx_version.hpp").read_text()
+def mathdx_version(library):
+    """The version of one of the MathDx wheel's libraries (``"cublasdx"``, ``"cufftdx"``, ``"curanddx"``), e.g.
+    ``"0.4.0"``, from its version header."""
+    text = (mathdx_include_dirs()[0] / library / f"{library}_version.hpp").read_text()
     return ".".join(
-        re.search(rf"#define CUBLASDX_VERSION_{part} (\d+)", text)[1] for part in ("MAJOR", "MINOR", "PATCH")
-    )
-
-
-@functools.cache
-def cufftdx_version():
-    """cuFFTDx's version, e.g. ``"1.5.0"``: the MathDx wheel ships it beside cuBLASDx."""
-    text = (mathdx_include_dirs()[0] / "cufftdx" / "cufftdx_version.hpp").read_text()
-    return ".".join(
-        re.search(rf"#define CUFFTDX_VERSION_{part} (\d+)", text)[1] for part in ("MAJOR", "MINOR", "PATCH")
-    )
-
-
-@functools.cache
-def curanddx_version():
-    """cuRANDDx's version, e.g. ``"0.2.0"``: the MathDx wheel ships it beside cuBLASDx."""
-    text = (mathdx_include_dirs()[0] / "curanddx" / "curanddx_version.hpp").read_text()
-    return ".".join(
-        re.search(rf"#define CURANDDX_VERSION_{part} (\d+)", text)[1] for part in ("MAJOR", "MINOR", "PATCH")
+        re.search(rf"#define {library.upper()}_VERSION_{part} (\d+)", text)[1] for part in ("MAJOR", "MINOR", "PATCH")
     )
 
 

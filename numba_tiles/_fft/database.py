@@ -33,7 +33,9 @@ def record_arch(name, arch):
     code = FORWARDED.get(code, code)
     if not (_records_dir() / str(code)).is_dir():
         have = sorted({f"sm_{a // 100}{a // 10 % 10}" for a in (*_archs(), *FORWARDED)}, key=lambda a: int(a[3:]))
-        raise error(name, f"cuFFTDx {_toolchain.cufftdx_version()} has no FFTs for {arch}", f"use one of {have}")
+        raise error(
+            name, f"cuFFTDx {_toolchain.mathdx_version('cufftdx')} has no FFTs for {arch}", f"use one of {have}"
+        )
     return code
 
 
