@@ -354,7 +354,8 @@ def test_a_random_generator_compiles_to_the_same_code_as_under_numba_cuda(tmp_pa
 WHOLE = {  # (a description's whole calls on its operands, a handle argument: arch, implementation, call)
     "tile by wgmma": ("sm_90a", "wgmma", "BF16.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, 1.5, 0.5)"),
     "batched by wgmma": ("sm_90a", "wgmma", "BF16.batched(ops)"),
-    "tile by cp.async": ("sm_80", "cp.async", "BF16.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x)"),
+    # (MM's tile with float32 alpha and beta on sm_80: the program Matmul's docstring example compiles)
+    "tile by cp.async": ("sm_80", "cp.async", "MM.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, ONE, HALF)"),
 }
 
 
@@ -363,10 +364,11 @@ def test_a_descriptions_whole_calls_take_its_operands_as_under_numba_cuda(case, 
     """``ops = mm.operands(a, b, c)`` in a numba-cuda-mlir kernel: typed as the same handle (its arrays a tuple to
     numba-cuda-mlir), its members passed to the same entry point: the same wgmma or mma, TMA or cp.async and
     barrier instructions, and no local memory in the K loop. (Around it the register allocation may differ: for
-    cp.async's 128 x 128 tile on sm_80, ptxas spilled three of C's 64-bit values before the loop under
+    a cp.async 128 x 128 tile on sm_80, ptxas spilled three of C's 64-bit values before the loop under
     numba-cuda-mlir and none under numba-cuda.)"""
     arch, implementation, call = WHOLE[case]
-    sig = (BF16.operands_type("float32", batched="batched" in case, implementation=implementation),)
+    mm = MM if call.startswith("MM") else BF16
+    sig = (mm.operands_type("float32", batched="batched" in case, implementation=implementation),)
     (ours, total, names, _), (theirs, total_theirs, *_) = both_ways(
         f"def kernel(ops):\n    {call}\n",
         sig,
