@@ -161,7 +161,8 @@ gpu-site-extra:
 # `make gpu-site-mlir` (there) unpacks it into a .gpu-site/ made by an earlier call (its dependencies, numpy,
 # cuda-bindings and cuda-core, are there), and `make gpu-test-mlir` runs the GPU tests of the collectives and
 # reductions (their sanitizer subset: every intrinsic and algorithm, each block shape, temp= sharing,
-# back-to-back calls) with their kernels compiled by numba-cuda-mlir, and its Matmul kernels by mm.launch.
+# back-to-back calls) and of tiles.Random with their kernels compiled by numba-cuda-mlir, and its Matmul kernels
+# by mm.launch.
 gpu-wheels-mlir:
 	rm -rf $(GPU_MLIR) && mkdir -p $(GPU_MLIR)/unpacked
 	$(PYTHON) -m pip download --quiet --only-binary=:all: --no-deps $(GPU_PLATFORMS) --dest $(GPU_MLIR) \
@@ -176,7 +177,8 @@ gpu-test-mlir:
 	$(GPU_ENV) NUMBA_TILES_TEST_COMPILER=mlir $(GPU_PYTHON) -c "import numba_cuda_mlir, numba_tiles._backends.mlir as m; \
 	  print('numba-cuda-mlir', numba_cuda_mlir.__version__, 'adapter', m.available())"
 	$(GPU_ENV) NUMBA_TILES_TEST_COMPILER=mlir $(GPU_PYTHON) -m pytest tests/gpu/test_collectives.py \
-	  tests/gpu/test_reductions.py tests/gpu/test_matmul.py::test_numba_cuda_mlir_kernels_launch_through_mm_launch \
+	  tests/gpu/test_reductions.py tests/gpu/test_random.py \
+	  tests/gpu/test_matmul.py::test_numba_cuda_mlir_kernels_launch_through_mm_launch \
 	  --sanitize-subset -q -ra -p no:cacheprovider -n $(GPU_JOBS) $(GPU_TESTS)
 
 # There, on a site with .gpu-wheels-extra/ (the notebooks' stack): both notebooks run in a Jupyter kernel on

@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from numba import cuda
 
 import numba_tiles as tiles
 from numba_tiles.random import WIDTHS
 
+from ..support.compiler import cuda
 from ..support.randoms import drawing_kernel, twin_draws
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]

@@ -2,22 +2,22 @@
 generator at ``(seed + thread * seed_step, subsequence = first + thread, offset)``, ``draws`` draws each, all of them
 kept."""
 
-from numba import cuda, float32, float64, uint32, uint64
+import numpy as np
 
-ITEMS = {"float32": float32, "float64": float64, "uint32": uint32}
+from .compiler import cuda  # (numba-cuda's, or numba-cuda-mlir's under NUMBA_TILES_TEST_COMPILER=mlir)
 
 
 def drawing_kernel(rng):
     """``out[t, d * width + j]``: value ``j`` of draw ``d`` of thread ``t`` (``out`` of ``draws * rng.width``
     columns), thread ``t`` at seed ``seed + t * seed_step`` (wrapping at 2^64) and subsequence ``first + t``."""
-    item = ITEMS[rng.dtype]
+    item = np.dtype(rng.dtype).type
 
     @cuda.jit
     def draw(out, seed, seed_step, first, offset):
         t = cuda.grid(1)
         if t < out.shape[0]:
-            state = cuda.local.array(rng.state_size, uint64)
-            rng.init(state, seed + uint64(t) * seed_step, first + t, offset)
+            state = cuda.local.array(rng.state_size, np.uint64)
+            rng.init(state, seed + np.uint64(t) * seed_step, first + t, offset)
             values = cuda.local.array(rng.width, item)
             for d in range(out.shape[1] // rng.width):
                 rng.generate(state, values)
@@ -33,8 +33,6 @@ class _Call:
 
 def twin_draws(rng, threads, draws, seed, first, offset, seed_step=0):
     """What `drawing_kernel` writes, drawn on the host by the simulator's twins (numba_tiles/_random/twins.py)."""
-    import numpy as np
-
     from numba_tiles._random import twins
 
     out = np.zeros((threads, draws * rng.width), np.dtype(rng.dtype))
