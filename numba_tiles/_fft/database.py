@@ -21,8 +21,8 @@ FORWARDED = {720: 700, 860: 700, 870: 800, 1010: 1000, 1030: 1000, 1210: 1200}
 PRECISIONS = {"float32": "fp32", "float64": "fp64"}  # the real dtype of a precision → the records' name
 # The most elements a thread that a left-out elements_per_thread takes. cuFFTDx suggests 32 for some sizes (1024, 8192
 # and 16384 points in single precision on sm_90); in a Numba kernel's loop such an FFT holds 255 registers and spills
-# to local memory, and on an H200 it ran slower than the same size at 16 (a 1024-point c2c: 0.66 against 0.47 ms a
-# GiB).
+# to local memory, and on an H200 it ran slower than the same size at 16 (a 1024-point c2c: 0.66 against 0.47 ms for
+# half a GiB).
 DEFAULT_MAX_ELEMENTS = 16
 
 
