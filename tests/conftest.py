@@ -26,6 +26,28 @@ def pytest_configure(config):
     os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")
 
 
+# The modules whose tests take longest (cuBLASDx, cuFFTDx and libmathdx programs; notebooks and examples run on the
+# simulator), run first: under xdist's worksteal, a worker that is idle takes queued tests from the end of another's
+# queue, so short tests last let the workers finish together, where a 40 s test started last keeps one busy alone.
+LONG_FIRST = (
+    "cpu/test_matmul.py",
+    "cpu/test_pipeline.py",
+    "cpu/test_mlir.py",
+    "cpu/test_docs.py",
+    "cpu/test_fft.py",
+    "simulator/test_notebooks.py",
+    "simulator/test_examples_sim.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        path = item.nodeid.split("::")[0]
+        return next((i for i, module in enumerate(LONG_FIRST) if path.endswith(module)), len(LONG_FIRST))
+
+    items.sort(key=rank)  # (stable: each module's tests in their own order)
+
+
 def pytest_terminal_summary(terminalreporter):
     """The skipped tests as one line, counted by reason: `make test` leaves them out of pytest's short summary
     (``-rfEX``), where each had a line of its own (without a GPU, every GPU test: ninety lines of "no CUDA GPU")."""

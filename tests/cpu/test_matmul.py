@@ -463,12 +463,12 @@ def test_batched_float64_accumulates_on_plain_dmma(tmp_path):
 def test_batched_float_c_goes_out_by_one_bulk_copy(tmp_path):
     """A float C's stage goes out by the copy engine on sm_90 (one bulk copy a whole product, UBLKCP, after the
     threads' shared writes are fenced for it), the threads' 16-byte copy kept for the rest (a blend, a ragged
-    product); on sm_80 only the threads' copy."""
+    product). (On sm_80, which has no bulk copy, only the threads' copy: Matmul.batched's docstring example, a
+    float C on sm_80, compiles that path.)"""
     mm = tiles.Matmul((16, 16, 16), "float32", block_dim=32, stages=2)
-    hopper, ampere = (sass(batched_kernel(mm, "float32", arch)[0], tmp_path) for arch in ("sm_90", "sm_80"))
+    hopper = sass(batched_kernel(mm, "float32", "sm_90")[0], tmp_path)
     for instruction in ("UBLKCP.G.S", "FENCE.VIEW.ASYNC.S", "STG.E.128"):
         assert instruction in hopper, instruction
-    assert "UBLKCP" not in ampere and "STG.E.128" in ampere
 
 
 BATCHED_KERNEL = """
