@@ -28,15 +28,11 @@ def init_rule(name, args):
     state(rng, name, args)
     for param in SEEDS:
         ext.given_integer(name, args, param)
-    return Instance(
-        intrinsic=name,
-        header=HEADER,
-        template=HEADER.template(
-            "numba_tiles::random_init", Generator=GENERATORS[rng.generator], StateWords=rng.state_size
-        ),
-        result=types.none,
-        params=(Arg("state", args["state"]), *(Arg(p, types.uint64, 0) for p in SEEDS)),
+    template = HEADER.template(
+        "numba_tiles::random_init", Generator=GENERATORS[rng.generator], StateWords=rng.state_size
     )
+    params = (Arg("state", args["state"]), *(Arg(p, types.uint64, 0) for p in SEEDS))
+    return Instance(intrinsic=name, header=HEADER, template=template, result=types.none, params=params)
 
 
 def generate_rule(name, args):
@@ -59,16 +55,10 @@ def generate_rule(name, args):
         Width=rng.width,
         P=cxx,
     )
-    a, b = rng.parameters
-    return Instance(
-        intrinsic=name,
-        header=HEADER,
-        template=template,
-        result=types.none,
-        params=(
-            Arg("state", args["state"]),
-            Arg("out", args["out"]),
-            Literal("a", f"{cxx}({float(a)!r})"),
-            Literal("b", f"{cxx}({float(b)!r})"),
-        ),
+    a, b = rng.parameters  # (the distribution's two parameters, C++ literals of its precision)
+    params = (
+        Arg("state", args["state"]),
+        Arg("out", args["out"]),
+        *(Literal(p, f"{cxx}({v!r})") for p, v in zip("ab", (a, b))),
     )
+    return Instance(intrinsic=name, header=HEADER, template=template, result=types.none, params=params)
