@@ -116,7 +116,10 @@ def _meet_block(thread, intrinsic):
 
 
 _warp_lock = threading.Lock()
-_GRACE_S = 2.0  # how long a lane whose thread may not have started yet can take to come (see _stuck)
+# How long a lane whose thread may not have started yet can take to come (see _stuck). The simulator starts a block's
+# threads one after the other in the launching thread, which on a loaded machine (two test workers, a notebook's
+# kernel) took over 2 s to reach the last warp: a correct kernel's warp call was then reported as divergent.
+_GRACE_S = 10.0
 
 
 def _warp_meet(thread, intrinsic, width, value):

@@ -26,18 +26,10 @@ def pytest_configure(config):
     os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")
 
 
-# The modules whose tests take longest (cuBLASDx, cuFFTDx and libmathdx programs; notebooks and examples run on the
-# simulator), run first: under xdist's worksteal, a worker that is idle takes queued tests from the end of another's
-# queue, so short tests last let the workers finish together, where a 40 s test started last keeps one busy alone.
-LONG_FIRST = (
-    "cpu/test_matmul.py",
-    "cpu/test_pipeline.py",
-    "cpu/test_mlir.py",
-    "cpu/test_docs.py",
-    "cpu/test_fft.py",
-    "simulator/test_notebooks.py",
-    "simulator/test_examples_sim.py",
-)
+# The modules whose tests take longest (cuBLASDx, cuFFTDx and libmathdx programs) run first: under xdist's worksteal,
+# a worker that is idle takes queued tests from the end of another's queue, so short tests last let the workers finish
+# together, where a 40 s test started last keeps one busy alone.
+LONG_FIRST = ("cpu/test_matmul.py", "cpu/test_pipeline.py", "cpu/test_mlir.py", "cpu/test_docs.py", "cpu/test_fft.py")
 
 
 def pytest_collection_modifyitems(config, items):
