@@ -106,13 +106,12 @@ def monte_carlo_case(repeats):
     import torch
 
     points = 2**32
-    error = 4 * math.sqrt(math.pi / 4 * (1 - math.pi / 4) / points)
+    error = monte_carlo.standard_error(points)
     assert abs(monte_carlo.estimate_pi(points) - math.pi) < 5 * error
-    per_block = monte_carlo.TPB * monte_carlo.DRAWS * monte_carlo.RNG.width // 2
     total = cuda.to_device(np.zeros(1, np.int64))
 
     def ours():
-        monte_carlo.count_inside[points // per_block, monte_carlo.TPB](monte_carlo.DRAWS, total)
+        monte_carlo.count(points, total)
 
     chunk = 2**28
 

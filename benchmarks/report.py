@@ -120,6 +120,19 @@ def cite(r, entries):
     return f"`{r.name}` (" + "; ".join(f"{device}, " + "; ".join(runs) for device, runs in by_device.items()) + ")"
 
 
+def cases_table(r, header, cells):
+    """The rows of ``r`` (a result of cases: its ``rows``) as a table under ``header``, a row's cells ``cells(row)``,
+    then the sentence of where they come from."""
+    return (
+        table(header, [cells(row) for row in r.data["rows"]]) + "\n\n" + sources([(r, row) for row in r.data["rows"]])
+    )
+
+
+def verdict(row):
+    """A case's target and whether it was met ("—" for a case without one)."""
+    return "—" if row["met"] is None else f"{row['target']}: {'met' if row['met'] else 'not met'}"
+
+
 def sources(cited):
     """'From X.' or 'From X and Y.' for the (result, entry) pairs a table drew on, files in the order first used
     (an entry None: the file as a whole)."""
@@ -368,21 +381,19 @@ def primitives(found):
     r = result(found, "primitives")
     if not r:
         return "No result yet."
-    rows = []
-    for row in r.data["rows"]:
+
+    def cells(row):
         best = max(row["peers"], key=row["peers"].get) if row["peers"] else None
-        peers = ", ".join(f"{k} {v:.0f}" for k, v in row["peers"].items()) or "—"
-        rows.append(
-            [
-                row["case"],
-                f"{row['gbs']:.0f}",
-                f"{row['limit_gbs']:.0f} ({row['limit'].split()[2]})",
-                f"{row['of_limit']:.0%}",
-                peers,
-                ratio(row["gbs"] / row["peers"][best]) if best else "—",
-                f"{row['target']}: {'met' if row['met'] else 'not met'}",
-            ]
-        )
+        return [
+            row["case"],
+            f"{row['gbs']:.0f}",
+            f"{row['limit_gbs']:.0f} ({row['limit'].split()[2]})",
+            f"{row['of_limit']:.0%}",
+            ", ".join(f"{k} {v:.0f}" for k, v in row["peers"].items()) or "—",
+            ratio(row["gbs"] / row["peers"][best]) if best else "—",
+            verdict(row),
+        ]
+
     header = [
         f"case ({r.data['scale_gib']:g} GiB)",
         "numba_tiles GB/s",
@@ -392,12 +403,7 @@ def primitives(found):
         "vs best peer",
         "target",
     ]
-    return (
-        table(header, rows)
-        + "\n\n"
-        + sources([(r, row) for row in r.data["rows"]])
-        + f" Median of {r.data['repeats']} trials."
-    )
+    return cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials."
 
 
 # ---- block FFTs -----------------------------------------------------------------------------------------
@@ -410,8 +416,9 @@ def fft(found):
     r = result(found, "fft")
     if not r:
         return "No result yet."
-    rows = [
-        [
+
+    def cells(row):
+        return [
             row["case"],
             f"{row['ms']:.3f}",
             f"{row['gbs']:.0f}",
@@ -419,11 +426,10 @@ def fft(found):
             ratio(row["ratio"]),
             f"{row['copy_gbs']:.0f}",
             f"{row['gbs'] / row['copy_gbs']:.0%}",
-            "—" if row["met"] is None else f"{row['target']}: {'met' if row['met'] else 'not met'}",
+            verdict(row),
             measured(r, row),
         ]
-        for row in r.data["rows"]
-    ]
+
     header = [
         f"case ({r.data['scale_gib']:g} GiB)",
         "numba_tiles ms",
@@ -435,12 +441,7 @@ def fft(found):
         "target",
         "measured",
     ]
-    text = (
-        table(header, rows)
-        + "\n\n"
-        + sources([(r, row) for row in r.data["rows"]])
-        + f" Median of {r.data['repeats']} trials after {r.data['warmup']} warm-ups."
-    )
+    text = cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials after {r.data['warmup']} warm-ups."
     first = result(found, "first_result_fft")
     if first:
         cold, warm = first.data["median_cold"], [row for row in first.data["rows"] if row["mode"] == "warm"]
@@ -463,25 +464,20 @@ def random_numbers(found):
     r = result(found, "random")
     if not r:
         return "No result yet."
-    rows = [
-        [
+
+    def cells(row):
+        return [
             row["case"],
             f"{row['ms']:.3f}",
             f"{row['gbs']:.0f} (fill {row['limit_gbs']:.0f})" if "gbs" in row else "—",
             f"{row['peer']} {row['peer_ms']:.3f}",
             ratio(row["ratio"]),
-            f"{row['target']}: {'met' if row['met'] else 'not met'}",
+            verdict(row),
             measured(r, row),
         ]
-        for row in r.data["rows"]
-    ]
+
     header = ["case", "numba_tiles ms", "GB/s", "peer ms", "vs peer", "target", "measured"]
-    return (
-        table(header, rows)
-        + "\n\n"
-        + sources([(r, row) for row in r.data["rows"]])
-        + f" Median of {r.data['repeats']} trials."
-    )
+    return cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials."
 
 
 # ---- compile time, first result, start-up ---------------------------------------------------------------

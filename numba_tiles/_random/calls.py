@@ -12,20 +12,23 @@ DISTRIBUTIONS = {"uniform": 0, "normal": 1, "bits": 2}  # random.cuh's Distribut
 SEEDS = ("seed", "subsequence", "offset")
 
 
-def state(rng, name, args):
+def _array_of(name, args, param, dtype, what, size):
+    """Check that ``param`` is a 1-D array of ``dtype``, allocated as ``cuda.local.array(rng.<size>, <dtype>)``;
+    the error says ``what`` of it before the dtype."""
+    fix = f"allocate cuda.local.array(rng.{size}, {dtype})"
+    found = ext.element(name, param, args[param], fix=fix)
+    if found.name != dtype:
+        raise ext.error(name, f"{param} holds {found.name}; {what} {dtype}", fix)
+
+
+def state(name, args):
     """Check that ``state`` is a 1-D array of uint64 (a thread's generator)."""
-    found = ext.element(name, "state", args["state"], fix="allocate cuda.local.array(rng.state_size, uint64)")
-    if found.name != "uint64":
-        raise ext.error(
-            name,
-            f"state holds {found.name}; a generator's state is uint64",
-            "allocate cuda.local.array(rng.state_size, uint64)",
-        )
+    _array_of(name, args, "state", "uint64", "a generator's state is", "state_size")
 
 
 def init_rule(name, args):
     rng = args["mm"]
-    state(rng, name, args)
+    state(name, args)
     for param in SEEDS:
         ext.given_integer(name, args, param)
     template = HEADER.template(
@@ -37,14 +40,8 @@ def init_rule(name, args):
 
 def generate_rule(name, args):
     rng = args["mm"]
-    state(rng, name, args)
-    found = ext.element(name, "out", args["out"], fix=f"allocate cuda.local.array(rng.width, {rng.dtype})")
-    if found.name != rng.dtype:
-        raise ext.error(
-            name,
-            f"out holds {found.name}; this generator draws {rng.dtype}",
-            f"allocate cuda.local.array(rng.width, {rng.dtype})",
-        )
+    state(name, args)
+    _array_of(name, args, "out", rng.dtype, "this generator draws", "width")
     real = rng.dtype if rng.distribution != "bits" else "float32"  # (bits take no parameters: any real type)
     cxx = ext.named(name, "dtype", real).cxx
     template = HEADER.template(

@@ -12,7 +12,7 @@ import numba_tiles as tiles
 from numba_tiles.random import WIDTHS
 
 from ..support.compiler import cuda
-from ..support.randoms import drawing_kernel, twin_draws
+from ..support.randoms import launch_draws, twin_draws
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
@@ -23,12 +23,6 @@ DESCRIPTIONS = {
 NORMAL_BOUND = {"float32": 2e-5, "float64": 1e-12}  # (relative to the value's size, at least 1)
 
 
-def gpu_draws(rng, threads, draws, seed, first, offset, seed_step=0):
-    out = cuda.device_array((threads, draws * rng.width), np.dtype(rng.dtype))
-    drawing_kernel(rng)[-(-threads // 128), 128](out, np.uint64(seed), np.uint64(seed_step), first, offset)
-    return out.copy_to_host()
-
-
 @pytest.mark.parametrize("name", DESCRIPTIONS)
 def test_the_gpu_draws_what_the_simulator_draws(name, rng):
     description = DESCRIPTIONS[name]
@@ -37,7 +31,7 @@ def test_the_gpu_draws_what_the_simulator_draws(name, rng):
         first = int(rng.integers(0, 2**40))
         offset = int(rng.integers(0, 2**40)) if rng.random() < 0.5 else int(rng.integers(0, 8))
         step = int(rng.integers(0, 2**64, dtype=np.uint64)) if rng.random() < 0.5 else 0
-        got = gpu_draws(description, 96, 3, seed, first, offset, step)
+        got = launch_draws(description, 96, 3, seed, first, offset, step)
         want = twin_draws(description, 96, 3, seed, first, offset, step)
         if description.distribution == "normal":
             bound = NORMAL_BOUND[description.dtype] * np.maximum(np.abs(want), 1)
@@ -59,7 +53,7 @@ def test_ten_million_draws_have_the_distributions_shape(name):
     draws = -(-(10**7) // (threads * description.width))
     # (Philox: a subsequence a thread; PCG: a seed a thread, as the docs advise)
     step = 0x9E3779B97F4A7C15 if description.generator == "pcg" else 0
-    values = gpu_draws(description, threads, draws, 2026, 0, 0, step).ravel().astype(np.float64)
+    values = launch_draws(description, threads, draws, 2026, 0, 0, step).ravel().astype(np.float64)
     n = values.size
     if description.distribution == "uniform":
         low, high = description.parameters

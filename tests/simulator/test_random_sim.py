@@ -8,24 +8,18 @@ from numba import cuda, float32, uint64
 import numba_tiles as tiles
 from numba_tiles._random import twins
 
-from ..support.randoms import drawing_kernel
+from ..support.randoms import launch_draws
 
 KEY0_COUNTER0 = [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]  # Random123: Philox4x32-10 of key 0, counter 0
 
 
-def draw(rng, threads, draws, seed=0, first=0, offset=0):
-    out = np.zeros((threads, draws * rng.width), np.dtype(rng.dtype))
-    drawing_kernel(rng)[1, threads](out, np.uint64(seed), np.uint64(0), first, offset)
-    return out
-
-
 def test_philox_bits_and_uniform_values_are_the_published_words():
-    bits = draw(tiles.Random("philox", "bits"), 1, 1)
+    bits = launch_draws(tiles.Random("philox", "bits"), 1, 1)
     assert bits[0].tolist() == KEY0_COUNTER0
-    uniform = draw(tiles.Random("philox", "uniform", "float32"), 1, 1)
+    uniform = launch_draws(tiles.Random("philox", "uniform", "float32"), 1, 1)
     want = np.array(KEY0_COUNTER0, np.float32) * np.float32(2.0**-32) + np.float32(2.0**-33)
     assert uniform[0].tolist() == want.tolist()
-    doubles = draw(tiles.Random("philox", "uniform", "float64", low=-2.0, high=2.0), 1, 1)
+    doubles = launch_draws(tiles.Random("philox", "uniform", "float64", low=-2.0, high=2.0), 1, 1)
     a, b, c, d = KEY0_COUNTER0
     unit = [((x ^ (y << 21)) * 2.0**-53 + 2.0**-54) for x, y in ((a, b), (c, d))]
     assert doubles[0].tolist() == [u * 4.0 - 2.0 for u in unit]
@@ -34,12 +28,12 @@ def test_philox_bits_and_uniform_values_are_the_published_words():
 def test_subsequences_and_offsets_move_the_philox_counter():
     rng = tiles.Random("philox", "bits")
     seed = 0x1234_5678_9ABC_DEF0
-    out = draw(rng, 3, 2, seed=seed, first=5, offset=7)
+    out = launch_draws(rng, 3, 2, seed=seed, first=5, offset=7)
     key = [seed & 0xFFFFFFFF, seed >> 32]
     for t in range(3):  # thread t: subsequence 5 + t (the counter's upper half), offset 7 draws (its lower half)
         assert out[t, :4].tolist() == twins.philox([7, 0, 5 + t, 0], key)
         assert out[t, 4:].tolist() == twins.philox([8, 0, 5 + t, 0], key)
-    ahead = draw(rng, 1, 1, seed=seed, first=5, offset=8)
+    ahead = launch_draws(rng, 1, 1, seed=seed, first=5, offset=8)
     assert ahead[0].tolist() == out[0, 4:].tolist()
 
 
@@ -54,14 +48,14 @@ def test_pcg_skips_ahead_as_stepping_does():
         shifted = (((old >> 18) ^ old) >> 27) & 0xFFFFFFFF
         rot = old >> 59
         expected.append(((shifted >> rot) | (shifted << (-rot & 31))) & 0xFFFFFFFF)
-    out = draw(tiles.Random("pcg", "bits"), 1, 4, seed=seed, first=subsequence, offset=2)
+    out = launch_draws(tiles.Random("pcg", "bits"), 1, 4, seed=seed, first=subsequence, offset=2)
     assert out[0].tolist() == expected[2:]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_normal_values_have_their_mean_and_spread(dtype):
     rng = tiles.Random("philox", "normal", dtype, mean=3.0, stddev=2.0)
-    out = draw(rng, 64, 64 // rng.width, seed=11)
+    out = launch_draws(rng, 64, 64 // rng.width, seed=11)
     values = out.ravel()
     assert abs(values.mean() - 3.0) < 0.15 and abs(values.std() - 2.0) < 0.15
     assert len({row.tobytes() for row in out}) == len(out)  # (every thread its own stream)
@@ -86,5 +80,5 @@ def test_pcg_subsequences_of_one_seed_begin_alike():
     """cuRANDDx starts every PCG subsequence of a seed at the seed's state, each with its own increment: their first
     words are one, and so are the next while the increments' differences stay out of the state's high bits (hence
     the docs' advice: PCG threads take seeds of their own)."""
-    out = draw(tiles.Random("pcg", "bits"), 4, 4, seed=99)
+    out = launch_draws(tiles.Random("pcg", "bits"), 4, 4, seed=99)
     assert [len(set(out[:, d].tolist())) for d in range(4)] == [1, 1, 4, 4]

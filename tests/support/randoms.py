@@ -27,11 +27,20 @@ def drawing_kernel(rng):
     return draw
 
 
+def launch_draws(rng, threads, draws, seed=0, first=0, offset=0, seed_step=0):
+    """What `drawing_kernel` writes for ``threads`` threads of ``draws`` draws each (blocks of at most 128 threads),
+    as a host array: on the GPU, or the simulator's twins' under NUMBA_ENABLE_CUDASIM=1."""
+    out = cuda.device_array((threads, draws * rng.width), np.dtype(rng.dtype))
+    block = min(threads, 128)
+    drawing_kernel(rng)[-(-threads // block), block](out, np.uint64(seed), np.uint64(seed_step), first, offset)
+    return out.copy_to_host()
+
+
 class _Call:
     intrinsic = "Random (host)"
 
 
-def twin_draws(rng, threads, draws, seed, first, offset, seed_step=0):
+def twin_draws(rng, threads, draws, seed, first=0, offset=0, seed_step=0):
     """What `drawing_kernel` writes, drawn on the host by the simulator's twins (numba_tiles/_random/twins.py)."""
     from numba_tiles._random import twins
 
