@@ -42,6 +42,7 @@ from .block import (
 from .fft import FFT
 from .matmul import Matmul, matmul
 from .random import Random
+from .solver import Solver
 from .tile import tile_load, tile_store, tile_wait
 from .warp import warp_reduce, warp_scan, warp_sum
 
@@ -77,6 +78,7 @@ __all__ = [
     "Matmul",
     "FFT",
     "Random",
+    "Solver",
     "compile",
     "precompile",
     "shared_memory",

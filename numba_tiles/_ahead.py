@@ -24,22 +24,37 @@ def start(*instances):
 
         _ahead.start(lambda cc: None)
     """
-    if simulated.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
-        return
 
     def make(cc, instance):
-        try:
-            with AT_ONCE:
-                target = Target.for_lowering(cc, lineinfo=False)
-                _programs.build([instance(cc)], target, isolated=True, announce=lambda *_: None)
-        except Exception:  # (a kernel that calls it compiles it itself, and raises what is wrong there)
-            pass
+        with AT_ONCE:
+            target = Target.for_lowering(cc, lineinfo=False)
+            _programs.build([instance(cc)], target, isolated=True, announce=lambda *_: None)
+
+    for instance in instances:
+        run(lambda cc, instance=instance: make(cc, instance))
+
+
+def run(work):
+    """Call ``work(cc)`` with this machine's GPU's compute capability in a background thread, under `start`'s
+    conditions (a GPU whose arch this toolkit supports, no simulator, ``NUMBA_TILES_BACKGROUND`` not 0); its
+    exceptions are dropped (a kernel that needs its result makes it itself, and raises what is wrong there).
+
+    Example (on a machine with no GPU: nothing runs)::
+
+        from numba_tiles import _ahead
+
+        _ahead.run(print)
+    """
+    if simulated.simulator_enabled() or os.environ.get("NUMBA_TILES_BACKGROUND", "1") == "0":
+        return
 
     def begin():
         cc = _toolchain.current_device_cc()
         if cc is not None and "sm_%d%d" % cc in _toolchain.supported_archs():
-            for instance in instances:
-                # (daemons: a process that ends meanwhile does not wait for them; NVRTC runs in a child)
-                threading.Thread(target=make, args=(cc, instance), daemon=True, name="numba_tiles ahead").start()
+            try:
+                work(cc)
+            except Exception:
+                pass
 
+    # (a daemon: a process that ends meanwhile does not wait for it; compilers run in children)
     threading.Thread(target=begin, daemon=True, name="numba_tiles ahead").start()

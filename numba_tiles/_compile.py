@@ -122,7 +122,8 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
     ``output="cubin"`` only); ``signature`` its argument types
     (``"void(float32[:], float32[:])"`` or a tuple of Numba types). ``output="cubin"`` or
     ``"ptx"`` returns the bytes of the fully linked kernel; ``output="ltoir"`` returns the list of
-    LTO-IR modules that the link would take (Numba's first, then the intrinsics'). ``lineinfo``
+    modules that the link would take (Numba's LTO-IR first, then the intrinsics'; a `Solver`'s kernel adds
+    cuSOLVERDx's fatbin, a ``bytes`` of the class ``Fatbin``). ``lineinfo``
     is as for ``@cuda.jit`` and reaches NVRTC too (``-lineinfo``); ``debug=True`` is refused for a
     kernel that calls an intrinsic, as for ``@cuda.jit`` (see the profiling guide). A ``@cuda.jit``
     kernel's own ``fastmath``, ``launch_bounds`` and ``max_registers`` apply, as at its launches. (An
@@ -181,7 +182,11 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
         ptx=output == "ptx",
         max_register_count=options.get("max_registers"),
     )
-    return _link.link([ObjectCode.from_ltoir(m) for m in modules], linker_options, output)
+    objects = [
+        ObjectCode.from_fatbin(m) if isinstance(m, numba_cuda_compile.Fatbin) else ObjectCode.from_ltoir(m)
+        for m in modules
+    ]
+    return _link.link(objects, linker_options, output)
 
 
 def precompile(kernels, *, arch="sm_90", signatures=None, progress=True):

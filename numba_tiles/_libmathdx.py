@@ -1,23 +1,26 @@
-"""cuBLASDx's pipelined GEMM (TMA loads + ``wgmma``, sm_90a) as LTO-IR, made by libmathdx.
+"""Device code that libmathdx generates: cuBLASDx's pipelined GEMM and cuSOLVERDx's solvers, as LTO-IR.
 
-NVRTC programs of ours cannot reach it: cuBLASDx 0.4 (the headers we compile) has no pipelines.
-libmathdx (the ``nvidia-libmathdx-cu13`` wheel, cuBLASDx 0.7) generates the device functions of a
-pipeline described by a few operators, with the NVRTC of our CUDA line (loaded first in its
-process, so that its LTO-IR is never newer than the nvJitLink that links it). A `Pipeline` is one
-such description; for it this module gives
+NVRTC programs of ours cannot reach either: cuBLASDx 0.4 (the headers we compile) has no pipelines, and
+cuSOLVERDx's headers declare its kernels without defining them. libmathdx (the ``nvidia-libmathdx-cu13`` wheel:
+cuBLASDx 0.7, cuSOLVERDx 0.5) generates the device functions of a description of a few operators, with the NVRTC
+of our CUDA line (loaded first in its process, so that its LTO-IR is never newer than the nvJitLink that links it).
 
-- `traits`: the generated functions' symbols and the sizes of the objects they work on (the
-  device-pipeline object, the per-tile state, the accumulator, the shared buffer), which the
-  entry points in ``lto_libs/libmathdx.cuh`` are instantiated with;
-- `code`: the LTO-IR defining those functions, linked beside the entry points.
+- A `Pipeline` (cuBLASDx, TMA loads + ``wgmma``, sm_90a): `traits` gives the generated functions' symbols and the
+  sizes of the objects they work on (the device-pipeline object, the per-tile state, the accumulator, the shared
+  buffer), which the entry points in ``lto_libs/libmathdx.cuh`` are instantiated with; `code` the LTO-IR defining
+  those functions, linked beside the entry points.
+- A `Solve` (cuSOLVERDx, one function for one size): `code` the LTO-IR of its block-wide ``extern "C"`` function,
+  named `Solve.symbol`, which calls cuSOLVERDx's drivers in `solver_fatbin` (one fatbin for every solver, linked
+  once a kernel).
 
-Each is made in a worker process (this file run as a script: libmathdx takes 15 to 60 s on a
-2-core machine, in NVRTC, and the two run side by side) and kept in the disk cache under a key of
-the description, this toolchain and libmathdx's version.
+Each is made in a worker process (this file run as a script: libmathdx takes 1 to 60 s on a 2-core machine, in
+NVRTC, and a description's parts run side by side) and kept in the disk cache under a key of the description,
+this toolchain and libmathdx's version.
 """
 
 import ctypes
 import dataclasses
+import hashlib
 import json
 import pickle
 import sys
@@ -58,6 +61,56 @@ class Pipeline:
     def key(self):
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
+    @property
+    def arch(self):
+        return f"sm_{SM // 10}a"
+
+    def title(self):
+        p = self
+        return f"tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}, {p.stages} stages, {p.threads} threads)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Solve:
+    """One cuSOLVERDx function (``function``: a ``cusolverdxFunction`` number, ``name`` its name) for matrices of
+    ``size`` (M, N, K: K right-hand sides) of ``precision`` ("float32", "float64"), real or ``complex``, in shared
+    memory with compile-time leading dimensions; ``fill`` the triangle it reads (``cusolverdxFillMode``, or None
+    where the function has none); ``arrangement`` of A and B (``cusolverdxArrangement``: 0 column-, 1 row-major);
+    ``batches`` problems a call, by a block of ``threads``; for ``sm`` (900: sm_90)."""
+
+    function: int
+    name: str
+    size: tuple
+    precision: str
+    complex: bool
+    fill: int | None
+    arrangement: tuple
+    batches: int
+    threads: int
+    sm: int
+
+    def key(self):
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @property
+    def arch(self):
+        return f"sm_{self.sm // 10}"
+
+    @property
+    def symbol(self):
+        """The name of its generated function: ours, so that a kernel's call is declared before it is generated."""
+        return "numba_tiles_solver_" + hashlib.sha256(self.key().encode()).hexdigest()[:20]
+
+    def title(self):
+        m, n, k = self.size
+        return f"tiles.Solver's {self.name} {m}x{n}x{k} ({self.precision}, {self.threads} threads)"
+
+
+_SOLVER_OPERATOR = dict(
+    SIZE=0, TYPE=1, PRECISION=2, SM=3, EXECUTION=4, BLOCK_DIM=5, API=6, FUNCTION=7, ARRANGEMENT=8, FILL_MODE=9
+)
+_SOLVER_OPERATOR.update(BATCHES_PER_BLOCK=14)  # (cusolverdxOperatorType)
+_SOLVER_PRECISION = {"float32": 5, "float64": 6}  # commondxPrecision
 
 # ---- in the worker process ------------------------------------------------------------------------
 
@@ -173,11 +226,53 @@ def _ltoir(lib, functions):
     return [buffer.raw for buffer in buffers]
 
 
-def generate(pipeline, part, libmathdx, nvrtc):
-    """In a worker: ``part`` "traits" (symbols and sizes) or "code" (symbols and LTO-IR) of ``pipeline``."""
+def _solver(lib, s, part):
+    """``part`` of the `Solve` ``s``: "code" (its LTO-IR) or "fatbin" (cuSOLVERDx's drivers, the same for all)."""
+    h = lib.out("cusolverdxCreateDescriptor")
+    operators = dict(
+        SIZE=list(s.size),
+        TYPE=int(s.complex),
+        PRECISION=_SOLVER_PRECISION[s.precision],
+        SM=s.sm,
+        EXECUTION=1,  # block
+        BLOCK_DIM=[s.threads, 1, 1],
+        API=0,  # shared memory, compile-time leading dimensions
+        FUNCTION=s.function,
+        ARRANGEMENT=list(s.arrangement),
+        BATCHES_PER_BLOCK=s.batches,
+    )
+    if s.fill is not None:
+        operators["FILL_MODE"] = s.fill
+    for name, value in operators.items():
+        if isinstance(value, int):
+            lib("cusolverdxSetOperatorInt64", _LL(h), _SOLVER_OPERATOR[name], _LL(value))
+        else:
+            lib(
+                "cusolverdxSetOperatorInt64s",
+                _LL(h),
+                _SOLVER_OPERATOR[name],
+                ctypes.c_size_t(len(value)),
+                _int64s(value),
+            )
+    lib("cusolverdxSetOptionStr", _LL(h), 0, s.symbol.encode())  # COMMONDX_OPTION_SYMBOL_NAME
+    what = "LTOIR" if part == "code" else "UniversalFATBIN"
+    size = ctypes.c_size_t()
+    lib(f"cusolverdxGet{what}Size", _LL(h), ctypes.byref(size))
+    buffer = ctypes.create_string_buffer(size.value)
+    lib(f"cusolverdxGet{what}", _LL(h), size, buffer)
+    lib("cusolverdxDestroyDescriptor", _LL(h))
+    return buffer.raw
+
+
+def generate(description, part, libmathdx, nvrtc):
+    """In a worker: ``part`` of ``description``: a `Pipeline`'s "traits" (symbols and sizes) or "code" (symbols
+    and LTO-IR), a `Solve`'s "code" or "fatbin" (bytes)."""
     for path in nvrtc:  # our NVRTC, so that libmathdx compiles with it and not another it might find
         ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     lib = _Lib(libmathdx)
+    if isinstance(description, Solve):
+        return _solver(lib, description, part)
+    pipeline = description
     pipelines, tensors, functions = _describe(lib, pipeline)
     found = {"symbols": {name: _symbol(lib, f) for name, f in functions.items()}}
     if part == "code":
@@ -200,9 +295,10 @@ def generate(pipeline, part, libmathdx, nvrtc):
 
 def main():
     del sys.path[0]  # this file's directory: its module names are numba_tiles', not top-level ones
-    fields, part, libmathdx, nvrtc = pickle.load(sys.stdin.buffer)
+    kind, fields, part, libmathdx, nvrtc = pickle.load(sys.stdin.buffer)
     try:
-        result = "ok", generate(Pipeline(**fields), part, libmathdx, nvrtc)
+        description = {"Pipeline": Pipeline, "Solve": Solve}[kind](**fields)
+        result = "ok", generate(description, part, libmathdx, nvrtc)
     except Exception as exc:
         result = "error", str(exc)
     pickle.dump(result, sys.stdout.buffer)
@@ -211,30 +307,32 @@ def main():
 # ---- in the process that compiles -----------------------------------------------------------------
 
 _lock = threading.Lock()
-_made = {}  # (pipeline, part) → a Future of its result
-_announced = set()  # the pipelines whose generation this process has told the user of
+_made = {}  # (description, part) → a Future of its result
+_announced = set()  # the descriptions whose generation this process has told the user of
 
 
-def _key_parts(pipeline, part):
+def _key_parts(description, part):
     from . import _toolchain, cache
 
     return cache.components(
-        pipeline.key(),
+        description.key(),
         output=f"libmathdx-{part}",
-        target={"arch": f"sm_{SM // 10}a"},
+        target={"arch": description.arch},
         options={"nvrtc": ["-gen-opt-lto"]},
         versions={**_toolchain.versions(), "libmathdx": _toolchain.libmathdx_version()},
     )
 
 
-def _make(pipeline, part):
-    """``part`` of ``pipeline`` from the disk cache, else from a worker process (then stored)."""
+def _make(description, part):
+    """``part`` of ``description`` from the disk cache, else from a worker process (then stored)."""
     from . import _nvrtc_worker, _stats, _toolchain, cache
 
     def make():
-        _announce(pipeline)
+        if part != "fatbin":  # (a copy out of libmathdx: no time to announce)
+            _announce(description)
         request = (
-            dataclasses.asdict(pipeline),
+            type(description).__name__,
+            dataclasses.asdict(description),
             part,
             str(_toolchain.libmathdx_path()),
             [str(p) for p in _toolchain.nvrtc_libraries()],
@@ -247,63 +345,61 @@ def _make(pipeline, part):
         _stats.count("libmathdx_seconds", time.perf_counter() - start)
         return pickle.dumps(found)
 
-    return pickle.loads(cache.cached(_key_parts(pipeline, part), make))
+    return pickle.loads(cache.cached(_key_parts(description, part), make))
 
 
-def _announce(pipeline):
-    """One notice a pipeline, as the first of its parts (traits, code: made side by side) starts."""
+def _announce(description):
+    """One notice a description, as the first of its parts (made side by side) starts."""
     from ._notices import say
 
     with _lock:
-        if pipeline in _announced:
+        if description in _announced:
             return
-        _announced.add(pipeline)
-    p = pipeline
+        _announced.add(description)
+    slow = "15-60 s" if isinstance(description, Pipeline) else "a few seconds"
     say(
-        f"generating tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}, {p.stages} stages, "
-        f"{p.threads} threads) with libmathdx for sm_{SM // 10}a (its NVRTC, usually 15-60 s the first time; "
-        f"cached afterwards)"
+        f"generating {description.title()} with libmathdx for {description.arch} (its NVRTC, usually {slow} the "
+        "first time; cached afterwards)"
     )
 
 
-def _future(pipeline, part):
-    """The Future of ``part`` of ``pipeline``, made once a process in a daemon thread (a process that ends
+def _future(description, part):
+    """The Future of ``part`` of ``description``, made once a process in a daemon thread (a process that ends
     meanwhile, say one whose description compiled ahead, does not wait for it; the worker process runs on)."""
     from concurrent.futures import Future
 
     with _lock:
-        if (pipeline, part) not in _made:
+        if (description, part) not in _made:
             future = Future()
             future.started = time.perf_counter()
 
             def run():
                 try:
-                    future.set_result(_make(pipeline, part))
+                    future.set_result(_make(description, part))
                 except BaseException as exc:  # (the caller's result() raises it)
                     future.set_exception(exc)
 
             threading.Thread(target=run, daemon=True, name="numba_tiles libmathdx").start()
-            _made[pipeline, part] = future
-        return _made[pipeline, part]
+            _made[description, part] = future
+        return _made[description, part]
 
 
-def _result(pipeline, part):
-    """``part`` of ``pipeline``, saying so on stderr when it waits for one that started a while ago (in the
+def _result(description, part):
+    """``part`` of ``description``, saying so on stderr when it waits for one that started a while ago (in the
     background, as a description compiles ahead), and showing the time its generation has taken (`_notices.elapsed`)."""
     from ._notices import elapsed, say
 
-    future = _future(pipeline, part)
+    future = _future(description, part)
     if future.done():
         return future.result()
     waited = time.perf_counter() - future.started
     if waited >= 1:
-        p = pipeline
         say(
-            f"waiting for tiles.Matmul.tile's pipeline {p.m}x{p.n}x{p.k} ({p.precision}), which libmathdx has been "
-            f"generating in the background for {waited:.0f} s"
+            f"waiting for {description.title()}, which libmathdx has been generating in the background for "
+            f"{waited:.0f} s"
         )
-    # (the time shows once the pipeline is being generated, announced: not while it loads from the disk cache)
-    with elapsed("libmathdx has been generating it", since=future.started, when=lambda: pipeline in _announced):
+    # (the time shows once it is being generated, announced: not while it loads from the disk cache)
+    with elapsed("libmathdx has been generating it", since=future.started, when=lambda: description in _announced):
         return future.result()
 
 
@@ -323,6 +419,27 @@ def code(pipeline):
 
     _programs.arch_specific.add(ltoir)  # (sm_90a code, which `compile` names)
     return ltoir
+
+
+def start_solver(solve):
+    """Start generating ``solve``'s code in the background (a description made at import: ready by its kernel's
+    link)."""
+    _future(solve, "code")
+
+
+def solver_code(solve):
+    """The LTO-IR of ``solve``'s function, named ``solve.symbol``."""
+    return _result(solve, "code")
+
+
+# Any description gives cuSOLVERDx's fatbin: libmathdx copies it out, compiling nothing.
+_UNIVERSAL = Solve(2, "potrf", (1, 1, 1), "float32", False, 1, (0, 0), 1, 32, 800)
+
+
+def solver_fatbin():
+    """cuSOLVERDx's drivers for every arch, which every solver's code calls: one fatbin, keyed by libmathdx's
+    version."""
+    return _result(_UNIVERSAL, "fatbin")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import io
 import threading
 import weakref
 
+from numba import cuda
 from numba.cuda import types
 
 from .._dtypes import half_bits
@@ -450,12 +451,13 @@ _linked_lock = threading.Lock()
 
 
 def link(lowerer, code):
-    """Link ``code`` (a ``numba.cuda.LTOIR``, made lazily) into the function being lowered."""
+    """Link ``code`` (a ``numba.cuda.LTOIR`` or ``Fatbin``, made lazily) into the function being lowered."""
     from numba_cuda_mlir import cuda as theirs_cuda
 
     with _linked_lock:
         if code not in _linked:
-            _linked[code] = theirs_cuda.LTOIR(_Deferred(code), name=code.name)
+            kind = theirs_cuda.Fatbin if isinstance(code, cuda.Fatbin) else theirs_cuda.LTOIR
+            _linked[code] = kind(_Deferred(code), name=code.name)
         theirs = _linked[code]
     lowerer.link_external_item(theirs)  # (it links each object once)
 

@@ -2,6 +2,7 @@
 contract test in ``tests/cpu/test_numba_contract.py``):
 - `lazy_ltoir`: a public ``numba.cuda.LTOIR`` whose bytes are made when numba-cuda first reads
   them (its documented file-object form), so that all of a kernel's intrinsics compile together;
+  `lazy_fatbin` the same for a ``numba.cuda.Fatbin`` (cuSOLVERDx's drivers);
 - `compile_kernel_ltoir`: numba-cuda's public ``compile_all`` of a kernel to LTO-IR;
 - `device_functions_for`: device functions compiled for the kernel's arch, with no GPU;
 - `loaded_as_extension`: whether numba-cuda's extension loader is importing us;
@@ -42,6 +43,17 @@ def lazy_ltoir(name, make):
     return code
 
 
+def lazy_fatbin(name, make):
+    """A ``numba.cuda.Fatbin`` named ``name`` whose bytes are ``make()``, called when numba-cuda links it."""
+    code = cuda.Fatbin(_Deferred(make), name=name)
+    _ours.add(code)
+    return code
+
+
+class Fatbin(bytes):
+    """A kernel's module that is a fatbin, not LTO-IR (`compile_kernel_ltoir`): linked as such."""
+
+
 def ltoir(name, data):
     code = cuda.LTOIR(data, name=name)
     _ours.add(code)
@@ -51,8 +63,8 @@ def ltoir(name, data):
 def compile_kernel_ltoir(
     pyfunc, signature, cc, lineinfo=False, debug=False, fresh=False, fastmath=False, launch_bounds=None
 ):
-    """A kernel's LTO-IR modules as bytes: numba-cuda's first, then every linked object's (``fresh``: its
-    device functions compiled again, see `device_functions_for`)."""
+    """A kernel's modules as bytes: numba-cuda's LTO-IR first, then every linked object's (a fatbin as a `Fatbin`;
+    ``fresh``: its device functions compiled again, see `device_functions_for`)."""
     with device_functions_for(cc, fresh):
         codes, _ = cuda.compile_all(
             pyfunc,
@@ -67,8 +79,15 @@ def compile_kernel_ltoir(
             fastmath=fastmath,
             launch_bounds=launch_bounds,
         )
-    # bytes, LTOIR objects (.data), or cuda.core ObjectCode (.code: numba-cuda's own fp16 helpers)
-    return [code if isinstance(code, bytes) else getattr(code, "data", None) or code.code for code in codes]
+    # bytes, LTOIR or Fatbin objects (.data), or cuda.core ObjectCode (.code: numba-cuda's own fp16 helpers)
+    return [
+        Fatbin(code.data)
+        if isinstance(code, cuda.Fatbin)
+        else code
+        if isinstance(code, bytes)
+        else getattr(code, "data", None) or code.code
+        for code in codes
+    ]
 
 
 class _Device:

@@ -1,0 +1,188 @@
+"""Batches of small dense solves in kernels (`tiles.Solver`, cuSOLVERDx) against PyTorch's batched solvers, in one run.
+
+Each case solves a batch of independent systems with one right-hand side: the numba_tiles kernel is
+examples/batched_cholesky.py's loop (each block stages a group of ``batches_per_block`` problems in shared memory,
+calls ``execute`` once and writes the solutions back), for the function of the case; the peer is what a PyTorch user
+calls on the same batch, on the GPU:
+
+- ``"posv f32 32 x 65536"``, ``"posv f64 64 x 16384"``: Cholesky factor and solve, against
+  ``torch.cholesky_solve(b, torch.linalg.cholesky(a))``. Target: >= 10x torch.
+- ``"gesv f32 32 x 65536"``: LU with partial pivoting, against ``torch.linalg.solve``. Target: >= 5x.
+- ``"gels f32 64x32 x 16384"``: least squares by QR, against ``torch.linalg.lstsq``. Target: >= 5x.
+
+Each case runs a few shapes of the kernel (threads a block, problems a block) and reports the fastest, all in the
+JSON; results are checked against the peer's first. The limit shown is a copy of the batch's bytes (A and B read, X
+written) at the speed of ``Tensor.copy_`` measured in the same run. Each time is the median of ``--repeats`` trials
+(benchmarks/_timing.py). Writes benchmarks/results/solvers-DEVICE.json and prints a table last.
+
+    python benchmarks/solvers.py [--repeats 9] [--out DIR] [--draft]
+
+On the GPU machines (after ``make gpu-site``): ``PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/solvers.py``.
+"""
+
+import argparse
+import datetime
+import sys
+
+import numpy as np
+from _timing import median_ms
+from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
+from numba import cuda, types
+
+import numba_tiles as tiles
+
+# case: (function, (m, n), dtype, problems, target ratio, shapes tried: (threads, batches_per_block) or None for
+# the description's defaults)
+CASES = {
+    "posv f32 32 x 65536": ("posv", (32, 32), "float32", 65536, 10, [None, (64, 1), (32, 2)]),
+    "posv f64 64 x 16384": ("posv", (64, 64), "float64", 16384, 10, [None, (128, 1), (32, 1)]),
+    "gesv f32 32 x 65536": ("gesv", (32, 32), "float32", 65536, 5, [None, (64, 1), (32, 2)]),
+    "gels f32 64x32 x 16384": ("gels", (64, 32), "float32", 16384, 5, [None, (128, 1), (32, 1)]),
+}
+
+
+def group_kernel(solver):
+    """Each block loops over groups of ``batches_per_block`` problems, ``gridDim.x`` apart, with A, B, tau and ipiv
+    in shared memory (examples/batched_cholesky.py's loop, for any of posv, gesv and gels)."""
+    S = solver
+    dtype = getattr(types, S.dtype)
+    pivots, householder = "ipiv" in S.operands, "tau" in S.operands
+
+    @cuda.jit
+    def solve(a, b, info):
+        A = cuda.shared.array(S.a_size, dtype)
+        B = cuda.shared.array(S.b_size, dtype)
+        P = cuda.shared.array(S.ipiv_size, types.int32)
+        T = cuda.shared.array(S.tau_size, dtype)
+        t = cuda.threadIdx.x
+        for group in range(cuda.blockIdx.x, info.size // S.batches_per_block, cuda.gridDim.x):
+            for i in range(t, S.a_size, S.threads):
+                A[i] = a[group * S.a_size + i]
+            for i in range(t, S.b_size, S.threads):
+                B[i] = b[group * S.b_size + i]
+            cuda.syncthreads()
+            if householder:
+                S.execute(A, B, tau=T)
+            elif pivots:
+                S.execute(A, B, ipiv=P, info=info[group * S.batches_per_block :])
+            else:
+                S.execute(A, B, info=info[group * S.batches_per_block :])
+            for i in range(t, S.b_size, S.threads):
+                b[group * S.b_size + i] = B[i]
+            cuda.syncthreads()
+
+    return solve
+
+
+def problems_of(function, m, n, dtype, count, rng):
+    """(A, B) for ``count`` problems: SPD for posv, well conditioned otherwise; B one column (gels: m rows)."""
+    g = rng.standard_normal((count, m, n)).astype(dtype)
+    if function == "posv":
+        a = g @ g.transpose(0, 2, 1) + n * np.eye(n, dtype=dtype)
+    elif function == "gesv":
+        a = g + 2 * np.sqrt(n) * np.eye(n, dtype=dtype)
+    else:
+        a = g
+    return np.ascontiguousarray(a), rng.standard_normal((count, m, 1)).astype(dtype)
+
+
+def case(name, repeats):
+    import torch
+
+    function, (m, n), dtype, count, target, shapes = CASES[name]
+    a_host, b_host = problems_of(function, m, n, dtype, count, np.random.default_rng(2026))
+    a, b = torch.from_numpy(a_host).cuda(), torch.from_numpy(b_host).cuda()
+    if function == "posv":
+
+        def peer():
+            return torch.cholesky_solve(b, torch.linalg.cholesky(a))
+
+        peer_name = "torch.cholesky_solve(b, torch.linalg.cholesky(a))"
+    elif function == "gesv":
+
+        def peer():
+            return torch.linalg.solve(a, b)
+
+        peer_name = "torch.linalg.solve"
+    else:
+
+        def peer():
+            return torch.linalg.lstsq(a, b).solution
+
+        peer_name = "torch.linalg.lstsq"
+    want = peer()
+    scale = want.abs().max().item()
+    tried = []
+    for shape in shapes:
+        threads, batches = shape or (None, None)
+        s = tiles.Solver(function, (m, n), dtype, block_dim=threads, batches_per_block=batches)
+        kernel = group_kernel(s)
+        x = torch.empty_like(b)
+        info = cuda.device_array(count, np.int32)
+        a_flat = cuda.as_cuda_array(a.reshape(-1))
+        x_flat = cuda.as_cuda_array(x.reshape(-1))
+        blocks = count // s.batches_per_block
+
+        def ours(kernel=kernel, x=x, x_flat=x_flat, a_flat=a_flat, info=info, blocks=blocks, threads=s.threads):
+            x.copy_(b)  # (solved in place: each trial solves the same B, the copy counted in its time)
+            kernel[blocks, threads](a_flat, x_flat, info)
+
+        ours()
+        cuda.synchronize()
+        error = ((x[:, :n] - want[:, :n]).abs().max() / scale).item()
+        assert error < (1e-3 if dtype == "float32" else 1e-9), (name, shape, error)
+        assert not info.copy_to_host().any() or function == "gels", name
+        tried.append({"threads": s.threads, "batches_per_block": s.batches_per_block, "ms": median_ms(ours, repeats, 3), "error": error})
+    best = min(tried, key=lambda r: r["ms"])
+    peer_ms = median_ms(peer, repeats, 3)
+    copy = torch.empty_like(a)
+    copy_ms = median_ms(lambda: copy.copy_(a), repeats, 3)
+    moved = a.nbytes + 2 * b.nbytes
+    return {
+        "case": name,
+        "ms": best["ms"],
+        "threads": best["threads"],
+        "batches_per_block": best["batches_per_block"],
+        "error_vs_peer": best["error"],
+        "peer": peer_name,
+        "peer_ms": peer_ms,
+        "ratio": peer_ms / best["ms"],
+        "limit_ms": copy_ms * moved / (2 * a.nbytes),  # (the batch's bytes at the copy's speed)
+        "target": f">= {target}x torch",
+        "met": peer_ms / best["ms"] >= target,
+        "shapes": tried,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--cases", nargs="*", default=list(CASES))
+    add_output_arguments(parser)
+    args = parser.parse_args()
+    commit = measured_commit(args)
+    name = device_name(cuda.get_current_device())
+    rows = [case(c, args.repeats) for c in args.cases]
+    record = {
+        "date": datetime.date.today().isoformat(),
+        "device": name,
+        "commit": commit,
+        "repeats": args.repeats,
+        "versions": versions("numba", "numba-cuda", "torch"),
+        "rows": rows,
+    }
+    path = write_result("solvers", record, args)
+    print(f"\n{name}, commit {commit}, median of {args.repeats}; wrote {path}")
+    print(f"{'case':<24}{'ms':>8}{'limit':>8}{'peer ms':>9}{'ratio':>8}  shape  target")
+    for r in rows:
+        verdict = "met" if r["met"] else "NOT MET"
+        shape = f"{r['threads']}x{r['batches_per_block']}"
+        print(
+            f"{r['case']:<24}{r['ms']:>8.3f}{r['limit_ms']:>8.3f}{r['peer_ms']:>9.3f}{r['ratio']:>7.1f}x  {shape:<6} "
+            f"{r['target']}: {verdict}"
+        )
+    return 0 if all(r["met"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

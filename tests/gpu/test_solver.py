@@ -1,0 +1,144 @@
+"""tiles.Solver on the GPU: every function and dtype at sizes from 1 to the largest a block's shared memory holds,
+checked against numpy.linalg on fresh random problems (factors by reconstruction, solutions against
+``numpy.linalg.solve``/``lstsq``), in both arrangements and triangles; failing inputs (a matrix that is not positive
+definite, a singular one) report ``info`` for their own problem only."""
+
+import numpy as np
+import pytest
+
+import numba_tiles as tiles
+
+from ..support.compiler import cuda
+from ..support.solvers import householder_q, permutation_of, random, run, spd
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
+
+TOL = {"float32": 2e-3, "complex64": 2e-3, "float64": 1e-9, "complex128": 1e-9}
+SIZES = (1, 5, 32, 64)
+REAL = ("float32", "float64")
+COMPLEX = ("complex64", "complex128")
+COUNT = 96  # problems a launch (a multiple of every batches_per_block used here)
+
+
+def close(got, want, dtype, scale=1.0):
+    err = np.abs(got - want).max() / max(np.abs(want).max(), 1.0)
+    assert err <= TOL[dtype] * scale, err
+
+
+def cases(functions, sizes=SIZES, dtypes=REAL):
+    return [pytest.param(f, n, d, id=f"{f}-{n}-{d}") for f in functions for n in sizes for d in dtypes] + [
+        pytest.param(f, 7, d, id=f"{f}-7-{d}") for f in functions for d in COMPLEX
+    ]
+
+
+@pytest.mark.parametrize("function, n, dtype", cases(("posv", "potrf")))
+@pytest.mark.parametrize("fill_mode", ["lower", "upper"])
+def test_cholesky_factors_and_solves(function, n, dtype, fill_mode, rng):
+    if fill_mode == "upper" and n not in (5, 32):
+        pytest.skip("the upper triangle at two sizes")
+    s = tiles.Solver(function, n, dtype, fill_mode=fill_mode, nrhs=3 if function == "posv" else 1)
+    a = spd(rng, COUNT, n, dtype)
+    b = random(rng, (COUNT, n, 3), dtype) if function == "posv" else None
+    a_out, b_out, _, _, info = run(s, a, b)
+    assert (info == 0).all()
+    if function == "posv":
+        close(b_out, np.linalg.solve(a, b), dtype, scale=n)
+    factor = np.tril(a_out) if fill_mode == "lower" else np.conj(np.swapaxes(np.triu(a_out), 1, 2))
+    close(factor @ np.conj(np.swapaxes(factor, 1, 2)), a, dtype, scale=n)
+
+
+@pytest.mark.parametrize("arrangement", ["row_major", "col_major"])
+def test_potrs_solves_with_numpys_factor(arrangement, rng):
+    n, dtype = 24, "float64"
+    s = tiles.Solver("potrs", n, dtype, nrhs=2, arrangement=arrangement)
+    a = spd(rng, COUNT, n, dtype)
+    b = random(rng, (COUNT, n, 2), dtype)
+    _, b_out, _, _, _ = run(s, np.linalg.cholesky(a), b)
+    close(b_out, np.linalg.solve(a, b), dtype, scale=n)
+
+
+@pytest.mark.parametrize("function, n, dtype", cases(("gesv", "getrf")))
+@pytest.mark.parametrize("pivot", ["partial", None])
+def test_lu_factors_and_solves(function, n, dtype, pivot, rng):
+    s = tiles.Solver(function, n, dtype, pivot=pivot)
+    a = random(rng, (COUNT, n, n), dtype)
+    if pivot is None:  # (diagonally dominant: no pivot is needed)
+        a = a + 2 * n * np.eye(n)
+    b = random(rng, (COUNT, n, 1), dtype) if function == "gesv" else None
+    a_out, b_out, ipiv, _, info = run(s, a, b)
+    assert (info == 0).all()
+    if function == "gesv":
+        close(b_out, np.linalg.solve(a, b), dtype, scale=10 * n)
+    lower = np.tril(a_out, -1) + np.eye(n)
+    for j in range(COUNT):
+        order = permutation_of(ipiv[j], n) if pivot else np.arange(n)
+        close(lower[j] @ np.triu(a_out[j]), a[j][order], dtype, scale=n)
+        if pivot:  # partial pivoting: every multiplier at most 1 in size
+            assert np.abs(lower[j]).max() <= 1 + 1e-5
+
+
+def test_getrs_solves_with_getrf_s_factors(rng):
+    n, dtype = 20, "float32"
+    a = random(rng, (COUNT, n, n), dtype)
+    b = random(rng, (COUNT, n, 4), dtype)
+    a_out, _, ipiv, _, info = run(tiles.Solver("getrf", n, dtype), a)
+    _, x, _, _, _ = run(tiles.Solver("getrs", n, dtype, nrhs=4), a_out, b, ipiv=ipiv)
+    close(x, np.linalg.solve(a, b), dtype, scale=50 * n)
+
+
+@pytest.mark.parametrize(
+    "m, n, dtype",
+    [(1, 1, "float32"), (8, 5, "float64"), (64, 32, "float32"), (33, 33, "float64"), (12, 7, "complex64")],
+)
+def test_qr_factors_and_least_squares(m, n, dtype, rng):
+    a = random(rng, (COUNT, m, n), dtype)
+    h, _, _, tau, _ = run(tiles.Solver("geqrf", (m, n), dtype), a)
+    for j in range(0, COUNT, 7):
+        q = householder_q(h[j], tau[j])
+        close(q[:, :n] @ np.triu(h[j][:n]), a[j], dtype, scale=m)
+    b = random(rng, (COUNT, m, 2), dtype)
+    _, x, _, _, _ = run(tiles.Solver("gels", (m, n), dtype, nrhs=2), a, b)
+    want = np.stack([np.linalg.lstsq(a[j], b[j], rcond=None)[0] for j in range(COUNT)])
+    close(x[:, :n], want, dtype, scale=100 * m)
+
+
+@pytest.mark.parametrize("function, dtype", [("posv", "float32"), ("posv", "float64"), ("gesv", "float32")])
+def test_the_largest_problem_a_block_holds(function, dtype, rng):
+    n = tiles.Solver.largest_size(function, dtype)
+    s = tiles.Solver(function, n, dtype, batches_per_block=1)
+    count = 8
+    a = spd(rng, count, n, dtype) if function == "posv" else random(rng, (count, n, n), dtype) + n * np.eye(n)
+    b = random(rng, (count, n, 1), dtype)
+    _, x, _, _, info = run(s, a, b)
+    assert (info == 0).all()
+    close(x, np.linalg.solve(a, b), dtype, scale=10 * n)
+
+
+def test_info_reports_the_failing_problem_only(rng):
+    """Problems that are not positive definite (posv) or singular (gesv) report the 1-based order of the first
+    failing minor / the first zero pivot; the others in the same blocks solve."""
+    n, dtype = 8, "float64"
+    a = spd(rng, COUNT, n, dtype)
+    bad = {3: 1, 10: 5, 41: 8}  # problem → the leading minor that fails
+    for j, order in bad.items():
+        a[j, order - 1, order - 1] = -1e3
+    b = random(rng, (COUNT, n, 1), dtype)
+    _, x, _, _, info = run(tiles.Solver("posv", n, dtype), a, b)
+    want = np.zeros(COUNT, np.int32)
+    for j, order in bad.items():
+        want[j] = order
+    np.testing.assert_array_equal(info, want)
+    good = want == 0
+    close(x[good], np.linalg.solve(a[good], b[good]), dtype, scale=n)
+
+    a = random(rng, (COUNT, n, n), dtype)
+    singular = {0: 1, 17: 4, 95: 8}  # problem → a column of zeros (which elimination keeps zero): a zero pivot
+    for j, column in singular.items():
+        a[j, :, column - 1] = 0
+    _, x, _, _, info = run(tiles.Solver("gesv", n, dtype), a, b)
+    want = np.zeros(COUNT, np.int32)
+    for j, column in singular.items():
+        want[j] = column
+    np.testing.assert_array_equal(info, want)
+    good = want == 0
+    close(x[good], np.linalg.solve(a[good], b[good]), dtype, scale=10 * n)

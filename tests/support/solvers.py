@@ -1,0 +1,123 @@
+"""Kernels that run a `tiles.Solver` on many problems, each block ``batches_per_block`` of them, and the problems'
+NumPy references (computed with numpy.linalg, independently of the simulator's twin)."""
+
+import functools
+
+import numpy as np
+
+from .compiler import cuda
+
+_DTYPES = {"float32": np.float32, "float64": np.float64, "complex64": np.complex64, "complex128": np.complex128}
+
+
+@functools.cache
+def solve_kernel(solver):
+    """A kernel ``(a, b, ipiv, tau, info)`` over flat arrays of every problem's operands (those the solver does not
+    take unused): A, B and tau staged in shared memory, ipiv and info passed as slices of global memory."""
+    operands = solver.operands
+    call = ", ".join(
+        ["A"]
+        + [
+            {
+                "b": "b=B",
+                "tau": "tau=T",
+                "ipiv": "ipiv=ipiv[k * S.ipiv_size :]",
+                "info": "info=info[k * S.batches_per_block :]",
+            }[p]
+            for p in operands[1:]
+        ]
+    )
+    staged = [p for p in ("a", "b", "tau") if p in operands]
+    lines = ["def kernel(a, b, ipiv, tau, info):", "    t, k = cuda.threadIdx.x, cuda.blockIdx.x"]
+    for p in staged:
+        name = {"a": "A", "b": "B", "tau": "T"}[p]
+        lines += [
+            f"    {name} = cuda.shared.array(S.{p}_size, DTYPE)",
+            f"    for i in range(t, S.{p}_size, S.threads):",
+            f"        {name}[i] = {p}[k * S.{p}_size + i]",
+        ]
+    lines += ["    cuda.syncthreads()", f"    S.execute({call})"]
+    for p in staged:
+        name = {"a": "A", "b": "B", "tau": "T"}[p]
+        lines += [f"    for i in range(t, S.{p}_size, S.threads):", f"        {p}[k * S.{p}_size + i] = {name}[i]"]
+    from numba import types
+
+    scope = {"cuda": cuda, "S": solver, "DTYPE": getattr(types, solver.dtype)}
+    exec("\n".join(lines), scope)
+    return cuda.jit(scope["kernel"])
+
+
+def run(solver, a, b=None, ipiv=None):
+    """Run ``solver`` on the problems ``a`` (count x m x n) and ``b`` (count x rows x nrhs) in its arrangement:
+    (a, b, ipiv, tau, info) after it, as arrays of the problems."""
+    count = a.shape[0]
+    assert count % solver.batches_per_block == 0
+    dtype = _DTYPES[solver.dtype]
+    order = "C" if solver.arrangement == "row_major" else "F"
+
+    def flat(x):  # each problem's matrix in the solver's arrangement, back to back
+        return (
+            np.concatenate([np.asarray(m, dtype).ravel(order=order) for m in x])
+            if x is not None
+            else np.zeros(1, dtype)
+        )
+
+    k = min(solver.m, solver.n)
+    arrays = [
+        cuda.to_device(flat(a)),
+        cuda.to_device(flat(b)),
+        cuda.to_device(
+            np.ascontiguousarray(ipiv, np.int32).ravel() if ipiv is not None else np.zeros(count * k, np.int32)
+        ),
+        cuda.to_device(np.zeros(count * k, dtype)),
+        cuda.to_device(np.full(count, -7, np.int32)),
+    ]
+    solve_kernel(solver)[count // solver.batches_per_block, solver.block_dim](*arrays)
+    cuda.synchronize()
+    a_out, b_out, ipiv_out, tau_out, info = (x.copy_to_host() for x in arrays)
+
+    def shaped(x, rows, cols):
+        per = x.reshape(count, -1)
+        return np.stack([m.reshape(rows, cols) if order == "C" else m.reshape(cols, rows).T for m in per])
+
+    b_rows = max(solver.m, solver.n) if solver.function == "gels" else solver.n
+    return (
+        shaped(a_out, solver.m, solver.n),
+        shaped(b_out, b_rows, solver.nrhs) if b is not None else None,
+        ipiv_out.reshape(count, k),
+        tau_out.reshape(count, k),
+        info,
+    )
+
+
+def spd(rng, count, n, dtype):
+    """Symmetric (Hermitian) positive definite matrices, well conditioned."""
+    g = random(rng, (count, n, n), dtype)
+    return g @ np.conj(np.swapaxes(g, 1, 2)) + n * np.eye(n)
+
+
+def random(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(_DTYPES[dtype]).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x
+
+
+def permutation_of(pivots, n):
+    """The row order LAPACK's 1-based ``pivots`` make: P A = A[order]."""
+    order = np.arange(n)
+    for j, p in enumerate(pivots):
+        order[[j, p - 1]] = order[[p - 1, j]]
+    return order
+
+
+def householder_q(h, tau):
+    """Q = H_1 ... H_k from LAPACK's QR layout: the vectors below R's diagonal of ``h`` (m x n), their ``tau``."""
+    m = h.shape[0]
+    q = np.eye(m, dtype=np.result_type(h, tau, np.float64))
+    for i in range(len(tau)):
+        v = np.zeros(m, q.dtype)
+        v[i] = 1
+        v[i + 1 :] = h[i + 1 :, i]
+        q = q @ (np.eye(m) - tau[i] * np.outer(v, v.conj()))
+    return q
