@@ -132,7 +132,14 @@ def case(name, repeats):
         error = ((x[:, :n] - want[:, :n]).abs().max() / scale).item()
         assert error < (1e-3 if dtype == "float32" else 1e-9), (name, shape, error)
         assert not info.copy_to_host().any() or function == "gels", name
-        tried.append({"threads": s.threads, "batches_per_block": s.batches_per_block, "ms": median_ms(ours, repeats, 3), "error": error})
+        tried.append(
+            {
+                "threads": s.threads,
+                "batches_per_block": s.batches_per_block,
+                "ms": median_ms(ours, repeats, 3),
+                "error": error,
+            }
+        )
     best = min(tried, key=lambda r: r["ms"])
     peer_ms = median_ms(peer, repeats, 3)
     copy = torch.empty_like(a)

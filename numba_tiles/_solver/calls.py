@@ -38,7 +38,7 @@ def check(name, solver, args):
         if not isinstance(ty, types.Array) or ty.ndim > 3:
             raise ext.error(name, f"{operand} must be an array, got {ty}", f"pass a shared array: {call}")
         dtype = dtype_of(solver, operand)
-        if ext.element(name, operand, ty, fix=f"pass an array of {dtype}").name != dtype:
+        if str(ty.dtype) != dtype:
             raise ext.error(
                 name,
                 f"{operand} holds {ty.dtype}; this solver's {operand} is {dtype}",
