@@ -65,8 +65,8 @@ def main():
     info = solve(cuda.to_device(a), x).copy_to_host()
     want = np.linalg.solve(a.astype(np.float64), b.astype(np.float64)[..., None])[..., 0]
     error = np.abs(x.copy_to_host() - want).max() / np.abs(want).max()
-    print(f"{problems} systems of {N} x {N}: largest error {error:.1e}, info all zero: {not info.any()}")
-    assert error < 1e-3 and not info.any()
+    assert error < 1e-3 and not info.any(), (error, info)
+    print(f"{problems} systems of {N} x {N} match NumPy (largest error {error:.1e}), every info 0")
 
 
 if __name__ == "__main__":

@@ -117,18 +117,19 @@ def curand_include_dir():
 
 @functools.cache
 def libmathdx_path():
-    """libmathdx (cuBLASDx's pipelines, `numba_tiles._libmathdx`), from the ``nvidia-libmathdx-cu13`` wheel."""
+    """libmathdx (cuBLASDx's pipelines and cuSOLVERDx's solvers, `numba_tiles._libmathdx`), from the
+    ``nvidia-libmathdx-cu13`` wheel."""
     for root in _nvidia_dirs():
         for found in sorted(root.glob("cu1[0-9]/lib/libmathdx.so.*")):
             return found
     if cuda_line() == "cu12":
         raise FileNotFoundError(
-            "libmathdx 0.4 (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper) is "
-            "published for CUDA 13 only, as nvidia-libmathdx-cu13 (the newest "
+            "libmathdx 0.4 (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper, and cuSOLVERDx's "
+            "solvers, tiles.Solver's) is published for CUDA 13 only, as nvidia-libmathdx-cu13 (the newest "
             "nvidia-libmathdx-cu12 on PyPI is 0.3.1)"
         )
     raise FileNotFoundError(
-        "libmathdx (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper) is not "
+        "libmathdx (cuBLASDx 0.7's pipelines, which tiles.Matmul.tile uses on Hopper, and tiles.Solver's code) is not "
         "installed: it is the nvidia-libmathdx-cu13 wheel of numba-tiles[cu13]"
     )
 

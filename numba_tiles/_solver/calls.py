@@ -5,7 +5,7 @@ import functools
 
 from numba.cuda import types
 
-from .. import _compile, _libmathdx
+from .. import _compile, _libmathdx, _toolchain
 from .. import extending as ext
 from .._backends import numba_cuda_compile, simulated
 from .._library import LIBMATHDX
@@ -51,6 +51,7 @@ def execute_rule(name, args):
     check(name, solver, args)
     if simulated.simulator_enabled():  # (the simulator's twin solves; nothing is generated)
         return Instance(intrinsic=name, header=HEADER, template="", result=types.none, params=())
+    generated(name, "tiles.Solver's code", _toolchain.libmathdx_path)  # (CUDA 12: refused here, with the fix)
     cc = _compile.typing_cc() or (9, 0)
     solve = solver.code(cc)
     cxx = {p: ext.named(name, "dtype", dtype_of(solver, p)).cxx for p in solver.operands}

@@ -1,4 +1,4 @@
-"""The examples of the block primitives and of the FFTs run on Numba's simulator (small sizes) and check themselves
+"""The examples of the block primitives, the FFTs, random numbers and solvers run on Numba's simulator (small sizes) and check themselves
 against NumPy."""
 
 import os
@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
-    "example", ["byte_histogram", "segmented_scan", "segmented_sort", "fft_convolution", "monte_carlo"]
+    "example",
+    ["byte_histogram", "segmented_scan", "segmented_sort", "fft_convolution", "monte_carlo", "batched_cholesky"],
 )
 def test_example_matches_numpy_on_the_simulator(example):
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}

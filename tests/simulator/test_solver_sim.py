@@ -1,0 +1,54 @@
+"""tiles.Solver on Numba's simulator: its twin's factors and solutions against numpy.linalg on fresh random problems
+(several a block, both arrangements and triangles), its LAPACK layouts (1-based pivots, Householder vectors), and
+``info`` for the problems that fail and only those."""
+
+import numpy as np
+import pytest
+
+import numba_tiles as tiles
+
+from ..support.solvers import householder_q, permutation_of, random, run, spd
+
+COUNT = 12
+
+
+@pytest.mark.parametrize("fill_mode, arrangement", [("lower", "row_major"), ("upper", "col_major")])
+def test_cholesky_solves_and_reports_the_failing_minor(fill_mode, arrangement, rng):
+    n = 5
+    s = tiles.Solver("posv", n, "float64", nrhs=2, fill_mode=fill_mode, arrangement=arrangement)
+    assert s.batches_per_block == 6
+    a = spd(rng, COUNT, n, "float64")
+    a[7, 2, 2] = -50.0  # problem 7's third leading minor is not positive definite
+    b = random(rng, (COUNT, n, 2), "float64")
+    a_out, x, _, _, info = run(s, a, b)
+    assert info.tolist() == [0] * 7 + [3] + [0] * 4
+    good = np.arange(COUNT) != 7
+    np.testing.assert_allclose(x[good], np.linalg.solve(a[good], b[good]), rtol=1e-10, atol=1e-10)
+    factor = np.tril(a_out[0]) if fill_mode == "lower" else np.triu(a_out[0]).T
+    np.testing.assert_allclose(factor @ factor.T, a[0], rtol=1e-10, atol=1e-10)
+
+
+def test_lu_with_partial_pivoting_keeps_lapacks_pivots(rng):
+    n = 6
+    a = random(rng, (COUNT, n, n), "complex128")
+    a[4, :, 2] = 0  # problem 4: a zero pivot in its third column
+    b = random(rng, (COUNT, n, 1), "complex128")
+    a_out, x, ipiv, _, info = run(tiles.Solver("gesv", n, "complex128", batches_per_block=3), a, b)
+    assert info.tolist() == [0] * 4 + [3] + [0] * 7
+    good = np.arange(COUNT) != 4
+    np.testing.assert_allclose(x[good], np.linalg.solve(a[good], b[good]), rtol=1e-9, atol=1e-9)
+    lower = np.tril(a_out[0], -1) + np.eye(n)
+    np.testing.assert_allclose(lower @ np.triu(a_out[0]), a[0][permutation_of(ipiv[0], n)], atol=1e-10)
+    assert ipiv.min() >= 1 and ipiv.max() <= n
+
+
+def test_qr_and_least_squares(rng):
+    m, n = 7, 4
+    a = random(rng, (COUNT, m, n), "float64")
+    h, _, _, tau, _ = run(tiles.Solver("geqrf", (m, n), "float64"), a)
+    q = householder_q(h[3], tau[3])
+    np.testing.assert_allclose(q[:, :n] @ np.triu(h[3][:n]), a[3], atol=1e-10)
+    b = random(rng, (COUNT, m, 1), "float64")
+    _, x, _, _, _ = run(tiles.Solver("gels", (m, n), "float64"), a, b)
+    want = np.stack([np.linalg.lstsq(a[j], b[j], rcond=None)[0] for j in range(COUNT)])
+    np.testing.assert_allclose(x[:, :n], want, atol=1e-10)
