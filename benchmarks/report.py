@@ -480,6 +480,30 @@ def random_numbers(found):
     return cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials."
 
 
+# ---- small dense solves -----------------------------------------------------------------------------------
+
+
+def solvers(found):
+    """The H200's solver rows (benchmarks/solvers.py)."""
+    r = result(found, "solvers")
+    if not r:
+        return "No result yet."
+
+    def cells(row):
+        return [
+            row["case"],
+            f"{row['ms']:.3f} ({row['threads']} threads, {row['batches_per_block']} a block)",
+            f"{row['limit_ms']:.3f}",
+            f"{row['peer']} {row['peer_ms']:.3f}",
+            f"{row['ratio']:.1f}×",
+            verdict(row),
+            measured(r, row),
+        ]
+
+    header = ["case", "numba_tiles ms", "copy ms", "peer ms", "vs peer", "target", "measured"]
+    return cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials."
+
+
 # ---- compile time, first result, start-up ---------------------------------------------------------------
 
 KERNELS = [  # (row, the case measured, the plain kernel of the same arguments)
@@ -719,7 +743,7 @@ def startup(found):
 def files(found):
     def holds(r):
         d = r.data
-        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue", "primitives", "fft", "random"):
+        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue", "primitives", "fft", "random", "solvers"):
             return "; ".join(case_name(row["case"]) for row in d["rows"])
         if "shapes" in d:
             return ", ".join(d["shapes"])
@@ -803,6 +827,18 @@ def summary(found):
                 ratio(row["ratio"]),
             ]
         )
+    r = result(found, "solvers")
+    row = row_of(r, "posv f32 32 x 65536")
+    if row:
+        cited.append((r, row))
+        rows.append(
+            [
+                "Cholesky solves, 65,536 of 32×32 f32 (one kernel)",
+                f"{row['ms']:.3f} ms",
+                f"torch.cholesky_solve + cholesky {row['peer_ms']:.2f} ms",
+                ratio(row["ratio"]),
+            ]
+        )
     for case in BATCHED[:1] + BATCHED[2:] + LARGE[:2]:
         r, row = matmul_row(found, case)
         if r:
@@ -825,6 +861,7 @@ BLOCKS = {
     "primitives": primitives,
     "fft": fft,
     "random": random_numbers,
+    "solvers": solvers,
     "matmul_batched": matmul_batched,
     "matmul_sustained": matmul_sustained,
     "matmul_large": matmul_large,

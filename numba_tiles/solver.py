@@ -175,9 +175,9 @@ class Solver:
                     else ""
                 ),
             )
-        _ahead.run(lambda cc: _libmathdx.start_solver(self.code(cc)))
+        _ahead.run(lambda cc: _libmathdx.start_solver(self._code(cc)))
 
-    def code(self, cc):
+    def _code(self, cc):
         """libmathdx's description of this solver for the compute capability ``cc``."""
         fill = FILL_MODES[self.fill_mode] if self.function in CHOLESKY else None
         order = ARRANGEMENTS[self.arrangement]
@@ -196,7 +196,7 @@ class Solver:
         )
 
     def _key(self):
-        return (self.code((9, 0)), self.arch)
+        return (self._code((9, 0)), self.arch)
 
     def __repr__(self):
         size = self.n if self.m == self.n else (self.m, self.n)

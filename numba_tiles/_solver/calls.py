@@ -53,7 +53,7 @@ def execute_rule(name, args):
         return Instance(intrinsic=name, header=HEADER, template="", result=types.none, params=())
     generated(name, "tiles.Solver's code", _toolchain.libmathdx_path)  # (CUDA 12: refused here, with the fix)
     cc = _compile.typing_cc() or (9, 0)
-    solve = solver.code(cc)
+    solve = solver._code(cc)
     cxx = {p: ext.named(name, "dtype", dtype_of(solver, p)).cxx for p in solver.operands}
     prelude = f'extern "C" __device__ void {solve.symbol}({", ".join(f"{cxx[p]}*" for p in solver.operands)});'
     items = ", ".join(str(solver.sizes[p]) for p in solver.operands)
