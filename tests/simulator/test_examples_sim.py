@@ -1,5 +1,5 @@
-"""The examples of the block primitives, the FFTs, random numbers and solvers run on Numba's simulator (small sizes) and check themselves
-against NumPy."""
+"""The examples of the block primitives, the FFTs, random numbers and solvers run on Numba's simulator (small sizes)
+and check themselves against NumPy."""
 
 import os
 import subprocess
