@@ -42,7 +42,8 @@ __device__ __forceinline__ void random_init(array_ref<unsigned long long> state,
   memcpy(state.data, &rng, sizeof(rng));
 }
 
-// Distribution: 0 uniform on (a, b], 1 normal (mean a, standard deviation b, Box-Muller), 2 raw 32-bit words.
+// Distribution: 0 uniform on (a, b], 1 normal (mean a, standard deviation b, Box-Muller), 2 raw 32-bit words,
+// 3 log-normal (exp of a normal value of mean a, standard deviation b).
 // Width values of T into `out`: one draw of cuRANDDx's natural pack for the generator and distribution.
 template <int Generator, int StateWords, int Distribution, int Width, typename P, typename T>
 __device__ __forceinline__ void random_generate(array_ref<unsigned long long> state, array_ref<T> out, P a, P b) {
@@ -66,7 +67,10 @@ __device__ __forceinline__ void random_generate(array_ref<unsigned long long> st
       values[0] = curanddx::uniform_bits<unsigned int>().generate(rng);
     }
   } else {
-    using D = ::cuda::std::conditional_t<Distribution == 0, curanddx::uniform<P>, curanddx::normal<P, curanddx::box_muller>>;
+    using D = ::cuda::std::conditional_t<
+        Distribution == 0, curanddx::uniform<P>,
+        ::cuda::std::conditional_t<Distribution == 1, curanddx::normal<P, curanddx::box_muller>,
+                                   curanddx::log_normal<P, curanddx::box_muller>>>;
     D d(a, b);
     if constexpr (Width == 4) {
       const auto v = d.generate4(rng);

@@ -10,6 +10,7 @@ GENERATORS = ("philox", "pcg")
 DISTRIBUTIONS = {
     "uniform": ((("low", 0.0), ("high", 1.0)), ("float32", "float64")),
     "normal": ((("mean", 0.0), ("stddev", 1.0)), ("float32", "float64")),
+    "log_normal": ((("mean", 0.0), ("stddev", 1.0)), ("float32", "float64")),
     "bits": ((), ("uint32",)),
 }
 # (generator, distribution, dtype) → values a draw makes: cuRANDDx's pack for them (Philox: one 128-bit draw)
@@ -18,6 +19,8 @@ WIDTHS = {
     ("philox", "uniform", "float64"): 2,
     ("philox", "normal", "float32"): 4,
     ("philox", "normal", "float64"): 2,
+    ("philox", "log_normal", "float32"): 4,
+    ("philox", "log_normal", "float64"): 2,
     ("philox", "bits", "uint32"): 4,
     ("pcg", "uniform", "float32"): 1,
     ("pcg", "bits", "uint32"): 1,
@@ -30,7 +33,8 @@ class Random:
     """A random number generator and a distribution, described once at module level and drawn from by cuRANDDx
     in kernels, each thread with its own generator: ``generator`` ``"philox"`` (Philox4x32-10, counter-based) or
     ``"pcg"`` (PCG XSH-RR 64/32); ``distribution`` ``"uniform"`` (on ``(low, high]``), ``"normal"`` (``mean``,
-    ``stddev``: Box-Muller) or ``"bits"`` (raw 32-bit words, uint32); ``dtype`` float32 or float64 (Philox; PCG:
+    ``stddev``: Box-Muller), ``"log_normal"`` (``exp`` of a normal value of ``mean`` and ``stddev``) or ``"bits"``
+    (raw 32-bit words, uint32); ``dtype`` float32 or float64 (Philox; PCG:
     float32). Creating one needs no GPU and compiles nothing.
 
     Its sizes are attributes, and constants inside kernels:
@@ -87,7 +91,7 @@ class Random:
             raise ext.error(
                 name,
                 f"PCG draws no {self.distribution} {self.dtype} here",
-                'use generator="philox"' + ("" if self.distribution == "normal" else ', or dtype="float32"'),
+                'use generator="philox"' + ("" if "normal" in self.distribution else ', or dtype="float32"'),
             )
         unknown = set(parameters) - {p for p, _ in names}
         if unknown:
@@ -101,8 +105,8 @@ class Random:
             raise ext.error(name, f"{self.distribution}'s parameters must be numbers, got {values}", "pass numbers")
         if self.distribution == "uniform" and not values[0] < values[1]:
             raise ext.error(name, f"uniform needs low < high, got low={values[0]}, high={values[1]}", "swap them")
-        if self.distribution == "normal" and not values[1] > 0:
-            raise ext.error(name, f"normal needs stddev > 0, got {values[1]}", "pass a positive stddev")
+        if self.distribution in ("normal", "log_normal") and not values[1] > 0:
+            raise ext.error(name, f"{self.distribution} needs stddev > 0, got {values[1]}", "pass a positive stddev")
         self.parameters = tuple(float(v) for v in values) or (0.0, 1.0)
         self.width = WIDTHS[self.generator, self.distribution, self.dtype]
         self.state_size = STATE_WORDS

@@ -8,7 +8,7 @@ from ..extending import Arg, Instance, Literal
 
 HEADER = CURANDDX.header("random.cuh")
 GENERATORS = {"philox": 0, "pcg": 1}  # random.cuh's Generator
-DISTRIBUTIONS = {"uniform": 0, "normal": 1, "bits": 2}  # random.cuh's Distribution
+DISTRIBUTIONS = {"uniform": 0, "normal": 1, "bits": 2, "log_normal": 3}  # random.cuh's Distribution
 SEEDS = ("seed", "subsequence", "offset")
 
 

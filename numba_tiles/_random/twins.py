@@ -4,7 +4,8 @@ state words as the GPU's (random.cuh), so that a kernel draws the same bits in b
 Distributions: raw words and uniform values are the GPU's exactly (uniform's scaling to ``(low, high]`` is one
 fused multiply-add there, here an exact product rounded once, to float64 then to float32); normal values are
 Box-Muller's on the same words, within a few units in the last place (the GPU's float32 sine and cosine are its fast
-intrinsics: about 1e-6 apart, times the radius).
+intrinsics: about 1e-6 apart, times the radius); log-normal values are ``exp`` of those (the same bound on the
+exponent, relative to the value).
 """
 
 from fractions import Fraction
@@ -182,6 +183,8 @@ def generate(instance, args):
         else:
             values = [v for x, y in zip(drawn[0::2], drawn[1::2]) for v in _box_muller32(x, y)]
         values = [_scaled(dtype.type(v), dtype.type(b), dtype.type(a), dtype) for v in values]
+        if rng.distribution == "log_normal":
+            values = [np.exp(np.float64(v)) for v in values]
     out[: rng.width] = np.array(values[: rng.width]).astype(dtype)
 
 

@@ -47,6 +47,7 @@ def test_descriptions_name_their_sizes():
         4,
     )
     assert tiles.Random("philox", "normal", "float64", mean=2.0).width == 2
+    assert tiles.Random("philox", "log_normal", stddev=0.5).width == 4
     assert tiles.Random("pcg", "bits").width == 1 and tiles.Random("pcg", "bits").dtype == "uint32"
     assert tiles.Random("philox", "uniform", low=-1.0) == tiles.Random(low=-1) != tiles.Random()
     assert (
@@ -70,6 +71,8 @@ def test_descriptions_name_their_sizes():
         (("philox", "uniform"), {"mean": 1.0}, r"uniform takes no parameter 'mean'. Fix: pass low and high"),
         (("philox", "uniform"), {"low": 2.0, "high": 1.0}, r"low < high"),
         (("philox", "normal"), {"stddev": 0.0}, r"stddev > 0"),
+        (("philox", "log_normal"), {"stddev": -1.0}, r"log_normal needs stddev > 0"),
+        (("pcg", "log_normal"), {}, r'PCG draws no log_normal float32 here. Fix: use generator="philox"\.$'),
     ],
 )
 def test_an_unsupported_description_is_refused_with_the_fix(args, kwargs, message):

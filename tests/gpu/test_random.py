@@ -16,10 +16,11 @@ from ..support.randoms import launch_draws, twin_draws
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA GPU")]
 
-DESCRIPTIONS = {
-    f"{g} {d} {t}": tiles.Random(g, d, t, **({"low": -3.0, "high": 5.0} if d == "uniform" and t == "float64" else {}))
-    for g, d, t in WIDTHS
+PARAMETERS = {
+    ("uniform", "float64"): {"low": -3.0, "high": 5.0},
+    ("log_normal", "float32"): {"mean": 0.5, "stddev": 0.5},
 }
+DESCRIPTIONS = {f"{g} {d} {t}": tiles.Random(g, d, t, **PARAMETERS.get((d, t), {})) for g, d, t in WIDTHS}
 NORMAL_BOUND = {"float32": 2e-5, "float64": 1e-12}  # (relative to the value's size, at least 1)
 
 
@@ -33,7 +34,7 @@ def test_the_gpu_draws_what_the_simulator_draws(name, rng):
         step = int(rng.integers(0, 2**64, dtype=np.uint64)) if rng.random() < 0.5 else 0
         got = launch_draws(description, 96, 3, seed, first, offset, step)
         want = twin_draws(description, 96, 3, seed, first, offset, step)
-        if description.distribution == "normal":
+        if "normal" in description.distribution:
             bound = NORMAL_BOUND[description.dtype] * np.maximum(np.abs(want), 1)
             assert (np.abs(got.astype(np.float64) - want) <= bound).all(), (name, seed, first, offset, step)
         else:
@@ -60,13 +61,21 @@ def test_ten_million_draws_have_the_distributions_shape(name):
         mean, var = (low + high) / 2, (high - low) ** 2 / 12
         sample = np.sort(values)
         cdf = (sample - low) / (high - low)
-    else:
+        kurtosis = 9 / 5
+    elif description.distribution == "normal":
         mean, std = description.parameters
-        var = std**2
+        var, kurtosis = std**2, 3
         sample = np.sort(values)
         cdf = _normal_cdf((sample - mean) / std)
+    else:  # log-normal: exp of a normal value of mean mu and deviation s
+        mu, s = description.parameters
+        mean, var = math.exp(mu + s * s / 2), (math.exp(s * s) - 1) * math.exp(2 * mu + s * s)
+        kurtosis = math.exp(4 * s * s) + 2 * math.exp(3 * s * s) + 3 * math.exp(2 * s * s) - 3
+        sample = np.sort(values)
+        cdf = _normal_cdf((np.log(sample) - mu) / s)
     assert abs(values.mean() - mean) < 5 * math.sqrt(var / n), (values.mean(), mean)
-    assert abs(values.var() - var) < 5 * var * math.sqrt(2 / n) + 1e-9, (values.var(), var)
+    # (the sample variance's standard error: var * sqrt((kurtosis - 1) / n))
+    assert abs(values.var() - var) < 5 * var * math.sqrt((kurtosis - 1) / n) + 1e-9, (values.var(), var)
     m = sample.size
     distance = max(np.max(np.arange(1, m + 1) / m - cdf), np.max(cdf - np.arange(m) / m))
     assert distance < 1.95 / math.sqrt(m), distance

@@ -61,6 +61,12 @@ def test_normal_values_have_their_mean_and_spread(dtype):
     assert len({row.tobytes() for row in out}) == len(out)  # (every thread its own stream)
 
 
+def test_log_normal_values_are_exp_of_the_normal_values_of_the_same_stream():
+    normal = launch_draws(tiles.Random("philox", "normal", "float64", mean=0.5, stddev=0.25), 8, 3, seed=5)
+    log_normal = launch_draws(tiles.Random("philox", "log_normal", "float64", mean=0.5, stddev=0.25), 8, 3, seed=5)
+    np.testing.assert_allclose(log_normal, np.exp(normal), rtol=1e-15)
+
+
 def test_a_state_too_small_is_refused():
     rng = tiles.Random()
 
