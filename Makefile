@@ -177,7 +177,7 @@ gpu-test-mlir:
 	$(GPU_ENV) NUMBA_TILES_TEST_COMPILER=mlir $(GPU_PYTHON) -c "import numba_cuda_mlir, numba_tiles._backends.mlir as m; \
 	  print('numba-cuda-mlir', numba_cuda_mlir.__version__, 'adapter', m.available())"
 	$(GPU_ENV) NUMBA_TILES_TEST_COMPILER=mlir $(GPU_PYTHON) -m pytest tests/gpu/test_collectives.py \
-	  tests/gpu/test_reductions.py tests/gpu/test_random.py \
+	  tests/gpu/test_reductions.py tests/gpu/test_random.py tests/gpu/test_solver.py \
 	  tests/gpu/test_matmul.py::test_numba_cuda_mlir_kernels_launch_through_mm_launch \
 	  --sanitize-subset -q -ra -p no:cacheprovider -n $(GPU_JOBS) $(GPU_TESTS)
 
@@ -200,6 +200,7 @@ gpu-test: gpu-site
 	$(GPU_ENV) $(GPU_PYTHON) examples/gemm.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/fft_convolution.py
 	$(GPU_ENV) $(GPU_PYTHON) examples/monte_carlo.py
+	$(GPU_ENV) $(GPU_PYTHON) examples/batched_cholesky.py
 
 # There: one part of tests/gpu, PART=I/N (every N-th test from the I-th), with the slowest tests listed: a call
 # of the GPU machine lasts at most 10 minutes, and the whole suite over an empty LTO-IR cache takes longer.

@@ -40,9 +40,7 @@ def solve_kernel(solver):
     for p in staged:
         name = {"a": "A", "b": "B", "tau": "T"}[p]
         lines += [f"    for i in range(t, S.{p}_size, S.threads):", f"        {p}[k * S.{p}_size + i] = {name}[i]"]
-    from numba import types
-
-    scope = {"cuda": cuda, "S": solver, "DTYPE": getattr(types, solver.dtype)}
+    scope = {"cuda": cuda, "S": solver, "DTYPE": _DTYPES[solver.dtype]}  # (a NumPy dtype: either compiler's)
     exec("\n".join(lines), scope)
     return cuda.jit(scope["kernel"])
 
