@@ -83,7 +83,7 @@ def problems_of(function, m, n, dtype, count, rng):
         a = g + 2 * np.sqrt(n) * np.eye(n, dtype=dtype)
     else:
         a = g
-    return np.ascontiguousarray(a), rng.standard_normal((count, m, 1)).astype(dtype)
+    return np.ascontiguousarray(a, dtype), rng.standard_normal((count, m, 1)).astype(dtype)
 
 
 def case(name, repeats):
