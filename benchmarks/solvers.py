@@ -34,10 +34,10 @@ import numba_tiles as tiles
 # case: (function, (m, n), dtype, problems, target ratio, shapes tried: (threads, batches_per_block) or None for
 # the description's defaults)
 CASES = {
-    "posv f32 32 x 65536": ("posv", (32, 32), "float32", 65536, 10, [None, (64, 1), (32, 2)]),
-    "posv f64 64 x 16384": ("posv", (64, 64), "float64", 16384, 10, [None, (128, 1), (32, 1)]),
-    "gesv f32 32 x 65536": ("gesv", (32, 32), "float32", 65536, 5, [None, (64, 1), (32, 2)]),
-    "gels f32 64x32 x 16384": ("gels", (64, 32), "float32", 16384, 5, [None, (128, 1), (32, 1)]),
+    "posv f32 32 x 65536": ("posv", (32, 32), "float32", 65536, 10, [None, (64, 2), (128, 4), (64, 1)]),
+    "posv f64 64 x 16384": ("posv", (64, 64), "float64", 16384, 10, [None, (32, 1)]),
+    "gesv f32 32 x 65536": ("gesv", (32, 32), "float32", 65536, 5, [None, (64, 2), (128, 4)]),
+    "gels f32 64x32 x 16384": ("gels", (64, 32), "float32", 16384, 5, [None, (32, 1), (64, 2)]),
 }
 
 
