@@ -62,7 +62,8 @@ class Solver:
     (``"lower"`` or ``"upper"``); ``arrangement``: how A and B lie in memory, ``"row_major"`` (C order, NumPy's:
     the default) or ``"col_major"``; ``batches_per_block``: the problems one call solves (by default 32 // n, at
     least 1); ``block_dim``: the block's threads (by default a warp up to 32 rows, then the next power of two, at
-    most 256: cuSOLVERDx's suggestions, near enough); ``arch``: the GPU (by default this machine's, else sm_90),
+    most 256: cuSOLVERDx's suggestions, near enough; a warp, and no more, for an odd ``nrhs`` past one and for gels
+    of several problems a block, which cuSOLVERDx 0.5 computes wrongly with more threads); ``arch``: the GPU (by default this machine's, else sm_90),
     whose shared memory bounds the size. Creating one needs no GPU and compiles nothing; libmathdx generates its
     code (a few seconds, in the background; then the disk cache answers) for each arch a kernel calls it on.
 
@@ -151,7 +152,12 @@ class Solver:
         threads = ext.block_dim(name, block_dim) if block_dim is not None else None
         if threads is not None and threads[1:] != (1, 1):
             raise ext.error(name, f"a solver's block is 1-D, got block_dim={block_dim}", f"pass block_dim={threads[0]}")
-        self.threads = threads[0] if threads else min(256, max(32, 1 << (largest - 1).bit_length()))
+        wrong = _wrong_shape(self.function, self.nrhs, self.batches_per_block)
+        self.threads = threads[0] if threads else 32 if wrong else min(256, max(32, 1 << (largest - 1).bit_length()))
+        if self.threads > 32 and wrong:
+            raise ext.error(
+                name, f"cuSOLVERDx 0.5 computes {wrong} wrongly with {self.threads} threads", "pass block_dim=32"
+            )
         self.block_dim = (self.threads, 1, 1)
         row = self.arrangement == "row_major"
         b_rows = largest if self.function == "gels" else self.n
@@ -263,6 +269,18 @@ class Solver:
 
             cubin = tiles.compile(factor, "void(float32[:, ::1], int32[:, ::1], int32[::1])", arch="sm_90")
         """
+
+
+def _wrong_shape(function, nrhs, batches):
+    """What libmathdx 0.4.1's cuSOLVERDx 0.5 gets wrong with more than a warp a block (measured on an H100: its
+    solutions were off by the solution's size), or None. Odd right-hand sides past one: 3, 5 and 7 with 64 threads,
+    5 with 96 and 128, in posv, potrs, gesv and getrs alike (1, 2, 4 and 6 were right, and every count with 32);
+    gels with 2 problems a block of 64 threads. A warp a block computes them right."""
+    if nrhs > 1 and nrhs % 2 and function in ("posv", "potrs", "gesv", "getrs"):
+        return f"{nrhs} right-hand sides (an odd count past one)"
+    if batches > 1 and function == "gels":
+        return f"gels with {batches} problems a block"
+    return None
 
 
 def _items(function, m, n, nrhs, batches):

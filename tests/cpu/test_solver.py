@@ -43,6 +43,12 @@ def test_descriptions_name_their_sizes():
         (("posv", 300, "float32"), {}, r"more than a block's 232448 on sm_90. Fix: pass a size of at most 240"),
         (("posv", 8, "float32"), {"fill_mode": "diagonal"}, r"fill_mode"),
         (("posv", 8, "float32"), {"block_dim": (32, 2)}, r"a solver's block is 1-D"),
+        (
+            ("gesv", 40, "float32"),
+            {"nrhs": 5, "block_dim": 128},
+            r"computes 5 right-hand sides .* Fix: pass block_dim=32",
+        ),
+        (("gels", (16, 8), "float32"), {"batches_per_block": 2, "block_dim": 64}, r"gels with 2 problems a block"),
     ],
 )
 def test_an_unsupported_description_is_refused_with_the_fix(args, kwargs, message):
