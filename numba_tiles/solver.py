@@ -64,8 +64,9 @@ class Solver:
     least 1); ``block_dim``: the block's threads (by default a warp up to 32 rows, then the next power of two, at
     most 256: cuSOLVERDx's suggestions, near enough; a warp, and no more, for an odd ``nrhs`` past one and for gels
     of several problems a block, which cuSOLVERDx 0.5 computes wrongly with more threads); ``arch``: the GPU (by
-    default this machine's, else sm_90), whose shared memory bounds the size. Creating one needs no GPU and compiles nothing; libmathdx generates its
-    code (a few seconds, in the background; then the disk cache answers) for each arch a kernel calls it on.
+    default this machine's, else sm_90), whose shared memory bounds the size. Creating one needs no GPU and compiles
+    nothing; libmathdx generates its code (a few seconds, in the background; then the disk cache answers) for each
+    arch a kernel calls it on.
 
     Its sizes are attributes, and constants inside kernels: ``m``, ``n``, ``nrhs``; ``lda`` and ``ldb``, the leading
     dimensions; ``batches_per_block`` and ``threads`` (``block_dim`` is ``(threads, 1, 1)``); for each operand the
