@@ -25,17 +25,19 @@ def close(got, want, dtype, scale=1.0):
     assert err <= TOL[dtype] * scale, err
 
 
-def cases(functions, sizes=SIZES, dtypes=REAL):
-    return [pytest.param(f, n, d, id=f"{f}-{n}-{d}") for f in functions for n in sizes for d in dtypes] + [
-        pytest.param(f, 7, d, id=f"{f}-7-{d}") for f in functions for d in COMPLEX
-    ]
+def sizes(dtype, fill_mode="lower"):
+    """The sizes a test runs (one after the other: the sanitizer's subset keeps a test's parameters, not its loops)."""
+    return (7,) if "complex" in dtype else SIZES if fill_mode == "lower" else (5, 32)
 
 
-@pytest.mark.parametrize("function, n, dtype", cases(("posv", "potrf")))
-@pytest.mark.parametrize("fill_mode", ["lower", "upper"])
-def test_cholesky_factors_and_solves(function, n, dtype, fill_mode, rng):
-    if fill_mode == "upper" and n not in (5, 32):
-        pytest.skip("the upper triangle at two sizes")
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
+def test_cholesky_factors_and_solves(dtype, rng):
+    for function, fill_mode in ((f, m) for f in ("posv", "potrf") for m in ("lower", "upper")):
+        for n in sizes(dtype, fill_mode):
+            cholesky_case(function, n, dtype, fill_mode, rng)
+
+
+def cholesky_case(function, n, dtype, fill_mode, rng):
     s = tiles.Solver(function, n, dtype, fill_mode=fill_mode, nrhs=3 if function == "posv" else 1)
     a = spd(rng, COUNT, n, dtype)
     b = random(rng, (COUNT, n, 3), dtype) if function == "posv" else None
@@ -47,19 +49,25 @@ def test_cholesky_factors_and_solves(function, n, dtype, fill_mode, rng):
     close(factor @ np.conj(np.swapaxes(factor, 1, 2)), a, dtype, scale=n)
 
 
-@pytest.mark.parametrize("arrangement", ["row_major", "col_major"])
-def test_potrs_solves_with_numpys_factor(arrangement, rng):
+def test_potrs_solves_with_numpys_factor_in_both_arrangements(rng):
     n, dtype = 24, "float64"
-    s = tiles.Solver("potrs", n, dtype, nrhs=2, arrangement=arrangement)
-    a = spd(rng, COUNT, n, dtype)
-    b = random(rng, (COUNT, n, 2), dtype)
-    _, b_out, _, _, _ = run(s, np.linalg.cholesky(a), b)
-    close(b_out, np.linalg.solve(a, b), dtype, scale=n)
+    for arrangement in ("row_major", "col_major"):
+        s = tiles.Solver("potrs", n, dtype, nrhs=2, arrangement=arrangement)
+        a = spd(rng, COUNT, n, dtype)
+        b = random(rng, (COUNT, n, 2), dtype)
+        _, b_out, _, _, _ = run(s, np.linalg.cholesky(a), b)
+        close(b_out, np.linalg.solve(a, b), dtype, scale=n)
 
 
-@pytest.mark.parametrize("function, n, dtype", cases(("gesv", "getrf")))
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
 @pytest.mark.parametrize("pivot", ["partial", None])
-def test_lu_factors_and_solves(function, n, dtype, pivot, rng):
+def test_lu_factors_and_solves(dtype, pivot, rng):
+    for function in ("gesv", "getrf"):
+        for n in sizes(dtype):
+            lu_case(function, n, dtype, pivot, rng)
+
+
+def lu_case(function, n, dtype, pivot, rng):
     s = tiles.Solver(function, n, dtype, pivot=pivot)
     a = random(rng, (COUNT, n, n), dtype)
     if pivot is None:  # (diagonally dominant: no pivot is needed)
@@ -77,11 +85,10 @@ def test_lu_factors_and_solves(function, n, dtype, pivot, rng):
             assert np.abs(lower[j]).max() <= (np.sqrt(2) if "complex" in dtype else 1) + 1e-5
 
 
-@pytest.mark.parametrize("function", ["posv", "gesv"])
-def test_every_count_of_right_hand_sides_solves(function, rng):
+def test_every_count_of_right_hand_sides_solves(rng):
     """At 40 rows a block of 64 threads by default; a warp where cuSOLVERDx 0.5 needs one (odd counts past one)."""
     n, dtype = 40, "float64"
-    for nrhs in range(2, 8):
+    for function, nrhs in ((f, k) for f in ("posv", "gesv") for k in range(2, 8)):
         s = tiles.Solver(function, n, dtype, nrhs=nrhs, batches_per_block=1)
         assert s.threads == (32 if nrhs % 2 else 64)
         a = spd(rng, COUNT, n, dtype)
@@ -100,11 +107,18 @@ def test_getrs_solves_with_getrf_s_factors(rng):
     close(x, np.linalg.solve(a, b), dtype, scale=50 * n)
 
 
-@pytest.mark.parametrize(
-    "m, n, dtype",
-    [(1, 1, "float32"), (8, 5, "float64"), (64, 32, "float32"), (33, 33, "float64"), (12, 7, "complex64")],
-)
-def test_qr_factors_and_least_squares(m, n, dtype, rng):
+def test_qr_factors_and_least_squares(rng):
+    for m, n, dtype in [
+        (1, 1, "float32"),
+        (8, 5, "float64"),
+        (64, 32, "float32"),
+        (33, 33, "float64"),
+        (12, 7, "complex64"),
+    ]:
+        qr_case(m, n, dtype, rng)
+
+
+def qr_case(m, n, dtype, rng):
     a = random(rng, (COUNT, m, n), dtype)
     h, _, _, tau, _ = run(tiles.Solver("geqrf", (m, n), dtype), a)
     for j in range(0, COUNT, 7):
@@ -116,8 +130,12 @@ def test_qr_factors_and_least_squares(m, n, dtype, rng):
     close(x[:, :n], want, dtype, scale=100 * m)
 
 
-@pytest.mark.parametrize("function, dtype", [("posv", "float32"), ("posv", "float64"), ("gesv", "float32")])
-def test_the_largest_problem_a_block_holds(function, dtype, rng):
+def test_the_largest_problem_a_block_holds(rng):
+    for function, dtype in [("posv", "float32"), ("posv", "float64"), ("gesv", "float32")]:
+        largest_case(function, dtype, rng)
+
+
+def largest_case(function, dtype, rng):
     n = tiles.Solver.largest_size(function, dtype)
     s = tiles.Solver(function, n, dtype, batches_per_block=1)
     count = 8
