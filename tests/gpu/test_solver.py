@@ -49,8 +49,9 @@ def cholesky_case(function, n, dtype, fill_mode, rng):
     close(factor @ np.conj(np.swapaxes(factor, 1, 2)), a, dtype, scale=n)
 
 
-def test_potrs_solves_with_numpys_factor_in_both_arrangements(rng):
-    n, dtype = 24, "float64"
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
+def test_potrs_solves_with_numpys_factor_in_both_arrangements(dtype, rng):
+    n = 24
     for arrangement in ("row_major", "col_major"):
         s = tiles.Solver("potrs", n, dtype, nrhs=2, arrangement=arrangement)
         a = spd(rng, COUNT, n, dtype)
@@ -85,10 +86,12 @@ def lu_case(function, n, dtype, pivot, rng):
             assert np.abs(lower[j]).max() <= (np.sqrt(2) if "complex" in dtype else 1) + 1e-5
 
 
-def test_every_count_of_right_hand_sides_solves(rng):
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
+def test_every_count_of_right_hand_sides_solves(dtype, rng):
     """At 40 rows a block of 64 threads by default; a warp where cuSOLVERDx 0.5 needs one (odd counts past one)."""
-    n, dtype = 40, "float64"
-    for function, nrhs in ((f, k) for f in ("posv", "gesv") for k in range(2, 8)):
+    n = 40
+    counts = range(2, 8) if dtype == "float64" else (3, 4)
+    for function, nrhs in ((f, k) for f in ("posv", "gesv") for k in counts):
         s = tiles.Solver(function, n, dtype, nrhs=nrhs, batches_per_block=1)
         assert s.threads == (32 if nrhs % 2 else 64)
         a = spd(rng, COUNT, n, dtype)
@@ -98,8 +101,9 @@ def test_every_count_of_right_hand_sides_solves(rng):
         close(x, np.linalg.solve(a, b), dtype, scale=n)
 
 
-def test_getrs_solves_with_getrf_s_factors(rng):
-    n, dtype = 20, "float32"
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
+def test_getrs_solves_with_getrf_s_factors(dtype, rng):
+    n = 20
     a = random(rng, (COUNT, n, n), dtype)
     b = random(rng, (COUNT, n, 4), dtype)
     a_out, _, ipiv, _, info = run(tiles.Solver("getrf", n, dtype), a)
@@ -107,14 +111,10 @@ def test_getrs_solves_with_getrf_s_factors(rng):
     close(x, np.linalg.solve(a, b), dtype, scale=50 * n)
 
 
-def test_qr_factors_and_least_squares(rng):
-    for m, n, dtype in [
-        (1, 1, "float32"),
-        (8, 5, "float64"),
-        (64, 32, "float32"),
-        (33, 33, "float64"),
-        (12, 7, "complex64"),
-    ]:
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
+def test_qr_factors_and_least_squares(dtype, rng):
+    shapes = [(1, 1), (8, 5), (64, 32), (33, 33), (12, 7)] if dtype in REAL else [(12, 7), (33, 20)]
+    for m, n in shapes:
         qr_case(m, n, dtype, rng)
 
 
@@ -130,8 +130,9 @@ def qr_case(m, n, dtype, rng):
     close(x[:, :n], want, dtype, scale=100 * m)
 
 
-def test_the_largest_problem_a_block_holds(rng):
-    for function, dtype in [("posv", "float32"), ("posv", "float64"), ("gesv", "float32")]:
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
+def test_the_largest_problem_a_block_holds(dtype, rng):
+    for function in ("posv", "gesv"):
         largest_case(function, dtype, rng)
 
 
@@ -146,10 +147,11 @@ def largest_case(function, dtype, rng):
     close(x, np.linalg.solve(a, b), dtype, scale=10 * n)
 
 
-def test_info_reports_the_failing_problem_only(rng):
+@pytest.mark.parametrize("dtype", REAL + COMPLEX)
+def test_info_reports_the_failing_problem_only(dtype, rng):
     """Problems that are not positive definite (posv) or singular (gesv) report the 1-based order of the first
     failing minor / the first zero pivot; the others in the same blocks solve."""
-    n, dtype = 8, "float64"
+    n = 8
     a = spd(rng, COUNT, n, dtype)
     bad = {3: 1, 10: 5, 41: 8}  # problem → the leading minor that fails
     for j, order in bad.items():
