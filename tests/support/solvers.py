@@ -10,10 +10,23 @@ from .compiler import cuda
 _DTYPES = {"float32": np.float32, "float64": np.float64, "complex64": np.complex64, "complex128": np.complex128}
 
 
+STATIC_BYTES = 48 * 1024  # a block's static shared memory: past it, the operands go to dynamic shared memory
+
+
+def offsets(solver):
+    """Where A, B and tau begin in the launch's dynamic shared memory (items of the solver's dtype, 16-byte
+    aligned)."""
+    itemsize = np.dtype(_DTYPES[solver.dtype]).itemsize
+    step = 16 // itemsize
+    b = -(-solver.a_size // step) * step
+    return 0, b, b + -(-solver.b_size // step) * step
+
+
 @functools.cache
 def solve_kernel(solver):
     """A kernel ``(a, b, ipiv, tau, info)`` over flat arrays of every problem's operands (those the solver does not
-    take unused): A, B and tau staged in shared memory, ipiv and info passed as slices of global memory."""
+    take unused): A, B and tau staged in shared memory (static, or dynamic past 48 KiB), ipiv and info passed as
+    slices of global memory."""
     operands = solver.operands
     call = ", ".join(
         ["A"]
@@ -28,11 +41,18 @@ def solve_kernel(solver):
         ]
     )
     staged = [p for p in ("a", "b", "tau") if p in operands]
+    dynamic = solver.shared_memory_bytes > STATIC_BYTES
     lines = ["def kernel(a, b, ipiv, tau, info):", "    t, k = cuda.threadIdx.x, cuda.blockIdx.x"]
-    for p in staged:
+    if dynamic:
+        lines.append("    memory = cuda.shared.array(0, DTYPE)")
+    for p, start in zip(("a", "b", "tau"), offsets(solver)):
+        if p not in staged:
+            continue
         name = {"a": "A", "b": "B", "tau": "T"}[p]
         lines += [
-            f"    {name} = cuda.shared.array(S.{p}_size, DTYPE)",
+            f"    {name} = memory[{start} : {start} + S.{p}_size]"
+            if dynamic
+            else f"    {name} = cuda.shared.array(S.{p}_size, DTYPE)",
             f"    for i in range(t, S.{p}_size, S.threads):",
             f"        {name}[i] = {p}[k * S.{p}_size + i]",
         ]
@@ -70,7 +90,13 @@ def run(solver, a, b=None, ipiv=None):
         cuda.to_device(np.zeros(count * k, dtype)),
         cuda.to_device(np.full(count, -7, np.int32)),
     ]
-    solve_kernel(solver)[count // solver.batches_per_block, solver.block_dim](*arrays)
+    kernel = solve_kernel(solver)
+    nbytes = 0
+    if solver.shared_memory_bytes > STATIC_BYTES:
+        import numba_tiles as tiles
+
+        nbytes = tiles.allow_dynamic_shared_memory(kernel, _dynamic_bytes(solver), *arrays)
+    kernel[count // solver.batches_per_block, solver.block_dim, 0, nbytes](*arrays)
     cuda.synchronize()
     a_out, b_out, ipiv_out, tau_out, info = (x.copy_to_host() for x in arrays)
 
@@ -86,6 +112,12 @@ def run(solver, a, b=None, ipiv=None):
         tau_out.reshape(count, k),
         info,
     )
+
+
+def _dynamic_bytes(solver):
+    """The dynamic shared memory of `solve_kernel`'s A, B and tau."""
+    itemsize = np.dtype(_DTYPES[solver.dtype]).itemsize
+    return (offsets(solver)[2] + solver.tau_size) * itemsize
 
 
 def spd(rng, count, n, dtype):
