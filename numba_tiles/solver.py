@@ -61,9 +61,9 @@ class Solver:
     ``nrhs``: the right-hand sides (B's columns); ``fill_mode``: the triangle of A that Cholesky reads and writes
     (``"lower"`` or ``"upper"``); ``arrangement``: how A and B lie in memory, ``"row_major"`` (C order, NumPy's:
     the default) or ``"col_major"``; ``batches_per_block``: the problems one call solves (by default 32 // n, at
-    least 1); ``block_dim``: the block's threads (by default a warp up to 32 rows, then the next power of two, at
-    most 256: cuSOLVERDx's suggestions, near enough; a warp, and no more, for an odd ``nrhs`` past one and for gels
-    of several problems a block, which cuSOLVERDx 0.5 computes wrongly with more threads); ``arch``: the GPU (by
+    least 1); ``block_dim``: the block's threads (by default a warp up to 64 rows, the fastest measured, then the
+    next power of two, at most 256; a warp, and no more, for an odd ``nrhs`` past one and for gels of several
+    problems a block, which cuSOLVERDx 0.5 computes wrongly with more threads); ``arch``: the GPU (by
     default this machine's, else sm_90), whose shared memory bounds the size. Creating one needs no GPU and compiles
     nothing; libmathdx generates its code (a few seconds, in the background; then the disk cache answers) for each
     arch a kernel calls it on.
@@ -154,7 +154,9 @@ class Solver:
         if threads is not None and threads[1:] != (1, 1):
             raise ext.error(name, f"a solver's block is 1-D, got block_dim={block_dim}", f"pass block_dim={threads[0]}")
         wrong = _wrong_shape(self.function, self.nrhs, self.batches_per_block)
-        self.threads = threads[0] if threads else 32 if wrong else min(256, max(32, 1 << (largest - 1).bit_length()))
+        # (a warp up to 64 rows: faster than 64 threads at 32 and 64 rows on an H100, posv, gesv and gels alike)
+        default = 32 if wrong or largest <= 64 else min(256, 1 << (largest - 1).bit_length())
+        self.threads = threads[0] if threads else default
         if self.threads > 32 and wrong:
             raise ext.error(
                 name, f"cuSOLVERDx 0.5 computes {wrong} wrongly with {self.threads} threads", "pass block_dim=32"

@@ -22,10 +22,11 @@ def test_descriptions_name_their_sizes():
     assert lu.operands == ("a", "ipiv", "b", "info") and (lu.lda, lu.ldb, lu.threads) == (8, 8, 64)
     assert tiles.Solver("gesv", 8, "float32", pivot=None).operands == ("a", "b", "info")
     qr = tiles.Solver("gels", (64, 32), "float32", nrhs=2)
-    assert (qr.a_size, qr.b_size, qr.tau_size, qr.threads) == (2048, 128, 32, 64)
+    assert (qr.a_size, qr.b_size, qr.tau_size, qr.threads) == (2048, 128, 32, 32)
+    assert tiles.Solver("posv", 100, "float32").threads == 128
     assert repr(qr) == (
         "Solver('gels', (64, 32), 'float32', nrhs=2, arrangement='row_major', batches_per_block=1, "
-        "block_dim=64, arch='sm_90')"
+        "block_dim=32, arch='sm_90')"
     )
     assert tiles.Solver("potrf", 4, "float32") == tiles.Solver("potrf", 4, "float32", fill_mode="lower")
     assert tiles.Solver.largest_size("posv", "float32", arch="sm_90") == 240
