@@ -29,6 +29,7 @@ prints a table last.
     python benchmarks/fft.py [--repeats 15] [--scale 1] [--cases "c2c f32 1024,conv f32 4096"] [--out DIR] [--draft]
     python benchmarks/fft.py --dry      # no GPU: compile every kernel for sm_90 (types and links them)
     python benchmarks/fft.py --sizes 1024=16:4,4096=16:2    # other elements a thread : FFTs a block, by size
+    python benchmarks/fft.py --staged       # the next rows staged in shared memory by cp.async (staged_kernel)
 
 On the GPU machines (after ``make gpu-site``): ``PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/fft.py``.
 """
