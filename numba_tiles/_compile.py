@@ -82,6 +82,13 @@ def python_function(symbol, pyfunc, signature, cc, fastmath=False, by_mlir=False
         return found
 
 
+def default_arch():
+    """This machine's GPU's arch, else sm_90: what a description (`FFT`, `Solver`) is made for when not told (one
+    made on a machine with no GPU, or on the simulator, is for cross-compiling)."""
+    cc = None if simulated.simulator_enabled() else _toolchain.current_device_cc()
+    return "sm_%d%d" % cc if cc else "sm_90"
+
+
 def parse_arch(arch):
     """``"sm_90"`` → ``(9, 0)``, for the architectures this toolkit's NVRTC supports; an arch-specific
     ``"sm_90a"`` (sm_90 on) → ``(9, 0, "a")``."""

@@ -2,9 +2,8 @@
 
 from numba.cuda import types
 
-from . import _ahead, _toolchain
+from . import _ahead, _compile
 from . import extending as ext
-from ._backends import simulated
 from ._fft import calls, database, twins
 
 __all__ = ["FFT"]
@@ -115,7 +114,7 @@ class FFT:
                 f"a {self.kind} FFT is {implied}, got direction={direction!r}",
                 f"leave direction out, or pass {'c2r' if self.kind == 'r2c' else 'r2c'} for the other direction",
             )
-        self.arch = arch if arch is not None else _default_arch()
+        self.arch = arch if arch is not None else _compile.default_arch()
         sizes = database.sizes(
             name,
             self.size,
@@ -293,8 +292,3 @@ class FFT:
             cubin = tiles.compile(filtered, "void(complex64[:, ::1], complex64[::1])", arch="sm_80")
         """
 
-
-def _default_arch():
-    """This machine's GPU's arch, else sm_90 (a description made on a machine with no GPU, for cross-compiling)."""
-    cc = None if simulated.simulator_enabled() else _toolchain.current_device_cc()
-    return "sm_%d%d" % cc if cc else "sm_90"

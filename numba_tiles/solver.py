@@ -169,7 +169,7 @@ class Solver:
         self.sizes = _items(self.function, self.m, self.n, self.nrhs, self.batches_per_block)
         self.a_size, self.b_size, self.ipiv_size, self.tau_size, self.info_size = self.sizes.values()
         self.shared_memory_bytes = _shared_bytes(self.sizes, self.operands, self.dtype)
-        self.arch = arch if arch is not None else _default_arch()
+        self.arch = arch if arch is not None else _compile.default_arch()
         limit = _shared_limit(self.arch)
         if self.shared_memory_bytes > limit:
             fits = Solver.largest_size(self.function, self.dtype, nrhs=self.nrhs, arch=self.arch)
@@ -317,8 +317,3 @@ def _size(name, size):
         raise ext.error(name, f"size must be a positive int n or a pair (m, n), got {size!r}", "pass size=32")
     return values
 
-
-def _default_arch():
-    from .fft import _default_arch as this_gpu
-
-    return this_gpu()
