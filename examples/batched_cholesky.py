@@ -40,13 +40,13 @@ def solve_groups(a, b, info):
 def solve(a, b, grid=None):
     """Solve ``a[i] @ x = b[i]`` for each problem, in place in ``b`` (device arrays: ``a`` problems x n x n, ``b``
     problems x n, float32, C-contiguous; the problems a multiple of ``SOLVER.batches_per_block``); ``info``, a device
-    array of int32, one a problem. ``grid``: blocks (by default one a group of problems)."""
+    array of int32, one a problem. ``grid``: as `tiles.Solver.launch` takes it (by default a block a group of
+    problems; ``"resident"``: the blocks the GPU runs at once, each looping over groups)."""
     problems = a.shape[0]
     if problems % SOLVER.batches_per_block:
         raise ValueError(f"the problems must be a multiple of {SOLVER.batches_per_block}")
     info = cuda.device_array(problems, np.int32)
-    blocks = grid or problems // SOLVER.batches_per_block
-    solve_groups[blocks, SOLVER.block_dim](a.reshape(-1), b.reshape(-1), info)
+    SOLVER.launch(solve_groups, a.reshape(-1), b.reshape(-1), info, problems=problems, grid=grid)
     return info
 
 

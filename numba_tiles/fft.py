@@ -291,4 +291,3 @@ class FFT:
 
             cubin = tiles.compile(filtered, "void(complex64[:, ::1], complex64[::1])", arch="sm_80")
         """
-

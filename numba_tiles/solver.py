@@ -44,6 +44,10 @@ MAX_SHARED_BYTES.update({100: 227 * 1024, 120: 99 * 1024})
         "tau_size",
         "info_size",
         "shared_memory_bytes",
+        "a_start",
+        "b_start",
+        "ipiv_start",
+        "tau_start",
     )
 )
 class Solver:
@@ -72,7 +76,9 @@ class Solver:
     dimensions; ``batches_per_block`` and ``threads`` (``block_dim`` is ``(threads, 1, 1)``); for each operand the
     items of all of a call's problems, back to back: ``a_size`` (m x n each), ``b_size`` (n x nrhs, gels max(m, n) x
     nrhs), ``ipiv_size`` and ``tau_size`` (min(m, n)), ``info_size`` (one int32 each); and
-    ``shared_memory_bytes``, theirs together in shared memory (each rounded up to 16 bytes). ``operands`` names the
+    ``shared_memory_bytes``, theirs together in shared memory (each rounded up to 16 bytes), A, B, ipiv and tau back
+    to back from ``a_start``, ``b_start``, ``ipiv_start`` and ``tau_start`` (each in its own items: for a launch's
+    dynamic shared memory, past a block's 48 KiB of static shared memory, see `launch`). ``operands`` names the
     operands ``execute`` takes, in order.
 
     Example (Cholesky solves: ``batches_per_block`` systems a block, every system's A and B back to back)::
@@ -168,7 +174,8 @@ class Solver:
         self.ldb = self.nrhs if row else b_rows
         self.sizes = _items(self.function, self.m, self.n, self.nrhs, self.batches_per_block)
         self.a_size, self.b_size, self.ipiv_size, self.tau_size, self.info_size = self.sizes.values()
-        self.shared_memory_bytes = _shared_bytes(self.sizes, self.operands, self.dtype)
+        starts, self.shared_memory_bytes = _shared_layout(self.sizes, self.operands, self.dtype)
+        self.a_start, self.b_start, self.ipiv_start, self.tau_start = starts.values()
         self.arch = arch if arch is not None else _compile.default_arch()
         limit = _shared_limit(self.arch)
         if self.shared_memory_bytes > limit:
@@ -216,6 +223,36 @@ class Solver:
             f"arrangement={self.arrangement!r}, batches_per_block={self.batches_per_block}, "
             f"block_dim={self.threads}, arch={self.arch!r})"
         )
+
+    def launch(self, kernel, *args, problems, grid=None, stream=0):
+        """Launch ``kernel`` with ``args`` for ``problems`` problems, ``solver.batches_per_block`` a block: blocks of
+        ``solver.block_dim``; where the operands are over a block's 48 KiB of static shared memory, the launch's
+        dynamic shared memory for them (``shared_memory_bytes``; the kernel let to take it), in which the kernel
+        finds each at its start: ``cuda.shared.array(0, dtype)[solver.b_start : solver.b_start + solver.b_size]``;
+        and ``grid``:
+
+        - by default, one block a group of ``batches_per_block`` problems: the kernel's group is ``cuda.blockIdx.x``;
+        - ``"resident"``: as many blocks as the GPU runs at once (the driver's occupancy query), at most one a group:
+          for a kernel's own loop over the groups, ``cuda.gridDim.x`` apart;
+        - or a grid of your own.
+
+        Example, continuing `Solver`'s (``info`` has a value for each problem)::
+
+            if cuda.is_available():
+                S.launch(solve, cuda.to_device(a.ravel()), x, info, problems=100)
+        """
+        from ._occupancy import resident_blocks
+        from ._shared_memory import allow_dynamic_shared_memory
+
+        groups = max(-(-problems // self.batches_per_block), 1)
+        shared = self.shared_memory_bytes if self.shared_memory_bytes > ext.STATIC_SHARED_BYTES else 0
+        if shared:
+            allow_dynamic_shared_memory(kernel, shared, *args)
+        if grid is None:
+            grid = groups
+        elif grid == "resident":
+            grid = max(min(resident_blocks(kernel, self.block_dim, *args, shared_bytes=shared), groups), 1)
+        kernel[grid, self.block_dim, stream, shared](*args)
 
     @staticmethod
     def largest_size(function, dtype, *, nrhs=1, pivot="partial", arch="sm_90"):
@@ -293,13 +330,21 @@ def _items(function, m, n, nrhs, batches):
     return {p: each[p] * batches for p in each}
 
 
-def _shared_bytes(sizes, operands, dtype):
-    """The shared memory of the operands that live there (A, B, ipiv staged beside them, tau), each rounded up to
-    16 bytes."""
+def _shared_layout(sizes, operands, dtype):
+    """(each shared operand's start, in its own items, and the bytes of all): A, B, ipiv (staged beside them) and
+    tau back to back in one buffer, each at a multiple of 16 bytes."""
     itemsize = ext.named("Solver", "dtype", dtype).numpy.itemsize
-    return sum(
-        -(-sizes[p] * (4 if p == "ipiv" else itemsize) // 16) * 16 for p in ("a", "b", "ipiv", "tau") if p in operands
-    )
+    starts, end = {}, 0
+    for p in ("a", "b", "ipiv", "tau"):
+        size = 4 if p == "ipiv" else itemsize
+        starts[p] = end // size
+        if p in operands:
+            end += -(-sizes[p] * size // 16) * 16
+    return starts, end
+
+
+def _shared_bytes(sizes, operands, dtype):
+    return _shared_layout(sizes, operands, dtype)[1]
 
 
 def _shared_limit(arch):
@@ -316,4 +361,3 @@ def _size(name, size):
     ):
         raise ext.error(name, f"size must be a positive int n or a pair (m, n), got {size!r}", "pass size=32")
     return values
-

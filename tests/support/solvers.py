@@ -13,15 +13,6 @@ _DTYPES = {"float32": np.float32, "float64": np.float64, "complex64": np.complex
 STATIC_BYTES = 48 * 1024  # a block's static shared memory: past it, the operands go to dynamic shared memory
 
 
-def offsets(solver):
-    """Where A, B and tau begin in the launch's dynamic shared memory (items of the solver's dtype, 16-byte
-    aligned)."""
-    itemsize = np.dtype(_DTYPES[solver.dtype]).itemsize
-    step = 16 // itemsize
-    b = -(-solver.a_size // step) * step
-    return 0, b, b + -(-solver.b_size // step) * step
-
-
 @functools.cache
 def solve_kernel(solver):
     """A kernel ``(a, b, ipiv, tau, info)`` over flat arrays of every problem's operands (those the solver does not
@@ -44,13 +35,11 @@ def solve_kernel(solver):
     dynamic = solver.shared_memory_bytes > STATIC_BYTES
     lines = ["def kernel(a, b, ipiv, tau, info):", "    t, k = cuda.threadIdx.x, cuda.blockIdx.x"]
     if dynamic:
-        lines.append("    memory = cuda.shared.array(0, DTYPE)")
-    for p, start in zip(("a", "b", "tau"), offsets(solver)):
-        if p not in staged:
-            continue
+        lines.append("    memory = cuda.shared.array(0, ITEM)")
+    for p in staged:
         name = {"a": "A", "b": "B", "tau": "T"}[p]
         lines += [
-            f"    {name} = memory[{start} : {start} + S.{p}_size]"
+            f"    {name} = memory[S.{p}_start : S.{p}_start + S.{p}_size]"
             if dynamic
             else f"    {name} = cuda.shared.array(S.{p}_size, DTYPE)",
             f"    for i in range(t, S.{p}_size, S.threads):",
@@ -60,7 +49,8 @@ def solve_kernel(solver):
     for p in staged:
         name = {"a": "A", "b": "B", "tau": "T"}[p]
         lines += [f"    for i in range(t, S.{p}_size, S.threads):", f"        {p}[k * S.{p}_size + i] = {name}[i]"]
-    scope = {"cuda": cuda, "S": solver, "DTYPE": _DTYPES[solver.dtype]}  # (a NumPy dtype: either compiler's)
+    # (NumPy's: either compiler's; the simulator's dynamic shared memory takes a dtype, not a scalar type)
+    scope = {"cuda": cuda, "S": solver, "DTYPE": _DTYPES[solver.dtype], "ITEM": np.dtype(_DTYPES[solver.dtype])}
     exec("\n".join(lines), scope)
     return cuda.jit(scope["kernel"])
 
@@ -90,13 +80,7 @@ def run(solver, a, b=None, ipiv=None):
         cuda.to_device(np.zeros(count * k, dtype)),
         cuda.to_device(np.full(count, -7, np.int32)),
     ]
-    kernel = solve_kernel(solver)
-    nbytes = 0
-    if solver.shared_memory_bytes > STATIC_BYTES:
-        import numba_tiles as tiles
-
-        nbytes = tiles.allow_dynamic_shared_memory(kernel, _dynamic_bytes(solver), *arrays)
-    kernel[count // solver.batches_per_block, solver.block_dim, 0, nbytes](*arrays)
+    solver.launch(solve_kernel(solver), *arrays, problems=count)
     cuda.synchronize()
     a_out, b_out, ipiv_out, tau_out, info = (x.copy_to_host() for x in arrays)
 
@@ -112,12 +96,6 @@ def run(solver, a, b=None, ipiv=None):
         tau_out.reshape(count, k),
         info,
     )
-
-
-def _dynamic_bytes(solver):
-    """The dynamic shared memory of `solve_kernel`'s A, B and tau."""
-    itemsize = np.dtype(_DTYPES[solver.dtype]).itemsize
-    return (offsets(solver)[2] + solver.tau_size) * itemsize
 
 
 def spd(rng, count, n, dtype):
