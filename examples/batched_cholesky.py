@@ -6,7 +6,7 @@ not positive definite). Each block loops over groups of ``SOLVER.batches_per_blo
 it stages a group's matrices in shared memory, factors and solves them with one ``SOLVER.execute``, and writes the
 solutions back. The same kernel runs on the simulator, whose twin solves with NumPy.
 
-    python examples/batched_cholesky.py      # 65,536 systems of 32 x 32 (NUMBA_ENABLE_CUDASIM=1: 64 of 8 x 8)
+    python examples/batched_cholesky.py      # 65,536 systems of 32 x 32 (NUMBA_ENABLE_CUDASIM=1: 16 of 8 x 8)
 """
 
 import numpy as np
@@ -59,7 +59,7 @@ def spd_problems(problems, n=N, seed=2026):
 
 
 def main():
-    problems = 64 if cuda.config.ENABLE_CUDASIM else 65536
+    problems = 16 if cuda.config.ENABLE_CUDASIM else 65536
     a, b = spd_problems(problems)
     x = cuda.to_device(b)
     info = solve(cuda.to_device(a), x).copy_to_host()
