@@ -204,12 +204,13 @@ def _tool(name):
 
 def _libmathdx_row():
     """libmathdx's version and file (cuBLASDx's pipelines: tiles.Matmul.tile on Hopper where the wgmma block does
-    not serve), or why there is none."""
+    not serve; cuSOLVERDx's solvers: tiles.Solver), or why there is none."""
     from . import _toolchain
 
     try:
         return (
-            f"{_toolchain.libmathdx_version()} (cuBLASDx 0.7 pipelines: Matmul.tile on Hopper)  "
+            f"{_toolchain.libmathdx_version()} "
+            "(cuBLASDx 0.7 pipelines: Matmul.tile on Hopper; cuSOLVERDx 0.5: Solver)  "
             f"{_toolchain.libmathdx_path()}"
         )
     except Exception as exc:  # (the rest of the library works without it)
