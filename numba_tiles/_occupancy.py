@@ -49,3 +49,22 @@ def resident_blocks(kernel, block_dim, *args, shared_bytes=0):
     if simulated.simulator_enabled():
         return SIMULATED_BLOCKS
     return _backends.of_kernel(kernel).resident_blocks(kernel, args, threads, shared_bytes)
+
+
+def launch_groups(kernel, args, block_dim, shared_memory_bytes, groups, grid, stream):
+    """Launch ``kernel`` with ``args`` in blocks of ``block_dim`` over ``groups`` groups of work (a description's
+    `launch`: `FFT`'s rows, `Solver`'s problems): the dynamic shared memory its calls need where it is over a
+    block's static shared memory (the kernel let to take it), and the grid: by default a block a group,
+    ``"resident"`` the blocks the GPU runs at once (at most one a group), or a grid of the caller's."""
+    from ._library import STATIC_SHARED_BYTES
+    from ._shared_memory import allow_dynamic_shared_memory
+
+    groups = max(groups, 1)
+    shared = shared_memory_bytes if shared_memory_bytes > STATIC_SHARED_BYTES else 0
+    if shared:
+        allow_dynamic_shared_memory(kernel, shared, *args)
+    if grid is None:
+        grid = groups
+    elif grid == "resident":
+        grid = max(min(resident_blocks(kernel, block_dim, *args, shared_bytes=shared), groups), 1)
+    kernel[grid, block_dim, stream, shared](*args)

@@ -173,18 +173,10 @@ class FFT:
             if cuda.is_available():
                 FFT.launch(spectra, cuda.to_device(x), y, rows=1000)
         """
-        from ._occupancy import resident_blocks
-        from ._shared_memory import allow_dynamic_shared_memory
+        from ._occupancy import launch_groups
 
-        groups = max(-(-rows // self.ffts_per_block), 1)
-        shared = self.shared_memory_bytes if self.shared_memory_bytes > ext.STATIC_SHARED_BYTES else 0
-        if shared:
-            allow_dynamic_shared_memory(kernel, shared, *args)
-        if grid is None:
-            grid = groups
-        elif grid == "resident":
-            grid = max(min(resident_blocks(kernel, self.block_dim, *args, shared_bytes=shared), groups), 1)
-        kernel[grid, self.block_dim, stream, shared](*args)
+        groups = -(-rows // self.ffts_per_block)
+        launch_groups(kernel, args, self.block_dim, self.shared_memory_bytes, groups, grid, stream)
 
     @staticmethod
     def supported_sizes(dtype="complex64", arch="sm_90"):

@@ -241,18 +241,10 @@ class Solver:
             if cuda.is_available():
                 S.launch(solve, cuda.to_device(a.ravel()), x, info, problems=100)
         """
-        from ._occupancy import resident_blocks
-        from ._shared_memory import allow_dynamic_shared_memory
+        from ._occupancy import launch_groups
 
-        groups = max(-(-problems // self.batches_per_block), 1)
-        shared = self.shared_memory_bytes if self.shared_memory_bytes > ext.STATIC_SHARED_BYTES else 0
-        if shared:
-            allow_dynamic_shared_memory(kernel, shared, *args)
-        if grid is None:
-            grid = groups
-        elif grid == "resident":
-            grid = max(min(resident_blocks(kernel, self.block_dim, *args, shared_bytes=shared), groups), 1)
-        kernel[grid, self.block_dim, stream, shared](*args)
+        groups = -(-problems // self.batches_per_block)
+        launch_groups(kernel, args, self.block_dim, self.shared_memory_bytes, groups, grid, stream)
 
     @staticmethod
     def largest_size(function, dtype, *, nrhs=1, pivot="partial", arch="sm_90"):
