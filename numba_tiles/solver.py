@@ -261,7 +261,7 @@ class Solver:
         if pivot == "partial" and FUNCTIONS[function][1] is not None:
             operands = operands + ("ipiv",)
         limit, n = _shared_limit(arch), 1
-        while _shared_bytes(_items(function, n + 1, n + 1, nrhs, 1), operands, dtype) <= limit:
+        while _shared_layout(_items(function, n + 1, n + 1, nrhs, 1), operands, dtype)[1] <= limit:
             n += 1
         return n
 
@@ -334,9 +334,6 @@ def _shared_layout(sizes, operands, dtype):
             end += -(-sizes[p] * size // 16) * 16
     return starts, end
 
-
-def _shared_bytes(sizes, operands, dtype):
-    return _shared_layout(sizes, operands, dtype)[1]
 
 
 def _shared_limit(arch):

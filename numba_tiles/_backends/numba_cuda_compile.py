@@ -1,8 +1,8 @@
 """numba-cuda's compilers, links and caches of whole kernels, where they meet numba_tiles' LTO-IR (each pinned by a
 contract test in ``tests/cpu/test_numba_contract.py``):
 - `lazy_ltoir`: a public ``numba.cuda.LTOIR`` whose bytes are made when numba-cuda first reads
-  them (its documented file-object form), so that all of a kernel's intrinsics compile together;
-  `lazy_fatbin` the same for a ``numba.cuda.Fatbin`` (cuSOLVERDx's drivers);
+  them (its documented file-object form), so that all of a kernel's intrinsics compile together (or a
+  ``numba.cuda.Fatbin``: cuSOLVERDx's drivers);
 - `compile_kernel_ltoir`: numba-cuda's public ``compile_all`` of a kernel to LTO-IR;
 - `device_functions_for`: device functions compiled for the kernel's arch, with no GPU;
 - `loaded_as_extension`: whether numba-cuda's extension loader is importing us;
@@ -36,16 +36,10 @@ class _Deferred(io.BytesIO):
 _ours = weakref.WeakSet()  # the LTO-IR objects numba_tiles linked into code libraries
 
 
-def lazy_ltoir(name, make):
-    """A ``numba.cuda.LTOIR`` named ``name`` whose bytes are ``make()``, called when numba-cuda links it."""
-    code = cuda.LTOIR(_Deferred(make), name=name)
-    _ours.add(code)
-    return code
-
-
-def lazy_fatbin(name, make):
-    """A ``numba.cuda.Fatbin`` named ``name`` whose bytes are ``make()``, called when numba-cuda links it."""
-    code = cuda.Fatbin(_Deferred(make), name=name)
+def lazy_ltoir(name, make, kind=cuda.LTOIR):
+    """A ``numba.cuda.LTOIR`` (or another ``kind`` of linkable code: ``numba.cuda.Fatbin``) named ``name`` whose
+    bytes are ``make()``, called when numba-cuda links it."""
+    code = kind(_Deferred(make), name=name)
     _ours.add(code)
     return code
 

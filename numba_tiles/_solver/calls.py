@@ -3,6 +3,7 @@ the kernel's arch (``lto_libs/solver.cuh``), linked with its LTO-IR and cuSOLVER
 
 import functools
 
+from numba import cuda
 from numba.cuda import types
 
 from .. import _compile, _libmathdx, _toolchain
@@ -98,7 +99,8 @@ def _code(solve):
 @functools.cache
 def _fatbin():
     """cuSOLVERDx's fatbin: one object a process, so that a kernel with several solvers links it once."""
-    return numba_cuda_compile.lazy_fatbin(
+    return numba_cuda_compile.lazy_ltoir(
         "numba_tiles-cusolverdx.fatbin",
         lambda: generated("Solver.execute", "cuSOLVERDx's fatbin", _libmathdx.solver_fatbin),
+        cuda.Fatbin,
     )
