@@ -153,27 +153,25 @@ def test_info_reports_the_failing_problem_only(dtype, rng):
     """Problems that are not positive definite (posv) or singular (gesv) report the 1-based order of the first
     failing minor / the first zero pivot; the others in the same blocks solve."""
     n = 8
+    b = random(rng, (COUNT, n, 1), dtype)
     a = spd(rng, COUNT, n, dtype)
     bad = {3: 1, 10: 5, 41: 8}  # problem → the leading minor that fails
     for j, order in bad.items():
         a[j, order - 1, order - 1] = -1e3
-    b = random(rng, (COUNT, n, 1), dtype)
-    _, x, _, _, info = run(tiles.Solver("posv", n, dtype), a, b)
-    want = np.zeros(COUNT, np.int32)
-    for j, order in bad.items():
-        want[j] = order
-    np.testing.assert_array_equal(info, want)
-    good = want == 0
-    close(x[good], np.linalg.solve(a[good], b[good]), dtype, scale=n)
-
+    expect_info("posv", a, b, bad, dtype, scale=n)
     a = random(rng, (COUNT, n, n), dtype)
     singular = {0: 1, 17: 4, 95: 8}  # problem → a column of zeros (which elimination keeps zero): a zero pivot
     for j, column in singular.items():
         a[j, :, column - 1] = 0
-    _, x, _, _, info = run(tiles.Solver("gesv", n, dtype), a, b)
+    expect_info("gesv", a, b, singular, dtype, scale=10 * n)
+
+
+def expect_info(function, a, b, failing, dtype, scale):
+    """``function`` on ``a`` and ``b`` reports ``failing`` (problem → info) and solves every other problem."""
+    _, x, _, _, info = run(tiles.Solver(function, a.shape[1], dtype), a, b)
     want = np.zeros(COUNT, np.int32)
-    for j, column in singular.items():
-        want[j] = column
+    for j, value in failing.items():
+        want[j] = value
     np.testing.assert_array_equal(info, want)
     good = want == 0
-    close(x[good], np.linalg.solve(a[good], b[good]), dtype, scale=10 * n)
+    close(x[good], np.linalg.solve(a[good], b[good]), dtype, scale=scale)

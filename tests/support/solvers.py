@@ -5,12 +5,12 @@ import functools
 
 import numpy as np
 
+from numba_tiles.extending import STATIC_SHARED_BYTES
+
 from .compiler import cuda
 
 _DTYPES = {"float32": np.float32, "float64": np.float64, "complex64": np.complex64, "complex128": np.complex128}
-
-
-STATIC_BYTES = 48 * 1024  # a block's static shared memory: past it, the operands go to dynamic shared memory
+STAGED = {"a": "A", "b": "B", "tau": "T"}  # the operands staged in shared memory, and their names in the kernel
 
 
 @functools.cache
@@ -31,13 +31,12 @@ def solve_kernel(solver):
             for p in operands[1:]
         ]
     )
-    staged = [p for p in ("a", "b", "tau") if p in operands]
-    dynamic = solver.shared_memory_bytes > STATIC_BYTES
+    staged = {p: name for p, name in STAGED.items() if p in operands}
+    dynamic = solver.shared_memory_bytes > STATIC_SHARED_BYTES  # (past it, in the launch's dynamic shared memory)
     lines = ["def kernel(a, b, ipiv, tau, info):", "    t, k = cuda.threadIdx.x, cuda.blockIdx.x"]
     if dynamic:
         lines.append("    memory = cuda.shared.array(0, ITEM)")
-    for p in staged:
-        name = {"a": "A", "b": "B", "tau": "T"}[p]
+    for p, name in staged.items():
         lines += [
             f"    {name} = memory[S.{p}_start : S.{p}_start + S.{p}_size]"
             if dynamic
@@ -46,8 +45,7 @@ def solve_kernel(solver):
             f"        {name}[i] = {p}[k * S.{p}_size + i]",
         ]
     lines += ["    cuda.syncthreads()", f"    S.execute({call})"]
-    for p in staged:
-        name = {"a": "A", "b": "B", "tau": "T"}[p]
+    for p, name in staged.items():
         lines += [f"    for i in range(t, S.{p}_size, S.threads):", f"        {p}[k * S.{p}_size + i] = {name}[i]"]
     # (NumPy's: either compiler's; the simulator's dynamic shared memory takes a dtype, not a scalar type)
     scope = {"cuda": cuda, "S": solver, "DTYPE": _DTYPES[solver.dtype], "ITEM": np.dtype(_DTYPES[solver.dtype])}
