@@ -23,13 +23,16 @@ On the GPU machines (after ``make gpu-site``): ``PYTHONPATH=$PWD/.gpu-site:$PWD 
 import argparse
 import datetime
 import sys
+from pathlib import Path
 
 import numpy as np
 from _timing import median_ms
 from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
-from numba import cuda, types
+from numba import cuda
 
 import numba_tiles as tiles
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 # case: (function, (m, n), dtype, problems, target ratio, shapes tried: (threads, batches_per_block) or None for
 # the description's defaults)
@@ -39,39 +42,6 @@ CASES = {
     "gesv f32 32 x 65536": ("gesv", (32, 32), "float32", 65536, 5, [None, (64, 2), (128, 4)]),
     "gels f32 64x32 x 16384": ("gels", (64, 32), "float32", 16384, 5, [None, (32, 1), (32, 2)]),
 }
-
-
-def group_kernel(solver):
-    """Each block loops over groups of ``batches_per_block`` problems, ``gridDim.x`` apart, with A, B, tau and ipiv
-    in shared memory (examples/batched_cholesky.py's loop, for any of posv, gesv and gels)."""
-    S = solver
-    dtype = getattr(types, S.dtype)
-    pivots, householder = "ipiv" in S.operands, "tau" in S.operands
-
-    @cuda.jit
-    def solve(a, b, info):
-        A = cuda.shared.array(S.a_size, dtype)
-        B = cuda.shared.array(S.b_size, dtype)
-        P = cuda.shared.array(S.ipiv_size, types.int32)
-        T = cuda.shared.array(S.tau_size, dtype)
-        t = cuda.threadIdx.x
-        for group in range(cuda.blockIdx.x, info.size // S.batches_per_block, cuda.gridDim.x):
-            for i in range(t, S.a_size, S.threads):
-                A[i] = a[group * S.a_size + i]
-            for i in range(t, S.b_size, S.threads):
-                B[i] = b[group * S.b_size + i]
-            cuda.syncthreads()
-            if householder:
-                S.execute(A, B, tau=T)
-            elif pivots:
-                S.execute(A, B, ipiv=P, info=info[group * S.batches_per_block :])
-            else:
-                S.execute(A, B, info=info[group * S.batches_per_block :])
-            for i in range(t, S.b_size, S.threads):
-                b[group * S.b_size + i] = B[i]
-            cuda.syncthreads()
-
-    return solve
 
 
 def problems_of(function, m, n, dtype, count, rng):
@@ -87,6 +57,7 @@ def problems_of(function, m, n, dtype, count, rng):
 
 
 def case(name, repeats):
+    import batched_cholesky  # (the example's kernel is the one timed)
     import torch
 
     function, (m, n), dtype, count, target, shapes = CASES[name]
@@ -116,7 +87,7 @@ def case(name, repeats):
     for shape in shapes:
         threads, batches = shape or (None, None)
         s = tiles.Solver(function, (m, n), dtype, block_dim=threads, batches_per_block=batches)
-        kernel = group_kernel(s)
+        kernel = batched_cholesky.group_kernel(s)
         x = torch.empty_like(b)
         info = cuda.device_array(count, np.int32)
         a_flat = cuda.as_cuda_array(a.reshape(-1))

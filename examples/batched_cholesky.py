@@ -4,13 +4,14 @@
 place in ``b``, and returns each problem's ``info`` (0, or the order of the first leading minor of ``a[i]`` that is
 not positive definite). Each block loops over groups of ``SOLVER.batches_per_block`` problems, ``gridDim.x`` apart:
 it stages a group's matrices in shared memory, factors and solves them with one ``SOLVER.execute``, and writes the
-solutions back. The same kernel runs on the simulator, whose twin solves with NumPy.
+solutions back (`group_kernel`, which benchmarks/solvers.py times for gesv and gels too). The same kernel runs on
+the simulator, whose twin solves with NumPy.
 
     python examples/batched_cholesky.py      # 65,536 systems of 32 x 32 (NUMBA_ENABLE_CUDASIM=1: 16 of 8 x 8)
 """
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, types
 
 import numba_tiles as tiles
 
@@ -18,23 +19,42 @@ N = 8 if cuda.config.ENABLE_CUDASIM else 32
 SOLVER = tiles.Solver("posv", N, "float32")
 
 
-@cuda.jit
-def solve_groups(a, b, info):
-    """``a``, ``b``: every problem's A and B back to back (flat), ``info``: one a problem."""
-    S = SOLVER
-    A = cuda.shared.array(S.a_size, float32)
-    B = cuda.shared.array(S.b_size, float32)
-    t = cuda.threadIdx.x
-    for group in range(cuda.blockIdx.x, info.size // S.batches_per_block, cuda.gridDim.x):
-        for i in range(t, S.a_size, S.threads):
-            A[i] = a[group * S.a_size + i]
-        for i in range(t, S.b_size, S.threads):
-            B[i] = b[group * S.b_size + i]
-        cuda.syncthreads()
-        S.execute(A, B, info=info[group * S.batches_per_block :])
-        for i in range(t, S.b_size, S.threads):
-            b[group * S.b_size + i] = B[i]
-        cuda.syncthreads()  # (the next group's loads overwrite A and B)
+def group_kernel(solver):
+    """The kernel ``(a, b, info)`` (``a``, ``b``: every problem's A and B back to back, flat; ``info``: one a
+    problem) in which each block loops over groups of ``solver.batches_per_block`` problems, ``gridDim.x`` apart:
+    their A and B (and, for the functions that take them, tau and the pivots) in shared memory. For posv, gesv and
+    gels, whose solutions land in B."""
+    S = solver
+    dtype = getattr(types, S.dtype)
+    pivots, householder = "ipiv" in S.operands, "tau" in S.operands
+
+    @cuda.jit
+    def solve_groups(a, b, info):
+        A = cuda.shared.array(S.a_size, dtype)
+        B = cuda.shared.array(S.b_size, dtype)
+        P = cuda.shared.array(S.ipiv_size, types.int32)
+        T = cuda.shared.array(S.tau_size, dtype)
+        t = cuda.threadIdx.x
+        for group in range(cuda.blockIdx.x, info.size // S.batches_per_block, cuda.gridDim.x):
+            for i in range(t, S.a_size, S.threads):
+                A[i] = a[group * S.a_size + i]
+            for i in range(t, S.b_size, S.threads):
+                B[i] = b[group * S.b_size + i]
+            cuda.syncthreads()
+            if householder:  # (a constant: Numba compiles the one call the solver takes)
+                S.execute(A, B, tau=T)
+            elif pivots:
+                S.execute(A, B, ipiv=P, info=info[group * S.batches_per_block :])
+            else:
+                S.execute(A, B, info=info[group * S.batches_per_block :])
+            for i in range(t, S.b_size, S.threads):
+                b[group * S.b_size + i] = B[i]
+            cuda.syncthreads()  # (the next group's loads overwrite A and B)
+
+    return solve_groups
+
+
+solve_groups = group_kernel(SOLVER)
 
 
 def solve(a, b, grid=None):
