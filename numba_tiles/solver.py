@@ -335,7 +335,6 @@ def _shared_layout(sizes, operands, dtype):
     return starts, end
 
 
-
 def _shared_limit(arch):
     cc = _compile.parse_arch(arch)
     return MAX_SHARED_BYTES[max(a for a in MAX_SHARED_BYTES if a <= cc[0] * 10 + cc[1])]
