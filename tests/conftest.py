@@ -29,7 +29,14 @@ def pytest_configure(config):
 # The modules whose tests take longest (cuBLASDx, cuFFTDx and libmathdx programs) run first: under xdist's worksteal,
 # a worker that is idle takes queued tests from the end of another's queue, so short tests last let the workers finish
 # together, where a 40 s test started last keeps one busy alone.
-LONG_FIRST = ("cpu/test_matmul.py", "cpu/test_pipeline.py", "cpu/test_mlir.py", "cpu/test_docs.py", "cpu/test_fft.py")
+LONG_FIRST = (
+    "cpu/test_matmul.py",
+    "cpu/test_pipeline.py",
+    "cpu/test_mlir.py",
+    "cpu/test_docs.py",
+    "cpu/test_fft.py",
+    "simulator/test_notebooks.py",  # (a notebook on the simulator: most of a minute)
+)
 
 
 def pytest_collection_modifyitems(config, items):

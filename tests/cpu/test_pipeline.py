@@ -324,7 +324,7 @@ def test_a_description_compiles_its_code_ahead_and_a_kernel_waits_for_it(monkeyp
     monkeypatch.setattr(_notices, "TICK_S", 0.05)
     monkeypatch.setattr(_toolchain, "current_device_cc", lambda: (8, 0))
     before = _stats.snapshot()["nvrtc"]
-    mm = tiles.Matmul((32, 32, 16), "float32", block_dim=64, stages=3)  # (a description no other test compiles)
+    mm = tiles.Matmul((16, 16, 8), "float64", block_dim=32, stages=3)  # (a description no other test compiles)
 
     @cuda.jit
     def tile_gemm(ops):
@@ -334,8 +334,8 @@ def test_a_description_compiles_its_code_ahead_and_a_kernel_waits_for_it(monkeyp
     def bmm(ops):
         mm.batched(ops)
 
-    tiles.compile(tile_gemm, (mm.operands_type("float32"),), arch="sm_80")
-    tiles.compile(bmm, (mm.operands_type("float32", batched=True),), arch="sm_80")
+    tiles.compile(tile_gemm, (mm.operands_type("float64"),), arch="sm_80")
+    tiles.compile(bmm, (mm.operands_type("float64", batched=True),), arch="sm_80")
     err = capfd.readouterr().err
     assert "which NVRTC has been compiling in the background" in err
     assert re.search(r"\rnumba_tiles: NVRTC has been compiling it for \d+ s", err), err
