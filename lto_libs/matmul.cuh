@@ -14,6 +14,7 @@
 #include <cutlass/arch/barrier.h>
 
 #include "common.cuh"
+#include "mma.cuh"  // (check_tile)
 #include "tma.cuh"
 
 namespace numba_tiles {
@@ -62,30 +63,6 @@ using gemm = decltype(cublasdx::Size<M, N, K>() +
                                             RowB ? cublasdx::row_major : cublasdx::col_major,
                                             RowC ? cublasdx::row_major : cublasdx::col_major>() +
                       cublasdx::Block() + cublasdx::BlockDim<BX, BY, BZ>() + cublasdx::SM<__CUDA_ARCH__>());
-
-// Stop the kernel unless `tile` is rows x cols, stored row-major (Row) or column-major with
-// leading dimension LD.
-template <bool Row, int LD, int Align, typename T>
-__device__ __forceinline__ void check_tile(const matrix_ref<T>& tile, long long rows, long long cols, char name) {
-  const bool ok = tile.rows == rows && tile.cols == cols &&
-                  (Row ? (tile.col_stride == 1 && tile.row_stride == LD) : (tile.row_stride == 1 && tile.col_stride == LD));
-  if (Align > 0 && reinterpret_cast<unsigned long long>(tile.data) % (Align > 0 ? Align : 1) != 0) {
-    if (first_thread()) {
-      // (no arguments: they would take a local-memory buffer on every path)
-      printf("tiles.matmul: a tile is not aligned as alignment= promises; allocate the tiles with "
-             "cuda.shared.array(shape, dtype, alignment=16)\n");
-    }
-    fail();
-  }
-  if (!ok) {
-    if (first_thread()) {
-      printf("tiles.matmul: %c is %lld x %lld with strides (%lld, %lld) items; it must be %lld x %lld, %s with leading "
-             "dimension %d (ld=)\n", name, tile.rows, tile.cols, tile.row_stride, tile.col_stride, rows, cols,
-             Row ? "row-major" : "column-major", LD);
-    }
-    fail();
-  }
-}
 
 template <int M, int N, int K, typename TA, typename TB, typename TC, typename PA, typename PB, bool RowA, bool RowB,
           bool RowC, int LDA, int LDB, int LDC, int Align, int BX, int BY, int BZ>

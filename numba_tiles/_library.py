@@ -335,19 +335,21 @@ Example::
     assert ext.MATHDX.header("matmul.cuh").path().is_file()
 """
 
-# The wgmma block of Matmul.tile and Matmul.batched (wgmma.cuh): MathDx's CuTe GMMA atoms, which need the
-# arch-specific target (sm_90a), and no cuBLASDx: a library of its own, so that its programs alone are compiled
-# for sm_90a and their key holds MathDx's headers but not cuBLASDx's version (whose long-compile notice they
-# would earn: one takes about 2 s of NVRTC).
-CUTE_SM90A = dataclasses.replace(
+# MathDx's CuTe without cuBLASDx: the MMA atoms of tiles.matmul's warps (mma.cuh). A library of its own, so that
+# its key holds MathDx's headers but not cuBLASDx's version (whose long-compile notice its programs would earn: one
+# takes about 2 s of NVRTC).
+CUTE = dataclasses.replace(
     MATHDX,
-    name="numba_tiles.cute.sm90a",
-    arch_specific=True,
+    name="numba_tiles.cute",
     versions=lambda: {
         **_cub_versions(),
         "mathdx": _toolchain.directory_digest(_toolchain.mathdx_include_dirs()[0].parent),
     },
 )
+
+# The wgmma block of Matmul.tile and Matmul.batched (wgmma.cuh): CuTe's GMMA atoms, which need the arch-specific
+# target (sm_90a), so that its programs alone are compiled for sm_90a.
+CUTE_SM90A = dataclasses.replace(CUTE, name="numba_tiles.cute.sm90a", arch_specific=True)
 
 # cuRANDDx (MathDx's generators and distributions, random.cuh) over cuRAND's device headers (which it includes for
 # its generators' selection and its normal distribution), CCCL and the CUDA headers: its key holds cuRANDDx's version

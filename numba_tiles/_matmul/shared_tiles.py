@@ -1,12 +1,15 @@
 """``tiles.matmul``: ``c = alpha * a @ b + beta * c`` for tiles in shared memory, by cuBLASDx's block ``execute``
 (the one-call form; `numba_tiles.tile` moves the tiles)."""
 
+import math
+
 from numba.cuda import types
 
-from .. import _matrices
+from .. import _compile, _matrices
 from .. import extending as ext
+from .._backends import simulated
 from ..extending import Arg, Instance, intrinsic
-from . import twins
+from . import mma_tiles, twins
 from .base import MATMUL
 
 
@@ -71,14 +74,21 @@ def _matmul_rule(name, args):
                 f"pad the tiles to a leading dimension of a multiple of {align // dtype.numpy.itemsize} "
                 "items (ld=), or leave alignment out",
             )
-    operand_types = dict(TA=ta.cxx, TB=tb.cxx, TC=tc.cxx, PA=compute, PB=compute)
+    storage = dict(TA=ta.cxx, TB=tb.cxx, TC=tc.cxx)
     layout = dict(RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1], LDC=lds[2], Align=align)
-    template = MATMUL.template(
-        "numba_tiles::matmul", M=m, N=n, K=k, **operand_types, **layout, **_matrices.block_shape(args)
-    )
+    block = _matrices.block_shape(args)
+    cc = None if simulated.simulator_enabled() else _compile.typing_cc()
+    tile = mma_tiles.warp_tile(compute, (m, n, k), math.prod(args["block_dim"]), cc)
+    if tile is not None:
+        header, template = mma_tiles.MMA, mma_tiles.template(m, n, k, storage, layout, block, compute, tile)
+    else:
+        header = MATMUL
+        template = MATMUL.template(
+            "numba_tiles::matmul", M=m, N=n, K=k, **storage, PA=compute, PB=compute, **layout, **block
+        )
     scales = (Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
     params = (Arg("a", args["a"]), Arg("b", args["b"]), Arg("c", args["c"]), *scales)
-    return Instance(intrinsic=name, header=MATMUL, template=template, result=types.none, params=params)
+    return Instance(intrinsic=name, header=header, template=template, result=types.none, params=params)
 
 
 @intrinsic(

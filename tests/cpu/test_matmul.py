@@ -9,9 +9,10 @@ from numba import cuda
 import numba_tiles as tiles
 from examples import gemm
 from numba_tiles import _programs, _toolchain
+from numba_tiles._matmul import mma_tiles
 
 from ..support.programs import observed_programs
-from ..support.sass import external_calls, instructions, registers, sass
+from ..support.sass import external_calls, instructions, opcode_names, registers, sass
 
 SIG = "void(float16[:, :], float16[:, :], float32[:, :], int64)"
 
@@ -255,6 +256,76 @@ def test_aligned_tiles_are_read_with_ldmatrix(tmp_path):
     assert "LDL" not in code and "STL" not in code
 
 
+ATOM_KERNEL = """
+def kernel(h, c32, c64):
+    ha = cuda.shared.array((64, 32), float16, alignment=16)
+    hb = cuda.shared.array((64, 32), float16, alignment=16)
+    fa = cuda.shared.array((32, 16), float32, alignment=16)
+    fb = cuda.shared.array((32, 16), float32, alignment=16)
+    da = cuda.shared.array((16, 8), float64)
+    db = cuda.shared.array((8, 16), float64)
+    s32 = cuda.shared.array((64, 64), float32)
+    t32 = cuda.shared.array((32, 32), float32)
+    s64 = cuda.shared.array((16, 16), float64)
+    tiles.tile_load(h, ha, 0, 0, block_dim=128)
+    tiles.tile_load(h, hb, 0, 0, block_dim=128)
+    tiles.tile_load(c32, fa, 0, 0, block_dim=128)
+    tiles.tile_load(c32, fb, 0, 0, block_dim=128)
+    tiles.tile_load(c64, da, 0, 0, block_dim=128)
+    tiles.tile_load(c64, db, 0, 0, block_dim=128)
+    tiles.matmul(ha, hb.T, s32, shape=(64, 64, 32), block_dim=128, alignment=16)
+    tiles.matmul(fa, fb.T, t32, shape=(32, 32, 16), block_dim=128, precision="tf32", alignment=16)
+    tiles.matmul(da, db, s64, 0.5, 1.0, shape=(16, 16, 8), block_dim=128)
+    tiles.tile_store(s32, c32, 0, 0, block_dim=128)
+    tiles.tile_store(t32, c32, 0, 0, block_dim=128)
+    tiles.tile_store(s64, c64, 0, 0, block_dim=128)
+"""
+
+
+def test_the_warps_form_multiplies_on_mma_atoms_fed_by_ldmatrix(tmp_path, monkeypatch):
+    """On sm_80, fp16 (B column-major), tf32 and fp64 tiles of whole atoms are multiplied by the block's warps on
+    CuTe's atoms: HMMA and DMMA, 16-bit and tf32 operands read by LDSM (the transposing one for none here), no local
+    memory, no calls; programs of mma.cuh alone, no cuBLASDx GEMM (matmul.cuh) among them."""
+    monkeypatch.setenv(mma_tiles.ENABLED, "1")
+    seen = observed_programs(monkeypatch)
+    from numba.cuda.types import float16, float32, float64
+
+    namespace = {"cuda": cuda, "tiles": tiles, "float16": float16, "float32": float32, "float64": float64}
+    exec(ATOM_KERNEL, namespace)
+    kernel = cuda.jit(namespace["kernel"])
+    code = sass(tiles.compile(kernel, "void(float16[:, :], float32[:, :], float64[:, :])", arch="sm_80"), tmp_path)
+    ops = opcode_names(code)
+    assert {"HMMA", "DMMA", "LDSM"} <= ops, sorted(ops)
+    assert "HMMA.16816.F32" in code and "HMMA.1688.F32.TF32" in code and "LDSM.16.M88.4" in code
+    assert not ops & {"LDL", "STL"}, sorted(ops)
+    # the only calls are the run-time checks' message and stop (the global matrices' strides are run-time)
+    assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
+    programs = [re.findall(r'#include "([^"]+)"', source) for source, _ in seen]
+    assert ["mma.cuh"] in programs and not any("matmul.cuh" in p for p in programs), programs
+
+
+@pytest.mark.parametrize(
+    "compute,shape,threads,cc,tile",
+    [
+        ("__half", (64, 64, 32), 128, (8, 0), (32, 32)),  # the README's: a 32 x 32 quarter a warp
+        ("__half", (128, 128, 32), 128, (9, 0), (32, 64)),  # two rounds of the largest that fits the registers
+        ("__half", (128, 128, 32), 256, (8, 6), (32, 64)),
+        ("__half", (64, 64, 32), 1024, (8, 0), (16, 16)),  # (64 registers a thread: small accumulators)
+        ("double", (16, 16, 16), 32, (8, 0), (16, 16)),
+        ("cublasdx::tfloat32_t", (48, 80, 24), 96, (8, 0), (48, 16)),  # (3 warps: 2 rounds of 5 tiles, not 5 of 15)
+        ("__half", (64, 64, 32), 128, (7, 5), None),  # (before sm_80: cuBLASDx)
+        ("__half", (64, 72, 32), 128, (8, 0), None),  # (N not of whole 16-column pairs of atoms)
+        ("cublasdx::tfloat32_t", (64, 64, 12), 128, (8, 0), None),  # (K not of whole 8-item steps)
+        ("float", (64, 64, 32), 128, (8, 0), None),  # (float32 SIMT products: cuBLASDx)
+        ("__half", (64, 64, 32), 48, (8, 0), None),  # (a partial warp)
+        ("__half", (64, 64, 32), 128, None, None),  # (the simulator)
+    ],
+)
+def test_the_warps_form_takes_whole_atoms_and_deals_tiles_evenly(compute, shape, threads, cc, tile, monkeypatch):
+    monkeypatch.setenv(mma_tiles.ENABLED, "1")
+    assert mma_tiles.warp_tile(compute, shape, threads, cc) == tile
+
+
 def test_tiles_inside_the_matrix_move_in_16_byte_vectors(tmp_path):
     """Aligned whole rows go as LDG.E.128 / STS.128 (and back as LDS.128 / STG.E.128); the edge path stays."""
     import sys
@@ -327,7 +398,7 @@ def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory
     # the only calls are the run-time checks' message and stop (a global matrix's strides are run-time)
     assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
     assert kernel.shared_bytes == 2 * mm.shared_memory_bytes + mm.c_items * 4
-    assert tiles.shared_memory(kernel, signature)["total"] == 0  # all of it dynamic
+    assert tiles.shared_memory(kernel, signature, arch="sm_80")["total"] == 0  # all of it dynamic
 
 
 @pytest.mark.heavy

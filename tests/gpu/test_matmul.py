@@ -13,6 +13,8 @@ from numba import cuda
 from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
 from examples import gemm
+from numba_tiles import _programs
+from numba_tiles._matmul import mma_tiles
 
 from ..support import matrices
 
@@ -75,6 +77,45 @@ def random(rng, shape, dtype):
 
 @pytest.mark.parametrize("precision,tile,block_dim,order,alignment", [c for c in CASES if fits(c[0], c[1])], ids=str)
 def test_gemm_against_numpy(precision, tile, block_dim, order, alignment, rng):
+    check_gemm(precision, tile, block_dim, order, alignment, rng)
+
+
+# The warps' form on MMA atoms (lto_libs/mma.cuh) where it serves: fp16, bf16, tf32 and fp64 tiles of whole atoms,
+# each arrangement, aligned tiles (ldmatrix) and not, and a C that beta = 0 must not read (NaN). The first cases
+# take every value of each parameter (what `--sanitize-subset` keeps); then every precision with every tile.
+ATOM_PRECISIONS = [PRECISIONS[i] for i in (0, 1, 3, 4, 5)]
+ATOM_CASES = [
+    (ATOM_PRECISIONS[0], (64, 128, 32), (32, 8), "FC", 16, None),
+    (ATOM_PRECISIONS[1], (32, 64, 16), 128, "CF", None, 0.0),
+    (ATOM_PRECISIONS[3], (48, 80, 24), 96, "FF", None, None),
+    (ATOM_PRECISIONS[2], (16, 16, 16), 32, "CC", 16, None),
+    (ATOM_PRECISIONS[4], (64, 64, 64), 128, "FC", None, None),
+    (ATOM_PRECISIONS[0], (128, 64, 16), 256, "CC", None, None),
+    (ATOM_PRECISIONS[3], (32, 32, 32), 128, "CF", None, None),
+]
+ATOM_CASES += [
+    case
+    for case in [(p, tile, block, "CC", None, None) for p in ATOM_PRECISIONS for tile, block in TILES]
+    + [(p, (32, 32, 32), 128, o, a, None) for p in ATOM_PRECISIONS for o in ("FC", "CF", "FF") for a in (None, 16)]
+    + [(p, (64, 64, 32), 128, "CC", 16, 0.0) for p in ATOM_PRECISIONS]
+    + [(PRECISIONS[4], (48, 80, 24), 96, "FC", None, None), (PRECISIONS[3], (24, 40, 12), 96, "FC", None, None)]
+    if case not in ATOM_CASES
+]
+
+
+@pytest.mark.parametrize(
+    "precision,tile,block_dim,order,alignment,beta", [c for c in ATOM_CASES if fits(*c[:2])], ids=str
+)
+def test_gemm_by_mma_atoms_against_numpy(precision, tile, block_dim, order, alignment, beta, rng, monkeypatch):
+    monkeypatch.setenv(mma_tiles.ENABLED, "1")
+    with _programs.recording() as lowered:
+        check_gemm(precision, tile, block_dim, tuple(order), alignment, rng, beta)
+    assert any(i.template.startswith("numba_tiles::mma_matmul<") for i, _ in lowered)
+
+
+def check_gemm(precision, tile, block_dim, order, alignment, rng, beta=None):
+    """examples/gemm.py's kernel on matrices whose sizes are not multiples of the tile, A and B stored or
+    transposed, against NumPy; ``beta``: C's scale (0: C holds NaN, which the product must not read)."""
     dtype, acc, named = (*precision, None)[:3]
     m, n, k = (int(v) for v in rng.integers(1, 4, 3) * np.array(tile) + rng.integers(1, 17, 3))  # not multiples
     transposed = rng.integers(0, 2, 2)  # A and/or B as the transpose of a stored matrix: strided views
@@ -86,11 +127,12 @@ def test_gemm_against_numpy(precision, tile, block_dim, order, alignment, rng):
         a, b = matrices.bf16_bits(a), matrices.bf16_bits(b)
     a, b = (a.T if transposed[0] else a), (b.T if transposed[1] else b)
     c = random(rng, (m, n), acc)
-    alpha, beta = float(rng.uniform(0.5, 2)), float(rng.uniform(-2, -0.5))
+    alpha = float(rng.uniform(0.5, 2))
+    beta = float(rng.uniform(-2, -0.5)) if beta is None else beta
     if np.dtype(acc).kind == "c":
         alpha, beta = np.dtype(acc).type(alpha - 0.5j), np.dtype(acc).type(beta + 0.75j)
     kernel = gemm.make_gemm(tile, dtype, acc, block_dim, order, named, alignment)
-    result = gemm.run(kernel, a, b, c, alpha, beta, tile, block_dim)
+    result = gemm.run(kernel, a, b, np.full_like(c, np.nan) if beta == 0 else c, alpha, beta, tile, block_dim)
     error = matrices.relative_error(result, a, b, c, alpha, beta, named)
     assert error < BOUND[named or acc], f"{m}x{n}x{k}: relative error {error:.2e}"
 
@@ -386,6 +428,8 @@ import numpy as np
 from numba import cuda
 import numba_tiles as tiles
 from examples import gemm
+from numba_tiles import _programs
+from numba_tiles._matmul import mma_tiles
 
 mm = tiles.Matmul((64, 64, 64), "float16", block_dim=128, stages=2)
 kernel = gemm.make_batched(mm)

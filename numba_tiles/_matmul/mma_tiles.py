@@ -1,0 +1,61 @@
+"""``tiles.matmul`` by the block's warps on CuTe's MMA atoms (``lto_libs/mma.cuh``, sm_80 and later): fp16, bf16,
+tf32 and fp64 tiles of whole atoms, no cuBLASDx GEMM instantiated (its compile takes a fraction of cuBLASDx's)."""
+
+import os
+
+from .._library import CUTE
+
+MMA = CUTE.header("mma.cuh")
+# The atoms (PTX's mma.sync shapes) by the C++ precision A and B are computed in: (M, N, K) of C's warp tiles'
+# steps, N counting the two atoms side by side that one ldmatrix of B feeds, and the tag mma.cuh takes.
+ATOMS = {
+    "__half": ((16, 16, 16), "__half"),
+    "__nv_bfloat16": ((16, 16, 16), "__nv_bfloat16"),
+    "cublasdx::tfloat32_t": ((16, 16, 8), "::numba_tiles::tf32"),
+    "double": ((8, 8, 4), "double"),
+}
+REGISTERS = 65536  # an SM's 32-bit registers, which a block's threads share (255 at most a thread)
+# (Until the GPU tests pass with it, the warps' form is taken only where this is set.)
+ENABLED = "NUMBA_TILES_MATMUL_ATOMS"
+
+
+def warp_tile(compute, shape, threads, cc):
+    """The ``(TM, TN)`` of C each warp multiplies at a time when `mma.cuh` computes ``shape`` in ``compute`` (a C++
+    precision) with ``threads`` a block for compute capability ``cc``; None where it does not (cuBLASDx does).
+
+    Of the warp tiles that fit the shape and leave half a thread's registers to the rest, the one that moves least
+    from shared memory to the slowest warp: its rounds of tiles times each tile's products and fragment loads.
+    """
+    if not os.environ.get(ENABLED) or cc is None or cc < (8, 0) or compute not in ATOMS or threads % 32:
+        return None
+    (am, an, ak), _ = ATOMS[compute]
+    m, n, k = shape
+    if m % am or n % an or k % ak:
+        return None
+    warps = threads // 32
+    per_item = 2 if compute == "double" else 1  # (registers an accumulator takes)
+    budget = min(255, REGISTERS // threads) // 2
+    fits = [
+        (tm, tn)
+        for tm in range(am, min(m, 64) + 1, am)
+        for tn in range(an, min(n, 64) + 1, an)
+        if m % tm == 0 and n % tn == 0 and tm * tn * per_item // 32 <= budget
+    ]
+    if not fits:
+        return None
+
+    def cost(tile):
+        tm, tn = tile
+        rounds = -(-(m // tm) * (n // tn) // warps)
+        return rounds * (tm * tn + 8 * (tm + tn)), -tm * tn
+
+    return min(fits, key=cost)
+
+
+def template(m, n, k, storage, layout, block, compute, tile):
+    """``mma_matmul``'s template for the product in ``compute`` by warp tiles of ``tile``: ``storage`` (TA, TB and
+    TC), ``layout`` (the arrangements, leading dimensions and alignment) and ``block`` as matmul.cuh's ``matmul``
+    takes them."""
+    _, tag = ATOMS[compute]
+    tm, tn = tile
+    return MMA.template("numba_tiles::mma_matmul", M=m, N=n, K=k, **storage, **layout, **block, P=tag, TM=tm, TN=tn)
