@@ -62,9 +62,8 @@ GPU_ENV     := PYTHONPATH=$(CURDIR)/$(GPU_SITE):$(CURDIR) NUMBA_TILES_COMPILE_JO
         gpu-test gpu-test-part gpu-test-mlir gpu-sanitize gpu-sanitize-tools benchmark clean
 
 # The set-up, once: pip lists what it fetches, but under CI (CI set, as GitHub Actions does), whose log
-# wants only the failures, and whose throwaway environments skip compiling every installed module to bytecode
-# ahead (half of pip's time on 2 cores; a module imported is compiled then).
-PIP_OUTPUT ?= $(if $(CI),--quiet --no-compile,)
+# wants only the failures.
+PIP_OUTPUT ?= $(if $(CI),--quiet,)
 $(PY): pyproject.toml
 	@echo "Installing numba_tiles and its $(CUDA) toolchain into $(VENV), once: about 1.4 GB of wheels (numba-cuda," \
 	  "numba-cuda-mlir on cu13, NVRTC, nvJitLink, NVVM, CCCL and MathDx headers, libmathdx, the test and docs" \

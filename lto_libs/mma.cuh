@@ -48,7 +48,9 @@ struct tf32 {};
 // C fragments, and the accumulator's type. (PTX ISA, "Matrix Fragments for mma.m16n8k16" and friends: lane l holds
 // rows g = l / 4 (+ 8) and columns or K-items from t = l % 4.)
 template <typename P>
-struct mma_atom {
+struct mma_atom;
+template <>
+struct mma_atom<__half> {
   using op = cute::SM80_16x8x16_F32F16F16F32_TN;
   static constexpr int m = 16, n = 8, k = 16, a_regs = 4, b_regs = 2, c_regs = 4;
   using acc = float;
@@ -84,8 +86,7 @@ __device__ __forceinline__ unsigned tf32_bits(unsigned f) {
   return cutlass::tfloat32_t::round_half_ulp_truncate(__uint_as_float(f)).raw();
 }
 
-// Line `i` of an operand's 8 x 8 (16-bit) or 8 x 4 (32-bit) block whose lines start at `p`, `ld` items apart:
-// the 16-byte line that ldmatrix reads.
+// The 16-byte line at `p` that a lane hands ldmatrix: a row of one of its 8 x 8 blocks of 16-bit items (8 x 4 tf32).
 template <typename T>
 __device__ __forceinline__ const cute::uint128_t& line(const T* p) {
   return *reinterpret_cast<const cute::uint128_t*>(p);
@@ -106,7 +107,9 @@ __device__ __forceinline__ void load_a(const T* a, int m0, int k0, int lane,
       cute::SM75_U32x4_LDSM_N::copy(line(at(m0 + lane % 16, k0 + lane / 16 * 4)), r[0], r[1], r[2], r[3]);
     } else {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) r[i] = *reinterpret_cast<const unsigned*>(at(m0 + g + 8 * (i % 2), k0 + t + 4 * (i / 2)));
+      for (int i = 0; i < 4; ++i) {
+        r[i] = *reinterpret_cast<const unsigned*>(at(m0 + g + 8 * (i % 2), k0 + t + 4 * (i / 2)));
+      }
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) r[i] = tf32_bits(r[i]);
@@ -134,7 +137,8 @@ __device__ __forceinline__ void load_b(const T* b, int k0, int n0, int lane,
     r[0][0] = *at(k0 + t, n0 + g);
   } else if constexpr (cuda::std::is_same_v<P, tf32>) {
     if constexpr (Ldsm && !Row) {
-      cute::SM75_U32x4_LDSM_N::copy(line(at(k0 + j % 2 * 4, n0 + j / 2 * 8 + lane % 8)), r[0][0], r[0][1], r[1][0], r[1][1]);
+      cute::SM75_U32x4_LDSM_N::copy(line(at(k0 + j % 2 * 4, n0 + j / 2 * 8 + lane % 8)), r[0][0], r[0][1], r[1][0],
+                                    r[1][1]);
     } else {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -145,9 +149,11 @@ __device__ __forceinline__ void load_b(const T* b, int k0, int n0, int lane,
     for (int i = 0; i < 4; ++i) r[i / 2][i % 2] = tf32_bits(r[i / 2][i % 2]);
   } else if constexpr (Ldsm && !Row) {
     // (column-major: lines along K; matrix j holds K-items k0 + 8 (j % 2) of columns n0 + 8 (j / 2))
-    cute::SM75_U32x4_LDSM_N::copy(line(at(k0 + j % 2 * 8, n0 + j / 2 * 8 + lane % 8)), r[0][0], r[0][1], r[1][0], r[1][1]);
+    cute::SM75_U32x4_LDSM_N::copy(line(at(k0 + j % 2 * 8, n0 + j / 2 * 8 + lane % 8)), r[0][0], r[0][1], r[1][0],
+                                  r[1][1]);
   } else if constexpr (Ldsm) {
-    cute::SM75_U16x8_LDSM_T::copy(line(at(k0 + j % 2 * 8 + lane % 8, n0 + j / 2 * 8)), r[0][0], r[0][1], r[1][0], r[1][1]);
+    cute::SM75_U16x8_LDSM_T::copy(line(at(k0 + j % 2 * 8 + lane % 8, n0 + j / 2 * 8)), r[0][0], r[0][1], r[1][0],
+                                  r[1][1]);
   } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -234,19 +240,21 @@ __device__ __forceinline__ void mma_matmul(matrix_ref<TA> a, matrix_ref<TB> b, m
   // dimensions are whole 16 bytes and the tiles start so (alignment=16 promises it; else it is tested here, once,
   // the same for every thread: shared arrays are mostly so placed).
   constexpr bool Lines = LDA * sizeof(TA) % 16 == 0 && LDB * sizeof(TB) % 16 == 0 && !cuda::std::is_same_v<P, double>;
-  const bool aligned =
-      Lines && (Align == 16 || (reinterpret_cast<unsigned long long>(a.data) | reinterpret_cast<unsigned long long>(b.data)) % 16 == 0);
+  const auto starts = reinterpret_cast<unsigned long long>(a.data) | reinterpret_cast<unsigned long long>(b.data);
+  const bool aligned = Lines && (Align == 16 || starts % 16 == 0);
   const int warp = thread_rank<BX, BY>() / 32, lane = thread_rank<BX, BY>() % 32;
   for (int tile = warp; tile < Tiles; tile += Warps) {
     const int m0 = tile / (N / TN) * TM, n0 = tile % (N / TN) * TN;
     if constexpr (Lines) {
       if (aligned) {
-        mma_warp_tile<P, K, RowA, RowB, RowC, LDA, LDB, LDC, TM, TN, true>(a.data, b.data, c.data, m0, n0, lane, alpha, beta);
+        mma_warp_tile<P, K, RowA, RowB, RowC, LDA, LDB, LDC, TM, TN, true>(a.data, b.data, c.data, m0, n0, lane, alpha,
+                                                                           beta);
         continue;
       }
     }
     if constexpr (!Lines || Align != 16) {
-      mma_warp_tile<P, K, RowA, RowB, RowC, LDA, LDB, LDC, TM, TN, false>(a.data, b.data, c.data, m0, n0, lane, alpha, beta);
+      mma_warp_tile<P, K, RowA, RowB, RowC, LDA, LDB, LDC, TM, TN, false>(a.data, b.data, c.data, m0, n0, lane, alpha,
+                                                                          beta);
     }
   }
   __syncthreads();
