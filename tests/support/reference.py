@@ -1,6 +1,7 @@
 """Kernels and NumPy references shared by the GPU and simulator tests of the block reductions."""
 
 import operator
+import os
 
 import numpy as np
 
@@ -10,6 +11,9 @@ from .compiler import cuda
 
 DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
 BLOCK_DIMS = [32, 128, 256, 1024, (16, 16), (8, 8, 4)]
+# Random partial blocks beside the fixed edge cases: one on the simulator, which runs each block's threads in Python
+# (its twins take every count the same way), four on a GPU.
+RANDOM_BLOCKS = 1 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" else 4
 OPS = {
     "+": np.add,
     "*": np.multiply,
@@ -54,7 +58,7 @@ def strides_of(block_dim):
 def num_valid_per_block(threads, rng):
     """Per-block counts: the edge cases (0, 1, full, beyond full) and random partial tiles."""
     fixed = [threads, 0, 1, threads - 1, threads + 7, max(threads // 2, 1)]
-    return np.array(fixed + list(rng.integers(0, threads + 1, 4)), dtype=np.int64)
+    return np.array(fixed + list(rng.integers(0, threads + 1, RANDOM_BLOCKS)), dtype=np.int64)
 
 
 def random_values(dtype, op, n, rng):
