@@ -198,13 +198,13 @@ def test_complex_products_compile_without_local_memory(dtype, tile, tmp_path):
 def test_asynchronous_tile_loads_are_cp_async(tmp_path):
     """Two asynchronous tile loads (the next pair during a product): 16-byte LDGSTS (cp.async.cg), waited
     for by DEPBAR."""
-    from numba.cuda.types import float16
+    from numba.cuda.types import float16, float32
 
     @cuda.jit
-    def pipelined(a, b, c):
+    def pipelined(a, b, c):  # (its product is the tiles.matmul docstring's: one program for both)
         sa = cuda.shared.array((2, 64, 64), float16)
         sb = cuda.shared.array((2, 64, 64), float16)
-        sc = cuda.shared.array((64, 64), float16)
+        sc = cuda.shared.array((64, 64), float32)
         i = 2 * cuda.blockIdx.x
         for j in range(2):
             tiles.tile_load(a[i + j], sa[j], 0, 0, block_dim=128, asynchronous=True)
@@ -215,7 +215,7 @@ def test_asynchronous_tile_loads_are_cp_async(tmp_path):
         tiles.matmul(sa[1], sb[1], sc, 1.0, 1.0, shape=(64, 64, 64), block_dim=128)
         tiles.tile_store(sc, c[i], 0, 0, block_dim=128)
 
-    code = sass(tiles.compile(pipelined, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
+    code = sass(tiles.compile(pipelined, "void(float16[:, :, ::1], float16[:, :, ::1], float32[:, :, ::1])"), tmp_path)
     assert "LDGSTS.E.BYPASS.128" in code and "DEPBAR" in code
     assert "LDL" not in code and "STL" not in code
 
@@ -334,8 +334,8 @@ def test_tiles_inside_the_matrix_move_in_16_byte_vectors(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import gemm_variants as bench
 
-    kernel = bench.shared_kernel(64, "float16", "float16", 128)
-    code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
+    kernel = bench.shared_kernel(64, "float16", "float32", 128)  # (the tiles.matmul docstring's product)
+    code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float32[:, :, ::1])"), tmp_path)
     for vector in ("LDG.E.128", "STS.128", "LDS.128", "STG.E.128"):
         assert vector in code, vector
     assert "LDG.E.U16" in code  # the item-by-item path, for tiles that overhang the edge

@@ -271,20 +271,39 @@ def kernel(a, b, c):
     tiles.tile_store(sc, c, row, col, block_dim=32)
 """,
     "Matmul's register form": REGISTER_FORM.format(extras="", epilogue=""),
+    # (fp16 tiles by the block's warps on MMA atoms, mma.cuh, under its switch)
+    "tiles.matmul of fp16 tiles by MMA atoms": """
+def kernel(a, b, c):
+    sa = cuda.shared.array((32, 32), np.float16)
+    sb = cuda.shared.array((32, 32), np.float16)
+    sc = cuda.shared.array((32, 32), np.float32)
+    row, col = 32 * cuda.blockIdx.y, 32 * cuda.blockIdx.x
+    tiles.tile_load(c, sc, row, col, block_dim=64)
+    for k in range(0, a.shape[1], 32):
+        tiles.tile_load(a, sa, row, k, block_dim=64)
+        tiles.tile_load(b, sb, k, col, block_dim=64)
+        tiles.matmul(sa, sb, sc, 1.0, 1.0, shape=(32, 32, 32), block_dim=64)
+    tiles.tile_store(sc, c, row, col, block_dim=64)
+""",
 }
 
 
 @pytest.mark.parametrize("case", MATMULS)
-def test_the_matmul_forms_on_arrays_compile_to_the_same_code_as_under_numba_cuda(case, tmp_path):
-    """tile_load (asynchronous, then tile_wait), tiles.matmul and tile_store (float32: FFMA), and a description's
-    methods (load_a, load_b, multiply, store: numba-cuda-mlir types ``MM`` as the description and its methods as
-    the intrinsics bound to it; fp16: HMMA): the same multiply-adds, copies and barriers as under numba-cuda."""
-    dtype = types.float32 if "shared" in case else types.float16
+def test_the_matmul_forms_on_arrays_compile_to_the_same_code_as_under_numba_cuda(case, tmp_path, monkeypatch):
+    """tile_load (asynchronous, then tile_wait), tiles.matmul and tile_store (float32: FFMA; fp16 by MMA atoms:
+    HMMA), and a description's methods (load_a, load_b, multiply, store: numba-cuda-mlir types ``MM`` as the
+    description and its methods as the intrinsics bound to it; fp16: HMMA): the same multiply-adds, copies and
+    barriers as under numba-cuda."""
+    from numba_tiles._matmul import mma_tiles
+
+    if "atoms" in case:
+        monkeypatch.setenv(mma_tiles.ENABLED, "1")
+    dtype = types.float32 if case == "tiles.matmul of shared tiles" else types.float16
     sig = (dtype[:, ::1], dtype[:, ::1], types.float32[:, ::1])
     (ours, total, *_), (theirs, total_theirs, *_) = both_ways(
         MATMULS[case], sig, "sm_80", tmp_path, ("HMMA", "FFMA", "LDGSTS", "BAR", "CALL", "LDL", "STL")
     )
-    assert ours == theirs and ours["HMMA" if "register" in case else "FFMA"] and not ours["LDL"] + ours["STL"], (
+    assert ours == theirs and ours["FFMA" if dtype == types.float32 else "HMMA"] and not ours["LDL"] + ours["STL"], (
         ours,
         theirs,
     )
