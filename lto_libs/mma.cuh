@@ -45,14 +45,15 @@ __device__ __forceinline__ void check_tile(const matrix_ref<T>& tile, long long 
 struct tf32 {};
 
 // The atom of a precision: its M x N x K, the registers of a warp's A (M x K), B (K x N, one N-column block) and
-// C fragments, and the accumulator's type. (PTX ISA, "Matrix Fragments for mma.m16n8k16" and friends: lane l holds
+// C fragments, how many atoms side by side one load of B feeds (nb: ldmatrix's four 8 x 8 blocks hold two 16-bit
+// or tf32 ones), and the accumulator's type. (PTX ISA, "Matrix Fragments for mma.m16n8k16" and friends: lane l holds
 // rows g = l / 4 (+ 8) and columns or K-items from t = l % 4.)
 template <typename P>
 struct mma_atom;
 template <>
 struct mma_atom<__half> {
   using op = cute::SM80_16x8x16_F32F16F16F32_TN;
-  static constexpr int m = 16, n = 8, k = 16, a_regs = 4, b_regs = 2, c_regs = 4;
+  static constexpr int m = 16, n = 8, k = 16, a_regs = 4, b_regs = 2, c_regs = 4, nb = 2;
   using acc = float;
   using reg = unsigned;
 };
@@ -68,7 +69,7 @@ struct mma_atom<tf32> : mma_atom<__half> {
 template <>
 struct mma_atom<double> {
   using op = cute::SM80_8x8x4_F64F64F64F64_TN;
-  static constexpr int m = 8, n = 8, k = 4, a_regs = 1, b_regs = 1, c_regs = 2;
+  static constexpr int m = 8, n = 8, k = 4, a_regs = 1, b_regs = 1, c_regs = 2, nb = 1;
   using acc = double;
   using reg = double;
 };
@@ -127,10 +128,10 @@ __device__ __forceinline__ void load_a(const T* a, int m0, int k0, int lane,
   }
 }
 
-// A warp's fragments of B for two atoms side by side, at (k0, n0) and (k0, n0 + 8) (one for fp64).
+// A warp's fragments of B for the atoms side by side at (k0, n0), (k0, n0 + 8) (one for fp64).
 template <typename P, bool Row, int LD, bool Ldsm, typename T>
 __device__ __forceinline__ void load_b(const T* b, int k0, int n0, int lane,
-                                       typename mma_atom<P>::reg (&r)[2][mma_atom<P>::b_regs]) {
+                                       typename mma_atom<P>::reg (&r)[mma_atom<P>::nb][mma_atom<P>::b_regs]) {
   const int g = lane / 4, t = lane % 4, j = lane / 8;
   auto at = [&](int k, int n) { return b + (Row ? k * LD + n : k + n * LD); };
   if constexpr (cuda::std::is_same_v<P, double>) {
@@ -178,7 +179,7 @@ __device__ __forceinline__ void mma_warp_tile(const TA* a, const TB* b, TC* c, i
   using Atom = mma_atom<P>;
   using Acc = typename Atom::acc;
   using R = typename Atom::reg;
-  constexpr int MI = TM / Atom::m, NI = TN / Atom::n, NB = cuda::std::is_same_v<P, double> ? 1 : 2;
+  constexpr int MI = TM / Atom::m, NI = TN / Atom::n, NB = Atom::nb;
   static_assert(TM % Atom::m == 0 && TN % (Atom::n * NB) == 0 && K % Atom::k == 0, "a warp tile of whole atoms");
   Acc acc[MI][NI][Atom::c_regs] = {};
   // (K's steps rolled past 8: a long K unrolled whole would only grow the code)
@@ -188,15 +189,7 @@ __device__ __forceinline__ void mma_warp_tile(const TA* a, const TB* b, TC* c, i
 #pragma unroll
     for (int i = 0; i < MI; ++i) load_a<P, RowA, LDA, Ldsm>(a, m0 + i * Atom::m, k0, lane, fa[i]);
 #pragma unroll
-    for (int j = 0; j < NI / NB; ++j) {
-      if constexpr (NB == 2) {
-        load_b<P, RowB, LDB, Ldsm>(b, k0, n0 + j * 2 * Atom::n, lane, fb[j]);
-      } else {
-        R pair[2][1];
-        load_b<P, RowB, LDB, Ldsm>(b, k0, n0 + j * Atom::n, lane, pair);
-        fb[j][0][0] = pair[0][0];
-      }
-    }
+    for (int j = 0; j < NI / NB; ++j) load_b<P, RowB, LDB, Ldsm>(b, k0, n0 + j * NB * Atom::n, lane, fb[j]);
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
 #pragma unroll

@@ -7,7 +7,8 @@ from .._library import CUTE
 
 MMA = CUTE.header("mma.cuh")
 # The atoms (PTX's mma.sync shapes) by the C++ precision A and B are computed in: (M, N, K) of C's warp tiles'
-# steps, N counting the two atoms side by side that one ldmatrix of B feeds, and the tag mma.cuh takes.
+# steps, N counting the atoms side by side that one load of B feeds (mma.cuh's nb: two, one for fp64), and the
+# tag mma.cuh takes.
 ATOMS = {
     "__half": ((16, 16, 16), "__half"),
     "__nv_bfloat16": ((16, 16, 16), "__nv_bfloat16"),
