@@ -13,7 +13,10 @@ _lock = threading.Lock()  # (the memo of users' functions, and the functions the
 
 
 def typing_cc():
-    """The compute capability of the kernel being typed, by whichever compiler types it."""
+    """The compute capability of the kernel being typed, by whichever compiler types it; None on the simulator
+    (which compiles nothing)."""
+    if simulated.simulator_enabled():
+        return None
     return mlir.typing_cc() or numba_cuda.target_flags()[0]
 
 

@@ -6,7 +6,6 @@ from numba.cuda import types
 
 from .. import _compile
 from .. import extending as ext
-from .._backends import simulated
 from .._entry import OWN_STORAGE
 from .._library import CUFFTDX
 from ..extending import Arg, Instance, Literal
@@ -30,7 +29,7 @@ def items(fft, name, args, param="items"):
 
 def same_on_this_arch(fft, name):
     """Check that the kernel's arch runs the description as it was made (cuFFTDx's records differ by arch)."""
-    cc = None if simulated.simulator_enabled() else _compile.typing_cc()
+    cc = _compile.typing_cc()
     if cc is None:
         return
     arch = "sm_%d%d" % cc

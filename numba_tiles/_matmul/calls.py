@@ -5,7 +5,7 @@ from numba.cuda import types
 
 from .. import _callback, _compile, _matrices
 from .. import extending as ext
-from .._backends import numba_cuda, simulated
+from .._backends import numba_cuda
 from ..extending import Arg, Instance
 from . import IMPLEMENTATIONS, base
 from .base import MATMUL
@@ -128,7 +128,7 @@ def operands_of(name, args, ndim):
     _matrices.scales(name, args)
     td = ext.scalar(name, "c", made["c"], verb="holds")
     base.c_precision(mm, name, "c", td)
-    cc = None if simulated.simulator_enabled() else _compile.typing_cc()
+    cc = _compile.typing_cc()
     if cc is not None and cc < (8, 0):
         raise ext.error(
             name,

@@ -7,7 +7,6 @@ from numba.cuda import types
 
 from .. import _compile, _matrices
 from .. import extending as ext
-from .._backends import simulated
 from ..extending import Arg, Instance, intrinsic
 from . import mma_tiles, twins
 from .base import MATMUL
@@ -77,7 +76,7 @@ def _matmul_rule(name, args):
     storage = dict(TA=ta.cxx, TB=tb.cxx, TC=tc.cxx)
     layout = dict(RowA=rows["a"], RowB=rows["b"], RowC=rows["c"], LDA=lds[0], LDB=lds[1], LDC=lds[2], Align=align)
     block = _matrices.block_shape(args)
-    cc = None if simulated.simulator_enabled() else _compile.typing_cc()
+    cc = _compile.typing_cc()
     tile = mma_tiles.warp_tile(compute, (m, n, k), math.prod(args["block_dim"]), cc)
     if tile is not None:
         header, template = mma_tiles.MMA, mma_tiles.template(m, n, k, storage, layout, block, compute, tile)

@@ -1,8 +1,8 @@
 """Kernels and NumPy references shared by the GPU and simulator tests of the block reductions."""
 
 import operator
-import os
 
+import numba.cuda
 import numpy as np
 
 import numba_tiles as tiles
@@ -13,7 +13,7 @@ DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
 BLOCK_DIMS = [32, 128, 256, 1024, (16, 16), (8, 8, 4)]
 # Random partial blocks beside the fixed edge cases: one on the simulator, which runs each block's threads in Python
 # (its twins take every count the same way), four on a GPU.
-RANDOM_BLOCKS = 1 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" else 4
+RANDOM_BLOCKS = 1 if numba.cuda.config.ENABLE_CUDASIM else 4
 OPS = {
     "+": np.add,
     "*": np.multiply,
