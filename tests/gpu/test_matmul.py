@@ -1,7 +1,7 @@
 """tiles.matmul with tile_load / tile_store on the GPU: examples/gemm.py's kernel against a float64 NumPy reference.
 
-Every precision × arrangement of the shared tiles × tile sizes (16 to 128 a side, square and not),
-16-byte-aligned tiles (cuBLASDx's ldmatrix path) too,
+Every precision × arrangement of the shared tiles × tile sizes (16 to 128 a side, square and not), by cuBLASDx
+and by the warps' MMA atoms, 16-byte-aligned tiles (the ldmatrix paths) too,
 with alpha and beta not 0 or 1, on matrices whose sizes are not multiples of the tile and
 operands given as transposed (strided) views too; relative Frobenius error within the
 precision's bound.
@@ -76,8 +76,13 @@ def random(rng, shape, dtype):
 
 
 @pytest.mark.parametrize("precision,tile,block_dim,order,alignment", [c for c in CASES if fits(c[0], c[1])], ids=str)
-def test_gemm_against_numpy(precision, tile, block_dim, order, alignment, rng):
-    check_gemm(precision, tile, block_dim, order, alignment, rng)
+def test_gemm_against_numpy(precision, tile, block_dim, order, alignment, rng, monkeypatch):
+    """By cuBLASDx, each product (``NUMBA_TILES_MATMUL_ATOMS=0``: what the warps' form is held to, and where a
+    user can turn to)."""
+    monkeypatch.setenv(mma_tiles.ENABLED, "0")
+    with _programs.recording() as lowered:
+        check_gemm(precision, tile, block_dim, order, alignment, rng)
+    assert not any(i.template.startswith("numba_tiles::mma_matmul<") for i, _ in lowered)
 
 
 # The warps' form on MMA atoms (lto_libs/mma.cuh) where it serves: fp16, bf16, tf32 and fp64 tiles of whole atoms,
