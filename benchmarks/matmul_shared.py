@@ -21,14 +21,14 @@ import gemm  # noqa: E402  (examples/gemm.py: the kernel measured)
 
 from numba_tiles._matmul import mma_tiles  # noqa: E402
 
-# case: (A's and B's dtype, C's, precision, tile, block, alignment, size scale)
+# case (tile x threads): (A's and B's dtype, C's, precision, tile, threads, alignment, the size's divisor)
 CASES = {
-    "fp16 64x64x32, 128 threads": ("float16", "float32", None, (64, 64, 32), 128, None, 1),
-    "fp16 64x64x32, 128 threads, aligned": ("float16", "float32", None, (64, 64, 32), 128, 16, 1),
-    "fp16 128x64x32, 256 threads, aligned": ("float16", "float32", None, (128, 64, 32), 256, 16, 1),
-    "bf16 64x64x32, 128 threads, aligned": ("int16", "float32", "bf16", (64, 64, 32), 128, 16, 1),
-    "tf32 64x64x16, 128 threads, aligned": ("float32", "float32", "tf32", (64, 64, 16), 128, 16, 1),
-    "fp64 32x32x16, 128 threads": ("float64", "float64", None, (32, 32, 16), 128, None, 2),
+    "fp16 64x64x32 x 128": ("float16", "float32", None, (64, 64, 32), 128, None, 1),
+    "fp16 64x64x32 x 128 aligned": ("float16", "float32", None, (64, 64, 32), 128, 16, 1),
+    "fp16 128x64x32 x 256 aligned": ("float16", "float32", None, (128, 64, 32), 256, 16, 1),
+    "bf16 64x64x32 x 128 aligned": ("int16", "float32", "bf16", (64, 64, 32), 128, 16, 1),
+    "tf32 64x64x16 x 128 aligned": ("float32", "float32", "tf32", (64, 64, 16), 128, 16, 1),
+    "fp64 32x32x16 x 128": ("float64", "float64", None, (32, 32, 16), 128, None, 2),
 }
 
 

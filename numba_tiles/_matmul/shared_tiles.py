@@ -1,5 +1,6 @@
-"""``tiles.matmul``: ``c = alpha * a @ b + beta * c`` for tiles in shared memory, by cuBLASDx's block ``execute``
-(the one-call form; `numba_tiles.tile` moves the tiles)."""
+"""``tiles.matmul``: ``c = alpha * a @ b + beta * c`` for tiles in shared memory, by the block's warps on MMA atoms
+(`mma_tiles`) where they serve, else by cuBLASDx's block ``execute`` (the one-call form; `numba_tiles.tile` moves
+the tiles)."""
 
 import math
 
@@ -105,7 +106,7 @@ def _matmul_rule(name, args):
 def matmul(
     a, b, c, alpha=1.0, beta=0.0, *, shape, block_dim, arrangement=None, ld=None, precision=None, alignment=None
 ):
-    """``c = alpha * a @ b + beta * c`` for shared-memory tiles, by the whole block with cuBLASDx.
+    """``c = alpha * a @ b + beta * c`` for shared-memory tiles, by the whole block on tensor cores.
 
     ``shape=(M, N, K)``: ``a`` is M x K, ``b`` K x N, ``c`` M x N, each a 2-D array in shared
     memory, row- or column-major: a C- or F-contiguous ``cuda.shared.array`` (a transposed one is
@@ -120,13 +121,16 @@ def matmul(
     gives them; float32 C). ``alpha`` and
     ``beta`` (run-time values, cast to C's dtype, complex for complex tiles) default to 1 and 0: C is overwritten.
     ``alignment=16`` promises 16-byte-aligned tiles (``cuda.shared.array(shape, dtype,
-    alignment=16)``, rows of whole 16 bytes; checked when the call runs): cuBLASDx then moves A
-    and B with ``ldmatrix`` and C with ``stmatrix``, much faster than item by item. (Numba's
-    simulator has no ``alignment=``: leave it out there.) Every
-    thread of the block must call it; the tiles must be complete (`tile_load` ends with a
-    barrier) and the call ends with one, so ``c`` is ready when it returns. Implemented by
-    cuBLASDx's block ``execute`` (MathDx 25.6); its first compile is long (its notice says how
-    long it took on a small machine), then the LTO-IR comes from the disk cache.
+    alignment=16)``, rows of whole 16 bytes; checked when the call runs): A and B then move with
+    ``ldmatrix``, much faster than item by item. (Numba's simulator has no ``alignment=``: leave it
+    out there.) Every thread of the block must call it; the tiles must be complete (`tile_load`
+    ends with a barrier) and the call ends with one, so ``c`` is ready when it returns. On sm_80
+    and later, fp16, bf16, tf32 and fp64 tiles of whole MMA atoms (M and N multiples of 16, K of
+    16 for 16-bit tiles, of 8 for tf32; 8, 8 and 4 for fp64) are multiplied by the block's warps
+    on CuTe's ``mma.sync`` atoms, which compiles in seconds; everything else (complex, float32,
+    other sizes, older GPUs) by cuBLASDx's block ``execute`` (MathDx 25.6), whose first compile is
+    long (its notice says how long it took on a small machine). ``NUMBA_TILES_MATMUL_ATOMS=0``
+    leaves every product to cuBLASDx. Either way the LTO-IR then comes from the disk cache.
 
     {{block_dim}}
 

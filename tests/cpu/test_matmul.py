@@ -18,9 +18,9 @@ SIG = "void(float16[:, :], float16[:, :], float32[:, :], int64)"
 
 
 def test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory(tmp_path, monkeypatch):
-    """examples/gemm.py's fp16 x fp16 -> fp32 kernel for sm_90: cuBLASDx's HMMA (warp-level mma.sync;
-    cuBLASDx 0.4 issues no wgmma), inlined after LTO (no calls), no local memory. The matmul compiles in
-    a program of MathDx's library that includes only matmul.cuh; the tile moves in a CUB one."""
+    """examples/gemm.py's fp16 x fp16 -> fp32 kernel (the README's) for sm_90: HMMA by the warps' MMA atoms,
+    inlined after LTO (no calls), no local memory. The matmul compiles in a program that includes only mma.cuh
+    (CuTe's atoms: no cuBLASDx GEMM instantiated); the tile moves in a CUB one."""
     monkeypatch.setenv("NUMBA_TILES_CACHE", "0")
     seen = observed_programs(monkeypatch)
     kernel = gemm.make_gemm((64, 64, 32), "float16", "float32", 128)
@@ -32,7 +32,7 @@ def test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory(tmp_path, m
     assert "HMMA" in opcodes, sorted(opcodes)
     assert not opcodes & {"CALL", "LDL", "STL"}, sorted(opcodes)
     includes = sorted(re.findall(r'#include "([^"]+)"', source) for source, _ in seen)
-    assert includes == [["common.cuh", "tile.cuh"], ["matmul.cuh"]], includes
+    assert includes == [["common.cuh", "tile.cuh"], ["mma.cuh"]], includes
     assert [flags.get("device_as_default_execution_space") for source, flags in sorted(seen)] == [None, True]
     # Its shared memory is the three tiles (the same kernel again: its programs come from this process's memo).
     signature = "void(float16[:, :], float16[:, :], float32[:, :], float64, float64)"
@@ -242,14 +242,16 @@ def kernel(x, out):
 
 
 @pytest.mark.heavy
-def test_aligned_tiles_are_read_with_ldmatrix(tmp_path):
-    """alignment=16: cuBLASDx reads A and B with LDSM and writes C with STSM; still no local memory."""
+def test_aligned_tiles_are_read_with_ldmatrix(tmp_path, monkeypatch):
+    """alignment=16 by cuBLASDx (``NUMBA_TILES_MATMUL_ATOMS=0``; it issues warp-level mma.sync, no wgmma):
+    A and B read with LDSM, C written with STSM; still no local memory."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import gemm_variants as bench
 
+    monkeypatch.setenv(mma_tiles.ENABLED, "0")
     kernel = bench.shared_kernel(64, "float16", "float16", 128, alignment=16)
     code = sass(tiles.compile(kernel, "void(float16[:, :, ::1], float16[:, :, ::1], float16[:, :, ::1])"), tmp_path)
     assert "LDSM" in code and "STSM" in code and "HMMA" in code
