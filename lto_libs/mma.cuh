@@ -163,6 +163,31 @@ __device__ __forceinline__ void load_b(const T* b, int k0, int n0, int lane,
   }
 }
 
+// Two items of C adjacent in a row as one (an 8- or 16-byte move; 4 bytes for half).
+template <typename TC>
+struct pair_of;
+template <>
+struct pair_of<float> {
+  using type = float2;
+  static __device__ __forceinline__ type make(float x, float y) { return make_float2(x, y); }
+  static __device__ __forceinline__ float first(type p) { return p.x; }
+  static __device__ __forceinline__ float second(type p) { return p.y; }
+};
+template <>
+struct pair_of<double> {
+  using type = double2;
+  static __device__ __forceinline__ type make(double x, double y) { return make_double2(x, y); }
+  static __device__ __forceinline__ double first(type p) { return p.x; }
+  static __device__ __forceinline__ double second(type p) { return p.y; }
+};
+template <>
+struct pair_of<__half> {
+  using type = __half2;
+  static __device__ __forceinline__ type make(__half x, __half y) { return __halves2half2(x, y); }
+  static __device__ __forceinline__ __half first(type p) { return __low2half(p); }
+  static __device__ __forceinline__ __half second(type p) { return __high2half(p); }
+};
+
 template <class Atom, typename R, int... A, int... B, int... C>
 __device__ __forceinline__ void mma(typename Atom::acc (&d)[Atom::c_regs], const R (&a)[Atom::a_regs],
                                     const R (&b)[Atom::b_regs], cuda::std::integer_sequence<int, A...>,
@@ -200,22 +225,56 @@ __device__ __forceinline__ void mma_warp_tile(const TA* a, const TB* b, TC* c, i
       }
     }
   }
-  const int g = lane / 4, t = lane % 4;
   const Acc s = static_cast<Acc>(alpha), z = static_cast<Acc>(beta);
   const bool reads = z != Acc(0);
+  const int g = lane / 4, t = lane % 4;
+  // A lane's items of C go by pairs (columns 2t and 2t + 1 of a row g, or g + 8), one pair an atom side by side.
+  // Where C is row-major every lane of a store meets the same columns of its own row, and rows share banks when
+  // C's leading dimension is a multiple of 32 words (as unpadded tiles' are): 8 lanes a bank. So at step q lane l
+  // takes the pair of atom (q + g) % NI, its pairs rotated by g in registers (selects: no local memory), and the
+  // lanes of a store meet different columns: none share a bank with 4 atoms side by side. Pairs adjacent in memory
+  // move as one 8- or 16-byte item where C's rows allow it.
+  constexpr int Rows = Atom::c_regs / 2;  // (a lane's rows an atom: g and g + 8; fp64's g)
+  constexpr bool Pairs = RowC && LDC % 2 == 0;
+  using Pair = typename pair_of<TC>::type;
+  const bool paired = Pairs && reinterpret_cast<unsigned long long>(c) % sizeof(Pair) == 0;
+  const int turn = RowC ? g % NI : 0;
 #pragma unroll
   for (int i = 0; i < MI; ++i) {
 #pragma unroll
-    for (int j = 0; j < NI; ++j) {
+    for (int h = 0; h < Rows; ++h) {
+      Acc v[NI][2];
 #pragma unroll
-      for (int r = 0; r < Atom::c_regs; ++r) {
-        // (float: rows g and g + 8, columns 2t and 2t + 1; double: row g, columns 2t and 2t + 1)
-        const int row = m0 + i * Atom::m + g + (Atom::c_regs == 4 ? 8 * (r / 2) : 0);
-        const int col = n0 + j * Atom::n + 2 * t + r % 2;
-        TC& out = c[RowC ? row * LDC + col : row + col * LDC];
-        Acc v = s * acc[i][j][r];
-        if (reads) v += z * static_cast<Acc>(out);
-        out = static_cast<TC>(v);
+      for (int j = 0; j < NI; ++j) v[j][0] = acc[i][j][2 * h], v[j][1] = acc[i][j][2 * h + 1];
+#pragma unroll
+      for (int bit = 1; bit < NI && bit < 8; bit *= 2) {
+        if (turn & bit) {  // (rotate by bit: v[j] = v[j + bit])
+          Acc w[NI][2];
+#pragma unroll
+          for (int j = 0; j < NI; ++j) w[j][0] = v[(j + bit) % NI][0], w[j][1] = v[(j + bit) % NI][1];
+#pragma unroll
+          for (int j = 0; j < NI; ++j) v[j][0] = w[j][0], v[j][1] = w[j][1];
+        }
+      }
+      const int row = m0 + i * Atom::m + g + 8 * h;
+#pragma unroll
+      for (int q = 0; q < NI; ++q) {
+        const int col = n0 + (q + turn) % NI * Atom::n + 2 * t;
+        TC* out = c + (RowC ? row * LDC + col : row + col * LDC);
+        Acc x = s * v[q][0], y = s * v[q][1];
+        if (Pairs && paired) {
+          Pair& both = *reinterpret_cast<Pair*>(out);
+          if (reads) {
+            const Pair old = both;
+            x += z * static_cast<Acc>(pair_of<TC>::first(old)), y += z * static_cast<Acc>(pair_of<TC>::second(old));
+          }
+          both = pair_of<TC>::make(static_cast<TC>(x), static_cast<TC>(y));
+        } else {
+          TC& second = out[RowC ? 1 : LDC];
+          if (reads) x += z * static_cast<Acc>(*out), y += z * static_cast<Acc>(second);
+          *out = static_cast<TC>(x);
+          second = static_cast<TC>(y);
+        }
       }
     }
   }
