@@ -26,7 +26,9 @@ from _versions import add_output_arguments, cpu_device, measured_commit, write_r
 os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precompiled or timed: none compiles ahead)
 
 CHILD = r"""
-import json, sys, time
+import json, os, sys, time
+if "by cuBLASDx" in sys.argv[1]:  # tiles.matmul's products left to cuBLASDx (its complex and float32 path)
+    os.environ["NUMBA_TILES_MATMUL_ATOMS"] = "0"
 t0 = time.perf_counter()
 from numba import cuda
 from numba.cuda import types
@@ -64,7 +66,7 @@ def with_batched(ops, alpha, beta):
 def without_batched(pipe, a, b, c, alpha, beta):  # the same arguments (what ops passes: its arrays), no product
     c[0, 0, cuda.threadIdx.x] = pipe[0] + a[0, 0, 0] + b[0, 0, 0] + int(alpha * beta)
 
-kernel = {"without": without, "matmul": with_matmul, "register matmul": with_register,
+kernel = {"without": without, "matmul": with_matmul, "matmul by cuBLASDx": with_matmul, "register matmul": with_register,
           "without matmul": without_matmul, "hopper batched": with_batched,
           "without batched": without_batched}.get(sys.argv[1].split(",")[0], with_reduce)
 sig = ("void(float16[:, :], float16[:, :], float32[:, :], float64, float64)" if "matmul" in sys.argv[1]
@@ -144,6 +146,7 @@ def main():
             "without matmul",
             "matmul, cold cache",
             "matmul, warm cache",
+            "matmul by cuBLASDx, cold cache",
             "register matmul, cold cache",
             "register matmul, warm cache",
         )

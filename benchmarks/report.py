@@ -580,13 +580,14 @@ def compile_later(found):
 # measures its first kernel and what that kernel is, as the notice says it. A form no result measures has no
 # figure: its notice then gives none.
 COLD_FORMS = [
-    ("tiles.matmul", "matmul", "a first tiles.matmul kernel"),
+    ("tiles.matmul", "matmul by cuBLASDx", "a first tiles.matmul kernel by cuBLASDx"),
     ("tiles.Matmul", "register matmul", "a first kernel of tiles.Matmul's own loop"),
 ]
 # What the matmul guide lists, in order: (the case, the kernel as the guide names it); the forms above and a
 # Hopper kernel with no cuBLASDx GEMM (no notice: it is short).
 COLD_KERNELS = [
-    ("matmul", "a first `tiles.matmul` kernel (shared C, 64×64×64 fp16)"),
+    ("matmul", "a first `tiles.matmul` kernel (shared C, 64×64×64 fp16; the warps' MMA atoms, no cuBLASDx GEMM)"),
+    ("matmul by cuBLASDx", "the same kernel by cuBLASDx (`NUMBA_TILES_MATMUL_ATOMS=0`; its complex and float32 path)"),
     ("register matmul", "a first kernel of `tiles.Matmul`'s own loop (loads, product and staged store, 64×64×32 fp16)"),
     ("hopper batched", 'a first `Matmul.batched` kernel by `"wgmma"` (bf16 128×128×32, sm_90a; no cuBLASDx GEMM)'),
 ]
@@ -671,10 +672,10 @@ def compile_cold(found):
 def compile_notice(found):
     """The caching guide's sample notice: a first tiles.matmul kernel's (tests/cpu/test_progress.py compiles it and
     compares)."""
-    seconds, cpus, r, _ = cold_compile(found, "matmul")
-    phrase = cold_phrase(COLD_FORMS[0][2], seconds, cpus, side_by_side(r, "matmul"))
+    seconds, cpus, r, _ = cold_compile(found, COLD_FORMS[0][1])
+    phrase = cold_phrase(COLD_FORMS[0][2], seconds, cpus, side_by_side(r, COLD_FORMS[0][1]))
     return (
-        "```text\nnumba_tiles: compiling tiles.matmul 16x16x16 (float16, float32) with cuBLASDx for sm_90 (NVRTC; "
+        "```text\nnumba_tiles: compiling tiles.matmul 16x16x16 (float32, float32) with cuBLASDx for sm_90 (NVRTC; "
         f"{phrase}; cached afterwards)\n```"
     )
 

@@ -32,8 +32,8 @@ import sys
 sys.path.insert(0, ".")
 import numba_tiles as tiles
 from examples import gemm
-kernel = gemm.make_gemm((16, 16, 16), "float16", "float32", 32)
-tiles.compile(kernel, "void(float16[:, :], float16[:, :], float32[:, :], float64, float64)", arch="sm_90",
+kernel = gemm.make_gemm((16, 16, 16), "float32", "float32", 32)
+tiles.compile(kernel, "void(float32[:, :], float32[:, :], float32[:, :], float64, float64)", arch="sm_90",
               output="ltoir")
 print(tiles.cache.stats()["nvrtc"])
 """
@@ -79,7 +79,7 @@ def test_a_cublasdx_compile_says_so_once_shows_its_time_on_a_terminal_and_a_cach
     env.pop("NUMBA_TILES_QUIET", None)
     out, err = _in_a_terminal(env)
     notice = (
-        "numba_tiles: compiling tiles.matmul 16x16x16 (float16, float32) with cuBLASDx for sm_90 "
+        "numba_tiles: compiling tiles.matmul 16x16x16 (float32, float32) with cuBLASDx for sm_90 "
         f"(NVRTC; {_notices.cold_time([pytypes.SimpleNamespace(intrinsic='matmul')])}; cached afterwards)"
     )
     assert err.startswith(notice + "\n"), err
@@ -111,7 +111,7 @@ def test_a_notice_quotes_the_benchmark_figure_of_its_form_and_the_matmul_guide_t
     guide = guide[guide.index("<!-- perf:begin compile_cold -->") :]
     guide = guide[: guide.index("<!-- perf:end -->")]
     for intrinsic, case, kernel in (
-        ("matmul", "matmul", "`tiles.matmul`"),
+        ("matmul", "matmul by cuBLASDx", "the same kernel by cuBLASDx"),
         ("Matmul.multiply", "register matmul", "`tiles.Matmul`'s own loop"),
     ):
         newest = [r for r in results if f"{case}, cold cache" in r.data.get("results", {})][-1]
