@@ -66,8 +66,8 @@ def with_batched(ops, alpha, beta):
 def without_batched(pipe, a, b, c, alpha, beta):  # the same arguments (what ops passes: its arrays), no product
     c[0, 0, cuda.threadIdx.x] = pipe[0] + a[0, 0, 0] + b[0, 0, 0] + int(alpha * beta)
 
-kernel = {"without": without, "matmul": with_matmul, "matmul by cuBLASDx": with_matmul, "register matmul": with_register,
-          "without matmul": without_matmul, "hopper batched": with_batched,
+kernel = {"without": without, "matmul": with_matmul, "matmul by cuBLASDx": with_matmul,
+          "register matmul": with_register, "without matmul": without_matmul, "hopper batched": with_batched,
           "without batched": without_batched}.get(sys.argv[1].split(",")[0], with_reduce)
 sig = ("void(float16[:, :], float16[:, :], float32[:, :], float64, float64)" if "matmul" in sys.argv[1]
        else (BMM.operands_type("int16", batched=True, implementation="wgmma"), types.float32, types.float32)
