@@ -264,6 +264,29 @@ def matmul_large(found):
     return table(header, rows) + "\n\n" + sources(cited)
 
 
+def matmul_shared(found):
+    """examples/gemm.py's shared-tile GEMM by the warps' MMA atoms and by cuBLASDx (benchmarks/matmul_shared.py)."""
+    r = any_gpu(found, "matmul_shared")
+    if not r:
+        return "No result yet."
+
+    def cells(row):
+        flops = row["tflops"] * row["ms"] * 1e9
+        return [
+            row["case"].replace("^3", "³"),
+            f"{row['tflops']:.1f}",
+            f"{flops / row['cublasdx_ms'] / 1e9:.1f}",
+            ratio(row["ratio"]),
+            f"{flops / row['peer_ms'] / 1e9:.1f}",
+            measured(r, row),
+        ]
+
+    header = ["tiles (M×N×K) × threads, size", "MMA atoms TFLOP/s", "cuBLASDx TFLOP/s", "atoms vs cuBLASDx"]
+    return cases_table(r, header + ["torch.matmul TFLOP/s", "measured"], cells) + (
+        f" Median of {r.data['repeats']} trials."
+    )
+
+
 EPILOGUE = [
     "batched bf16 128^3 x 4096 relu(bias)",
     "batched fp16 64^3 x 16384 relu(bias)",
@@ -514,6 +537,7 @@ def solvers(found):
 KERNELS = [  # (row, the case measured, the plain kernel of the same arguments)
     ("one `block_reduce`", "block_reduce", "without"),
     ("`tiles.matmul` (shared C), 64×64×64 fp16", "matmul", "without matmul"),
+    ("`tiles.matmul` by cuBLASDx (shared C), 64×64×64 fp16", "matmul by cuBLASDx", "without matmul"),
     ("`tiles.Matmul` (register form, staged C), 64×64×32 fp16", "register matmul", "without matmul"),
     ("`Matmul.batched` (wgmma), bf16 128×128×32 (sm_90a)", "hopper batched", "without batched"),
 ]
@@ -749,7 +773,15 @@ def startup(found):
 def files(found):
     def holds(r):
         d = r.data
-        if "rows" in d and r.benchmark in ("matmul", "matmul_epilogue", "primitives", "fft", "random", "solvers"):
+        if "rows" in d and r.benchmark in (
+            "matmul",
+            "matmul_epilogue",
+            "matmul_shared",
+            "primitives",
+            "fft",
+            "random",
+            "solvers",
+        ):
             return "; ".join(case_name(row["case"]) for row in d["rows"])
         if "shapes" in d:
             return ", ".join(d["shapes"])
@@ -871,6 +903,7 @@ BLOCKS = {
     "matmul_batched": matmul_batched,
     "matmul_sustained": matmul_sustained,
     "matmul_large": matmul_large,
+    "matmul_shared": matmul_shared,
     "matmul_epilogue": matmul_epilogue,
     "compile_latency": compile_latency,
     "compile_later": compile_later,
