@@ -29,7 +29,6 @@ prints a table last.
     python benchmarks/fft.py [--repeats 15] [--scale 1] [--cases "c2c f32 1024,conv f32 4096"] [--out DIR] [--draft]
     python benchmarks/fft.py --dry      # no GPU: compile every kernel for sm_90 (types and links them)
     python benchmarks/fft.py --sizes 1024=16:4,4096=16:2    # other elements a thread : FFTs a block, by size
-    python benchmarks/fft.py --staged       # the next rows staged in shared memory by cp.async (staged_kernel)
 
 On the GPU machines (after ``make gpu-site``): ``PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/fft.py``.
 """
@@ -44,7 +43,7 @@ import traceback
 import numpy as np
 from _timing import median_ms
 from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
-from numba import complex64, complex128, cuda, float32, float64
+from numba import complex64, complex128, cuda
 
 import numba_tiles as tiles
 
@@ -96,45 +95,6 @@ def transform_kernel(fft):
     return transform
 
 
-def staged_kernel(fft, inverse=None, source=None):
-    """The transform (or, given ``inverse``, the convolution ``y = size * ifft(fft(x) * spectrum)``) with each
-    block's next group of rows copied into shared memory by ``tiles.tile_load(..., asynchronous=True)`` (cp.async)
-    while it transforms the current one, two stages in turn: the loads are in flight without a second register
-    array. ``source``: the rows' dtype (the FFT's value type, or r2c's real precision)."""
-    items_type, per_block = ITEMS[fft.value_type], fft.ffts_per_block
-    row_type = {"float32": float32, "float64": float64, **ITEMS}[source or fft.value_type]
-    block, width = fft.block_dim, fft.size
-    convolve = inverse is not None
-
-    @cuda.jit
-    def staged(x, spectrum, y):
-        stages = cuda.shared.array((2, per_block, width), row_type)
-        items = cuda.local.array(fft.storage_size, items_type)
-        rows = x.shape[0]
-        groups = (rows + per_block - 1) // per_block
-        tiles.tile_load(x, stages[0], cuda.blockIdx.x * per_block, 0, block_dim=block, asynchronous=True)
-        k = 0
-        for group in range(cuda.blockIdx.x, groups, cuda.gridDim.x):
-            if group + cuda.gridDim.x < groups:  # the next group's rows, into the other stage
-                start = (group + cuda.gridDim.x) * per_block
-                tiles.tile_load(x, stages[1 - k], start, 0, block_dim=block, asynchronous=True)
-                tiles.tile_wait(1, block_dim=block)  # (this group's rows are in; the next group's may not be)
-            else:
-                tiles.tile_wait(block_dim=block)
-            row = group * per_block + cuda.threadIdx.y
-            fft.load(stages[k, cuda.threadIdx.y], items)
-            fft.execute(items)  # (its barriers: every thread has read this stage before the next load refills it)
-            if convolve:
-                for i in range(fft.elements_per_thread):
-                    items[i] *= spectrum[fft.index(i)]
-                inverse.execute(items)
-            if row < rows:
-                (inverse if convolve else fft).store(items, y[row])
-            k = 1 - k
-
-    return staged
-
-
 def convolution_kernel(forward, inverse):
     """``y[r] = size * ifft(fft(x[r]) * spectrum)`` for every row ``r``: ``ifft(fft(x[r]) * h)`` for ``spectrum = h /
     size``. (Reading ahead, as `transform_kernel` does, made it slower: with two FFTs inlined, the second register
@@ -159,10 +119,9 @@ def convolution_kernel(forward, inverse):
     return convolution
 
 
-def describe_case(name, sizes=None, staged=False):
+def describe_case(name, sizes=None):
     """(the kernel, its FFT descriptions, its signature for `tiles.compile`) of case ``name``; ``sizes``: {FFT size:
-    (elements_per_thread, ffts_per_block)} where not cuFFTDx's suggestions; ``staged``: `staged_kernel`'s form (its
-    arguments always ``(x, spectrum, y)``)."""
+    (elements_per_thread, ffts_per_block)} where not cuFFTDx's suggestions."""
     kind, precision, size, _ = CASES[name]
     chosen = dict(zip(("elements_per_thread", "ffts_per_block"), (sizes or {}).get(size, ())))
     if kind == "conv":
@@ -176,15 +135,12 @@ def describe_case(name, sizes=None, staged=False):
         )
         value = forward.value_type
         return (
-            staged_kernel(forward, inverse) if staged else convolution_kernel(forward, inverse),
+            convolution_kernel(forward, inverse),
             (forward, inverse),
             f"void({value}[:, ::1], {value}[::1], {value}[:, ::1])",
         )
     fft = tiles.FFT(size, precision if kind == "r2c" else COMPLEX[precision], kind=kind, **chosen)
     source = fft.precision if kind == "r2c" else fft.value_type
-    if staged:
-        signature = f"void({source}[:, ::1], {fft.value_type}[::1], {fft.value_type}[:, ::1])"
-        return staged_kernel(fft, source=source), (fft,), signature
     return transform_kernel(fft), (fft,), f"void({source}[:, ::1], {fft.value_type}[:, ::1])"
 
 
@@ -210,7 +166,7 @@ def run_case(name, args):
     import torch
 
     kind, precision, size, target = CASES[name]
-    kernel, ffts, _ = describe_case(name, args.sizes, args.staged)
+    kernel, ffts, _ = describe_case(name, args.sizes)
     fft = ffts[0]
     source = getattr(torch, fft.precision if kind == "r2c" else fft.value_type)
     rows = int(args.scale * 2**30) // (source.itemsize * size)
@@ -227,8 +183,6 @@ def run_case(name, args):
 
     else:
         arguments = (numba_view(x), numba_view(y))
-        if args.staged:  # (its spectrum unused)
-            arguments = (arguments[0], cuda.device_array(1, fft.value_type), arguments[1])
         peer_name = "torch.fft.rfft" if kind == "r2c" else "torch.fft.fft"
         transform = torch.fft.rfft if kind == "r2c" else torch.fft.fft
 
@@ -293,11 +247,11 @@ def release():
 # ---- the run ----
 
 
-def dry(names, sizes=None, staged=False):
+def dry(names, sizes=None):
     """No GPU: compile each case's kernel for sm_90, linked with its FFTs."""
     for name in names:
         started = time.perf_counter()
-        kernel, ffts, signature = describe_case(name, sizes, staged)
+        kernel, ffts, signature = describe_case(name, sizes)
         cubin = tiles.compile(kernel, signature, arch="sm_90")
         print(
             f"{name:<15} {time.perf_counter() - started:6.1f} s  {len(cubin):>8} bytes of cubin  "
@@ -318,16 +272,13 @@ def main(argv=None):
         type=lambda text: {int(n): tuple(map(int, v.split(":"))) for n, v in (p.split("=") for p in text.split(","))},
         help="elements a thread and FFTs a block by FFT size, e.g. 1024=16:4,4096=16:2 (default: cuFFTDx's)",
     )
-    parser.add_argument(
-        "--staged", action="store_true", help="each block's next rows copied into shared memory (cp.async) instead"
-    )
     add_output_arguments(parser)
     args = parser.parse_args(argv)
     names = [c.strip() for c in args.cases.split(",") if c.strip()]
     if not names or set(names) - set(CASES):
         parser.error(f"unknown cases {sorted(set(names) - set(CASES))}; choose from {', '.join(CASES)}")
     if args.dry:
-        return dry(names, args.sizes, args.staged)
+        return dry(names, args.sizes)
     if not cuda.is_available():
         raise SystemExit("fft: no CUDA GPU (numba.cuda.is_available() is False); --dry compiles without one")
     commit = measured_commit(args)
