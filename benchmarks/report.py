@@ -699,7 +699,7 @@ def compile_notice(found):
     seconds, cpus, r, _ = cold_compile(found, COLD_FORMS[0][1])
     phrase = cold_phrase(COLD_FORMS[0][2], seconds, cpus, side_by_side(r, COLD_FORMS[0][1]))
     return (
-        "```text\nnumba_tiles: compiling tiles.matmul 16x16x16 (float32, float32) with cuBLASDx for sm_90 (NVRTC; "
+        "```text\nnumba_tiles: compiling tiles.matmul 16x16x16 (float32) with cuBLASDx for sm_90 (NVRTC; "
         f"{phrase}; cached afterwards)\n```"
     )
 

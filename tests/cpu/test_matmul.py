@@ -40,8 +40,10 @@ def test_a_gemm_kernel_compiles_to_tensor_cores_without_local_memory(tmp_path, m
 
 
 @pytest.mark.heavy
-def test_matmul_renders_cublasdx_with_the_tiles_arrangement():
-    """A column-major A (a transposed shared array), row-major B and C; sizes and block as given."""
+def test_matmul_renders_cublasdx_with_the_tiles_arrangement(monkeypatch):
+    """A column-major A (a transposed shared array), row-major B and C; sizes and block as given (by cuBLASDx:
+    ``NUMBA_TILES_MATMUL_ATOMS=0``)."""
+    monkeypatch.setenv(mma_tiles.ENABLED, "0")
     with _programs.recording() as lowered:
         tiles.compile(
             gemm.make_gemm((32, 16, 8), "float64", "float64", 64, ("F", "C")),

@@ -79,7 +79,7 @@ def test_a_cublasdx_compile_says_so_once_shows_its_time_on_a_terminal_and_a_cach
     env.pop("NUMBA_TILES_QUIET", None)
     out, err = _in_a_terminal(env)
     notice = (
-        "numba_tiles: compiling tiles.matmul 16x16x16 (float32, float32) with cuBLASDx for sm_90 "
+        "numba_tiles: compiling tiles.matmul 16x16x16 (float32) with cuBLASDx for sm_90 "
         f"(NVRTC; {_notices.cold_time([pytypes.SimpleNamespace(intrinsic='matmul')])}; cached afterwards)"
     )
     assert err.startswith(notice + "\n"), err
