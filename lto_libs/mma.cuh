@@ -164,22 +164,19 @@ __device__ __forceinline__ void load_b(const T* b, int k0, int n0, int lane,
 }
 
 // Two items of C adjacent in a row as one (an 8- or 16-byte move; 4 bytes for half).
+template <typename TC, typename V>
+struct vector_pair {
+  using type = V;
+  static __device__ __forceinline__ type make(TC x, TC y) { return V{x, y}; }
+  static __device__ __forceinline__ TC first(type p) { return p.x; }
+  static __device__ __forceinline__ TC second(type p) { return p.y; }
+};
 template <typename TC>
 struct pair_of;
 template <>
-struct pair_of<float> {
-  using type = float2;
-  static __device__ __forceinline__ type make(float x, float y) { return make_float2(x, y); }
-  static __device__ __forceinline__ float first(type p) { return p.x; }
-  static __device__ __forceinline__ float second(type p) { return p.y; }
-};
+struct pair_of<float> : vector_pair<float, float2> {};
 template <>
-struct pair_of<double> {
-  using type = double2;
-  static __device__ __forceinline__ type make(double x, double y) { return make_double2(x, y); }
-  static __device__ __forceinline__ double first(type p) { return p.x; }
-  static __device__ __forceinline__ double second(type p) { return p.y; }
-};
+struct pair_of<double> : vector_pair<double, double2> {};
 template <>
 struct pair_of<__half> {
   using type = __half2;
