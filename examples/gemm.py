@@ -26,34 +26,36 @@ def make_gemm(
     precision=None,
     alignment=None,
 ):
-    """``gemm(a, b, c, alpha, beta)`` with shared tiles of ``tile=(TM, TN, TK)``, A's and B's in row-major ("C") or
-    column-major ("F") ``order``; ``precision``: None, "tf32" or "bf16"; ``alignment=16``: ldmatrix's tiles."""
+    """``gemm(a, b, c, alpha, beta)`` with shared tiles of ``tile=(TM, TN, TK)``, A's and B's (and, given a third,
+    C's) in row-major ("C") or column-major ("F") ``order``; ``precision``: None, "tf32" or "bf16";
+    ``alignment=16``: ldmatrix's tiles."""
     TM, TN, TK = tile
     ab, acc = getattr(types, dtype), getattr(types, accumulator)
     a_shape, b_shape = (TM, TK) if order[0] == "C" else (TK, TM), (TK, TN) if order[1] == "C" else (TN, TK)
+    c_col = order[2:] == ("F",)
     a_col, b_col, threads = order[0] == "F", order[1] == "F", int(np.prod(block_dim))
 
     @cuda.jit
     def gemm(a, b, c, alpha, beta):
         sa = cuda.shared.array(a_shape, ab, alignment=alignment)
         sb = cuda.shared.array(b_shape, ab, alignment=alignment)
-        sc = cuda.shared.array((TM, TN), acc, alignment=alignment)
-        ta, tb = (sa.T if a_col else sa), (sb.T if b_col else sb)
+        sc = cuda.shared.array((TN, TM) if c_col else (TM, TN), acc, alignment=alignment)
+        ta, tb, tc = (sa.T if a_col else sa), (sb.T if b_col else sb), (sc.T if c_col else sc)
         row, col = TM * cuda.blockIdx.y, TN * cuda.blockIdx.x
-        tiles.tile_load(c, sc, row, col, block_dim=block_dim)
+        tiles.tile_load(c, tc, row, col, block_dim=block_dim)
         scale = beta
         for k in range(0, a.shape[1], TK):
             tiles.tile_load(a, ta, row, k, block_dim=block_dim)
             tiles.tile_load(b, tb, k, col, block_dim=block_dim)
             tiles.matmul(
-                ta, tb, sc, alpha, scale, shape=tile, block_dim=block_dim, precision=precision, alignment=alignment
+                ta, tb, tc, alpha, scale, shape=tile, block_dim=block_dim, precision=precision, alignment=alignment
             )
             scale = 1.0  # later K-tiles accumulate
         if a.shape[1] == 0:  # no K-tiles: C = beta * C
             for i in range(cuda.threadIdx.x + cuda.blockDim.x * cuda.threadIdx.y, TM * TN, threads):  # (1-D or 2-D)
-                sc[i // TN, i % TN] *= beta
+                tc[i // TN, i % TN] *= beta
             cuda.syncthreads()
-        tiles.tile_store(sc, c, row, col, block_dim=block_dim)
+        tiles.tile_store(tc, c, row, col, block_dim=block_dim)
 
     return gemm
 

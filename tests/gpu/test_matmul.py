@@ -52,7 +52,7 @@ CASES = (
     + [
         (p, (32, 32, 32), 128, order, None)
         for p in (PRECISIONS[0], PRECISIONS[3], PRECISIONS[5], PRECISIONS[6])
-        for order in (("F", "C"), ("C", "F"), ("F", "F"))
+        for order in (("F", "C"), ("C", "F"), ("F", "F"), ("C", "C", "F"))
     ]
     + [
         (p, tile, 128, order, 16)
@@ -95,13 +95,18 @@ ATOM_CASES = [
     (ATOM_PRECISIONS[3], (48, 80, 24), 96, "FF", None, None),
     (ATOM_PRECISIONS[2], (16, 16, 16), 32, "CC", 16, None),
     (ATOM_PRECISIONS[4], (64, 64, 64), 128, "FC", None, None),
-    (ATOM_PRECISIONS[0], (128, 64, 16), 256, "CC", None, None),
+    (ATOM_PRECISIONS[0], (128, 64, 16), 256, "CCF", None, None),
     (ATOM_PRECISIONS[3], (32, 32, 32), 128, "CF", None, None),
 ]
 ATOM_CASES += [
     case
     for case in [(p, tile, block, "CC", None, None) for p in ATOM_PRECISIONS for tile, block in TILES]
-    + [(p, (32, 32, 32), 128, o, a, None) for p in ATOM_PRECISIONS for o in ("FC", "CF", "FF") for a in (None, 16)]
+    + [
+        (p, (32, 32, 32), 128, o, a, None)
+        for p in ATOM_PRECISIONS
+        for o in ("FC", "CF", "FF", "CCF", "FFF")
+        for a in (None, 16)
+    ]
     + [(p, (64, 64, 32), 128, "CC", 16, 0.0) for p in ATOM_PRECISIONS]
     + [(PRECISIONS[4], (48, 80, 24), 96, "FC", None, None), (PRECISIONS[3], (24, 40, 12), 96, "FC", None, None)]
     if case not in ATOM_CASES

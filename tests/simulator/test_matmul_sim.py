@@ -16,7 +16,7 @@ from ..support import epilogues, matrices
     [
         ("float32", ("C", "C"), None),
         ("float64", ("F", "C"), None),
-        ("float64", ("C", "F"), None),
+        ("float64", ("C", "F", "F"), None),
         ("float32", ("C", "C"), "tf32"),
         ("int16", ("F", "C"), "bf16"),
     ],
