@@ -46,12 +46,12 @@ from numba import complex64, cuda, float32, uint64
 import numba_tiles as tiles
 """
 # Each family: its description and kernel (defining ``SIGNATURE`` for --dry), then ``launch()``, which runs it once
-# and returns the result's largest error against NumPy (as a share of the largest value).
+# and returns the result's largest error against NumPy (as a share of the largest value), within ``TOLERANCE``.
 FAMILIES = {
     "fft": r"""
 FFT = tiles.FFT(1024, "complex64")
 SIGNATURE = "void(complex64[:, ::1], complex64[:, ::1])"
-WHAT = repr(FFT)
+WHAT, TOLERANCE = repr(FFT), 4e-5
 
 @cuda.jit
 def kernel(x, y):  # y[r] = numpy.fft.fft(x[r])
@@ -75,7 +75,7 @@ def launch():
     "solver": r"""
 S = tiles.Solver("posv", 32, "float32")
 SIGNATURE = "void(float32[:, :, ::1], float32[:, ::1], int32[::1])"
-WHAT = repr(S)
+WHAT, TOLERANCE = repr(S), 3e-3
 
 @cuda.jit
 def kernel(a, b, info):  # b[p] = numpy.linalg.solve(a[p], b[p])
@@ -105,7 +105,7 @@ def launch():
     "random": r"""
 R = tiles.Random("philox", "uniform", "float32")
 SIGNATURE = "void(float32[:, ::1])"
-WHAT = repr(R)
+WHAT, TOLERANCE = repr(R), 3e-3  # (2^20 uniform draws: their mean within 0.0015 of a half, 5 standard errors)
 
 @cuda.jit
 def kernel(out):  # out[thread] = the thread's first draws
@@ -122,7 +122,7 @@ def launch():
     kernel[out.shape[0] // 256, 256](out)
     x = out.copy_to_host()
     assert 0 < x.min() and x.max() <= 1, (x.min(), x.max())
-    return abs(x.mean() - 0.5) / 0.5  # (2^20 uniform draws: within 0.003 of a half)
+    return abs(x.mean() - 0.5) / 0.5
 """,
 }
 TAIL = r"""
@@ -136,7 +136,7 @@ else:
     start = time.perf_counter()
     error = launch()
     record["launch_to_result_s"] = time.perf_counter() - start
-    assert error < 4e-5 if "FFT" in WHAT else error < 3e-3, f"wrong result: {error:.3g}"
+    assert error < TOLERANCE, f"wrong result: {error:.3g}"
     record["error"] = float(error)
     name = cuda.get_current_device().name
     record["device"] = name.decode() if isinstance(name, bytes) else str(name)

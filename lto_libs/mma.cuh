@@ -259,7 +259,7 @@ __device__ __forceinline__ void mma_warp_tile(const TA* a, const TB* b, TC* c, i
         const int col = n0 + (q + turn) % NI * Atom::n + 2 * t;
         TC* out = c + (RowC ? row * LDC + col : row + col * LDC);
         Acc x = s * v[q][0], y = s * v[q][1];
-        if (Pairs && paired) {
+        if (paired) {
           Pair& both = *reinterpret_cast<Pair*>(out);
           if (reads) {
             const Pair old = both;

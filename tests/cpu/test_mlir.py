@@ -271,7 +271,7 @@ def kernel(a, b, c):
     tiles.tile_store(sc, c, row, col, block_dim=32)
 """,
     "Matmul's register form": REGISTER_FORM.format(extras="", epilogue=""),
-    # (fp16 tiles by the block's warps on MMA atoms, mma.cuh, under its switch)
+    # (fp16 tiles by the block's warps on MMA atoms, mma.cuh: the default, asked for whatever the environment says)
     "tiles.matmul of fp16 tiles by MMA atoms": """
 def kernel(a, b, c):
     sa = cuda.shared.array((32, 32), np.float16)
