@@ -12,9 +12,10 @@ with a bf16 C, fp32 64^3 x 16384; against ``torch.bmm`` on the same device memor
 against ``torch.matmul``: examples/gemm.py's `make_own_loop` (the register form in a loop over K-tiles,
 "tile loop") and `Matmul.tile` in a persistent loop (benchmarks/gemm_variants.py's `make_grouped`; on
 Hopper our wgmma block and libmathdx's pipeline, each tile by both, the case named "Matmul.tile, Hopper
-pipeline"; libmathdx's one-thread ``prepare`` kernel in `Matmul.operands` is not timed); and 8192^3 float32
+pipeline"; libmathdx's one-thread ``prepare`` kernel in `Matmul.operands` is not timed); `Matmul.gemm` (all of
+C in one call on the resident grid) at 8192^3 and 8192 x 8192 x 1024; and 8192^3 float32
 multiplied as tf32 by `Matmul.tile` (B column-major) against ``torch.matmul`` with TF32 allowed
-(``--large-cases`` picks among the three). Each output is checked against PyTorch's (relative Frobenius error)
+(``--large-cases`` picks among the four). Each output is checked against PyTorch's (relative Frobenius error)
 before timing; then ``--repeats`` samples are timed by CUDA events (`median_ms`: after WARMUP_S of launches, each
 sample's launches queued while the GPU is held), median.
 For each case's fastest variant and its peer, the profiler (CUPTI) also gives the kernels' own durations
@@ -287,29 +288,36 @@ def measure(case, label, start, output, reference, bound, flops, repeats):
     return label, ms, err, launch
 
 
-def measure_tiles(descriptions, da, db, dc, c, reference, bound, flops, repeats, only=""):
-    """`measure` `Matmul.tile` of each of ``descriptions`` in benchmarks/gemm_variants.py's `make_grouped` kernels
-    (persistent, and one tile a block) on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch tensor of
-    ``dc``), by each implementation that computes it on this GPU but the threads' copies (cp.async: not a large
-    GEMM's loop); ``only``: the implementations whose name holds one of these |-separated texts."""
+def measure_tiles(descriptions, da, db, dc, c, reference, bound, flops, repeats, only="", call="tile"):
+    """`measure` ``call`` of each of ``descriptions`` on the device arrays ``da``, ``db``, ``dc`` (``c``: the torch
+    tensor of ``dc``), by each implementation that computes it on this GPU but the threads' copies (cp.async: not
+    a large GEMM's loop); ``only``: the implementations whose name holds one of these |-separated texts. "tile":
+    `Matmul.tile` in benchmarks/gemm_variants.py's `make_grouped` kernels (persistent, and one tile a block);
+    "gemm": `Matmul.gemm` (examples/gemm.py's `make_whole_gemm`) on the resident grid."""
     cc = tuple(cuda.get_current_device().compute_capability)
     variants = [
-        (mm, i, persistent)
+        (mm, i, form)
         for mm in descriptions
         for i in mm._implementations(cc, str(dc.dtype), 2)
         if i != "cp.async" and any(part in i for part in only.split("|"))
-        for persistent in (True, False)
+        for form in ((True, False) if call == "tile" else ("gemm",))
     ]
     with ThreadPoolExecutor(len(variants)) as pool:  # (libmathdx makes their pipelines side by side)
         plans = list(pool.map(lambda v: gemm_variants.plan(v[0], str(dc.dtype), 2, v[1]), variants))
     results = []
-    for (mm, implementation, persistent), plan in zip(variants, plans):
-        kernel = gemm_variants.make_grouped(mm, persistent=persistent)
-        start = lambda: gemm_variants.launch_grouped(  # noqa: E731
-            mm, kernel, mm.operands(da, db, dc, implementation=implementation), 1.0, 0.0
-        )
+    for (mm, implementation, form), plan in zip(variants, plans):
+        if form == "gemm":
+            kernel = gemm.make_whole_gemm(mm)
+            start = lambda: gemm_variants.launcher(  # noqa: E731
+                mm, kernel, mm.operands(da, db, dc, implementation=implementation), 1.0, 0.0, grid="resident"
+            )
+        else:
+            kernel = gemm_variants.make_grouped(mm, persistent=form)
+            start = lambda: gemm_variants.launch_grouped(  # noqa: E731
+                mm, kernel, mm.operands(da, db, dc, implementation=implementation), 1.0, 0.0
+            )
         label = f"{plan.implementation} {mm.shape} x {plan.threads}, {plan.stages} stages" + (
-            "" if persistent else ", a tile a block"
+            ", a tile a block" if form is False else ""
         )
         results.append(measure("large", label, start, c, reference, bound, flops, repeats))
     return results
@@ -354,9 +362,10 @@ def main():
     parser.add_argument("--large", type=int, default=8192, help="M = N = K of the large GEMM (0: skip it)")
     parser.add_argument(
         "--large-cases",
-        default="tile loop,Matmul.tile,tf32",
+        default="tile loop,Matmul.tile,Matmul.gemm,tf32",
         help="which large GEMMs: bf16 by the own loop of the register form, bf16 by Matmul.tile (on "
-        "Hopper the wgmma block and libmathdx's pipeline), tf32 by Matmul.tile",
+        "Hopper the wgmma block and libmathdx's pipeline), bf16 by Matmul.gemm (N^3 and N x N x N/8), tf32 by "
+        "Matmul.tile",
     )
     parser.add_argument("--jobs", type=int, default=0, help="precompile the kernels first in this many processes")
     parser.add_argument("--batched-only", action="store_true", help="only Matmul.batched against torch.bmm")
@@ -528,6 +537,7 @@ def main():
         rows[-1]["memory_bound_ms"] = add_ms * (a.nbytes + b.nbytes + c.nbytes) / (3 * a.nbytes)
     n = args.large
     flops, repeats = 2 * n**3, max(args.repeats // 4, 5)  # (fewer samples: each is 10 launches of milliseconds)
+    bf16_tiles = [((128, 128, 64), 4), ((128, 192, 64), 4), ((64, 256, 64), 4), ((128, 256, 64), 3)]
     if large & {"tile loop", "Matmul.tile"}:
         a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -555,16 +565,36 @@ def main():
                 )
             )
         if "Matmul.tile" in large:
-            descriptions = [
-                tiles.Matmul(shape, "int16", precision="bf16", stages=stages)
-                for shape, stages in (((128, 128, 64), 4), ((128, 192, 64), 4), ((64, 256, 64), 4), ((128, 256, 64), 3))
-            ]
+            descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=s) for shape, s in bf16_tiles]
             results = measure_tiles(descriptions, da, db, dc, c, reference, 1e-2, flops, repeats, args.only)
             rows.append(
                 best_row(
                     f"bf16 {n}^3, bf16 C (Matmul.tile, Hopper pipeline)",
                     results,
                     flops,
+                    "torch.matmul",
+                    peer_ms,
+                    lambda: torch.matmul(a, b),
+                    args.sustained,
+                )
+            )
+    if "Matmul.gemm" in large:
+        descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=s) for shape, s in bf16_tiles]
+        for k in (n, n // 8):
+            a = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+            c = torch.zeros(n, n, device="cuda", dtype=torch.bfloat16)
+            reference = torch.matmul(a.float(), b.float())
+            peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
+            da, db, dc = (to_numba(t) for t in (a, b, c))
+            results = measure_tiles(
+                descriptions, da, db, dc, c, reference, 1e-2, 2 * n * n * k, repeats, args.only, call="gemm"
+            )
+            rows.append(
+                best_row(
+                    f"bf16 {n}x{n}x{k}, bf16 C (Matmul.gemm)",
+                    results,
+                    2 * n * n * k,
                     "torch.matmul",
                     peer_ms,
                     lambda: torch.matmul(a, b),

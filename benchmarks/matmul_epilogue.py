@@ -1,7 +1,7 @@
 """Fused epilogues on the GPU: C = act(A @ B + bias) by the tile matmul in one kernel, against PyTorch.
 
-Each case times our kernel (examples/gemm_epilogue.py's `Matmul.batched` kernel, or `Matmul.tile` in
-benchmarks/gemm_variants.py's persistent loop; the epilogue inlined into the store), PyTorch's eager
+Each case times our kernel (examples/gemm_epilogue.py's `Matmul.batched` kernel, or its `Matmul.gemm` one and
+`Matmul.tile` in benchmarks/gemm_variants.py's persistent loop; the epilogue inlined into the store), PyTorch's eager
 ``act(matmul + bias)`` (three kernels), cuBLASLt's own fused epilogue where PyTorch reaches it
 (``torch._addmm_activation(..., use_gelu=True)``: tanh-approximated GELU, not batched) and the bare product
 (``torch.bmm`` / ``torch.matmul``), all in one run. The GELU is the tanh form in all three (ours:
@@ -31,7 +31,7 @@ from matmul import error, host_ms, median_ms
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from examples import gemm_epilogue  # noqa: E402
+from examples import gemm, gemm_epilogue  # noqa: E402
 
 
 def to_numba(t):
@@ -75,9 +75,10 @@ def batched_case(name, dtype, size, count, repeats):
 
 
 def large_case(name, m, n, k, repeats):
-    """gelu(a @ w + bias[col]) in bf16: ours (`Matmul.tile` in benchmarks/gemm_variants.py's persistent loop, on
-    Hopper our wgmma block: the fastest of two tiles, each in a persistent loop and one a block; and its bare
-    product, for the epilogue's cost), eager, cuBLASLt's fused and the bare product."""
+    """gelu(a @ w + bias[col]) in bf16: ours (`Matmul.gemm` on the resident grid, and `Matmul.tile` in
+    benchmarks/gemm_variants.py's persistent loop and one tile a block; on Hopper our wgmma block: the fastest of
+    two tiles each way; and its bare product, for the epilogue's cost), eager, cuBLASLt's fused and the bare
+    product."""
     import torch
 
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -89,16 +90,23 @@ def large_case(name, m, n, k, repeats):
     eager = lambda: torch.nn.functional.gelu(a @ w + bias, approximate="tanh")  # noqa: E731
     rows, repeats = [], max(repeats // 4, 5)
     for mm in descriptions:
-        for persistent in (True, False):
+        for form in ("gemm", True, False):
             ops, bare_ops = (mm.operands(to_numba(a), to_numba(w), to_numba(c)) for _ in range(2))  # (a pipe each)
-            kernel, bare = (
-                gemm_variants.make_grouped(mm, epilogue, persistent=persistent)
-                for epilogue in (gemm_epilogue.bias_gelu_tanh, None)
-            )
-            start = lambda: gemm_variants.launch_grouped(mm, kernel, ops, 1.0, 0.0, extras)  # noqa: E731
-            label = f"Matmul.tile {ops.implementation} {mm.shape} x {mm.stages} stages" + (
-                "" if persistent else ", a tile a block"
-            )
+            if form == "gemm":
+                kernel, bare = gemm_epilogue.make_whole_gemm(mm, gemm_epilogue.bias_gelu_tanh), gemm.make_whole_gemm(mm)
+                start = lambda: gemm_variants.launcher(mm, kernel, ops, 1.0, 0.0, extras, grid="resident")  # noqa: E731
+                launch_bare = lambda: gemm_variants.launcher(mm, bare, bare_ops, 1.0, 0.0, grid="resident")  # noqa: E731
+                label = f"Matmul.gemm {ops.implementation} {mm.shape} x {mm.stages} stages"
+            else:
+                kernel, bare = (
+                    gemm_variants.make_grouped(mm, epilogue, persistent=form)
+                    for epilogue in (gemm_epilogue.bias_gelu_tanh, None)
+                )
+                start = lambda: gemm_variants.launch_grouped(mm, kernel, ops, 1.0, 0.0, extras)  # noqa: E731
+                launch_bare = lambda: gemm_variants.launch_grouped(mm, bare, bare_ops, 1.0, 0.0)  # noqa: E731
+                label = f"Matmul.tile {ops.implementation} {mm.shape} x {mm.stages} stages" + (
+                    "" if form else ", a tile a block"
+                )
             rows.append(
                 measure(
                     name,
@@ -107,7 +115,7 @@ def large_case(name, m, n, k, repeats):
                     c,
                     eager,
                     repeats,
-                    ours_bare_ms=gemm_variants.launch_grouped(mm, bare, bare_ops, 1.0, 0.0),
+                    ours_bare_ms=launch_bare(),
                 )
             )
     row = min(rows, key=lambda r: r["ms"])

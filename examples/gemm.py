@@ -2,7 +2,8 @@
 
 - `make_gemm`: `tiles.matmul` on shared tiles that `tiles.tile_load` fills (zeros past the edges) and
   `tiles.tile_store` empties (nothing past the edges); any dtype, complex ones too.
-- `make_tile_gemm`, `make_batched`: `tiles.Matmul`'s whole calls, one line of kernel each, whose code
+- `make_tile_gemm`, `make_whole_gemm`, `make_batched`: `tiles.Matmul`'s whole calls (a tile of C, all of C, a
+  batch of products), one line of kernel each, whose code
   `Matmul.operands` chooses for the GPU and whose launch `Matmul.launch` makes.
 - `make_own_loop`: the register form's steps in a kernel's own K loop, ``stages`` K-tiles in flight.
 
@@ -79,6 +80,16 @@ def make_tile_gemm(mm):
     return gemm
 
 
+def make_whole_gemm(mm):
+    """``gemm(ops, alpha, beta)``: all of C by `Matmul.gemm`, the launch's blocks sharing its tiles."""
+
+    @cuda.jit
+    def gemm(ops, alpha, beta):
+        mm.gemm(ops, alpha, beta)
+
+    return gemm
+
+
 def make_batched(mm):
     """``bmm(ops, alpha, beta)``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for the batch, by `Matmul.batched`."""
 
@@ -89,10 +100,11 @@ def make_batched(mm):
     return bmm
 
 
-def run_described(mm, kernel, a, b, c, alpha, beta, *extras):
-    """Launch a `make_tile_gemm` or `make_batched` kernel of ``mm`` on host arrays with `Matmul.launch`; returns C."""
+def run_described(mm, kernel, a, b, c, alpha, beta, *extras, grid=None):
+    """Launch a `make_tile_gemm`, `make_whole_gemm` or `make_batched` kernel of ``mm`` on host arrays with
+    `Matmul.launch` (``grid`` as it takes it); returns C."""
     d_c = cuda.to_device(c)
-    mm.launch(kernel, mm.operands(cuda.to_device(a), cuda.to_device(b), d_c), alpha, beta, *extras)
+    mm.launch(kernel, mm.operands(cuda.to_device(a), cuda.to_device(b), d_c), alpha, beta, *extras, grid=grid)
     return d_c.copy_to_host()
 
 
@@ -154,6 +166,7 @@ def main():
             ("tiles.matmul", (a, b, c), lambda *x: run(make_gemm(tile, dtype, acc, mm.threads), *x, tile, mm.threads)),
             ("own loop", (a, b, c), lambda *x: run(make_own_loop(mm), *x, tile, mm.block_dim)),
             ("Matmul.tile", (a, b, c), lambda *x: run_described(mm, make_tile_gemm(mm), *x)),
+            ("Matmul.gemm", (a, b, c), lambda *x: run_described(mm, make_whole_gemm(mm), *x, grid="resident")),
             ("Matmul.batched", (a3, b3, c3), lambda *x: run_described(mm, make_batched(mm), *x)),
         ):
             error = relative_error(launch(*args, 0.75, -1.25), *args, 0.75, -1.25)

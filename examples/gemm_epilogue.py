@@ -7,7 +7,8 @@ returns the value C stores, rounded to C's dtype. nvJitLink inlines it into the 
 activation cost no pass over C.
 
 - `make_own_loop`: the register form's steps in a kernel's own K loop, ``mm.store(..., epilogue=...)``;
-- `make_tile_gemm`, `make_batched`: `tiles.Matmul`'s whole calls, ``mm.tile`` and ``mm.batched``.
+- `make_tile_gemm`, `make_whole_gemm`, `make_batched`: `tiles.Matmul`'s whole calls, ``mm.tile``, ``mm.gemm`` and
+  ``mm.batched``.
 
     python examples/gemm_epilogue.py                           # on a GPU
     NUMBA_ENABLE_CUDASIM=1 python examples/gemm_epilogue.py    # the same kernels on Numba's simulator, small
@@ -96,6 +97,17 @@ def make_tile_gemm(mm, epilogue):
     return tile_gemm
 
 
+def make_whole_gemm(mm, epilogue):
+    """``gemm(ops, alpha, beta, extras)``: all of C by `Matmul.gemm` with ``epilogue``; launch with
+    `gemm.run_described` (``grid="resident"``)."""
+
+    @cuda.jit
+    def whole_gemm(ops, alpha, beta, extras):
+        mm.gemm(ops, alpha, beta, epilogue=epilogue, epilogue_args=extras)
+
+    return whole_gemm
+
+
 def make_batched(mm, epilogue):
     """``bmm(ops, alpha, beta, extras)``: the whole batch by `Matmul.batched` with ``epilogue`` (which takes the
     product's index too); launch with `gemm.run_described`."""
@@ -128,6 +140,11 @@ def main():
             "Matmul.tile, gelu",
             lambda: gemm.run_described(mm, make_tile_gemm(mm, bias_gelu), a, b, c, 1.0, 0.0, extras),
             gelu,
+        ),
+        (
+            "Matmul.gemm, relu",
+            lambda: gemm.run_described(mm, make_whole_gemm(mm, bias_relu), a, b, c, 1.0, 0.0, extras, grid="resident"),
+            relu,
         ),
     ):
         error = np.linalg.norm(result() - expected) / np.linalg.norm(expected)

@@ -153,6 +153,42 @@ __device__ __forceinline__ void unrolled(F&& f) {
 template <typename Epi>
 inline constexpr bool has_epilogue = !cuda::std::is_same_v<Epi, no_epilogue>;
 
+// The block's index in the grid, and the grid's blocks.
+__device__ __forceinline__ long long linear_block() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
+}
+__device__ __forceinline__ long long grid_blocks() {
+  return static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
+}
+
+// Matmul.gemm's order of C's tiles: tile t of a C of tiles_m x tiles_n tiles, walked in groups of GemmGroup
+// tile rows, down a group's column before its next column, so that the tiles a grid works on at once share
+// A's rows and B's columns in L2 (numba_tiles/_matmul/twins.py's gemm_tile mirrors it). A t past the last
+// tile is tile (tiles_m, 0), past C. In 32 bits: a C that fits a GPU's memory has fewer than 2^31 tiles.
+inline constexpr int GemmGroup = 8;
+struct tile_index {
+  int i, j;
+};
+__device__ __forceinline__ tile_index gemm_tile(int t, int tiles_m, int tiles_n) {
+  if (t >= tiles_m * tiles_n) return {tiles_m, 0};
+  const int first = t / (GemmGroup * tiles_n) * GemmGroup;
+  const int height = tiles_m - first < GemmGroup ? tiles_m - first : GemmGroup;
+  const int in_group = t - first * tiles_n;
+  return {first + in_group % height, in_group / height};
+}
+
+// tile(i, j) for this block's tiles of an M x N-tiled C of rows x cols, in gemm_tile's order: the block's
+// index, then a grid's blocks apart (Matmul.gemm by a tile call; a grid of any size covers C).
+template <int M, int N, class Tile>
+__device__ __forceinline__ void each_gemm_tile(long long rows, long long cols, Tile tile) {
+  const int tiles_m = static_cast<int>((rows + M - 1) / M), tiles_n = static_cast<int>((cols + N - 1) / N);
+  const int count = tiles_m * tiles_n, blocks = static_cast<int>(grid_blocks());
+  for (int t = static_cast<int>(linear_block()); t < count; t += blocks) {
+    const tile_index at = gemm_tile(t, tiles_m, tiles_n);
+    tile(at.i, at.j);
+  }
+}
+
 // Where a block collective keeps its shared temp storage (CUB's TempStorage, or a struct around
 // it). own_storage: a static __shared__ buffer per storage type in the kernel, which every call
 // that needs that type reuses (each call ends with a barrier, so sequential calls never overlap).

@@ -128,4 +128,21 @@ __device__ __forceinline__ void libmathdx_tile(array_ref<unsigned char> pipe, ma
   __syncthreads();  // the buffer is free for the block's next tile
 }
 
+// Matmul.gemm(ops, ...) by libmathdx's pipeline: all of C, this block's tiles in each_gemm_tile's order, each as
+// libmathdx_tile computes it (its launch checked once, first).
+template <int M, int N, int Threads, int BufferBytes, int TileBytes, int TileAlign, int AccBytes, int AccAlign,
+          auto TileCreate, auto TileDestroy, auto AccCreate, auto AccDestroy, auto Execute, auto Finish,
+          auto CopyF32, typename P, typename T, typename Epi = no_epilogue>
+__device__ __forceinline__ void libmathdx_gemm(array_ref<unsigned char> pipe, matrix_ref<T> c, float alpha,
+                                              float beta, Epi epi = {}) {
+  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes,
+                     "tiles.Matmul.gemm: launched with %u threads and %u bytes of dynamic shared memory; it "
+                     "needs %d threads and %d bytes (launch it with mm.launch)\n",
+                     blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
+  each_gemm_tile<M, N>(c.rows, c.cols, [&](int i, int j) {
+    libmathdx_tile<M, N, Threads, BufferBytes, TileBytes, TileAlign, AccBytes, AccAlign, TileCreate, TileDestroy,
+                   AccCreate, AccDestroy, Execute, Finish, CopyF32, P>(pipe, c, i, j, alpha, beta, epi);
+  });
+}
+
 }  // namespace numba_tiles

@@ -685,14 +685,6 @@ __device__ __forceinline__ void check_batched_shared(const array_ref<TS>& shared
   }
 }
 
-// The block's index in the grid, and the grid's blocks.
-__device__ __forceinline__ long long linear_block() {
-  return blockIdx.x + gridDim.x * (blockIdx.y + static_cast<long long>(gridDim.y) * blockIdx.z);
-}
-__device__ __forceinline__ long long grid_blocks() {
-  return static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
-}
-
 // The bytes of Matmul.batched's (and Matmul.tile's) dynamic shared memory: Stages A tiles, Stages B tiles, the stage.
 template <int M, int N, int AItems, int BItems, int Stages, typename T, typename TC, typename TD>
 inline constexpr long long batched_shared_bytes = Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
@@ -753,21 +745,28 @@ __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, b
       "Matmul.batched", a, b, c, shared, alpha, beta, epi, linear_block(), grid_blocks());
 }
 
-// Matmul.tile(ops, i, j, ...) by cp.async (any GPU): C's tile (i, j) as one product of batched's loop, the M
-// rows of A from i * M by the N columns of B from j * N, the epilogue given C's coordinates.
-template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
-          int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename T, typename TC,
-          typename PD, typename TD, typename TS, typename Epi = no_epilogue>
-__device__ __forceinline__ void matmul_tile(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, long long i,
-                                            long long j, array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
-  const long long r0 = i * M, c0 = j * N;
+// Stop the kernel unless A (m x k), B (k x n) and C (m x n) are one product's (`call`: the Matmul call's name).
+template <typename T, typename TD>
+__device__ __forceinline__ void check_product(const char* call, const matrix_ref<T>& a, const matrix_ref<T>& b,
+                                              const matrix_ref<TD>& c) {
   if (a.cols != b.rows || a.rows != c.rows || b.cols != c.cols) {
     if (first_thread()) {
-      printf("tiles.Matmul.tile: A is %lld x %lld, B %lld x %lld, C %lld x %lld; they must be m x k, k x n and m x n\n",
-             a.rows, a.cols, b.rows, b.cols, c.rows, c.cols);
+      printf("tiles.Matmul.%s: A is %lld x %lld, B %lld x %lld, C %lld x %lld; they must be m x k, k x n and m x n\n",
+             call, a.rows, a.cols, b.rows, b.cols, c.rows, c.cols);
     }
     fail();
   }
+}
+
+// C's tile (i, j) by cp.async (checked: A, B and C one product's) as one product of batched's loop, the M rows of
+// A from i * M by the N columns of B from j * N, the epilogue given C's coordinates.
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename T, typename TC,
+          typename PD, typename TD, typename TS, typename Epi>
+__device__ __forceinline__ void copied_tile(const char* name, const matrix_ref<T>& a, const matrix_ref<T>& b,
+                                            const matrix_ref<TD>& c, long long i, long long j,
+                                            const array_ref<TS>& shared, TC alpha, TC beta, Epi epi) {
+  const long long r0 = i * M, c0 = j * N;
   if (r0 < 0 || c0 < 0 || r0 >= c.rows || c0 >= c.cols) {
     return;  // (a tile past C's edge: nothing to compute)
   }
@@ -778,11 +777,35 @@ __device__ __forceinline__ void matmul_tile(matrix_ref<T> a, matrix_ref<T> b, ma
   const auto at = [&](TC value, long long, long long r, long long q) { return epi(value, r0 + r, c0 + q); };
   if constexpr (has_epilogue<Epi>) {
     copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
-        "Matmul.tile", pa, pb, pc, shared, alpha, beta, at, 0, 1);
+        name, pa, pb, pc, shared, alpha, beta, at, 0, 1);
   } else {
     copied_loop<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
-        "Matmul.tile", pa, pb, pc, shared, alpha, beta, epi, 0, 1);
+        name, pa, pb, pc, shared, alpha, beta, epi, 0, 1);
   }
+}
+
+// Matmul.tile(ops, i, j, ...) by cp.async (any GPU): C's tile (i, j).
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename T, typename TC,
+          typename PD, typename TD, typename TS, typename Epi = no_epilogue>
+__device__ __forceinline__ void matmul_tile(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, long long i,
+                                            long long j, array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
+  check_product("tile", a, b, c);
+  copied_tile<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, T, TC, PD>(
+      "Matmul.tile", a, b, c, i, j, shared, alpha, beta, epi);
+}
+
+// Matmul.gemm(ops, ...) by cp.async (any GPU): all of C, this block's tiles in each_gemm_tile's order.
+template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
+          int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename T, typename TC,
+          typename PD, typename TD, typename TS, typename Epi = no_epilogue>
+__device__ __forceinline__ void matmul_gemm(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, array_ref<TS> shared,
+                                            TC alpha, TC beta, Epi epi = {}) {
+  check_product("gemm", a, b, c);
+  each_gemm_tile<M, N>(c.rows, c.cols, [&](int i, int j) {
+    copied_tile<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, T, TC, PD>(
+        "Matmul.gemm", a, b, c, i, j, shared, alpha, beta, epi);
+  });
 }
 
 // Matmul.batched(pipe, c, ...): the first thread loads each K-tile with TMA (pipe: the tensor

@@ -1,6 +1,6 @@
-// Matmul.batched and Matmul.tile by wgmma: a batch of one-tile products, or one tile of C, on Hopper's warpgroup
-// MMA (wgmma, sm_90a), A and B loaded by TMA (the tensor maps and tiles of the TMA loop, matmul.cuh), C stored by
-// TMA.
+// Matmul.batched, Matmul.tile and Matmul.gemm by wgmma: a batch of one-tile products, one tile of C or all of C,
+// on Hopper's warpgroup MMA (wgmma, sm_90a), A and B loaded by TMA (the tensor maps and tiles of the TMA loop,
+// matmul.cuh), C stored by TMA.
 // The products come from CuTe's GMMA atoms (MathDx's CuTe): cuBLASDx 0.4 itself issues mma.sync only.
 #pragma once
 
@@ -93,6 +93,11 @@ __device__ __forceinline__ void warpgroup_barrier(int w) {
   cutlass::arch::NamedBarrier::sync(128, static_cast<cutlass::arch::ReservedNamedBarriers>(1 + w));
 }
 
+// Where a persistent loop's work (a product of a batch, a tile of C) lies: product z's tile at (row0, col0).
+struct wgmma_where {
+  int z, row0, col0;
+};
+
 // What the wgmma loop's blocks share, Matmul.batched's and Matmul.tile's: the layout of the dynamic shared memory
 // (wgmma_shared_bytes), the loading thread's K-tiles and the multiplying warpgroups' product of one tile of C, stored
 // by TMA. A block is M / 64 + 1 warpgroups: the first thread loads each K-tile of A and B with TMA into a ring
@@ -169,6 +174,64 @@ struct wgmma_block {
     tma_tile_load<TileA>(pipe->ab.a, a, row0, ks * K, z, full + slot);
     tma_tile_load<TileB>(pipe->ab.b, a + TileA::items, ks * K, col0, z, full + slot);
     next();
+  }
+
+  // The loading thread of the persistent loop (Matmul.batched's, Matmul.gemm's): the K-tiles of work `block`
+  // (its first K-tile issued already, if `first_in`), then of each next one it takes from the pipe's counter,
+  // Ahead works ahead, below `count`; then the mark that ends the multiplying warps' loop. where(item): the
+  // {z, row0, col0} of work item's C tile. The last block to finish sets the counters back to zero: one call of a
+  // pipe a launch, launches of a pipe in order.
+  template <int Ahead, class Where>
+  __device__ __forceinline__ void produce(wgmma_pipe* counters, int block, int count, int ksteps, bool first_in,
+                                          Where where) {
+    const int blocks = static_cast<int>(gridDim.x * gridDim.y * gridDim.z);
+    const auto take = [&] { return blocks + static_cast<int>(wgmma_ticket(&counters->tickets)); };
+    int queue[Ahead];  // (indexed by constants in the unrolled loop below: no copies that would wait on a ticket)
+#pragma unroll
+    for (int i = 0; i < Ahead; ++i) queue[i] = take();
+    int item = block, from = 1;  // (the first work's first K-tile is in)
+    bool more = first_in;
+    while (more) {
+#pragma unroll
+      for (int j = 0; j < Ahead; ++j) {
+        if (more) {
+          const wgmma_where at = where(item);
+          for (int ks = from; ks < ksteps; ++ks) issue(at.z, at.row0, at.col0, ks, item);
+          from = 0;
+          item = queue[j];
+          more = item < count;
+          if (more) queue[j] = take();
+        }
+      }
+    }
+    tma_wait(empty + slot, phase ^ 1);
+    products[slot] = -1;  // (the multiplying warps stop here)
+    barrier_arrive(full + slot);
+    __threadfence();  // (this block's tickets are all taken)
+    if (wgmma_ticket(&counters->finished) == static_cast<unsigned>(blocks - 1)) {
+      counters->tickets = 0;
+      counters->finished = 0;
+    }
+  }
+
+  // A multiplying warpgroup's loop: each work the loading thread marks in turn, until its end mark, multiplied and
+  // stored at where(item) (C of rows x cols), fin(value, item, row, col) on each item when Fused.
+  template <bool Fused, class Where, class Fin>
+  __device__ __forceinline__ void consume(int ksteps, long long rows, long long cols, float alpha, float beta,
+                                          Where where, Fin fin) {
+    const int t = threadIdx.x, lane = t % 32;
+    for (;;) {
+      tma_wait(full + slot, phase);
+      // The work, read by lane 0 alone: lane 0's arrival on the empty barrier releases only its own
+      // accesses, and the loading thread writes the next work here once that barrier completes (read by
+      // every lane, compute-sanitizer's racecheck reports the reads and that write as a race).
+      const int item = __shfl_sync(0xffffffffu, lane == 0 ? products[slot] : 0, 0);
+      if (item < 0) break;
+      const wgmma_where at = where(item);
+      const auto at_item = [&](float x, long long row, long long col) { return fin(x, item, row, col); };
+      multiply_store<Fused>(t / 128 - 1, at.z, at.row0, at.col0, ksteps, rows, cols, alpha, beta, at_item);
+    }
+    if (t % 128 == 0) bulk_wait<false>();
   }
 
   // Warpgroup w's 64 rows of C's tile at (row0, col0) of product z, whose K-tiles start in the current buffer, the
@@ -301,8 +364,7 @@ __device__ __forceinline__ void wgmma_check_launch(const array_ref<unsigned char
 // The products' order is dynamic: each block's first is its own index; it then takes the next from the
 // pipe's counter, Ahead products ahead, so that the SMs that draw memory faster take more. On an H200 the
 // same loop in the grid's order (every block its equal share) was 8% slower for bf16 128^3 x 4096 (see
-// docs/notes/why-the-matmul-is-shaped-so.md). The last block to finish sets the counters
-// back to zero: one call of a pipe a launch, launches of a pipe in order.
+// docs/notes/why-the-matmul-is-shaped-so.md).
 // epi(value, item, row, col): the epilogue, applied to each item of C inside C before it is rounded.
 template <int M, int N, int K, int Stages, long long SharedBytes, bool RowA, bool RowB, typename P, typename PD,
           typename TD, typename Epi = no_epilogue>
@@ -327,52 +389,19 @@ __device__ __forceinline__ void wgmma_batched(array_ref<unsigned char> maps, bat
   }
   __syncthreads();
   const int ksteps = static_cast<int>((pipe->ab.k + K - 1) / K);  // (k >= 1: Matmul.operands)
+  const auto where = [](int item) { return wgmma_where{item, 0, 0}; };
   if (group == 0) {
     if (t == 0) {
       const int count = static_cast<int>(pipe->ab.count);  // (Matmul.operands: below 2^31, as TMA's coordinates)
       stop_without_calls(c.count != count || c.rows != pipe->ab.m || c.cols != pipe->ab.n,
                          "tiles.Matmul.batched: ops.pipe is not mm.operands(a, b, c) of this c\n");
-      const int blocks = static_cast<int>(gridDim.x * gridDim.y * gridDim.z);
-      const auto take = [&] { return blocks + static_cast<int>(wgmma_ticket(&pipe->tickets)); };
-      int queue[Ahead];  // (indexed by constants in the unrolled loop below: no copies that would wait on a ticket)
-#pragma unroll
-      for (int i = 0; i < Ahead; ++i) queue[i] = take();
-      int item = block, from = 1;  // (the first product's first K-tile is in)
-      bool more = true;
-      while (more) {
-#pragma unroll
-        for (int j = 0; j < Ahead; ++j) {
-          if (more) {
-            for (int ks = from; ks < ksteps; ++ks) at.issue(item, 0, 0, ks, item);
-            from = 0;
-            item = queue[j];
-            more = item < count;
-            if (more) queue[j] = take();
-          }
-        }
-      }
-      tma_wait(at.empty + at.slot, at.phase ^ 1);
-      at.products[at.slot] = -1;  // (the multiplying warps stop here)
-      barrier_arrive(at.full + at.slot);
-      __threadfence();  // (this block's tickets are all taken)
-      if (wgmma_ticket(&pipe->finished) == static_cast<unsigned>(blocks - 1)) {
-        pipe->tickets = 0;
-        pipe->finished = 0;
-      }
+      at.template produce<Ahead>(pipe, block, count, ksteps, true, where);
     }
   } else {
-    const int lane = t % 32;
-    for (;;) {
-      tma_wait(at.full + at.slot, at.phase);
-      // The product, read by lane 0 alone: lane 0's arrival on the empty barrier releases only its own
-      // accesses, and the loading thread writes the next product here once that barrier completes (read by
-      // every lane, compute-sanitizer's racecheck reports the reads and that write as a race).
-      const int item = __shfl_sync(0xffffffffu, lane == 0 ? at.products[at.slot] : 0, 0);
-      if (item < 0) break;
-      const auto fin = [&](float x, long long row, long long col) { return epi(x, static_cast<long long>(item), row, col); };
-      at.template multiply_store<has_epilogue<Epi>>(group - 1, item, 0, 0, ksteps, c.rows, c.cols, alpha, beta, fin);
-    }
-    if (t % 128 == 0) bulk_wait<false>();
+    const auto fin = [&](float x, int item, long long row, long long col) {
+      return epi(x, static_cast<long long>(item), row, col);
+    };
+    at.template consume<has_epilogue<Epi>>(ksteps, c.rows, c.cols, alpha, beta, where, fin);
   }
   __syncthreads();  // (every barrier's last phase waited for)
   if (t == 0) at.finish();
@@ -417,6 +446,57 @@ __device__ __forceinline__ void wgmma_tile(array_ref<unsigned char> maps, matrix
     if (t % 128 == 0) bulk_wait<false>();
   }
   __syncthreads();  // (every barrier's last phase waited for, C stored: the block may compute its next tile)
+  if (t == 0) at.finish();
+#else
+  __trap();  // (refused at typing: the rule compiles this for sm_90a)
+#endif
+}
+
+// All of C = alpha A B + beta C for the matrices `pipe` describes, by a persistent block of wgmma_block's
+// warpgroups, as wgmma_batched's loop with C's tiles for products: the loading thread runs ahead across tiles
+// (Stages K-tiles, whichever tiles they belong to), the barriers are set up once a launch, and each multiplying
+// warpgroup goes on with its next tile while TMA stores its last one. The tiles' order is dynamic as the batch's,
+// tile t being gemm_tile's t-th (groups of rows sharing B's columns in L2). Ends with a barrier, C stored.
+// epi(value, row, col): the epilogue, applied to each item of C inside C before it is rounded.
+template <int M, int N, int K, int Stages, long long SharedBytes, bool RowA, bool RowB, typename P, typename PD,
+          typename TD, typename Epi = no_epilogue>
+__device__ __forceinline__ void wgmma_gemm(array_ref<unsigned char> maps, matrix_ref<TD> c, float alpha, float beta,
+                                           Epi epi = {}) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
+  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
+  wgmma_check_launch<Block>(maps, "tiles.Matmul.gemm: launched with other threads or less dynamic shared memory "
+                                  "than mm.launch gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
+  extern __shared__ __align__(1024) unsigned char shared[];
+  wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);
+  Block at(pipe, shared);
+  const int t = threadIdx.x;
+  const int block = static_cast<int>(linear_block());
+  // (C's sides are below 2^31, as TMA's coordinates: Matmul.operands)
+  const int tiles_m = static_cast<int>((c.rows + M - 1) / M), tiles_n = static_cast<int>((c.cols + N - 1) / N);
+  const int count = tiles_m * tiles_n;
+  const auto where = [=](int item) {
+    const tile_index tile = gemm_tile(item, tiles_m, tiles_n);
+    return wgmma_where{0, tile.i * M, tile.j * N};
+  };
+  if (t == 0) {
+    at.start();
+    stop_without_calls(pipe->ab.count != 1 || c.rows != pipe->ab.m || c.cols != pipe->ab.n,
+                       "tiles.Matmul.gemm: ops.pipe is not mm.operands(a, b, c) of this c\n");
+    if (block < count) {
+      const wgmma_where first = where(block);
+      at.issue(first.z, first.row0, first.col0, 0, block);
+    }
+  }
+  __syncthreads();
+  const int ksteps = static_cast<int>((pipe->ab.k + K - 1) / K);  // (k >= 1: Matmul.operands)
+  if (t < 128) {
+    if (t == 0) at.template produce<2>(pipe, block, count, ksteps, block < count, where);
+  } else {
+    const auto fin = [&](float x, int, long long row, long long col) { return epi(x, row, col); };
+    at.template consume<has_epilogue<Epi>>(ksteps, c.rows, c.cols, alpha, beta, where, fin);
+  }
+  __syncthreads();  // (every barrier's last phase waited for, C stored)
   if (t == 0) at.finish();
 #else
   __trap();  // (refused at typing: the rule compiles this for sm_90a)

@@ -3,8 +3,8 @@
 `matmul` is the one-call form: ``c = alpha * a @ b + beta * c`` for tiles in shared memory (see
 `numba_tiles.tile` for moving them). `Matmul` describes one product at module level; in kernels its
 methods are the register form's steps (``load_a``, ``load_b``, ``multiply``, ``store``, ``wait``) and
-two whole calls, ``tile`` (one tile of C) and ``batched`` (a batch of products), whose implementation
-it chooses by the GPU, the dtypes and the shape (`Matmul.operands`).
+three whole calls, ``tile`` (one tile of C), ``gemm`` (all of C) and ``batched`` (a batch of products), whose
+implementation it chooses by the GPU, the dtypes and the shape (`Matmul.operands`).
 """
 
 import math
@@ -64,16 +64,18 @@ class Matmul:
     - ``c_items``: the items of ``store``'s optional shared stage, in the accumulator's dtype;
     - ``threads``: ``block_dim``'s threads.
 
-    In a kernel, two whole calls, each given ``ops = mm.operands(a, b, c)`` (made on the host), whose
+    In a kernel, three whole calls, each given ``ops = mm.operands(a, b, c)`` (made on the host), whose
     code `Matmul.operands` chooses for the GPU, and launched by `Matmul.launch`:
 
     - ``mm.tile(ops, i, j, alpha=1.0, beta=0.0)``: C's tile (i, j), ``c[i*M:(i+1)*M, j*N:(j+1)*N] =
       alpha * a @ b + beta * c`` there, the whole K loop inside, by the whole block; items past C's edges
       are left out, and the call ends with a barrier, so a block may compute any number of tiles;
+    - ``mm.gemm(ops, alpha=1.0, beta=0.0)``: all of C, the launch's blocks sharing its tiles (launched with
+      ``grid="resident"``, a persistent loop: on Hopper one pipeline across the block's tiles);
     - ``mm.batched(ops, alpha=1.0, beta=0.0)``: ``c[i] = alpha * a[i] @ b[i] + beta * c[i]`` for the
       whole batch (each product at most M x N, any K), a persistent loop over the launch's blocks.
 
-    Both take ``epilogue=f, epilogue_args=(x, ...)``: each item of C is stored as ``f(value, row, col,
+    Each takes ``epilogue=f, epilogue_args=(x, ...)``: each item of C is stored as ``f(value, row, col,
     x, ...)`` (``batched``: ``f(value, i, row, col, x, ...)``, ``i`` the product), ``value`` being
     ``alpha * A @ B + beta * C`` in the accumulator's dtype and ``(row, col)`` its place in C; ``f`` is a
     ``@cuda.jit(device=True)`` function, inlined into the store, so that ``relu(A @ B + bias)``, row or
@@ -207,8 +209,9 @@ class Matmul:
         return code.plan(name, self, code.stages(self), c_dtype, ndim)
 
     def operands(self, a, b, c, stream=0, implementation=None):
-        """A, B and C described to ``mm.tile`` (2-D arrays: A is m x k, B k x n, C m x n) or ``mm.batched``
-        (3-D: count x m x k, count x k x n, count x m x n, each product at most M x N), as an `Operands`: the
+        """A, B and C described to ``mm.tile`` and ``mm.gemm`` (2-D arrays: A is m x k, B k x n, C m x n) or
+        ``mm.batched`` (3-D: count x m x k, count x k x n, count x m x n, each product at most M x N), as an
+        `Operands`: the
         first argument of the kernel, of a Numba type of this description's own. Made on the host for the
         current GPU, from device arrays (any strides; numpy arrays on the simulator); C holds the
         accumulator's dtype or A's (rounded to it). Make it again for other arrays.
@@ -351,11 +354,12 @@ class Matmul:
         """Launch ``kernel`` with ``args``, one of which is ``ops = mm.operands(a, b, c)``: with the block and the
         dynamic shared memory its ``mm.tile`` or ``mm.batched`` needs, the kernel let to take it, and ``grid``:
 
-        - by default, for ``mm.tile``, one block a tile of C, ``(tile columns, tile rows)``: the kernel calls
-          ``mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, ...)``; for ``mm.batched``, the grid its
-          implementation runs best with;
+        - by default, for 2-D arrays, one block a tile of C, ``(tile columns, tile rows)``: the kernel calls
+          ``mm.tile(ops, cuda.blockIdx.y, cuda.blockIdx.x, ...)`` (or ``mm.gemm``, one tile a block); for
+          ``mm.batched``, the grid its implementation runs best with;
         - ``"resident"``: as many blocks as the GPU runs at once (the driver's occupancy query), at most one
-          a tile or product: for a kernel's own persistent loop over C's tiles (``cuda.gridDim.x`` apart);
+          a tile or product: for ``mm.gemm``, and for a kernel's own persistent loop over C's tiles
+          (``cuda.gridDim.x`` apart);
         - or a grid of your own.
 
         A numba-cuda-mlir kernel launches so too (its launcher passes ``ops`` as a tuple of its arrays, which
@@ -506,6 +510,30 @@ class Matmul:
             if cuda.is_available():
                 tiles_m, tiles_n = -(-c.shape[0] // 64), -(-c.shape[1] // 64)
                 MM.launch(gemm_loop, MM.operands(a, b, c), tiles_n, tiles_m * tiles_n, grid="resident")
+                assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
+        """
+
+    @ext.method(consts=_callback.CONSTS, rule=calls.gemm_rule, simulate=twins.matmul_gemm)
+    def gemm(self, ops, alpha=1.0, beta=0.0, *, epilogue=None, epilogue_args=None):
+        """All of ``c = alpha * a @ b + beta * c`` for ``ops = mm.operands(a, b, c)`` of 2-D arrays, by the launch's
+        blocks together: each takes C's tiles in turn, from its index in the grid on, the grid's blocks apart
+        (any grid covers C), in groups of rows whose tiles share B's columns in L2. Launch it with
+        ``mm.launch(kernel, ops, ..., grid="resident")``: as many blocks as the GPU runs at once, each block's loop
+        going on from tile to tile. By ``"wgmma"`` (Hopper) that loop is one pipeline: the loading warp runs ahead
+        into the next tiles' K-tiles while the others multiply, and each tile's store and epilogue overlap the
+        next tile's products; the other implementations compute one tile after another. The epilogue is
+        `tile`'s, ``f(value, row, col, x, ...)``; see `Matmul` and `Matmul.operands`.
+
+        Example, continuing `Matmul`'s::
+
+            @cuda.jit
+            def gemm_all(ops, alpha, beta):
+                MM.gemm(ops, alpha, beta)             # all of c = alpha * a @ b + beta * c
+
+            sig = (MM.operands_type("float32"), float32, float32)
+            cubin = tiles.compile(gemm_all, sig, arch="sm_90a")   # Hopper's pipeline (sm_80: the register form's)
+            if cuda.is_available():
+                MM.launch(gemm_all, MM.operands(a, b, c), 1.0, 0.0, grid="resident")
                 assert np.allclose(c.copy_to_host(), expected, rtol=1e-2, atol=1e-2)
         """
 

@@ -14,6 +14,7 @@ from ..extending import MATHDX, Arg, Instance, Literal, Member
 MATMUL = MATHDX.header("matmul.cuh")  # the register form's steps and loops, and the shared-tile product
 STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # the K-steps of A and B in flight: a parser
 
+CALLS = {"tile": 2, "gemm": 2, "batched": 3}  # a Matmul's whole calls, and the dimensions of the arrays of their ops
 SHARED = "::numba_tiles::dynamic_shared<unsigned char>()"  # (the C++ argument: the launch's dynamic shared memory)
 MEMBERS = ("pipe", "a", "b", "c")  # an `Operands`' arrays, in the order a kernel's call passes them
 
@@ -90,9 +91,9 @@ class Implementation:
         here none it reads (a buffer of `_tensor_maps.PIPE`'s size, so that every `Operands` holds one)."""
         return cuda.device_array(_tensor_maps.PIPE.itemsize, np.uint8, stream=stream)
 
-    def instance(self, name, mm, plan, td, args, ndim):
-        """The `Instance` of ``mm.tile`` (``ndim`` 2) or ``mm.batched`` (3) by ``plan`` for a C of `Dtype` ``td``
-        (``args``: the call's, for its epilogue)."""
+    def instance(self, name, mm, plan, td, args, call):
+        """The `Instance` of ``mm.tile``, ``mm.gemm`` or ``mm.batched`` (``call``, a key of `CALLS`) by ``plan`` for a
+        C of `Dtype` ``td`` (``args``: the call's, for its epilogue)."""
         raise NotImplementedError
 
     def operand_params(self, mm, td, ndim):
@@ -100,12 +101,12 @@ class Implementation:
         found = member_types(mm.dtype, td.name, ndim)
         return tuple(Member("ops", m, found[m]) for m in self.members)
 
-    def register_loop(self, name, mm, plan, td, args, ndim, function, tile=(), checks="", **more):
-        """The `Instance` of matmul.cuh's loop ``function``, the register form's steps over K with ``plan``'s stages
-        in the launch's dynamic shared memory, for a C of `Dtype` ``td``: its entry takes the operands, ``tile``'s
-        coordinates, then alpha and beta. ``checks``: C++ ahead of the entry point; ``more``: the template
-        arguments of its own, after the stages'."""
-        tc = mm._types[1]
+    def register_loop(self, name, mm, plan, td, args, call, function, checks="", **more):
+        """The `Instance` of matmul.cuh's loop ``function`` for ``call``, the register form's steps over K with
+        ``plan``'s stages in the launch's dynamic shared memory, for a C of `Dtype` ``td``: its entry takes the
+        operands, the tile's coordinates (``tile``), then alpha and beta. ``checks``: C++ ahead of the entry point;
+        ``more``: the template arguments of its own, after the stages'."""
+        tc, ndim = mm._types[1], CALLS[call]
         _, result = c_precision(mm, name, "c", td)
         fused, prelude = _callback.fused(name, args, tc.numba, ndim)
         template = instantiate(
@@ -120,9 +121,14 @@ class Implementation:
             TS="unsigned char",
         )
         scales = (Literal("shared", SHARED), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
-        params = self.operand_params(mm, td, ndim) + tile + scales + fused
+        params = self.operand_params(mm, td, ndim) + coordinates(call) + scales + fused
         fields = dict(result=types.none, params=params, prelude=checks + prelude, threads=plan.threads)
         return Instance(intrinsic=name, header=MATMUL, template=template, **fields)
+
+
+def coordinates(call):
+    """The entry point's parameters of the tile ``call`` computes: ``tile``'s ``i`` and ``j``, none for the others."""
+    return (Arg("i", types.int64), Arg("j", types.int64)) if call == "tile" else ()
 
 
 def instantiate(mm, function, **more):

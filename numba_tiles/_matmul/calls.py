@@ -1,5 +1,5 @@
 """What `Matmul`'s calls in kernels check and instantiate: the register form's steps (``load_a``, ``load_b``,
-``multiply``, ``store``), and ``tile`` and ``batched``, whose instances the chosen implementation makes."""
+``multiply``, ``store``), and ``tile``, ``gemm`` and ``batched``, whose instances the chosen implementation makes."""
 
 from numba.cuda import types
 
@@ -100,12 +100,12 @@ def store_rule(name, args):
     )
 
 
-def operands_of(name, args, ndim):
+def operands_of(name, args, call):
     """The description, its `_Plan` for the kernel's GPU and C's `Dtype`, of the call's ``ops``: `Operands` of this
-    description (``ndim``: 2 for tile, 3 for batched)."""
+    description (``call``: "tile", "gemm" or "batched")."""
     mm, ops = args["mm"], args["ops"]
     made = ops.info if isinstance(ops, numba_cuda.Handle) else None
-    call = {2: "tile", 3: "batched"}[ndim]
+    ndim = base.CALLS[call]
     if made is None:
         raise ext.error(
             name,
@@ -122,7 +122,7 @@ def operands_of(name, args, ndim):
         raise ext.error(
             name,
             f"ops describe {'a batch (3-D arrays)' if made['ndim'] == 3 else '2-D arrays'}",
-            f"call mm.{'batched' if made['ndim'] == 3 else 'tile'}(ops, ...), or make ops of "
+            f"call {'mm.batched' if made['ndim'] == 3 else 'mm.gemm or mm.tile'}(ops, ...), or make ops of "
             f"{ndim}-D arrays for mm.{call}",
         )
     _matrices.scales(name, args)
@@ -139,11 +139,16 @@ def operands_of(name, args, ndim):
 
 
 def tile_rule(name, args):
-    mm, plan, td = operands_of(name, args, 2)
+    mm, plan, td = operands_of(name, args, "tile")
     _matrices.origin(name, args, ("i", "j"))
-    return IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, 2)
+    return IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, "tile")
+
+
+def gemm_rule(name, args):
+    mm, plan, td = operands_of(name, args, "gemm")
+    return IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, "gemm")
 
 
 def batched_rule(name, args):
-    mm, plan, td = operands_of(name, args, 3)
-    return IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, 3)
+    mm, plan, td = operands_of(name, args, "batched")
+    return IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, "batched")

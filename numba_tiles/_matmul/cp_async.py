@@ -1,10 +1,8 @@
-"""``"cp.async"``: the register form's own loop (``matmul_tile`` and ``matmul_batched`` in matmul.cuh), A and B
+"""``"cp.async"``: the register form's own loop (``matmul_tile``, ``matmul_gemm`` and ``matmul_batched`` in
+matmul.cuh), A and B
 copied into shared memory by the block's threads (16-byte ``cp.async``), multiplied by cuBLASDx: any GPU from
 sm_80 on, any strides."""
 
-from numba.cuda import types
-
-from ..extending import Arg
 from .base import Implementation, Plan, stage_bytes
 
 
@@ -28,10 +26,9 @@ class CpAsync(Implementation):
         shared = stages * mm.shared_memory_bytes + stage_bytes(mm, c_dtype)
         return Plan(self.name, stages, mm.block_dim, shared, "tiles" if ndim == 2 else "even")
 
-    def instance(self, name, mm, plan, td, args, ndim):
-        function = "numba_tiles::matmul_tile" if ndim == 2 else "numba_tiles::matmul_batched"
-        tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
-        return self.register_loop(name, mm, plan, td, args, ndim, function, tile, T=mm._types[0].cxx)
+    def instance(self, name, mm, plan, td, args, call):
+        function = f"numba_tiles::matmul_{call}"
+        return self.register_loop(name, mm, plan, td, args, call, function, T=mm._types[0].cxx)
 
 
 CP_ASYNC = CpAsync()

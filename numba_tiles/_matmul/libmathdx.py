@@ -16,7 +16,7 @@ from .._library import LIBMATHDX
 from .._matrices import ORDERS
 from ..extending import Arg, Instance, error
 from . import tma
-from .base import STAGES, Implementation, Plan
+from .base import STAGES, Implementation, Plan, coordinates
 from .wgmma import CXX, precision
 
 HEADER = LIBMATHDX.header("libmathdx.cuh")
@@ -174,7 +174,7 @@ class Libmathdx(Implementation):
         _prepare_kernel(mm, plan.stages)[1, 1, stream](pipe, a, b)
         return pipe
 
-    def instance(self, name, mm, plan, td, args, ndim):
+    def instance(self, name, mm, plan, td, args, call):
         if simulated.simulator_enabled():  # (the simulator's twin computes the tile; nothing is generated)
             return Instance(intrinsic=name, header=HEADER, template="", result=types.none, params=())
         fused, prelude = _callback.fused(name, args, types.float32, 2)
@@ -182,7 +182,7 @@ class Libmathdx(Implementation):
         s = {f: f"&{symbol}" for f, symbol in t["symbols"].items()}
         m, n, _ = mm.shape
         template = HEADER.template(
-            "numba_tiles::libmathdx_tile",
+            f"numba_tiles::libmathdx_{call}",
             M=m,
             N=n,
             Threads=threads(mm),
@@ -200,16 +200,8 @@ class Libmathdx(Implementation):
             CopyF32=s["copy_f32"],
             P=CXX["float32" if td.name == "float32" else precision(mm)],
         )
-        params = (
-            self.operand_params(mm, td, 2)
-            + (
-                Arg("i", types.int64),
-                Arg("j", types.int64),
-                Arg("alpha", types.float32, 1),
-                Arg("beta", types.float32, 0),
-            )
-            + fused
-        )
+        scales = (Arg("alpha", types.float32, 1), Arg("beta", types.float32, 0))
+        params = self.operand_params(mm, td, 2) + coordinates(call) + scales + fused
         return _instance(name, mm, plan.stages, template, params, prelude, threads=threads(mm))
 
 

@@ -59,9 +59,9 @@ class Tma(Implementation):
     def prepare(self, name, mm, plan, a, b, c, stream):
         return _tensor_maps.prepare(name, mm, a, b, None, stream)
 
-    def instance(self, name, mm, plan, td, args, ndim):
+    def instance(self, name, mm, plan, td, args, call):
         checks = _tensor_maps.CHECKS["batched_maps"] + "\n"
-        return self.register_loop(name, mm, plan, td, args, ndim, "numba_tiles::matmul_batched_tma", checks=checks)
+        return self.register_loop(name, mm, plan, td, args, call, "numba_tiles::matmul_batched_tma", checks=checks)
 
 
 TMA = Tma()

@@ -148,16 +148,44 @@ def _product(mm, a, b, c, rows, cols, alpha, beta, finish, lead=(), origin=(0, 0
     return _rounded(_epilogued(finish, value, lead, origin), c.dtype)
 
 
+def _tile(mm, a, b, c, i, j, args, finish):
+    """C's tile (i, j) = alpha * A @ B + beta * C there, with the epilogue (none past C's edges)."""
+    m, n, _ = mm.shape
+    r0, c0 = i * m, j * n
+    rows, cols = slice(r0, min(r0 + m, c.shape[0])), slice(c0, min(c0 + n, c.shape[1]))
+    if rows.start < rows.stop and cols.start < cols.stop:
+        c[rows, cols] = _product(mm, a, b, c, rows, cols, args["alpha"], args["beta"], finish, origin=(r0, c0))
+
+
 def matmul_tile(instance, args):
     mm, a, b, c, args = _ops(instance, args)
     finish = _epilogue(instance, args, mm._types[1].numpy)
+    by_first_thread(instance, args, lambda: _tile(mm, a, b, c, int(args["i"]), int(args["j"]), args, finish))
+
+
+GEMM_GROUP = 8  # (GemmGroup in common.cuh)
+
+
+def gemm_tile(t, tiles_m, tiles_n):
+    """Tile ``t`` of a C of ``tiles_m`` x ``tiles_n`` tiles in ``mm.gemm``'s order (gemm_tile in common.cuh): groups
+    of GEMM_GROUP tile rows, down a group's column before its next column."""
+    first = t // (GEMM_GROUP * tiles_n) * GEMM_GROUP
+    height = min(tiles_m - first, GEMM_GROUP)
+    in_group = t - first * tiles_n
+    return first + in_group % height, in_group // height
+
+
+def matmul_gemm(instance, args):
+    mm, a, b, c, args = _ops(instance, args)
+    thread = block_thread(instance.intrinsic, args["block_dim"])
+    grid = simulated.simulated_grid_dim(thread)
+    block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
+    finish = _epilogue(instance, args, mm._types[1].numpy)
+    tiles_m, tiles_n = (-(-size // side) for size, side in zip(c.shape, mm.shape))
 
     def work():
-        m, n, _ = mm.shape
-        r0, c0 = int(args["i"]) * m, int(args["j"]) * n
-        rows, cols = slice(r0, min(r0 + m, c.shape[0])), slice(c0, min(c0 + n, c.shape[1]))
-        if rows.start < rows.stop and cols.start < cols.stop:
-            c[rows, cols] = _product(mm, a, b, c, rows, cols, args["alpha"], args["beta"], finish, origin=(r0, c0))
+        for t in range(block, tiles_m * tiles_n, math.prod(grid)):
+            _tile(mm, a, b, c, *gemm_tile(t, tiles_m, tiles_n), args, finish)
 
     by_first_thread(instance, args, work)
 

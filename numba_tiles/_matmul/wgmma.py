@@ -10,7 +10,7 @@ from .._library import CUTE_SM90A
 from .._matrices import ORDERS
 from ..extending import Arg, Instance
 from . import tma
-from .base import Implementation, Plan
+from .base import CALLS, Implementation, Plan, coordinates
 
 WGMMA = CUTE_SM90A.header("wgmma.cuh")
 MAX_SHARED_BYTES = 227 * 1024  # a Hopper block's dynamic shared memory
@@ -90,12 +90,13 @@ class Wgmma(Implementation):
     def prepare(self, name, mm, plan, a, b, c, stream):
         return _tensor_maps.prepare(name, mm, a, b, c, stream)
 
-    def instance(self, name, mm, plan, td, args, ndim):
+    def instance(self, name, mm, plan, td, args, call):
+        ndim = CALLS[call]
         fused, prelude = _callback.fused(name, args, types.float32, ndim)
         m, n, k = mm.shape
         p = precision(mm)
         template = WGMMA.template(
-            "numba_tiles::wgmma_tile" if ndim == 2 else "numba_tiles::wgmma_batched",
+            f"numba_tiles::wgmma_{call}",
             M=m,
             N=n,
             K=k,
@@ -107,10 +108,8 @@ class Wgmma(Implementation):
             PD=CXX["float32" if td.name == "float32" else p],
             TD=td.cxx,
         )
-        tile = (Arg("i", types.int64), Arg("j", types.int64)) if ndim == 2 else ()
-        params = (
-            self.operand_params(mm, td, ndim) + tile + (Arg("alpha", types.float32, 1), Arg("beta", types.float32, 0))
-        )
+        scales = (Arg("alpha", types.float32, 1), Arg("beta", types.float32, 0))
+        params = self.operand_params(mm, td, ndim) + coordinates(call) + scales
         return Instance(
             intrinsic=name,
             header=WGMMA,

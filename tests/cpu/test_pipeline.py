@@ -277,6 +277,26 @@ def test_batched_links_for_sm_90a_to_wgmma_and_tma_without_local_memory(
         assert_wgmma_not_serialized(text)
 
 
+def test_gemm_links_for_sm_90a_to_one_pipeline_over_the_tiles(tmp_path):
+    """``mm.gemm`` by wgmma: one loop over C's tiles whose loading thread takes them from the counter (ATOMG), TMA in
+    and out, no local memory, no calls, its wgmma not serialized. (The `Matmul` docstring's description and
+    kernel: its gemm example compiles the same program.)"""
+    mm = tiles.Matmul((64, 64, 32), "float16")
+
+    @cuda.jit
+    def gemm_all(ops, alpha, beta):
+        mm.gemm(ops, alpha, beta)
+
+    assert mm._plan("test", (9, 0), "float32", 2).implementation == "wgmma"
+    text = sass(
+        tiles.compile(gemm_all, (mm.operands_type("float32"), types.float32, types.float32), arch="sm_90a"), tmp_path
+    )
+    names = names_of(text)
+    assert {"HGMMA", "UTMALDG", "UTMASTG", "ATOMG", "SYNCS"} <= names and not {"LDL", "STL"} & names, sorted(names)
+    assert not external_calls(text)
+    assert_wgmma_not_serialized(text)
+
+
 def test_batched_ops_in_a_tile_call_is_a_clear_compile_time_error():
     @cuda.jit
     def kernel(ops):
@@ -284,6 +304,13 @@ def test_batched_ops_in_a_tile_call_is_a_clear_compile_time_error():
 
     with pytest.raises(tiles.TilesError, match=re.escape("tiles.Matmul.tile: ops describe a batch (3-D arrays)")):
         tiles.compile(kernel, BATCHED[:1], arch="sm_90a")
+
+    @cuda.jit
+    def whole(ops):
+        BMM.gemm(ops)
+
+    with pytest.raises(tiles.TilesError, match=re.escape("tiles.Matmul.gemm: ops describe a batch (3-D arrays)")):
+        tiles.compile(whole, BATCHED[:1], arch="sm_90a")
 
 
 def test_the_batched_loop_links_in_a_second_kernel_after_a_refused_one(tmp_path):

@@ -36,8 +36,9 @@ def test_the_wgmma_batch_stores_through_the_epilogue(precision, out, full, rng):
     "implementation", [pytest.param("wgmma", marks=hopper), pytest.param("libmathdx", marks=hopper), "cp.async"]
 )
 @pytest.mark.parametrize("out", ["int16", "float32"])
-def test_a_tile_stores_through_the_epilogue(out, implementation, rng):
-    epilogues.tile(rng, (128, 128, 64), out, implementation)
+@pytest.mark.parametrize("call", ["tile", "gemm"])
+def test_a_tile_stores_through_the_epilogue(out, implementation, call, rng):
+    epilogues.tile(rng, (128, 128, 64), out, implementation, call=call)
 
 
 @pytest.mark.parametrize(

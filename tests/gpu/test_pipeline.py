@@ -1,5 +1,5 @@
-"""tiles.Matmul's whole calls on the GPU: ``tile`` and ``batched`` through ``operands`` and ``launch``, against a
-float64 NumPy reference, in each implementation the library has.
+"""tiles.Matmul's whole calls on the GPU: ``tile``, ``gemm`` and ``batched`` through ``operands`` and ``launch``,
+against a float64 NumPy reference, in each implementation the library has.
 
 On Hopper, ``tile`` by our wgmma block (fp16 and bf16 × C's dtype (float32, A's) × arrangement of A and B in global
 memory, tiles of 128 x 128 x 64, 64 x 64 x 32 and 128 x 192 x 64; a column-major C, which it does not store, goes
@@ -81,9 +81,22 @@ def bound(precision, c_dtype):
     return BOUNDS.get(precision) or (1e-5 if c_dtype == "float32" else 1e-2)  # (tf32 rounds A and B)
 
 
+# How C is computed: a block a tile by mm.tile; all of C by mm.gemm over the resident grid, over a grid of three
+# blocks (each several tiles), and over the default grid (a block a tile).
+CALLS = {
+    "tile": (gemm.make_tile_gemm, None),
+    "gemm-resident": (gemm.make_whole_gemm, "resident"),
+    "gemm-3-blocks": (gemm.make_whole_gemm, 3),
+    "gemm-default-grid": (gemm.make_whole_gemm, None),
+}
+
+
 @pytest.mark.parametrize("precision,c_dtype,arrangement,shape,stages,implementation", CASES, ids=str)
 @pytest.mark.parametrize("scaled", [True, False], ids=["alpha-beta", "plain"])
-def test_tile_gemm_against_numpy(precision, c_dtype, arrangement, shape, stages, implementation, scaled, rng):
+@pytest.mark.parametrize("call", list(CALLS))
+def test_tile_gemm_against_numpy(precision, c_dtype, arrangement, shape, stages, implementation, scaled, call, rng):
+    if call == "gemm-default-grid" and scaled:
+        pytest.skip("(the default grid's gemm once a case: scaled or not is the tile's)")
     mm = description(precision, shape, arrangement, stages)
     m, n, k = (int(v) for v in rng.integers(2, 5, 3) * np.array(shape) + rng.integers(1, 60, 3))  # not multiples
     p = "bf16" if precision == "bf16" else None  # (tf32: the float32 values, as the reference sees them)
@@ -109,7 +122,8 @@ def test_tile_gemm_against_numpy(precision, c_dtype, arrangement, shape, stages,
         assert ops.implementation == ("libmathdx" if fallback else implementation)
     else:
         ops = mm.operands(a, b, c)
-    mm.launch(gemm.make_tile_gemm(mm), ops, alpha, beta)
+    make, grid = CALLS[call]
+    mm.launch(make(mm), ops, alpha, beta, grid=grid)
     expected = alpha * (a_host @ b_host) + beta * matrices.values(c_host, p if c_dtype == "int16" else None)
     result = matrices.values(
         transposed(c).copy_to_host().T if column_major else c.copy_to_host(), p if c_dtype == "int16" else None
@@ -137,6 +151,8 @@ def test_operands_serve_many_launches_and_a_persistent_loop(rng):
         for launch in (
             lambda: mm.launch(gemm.make_tile_gemm(mm), ops, 1.0, 0.0),
             lambda: mm.launch(persistent, ops, -(-m // 128), -(-n // 128), grid="resident"),
+            lambda: mm.launch(gemm.make_whole_gemm(mm), ops, 1.0, 0.0, grid="resident"),  # (its counters back to 0)
+            lambda: mm.launch(gemm.make_whole_gemm(mm), ops, 1.0, 0.0, grid=2),
         ):
             c.copy_to_device(np.full((m, n), np.nan, np.float32))
             launch()
@@ -166,18 +182,20 @@ cuda.synchronize()
 """
 WRONG = {
     "tile": dict(shape=(128, 128, 64), stages=2, make="make_tile_gemm", a=(128, 64), b=(64, 128), c=(128, 128)),
+    "gemm": dict(shape=(128, 128, 64), stages=2, make="make_whole_gemm", a=(256, 64), b=(64, 128), c=(256, 128)),
     "batched": dict(
         shape=(128, 128, 32), stages=4, make="make_batched", a=(3, 128, 64), b=(3, 64, 128), c=(3, 128, 128)
     ),
 }
 MESSAGES = {
     "tile": "tiles.Matmul.tile: launched with other threads or less dynamic shared memory than mm.launch",
+    "gemm": "tiles.Matmul.gemm: launched with other threads or less dynamic shared memory than mm.launch",
     "batched": "tiles.Matmul.batched: launched with other threads or less dynamic shared memory than mm.launch",
 }
 
 
 @hopper
-@pytest.mark.parametrize("call", ["tile", "batched"])
+@pytest.mark.parametrize("call", ["tile", "gemm", "batched"])
 @pytest.mark.parametrize("debug", [False, True], ids=["release", "NUMBA_TILES_DEBUG"])
 def test_a_wrong_launch_stops_the_kernel(call, debug):
     """A launch a warpgroup short of what mm.launch gives stops Hopper's kernels (in a subprocess: it ends the CUDA

@@ -125,6 +125,34 @@ def test_tile_gemm_against_numpy(dtype, precision, c_dtype, rng):
     assert np.linalg.norm(matrices.values(c, c_kind) - expected) / np.linalg.norm(expected) < bound
 
 
+@pytest.mark.parametrize("dtype,precision", [("float16", None), ("int16", "bf16"), ("float64", None)])
+@pytest.mark.parametrize("grid", [None, 1, 4, "resident"])
+def test_whole_gemm_against_numpy(dtype, precision, grid, rng):
+    """Matmul.gemm's twin: all of C by the default grid (a block a tile), one block, four (each several tiles, in
+    gemm's order) and the resident grid, sizes not multiples of the 16 x 16 tiles."""
+    mm = tiles.Matmul((16, 16, 8), dtype, precision=precision, block_dim=32)
+    m, n, k = (int(v) for v in rng.integers(17, 70, 3))
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n), (m, n)))
+    a, b = (matrices.bf16_bits(a), matrices.bf16_bits(b)) if precision else (a.astype(dtype), b.astype(dtype))
+    c = c.astype(mm.accumulator)
+    expected = 0.5 * (matrices.values(a, precision) @ matrices.values(b, precision)) - 1.5 * c
+    mm.launch(gemm.make_whole_gemm(mm), mm.operands(a, b, c), 0.5, -1.5, grid=grid)
+    bound = 1e-12 if dtype == "float64" else 1e-6
+    assert np.linalg.norm(c - expected) / np.linalg.norm(expected) < bound
+
+
+@pytest.mark.parametrize("tiles_m,tiles_n", [(1, 1), (3, 5), (8, 2), (17, 3), (20, 9)])
+def test_the_gemm_order_takes_every_tile_once_in_groups_of_rows(tiles_m, tiles_n):
+    from numba_tiles._matmul.twins import GEMM_GROUP, gemm_tile
+
+    order = [gemm_tile(t, tiles_m, tiles_n) for t in range(tiles_m * tiles_n)]
+    assert sorted(order) == [(i, j) for i in range(tiles_m) for j in range(tiles_n)]
+    groups = [i // GEMM_GROUP for i, _ in order]
+    assert groups == sorted(groups)  # a group of rows at a time, down each column of it
+    first = order[: min(tiles_m, GEMM_GROUP)]
+    assert first == [(i, 0) for i in range(min(tiles_m, GEMM_GROUP))]
+
+
 @pytest.mark.parametrize(
     "dtype,accumulator,named,out",
     [
@@ -178,6 +206,6 @@ def test_a_batch_stores_through_the_epilogue(precision, out, implementation, rng
     epilogues.batch(rng, (16, 16, 16), 32, precision, out, implementation)
 
 
-@pytest.mark.parametrize("out", ["int16", "float32"])
-def test_a_tile_stores_through_the_epilogue(out, rng):
-    epilogues.tile(rng, (16, 16, 16), out, None)
+@pytest.mark.parametrize("call,out", [("tile", "int16"), ("tile", "float32"), ("gemm", "int16")])
+def test_a_tile_stores_through_the_epilogue(call, out, rng):
+    epilogues.tile(rng, (16, 16, 16), out, None, call=call)

@@ -110,9 +110,10 @@ def batch(rng, tile, block_dim, precision, out, implementation, stages=2, full=F
     _check(d_c.copy_to_host(), blended * per_item[:, None, None] * scale[None, :, None] + bias, out, kind)
 
 
-def tile(rng, shape, out, implementation, tanh=False):
-    """Matmul.tile by ``implementation``: C = gelu(alpha A @ B + beta C + bias[col]), bf16 A and B; ``tanh``: the
-    tanh form under fastmath (examples/gemm_epilogue.py's ``bias_gelu_tanh``), with beta 0."""
+def tile(rng, shape, out, implementation, tanh=False, call="tile"):
+    """Matmul.tile (``call="gemm"``: Matmul.gemm over the resident grid) by ``implementation``: C = gelu(alpha A @ B
+    + beta C + bias[col]), bf16 A and B; ``tanh``: the tanh form under fastmath (examples/gemm_epilogue.py's
+    ``bias_gelu_tanh``), with beta 0."""
     mm = tiles.Matmul(shape, "int16", precision="bf16", block_dim=32 if shape[0] < 64 else None)
     m, n, k = (int(v) for v in rng.integers(2, 5, 3) * np.array(shape) + rng.integers(1, 100, 3) // 8 * 8)
     a, b = _operands(rng, (m, k), (k, n), "bf16")
@@ -123,7 +124,11 @@ def tile(rng, shape, out, implementation, tanh=False):
     d_c = cuda.to_device(c)
     ops = mm.operands(cuda.to_device(a), cuda.to_device(b), d_c, implementation=implementation)
     epilogue = gemm_epilogue.bias_gelu_tanh if tanh else gemm_epilogue.bias_gelu
-    mm.launch(gemm_epilogue.make_tile_gemm(mm, epilogue), ops, alpha, beta, (cuda.to_device(bias),))
+    if call == "gemm":
+        kernel = gemm_epilogue.make_whole_gemm(mm, epilogue)
+        mm.launch(kernel, ops, alpha, beta, (cuda.to_device(bias),), grid="resident")
+    else:
+        mm.launch(gemm_epilogue.make_tile_gemm(mm, epilogue), ops, alpha, beta, (cuda.to_device(bias),))
     kind = "bf16" if out == "int16" else None
     v = alpha * matrices.values(a, "bf16") @ matrices.values(b, "bf16") + beta * matrices.values(c, kind) + bias
     gelu = (
