@@ -3,17 +3,18 @@
 from .. import _ahead
 from .. import extending as ext
 from . import IMPLEMENTATIONS
+from .base import CALLS
 
 
 def compile_ahead(mm):
     """Start making the C++ of ``mm.tile`` and ``mm.batched`` (into a C of the accumulator's dtype, with no
     epilogue) for this machine's GPU (`_ahead.start`)."""
 
-    def instance(cc, ndim):
-        name = f"Matmul.{'tile' if ndim == 2 else 'batched'}"
+    def instance(cc, call):
+        name = f"Matmul.{call}"
         td = ext.named(name, "c", mm.accumulator)
-        plan = mm._plan(name, cc, td.name, ndim)
+        plan = mm._plan(name, cc, td.name, CALLS[call])
         args = {"epilogue": None, "epilogue_args": None}
-        return IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, ndim)
+        return IMPLEMENTATIONS[plan.implementation].instance(name, mm, plan, td, args, call)
 
-    _ahead.start(lambda cc: instance(cc, 2), lambda cc: instance(cc, 3))
+    _ahead.start(lambda cc: instance(cc, "tile"), lambda cc: instance(cc, "batched"))
