@@ -85,11 +85,11 @@ test: $(PY)
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests -q -rfEX -n auto --dist worksteal
 
 # The compile path's tests under one CUDA line (CUDA=cu12: in .venv-cu12, the toolkit-sensitive ones without
-# those marked heavy, which compile cuBLASDx programs of their own, and for sm_90 only where a test takes both
-# archs: `make test` compiles sm_80 too), and what doctor says of it.
+# those marked heavy, which compile cuBLASDx programs of their own, for sm_90 only where a test takes both
+# archs, and the first case of each: `make test` runs every case under CUDA 13), and what doctor says of it.
 test-compile: $(PY)
 	$(PY) -m numba_tiles doctor | grep -E "^(CUDA line|NVRTC|nvJitLink|CCCL|CUDA headers|cuRAND headers) "
-	$(PY) -m pytest $(if $(filter cu12,$(CUDA)),$(TOOLKIT_TESTS) -m "not heavy" -k "not sm_80",$(COMPILE_TESTS)) \
+	$(PY) -m pytest $(if $(filter cu12,$(CUDA)),$(TOOLKIT_TESTS) -m "not heavy" -k "not sm_80" --one-case-each,$(COMPILE_TESTS)) \
 	  -q -rfEX -n auto --dist worksteal
 
 # ruff's checks over the repository (pyproject.toml: pyflakes, pycodestyle, import order; 120 columns) and mypy

@@ -39,12 +39,29 @@ LONG_FIRST = (
 )
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--one-case-each",
+        action="store_true",
+        help="only the first case of each parametrized test: the other CUDA line's check of the compile path",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     def rank(item):
         path = item.nodeid.split("::")[0]
         return next((i for i, module in enumerate(LONG_FIRST) if path.endswith(module)), len(LONG_FIRST))
 
     items.sort(key=rank)  # (stable: each module's tests in their own order)
+    if config.getoption("--one-case-each"):
+        seen, kept = set(), []
+        for item in items:
+            function = (item.nodeid.split("::")[0], getattr(item, "originalname", item.name))
+            if function not in seen:
+                seen.add(function)
+                kept.append(item)
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
 
 
 def pytest_terminal_summary(terminalreporter):

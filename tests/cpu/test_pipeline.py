@@ -322,7 +322,7 @@ def test_the_batched_loop_links_in_a_second_kernel_after_a_refused_one(tmp_path)
 
 
 def test_a_description_compiles_its_code_ahead_and_a_kernel_waits_for_it(monkeypatch, capfd):
-    """On a machine with a GPU (here an sm_80 one, as the driver would say), a description makes the C++ of its
+    """On a machine with a GPU (here an sm_90 one, as the driver would say), a description makes the C++ of its
     tile and batched in the background at once; a kernel compiled meanwhile waits for what is being made, with a
     notice and (in Jupyter, as here) the time NVRTC has taken, and compiles none of it again: two NVRTC programs in
     all."""
@@ -336,9 +336,10 @@ def test_a_description_compiles_its_code_ahead_and_a_kernel_waits_for_it(monkeyp
     monkeypatch.delenv("NUMBA_TILES_QUIET", raising=False)
     monkeypatch.setitem(sys.modules, "ipykernel", pytypes.ModuleType("ipykernel"))
     monkeypatch.setattr(_notices, "TICK_S", 0.05)
-    monkeypatch.setattr(_toolchain, "current_device_cc", lambda: (8, 0))
+    monkeypatch.setattr(_toolchain, "current_device_cc", lambda: (9, 0))
     before = _stats.snapshot()["nvrtc"]
-    mm = tiles.Matmul((16, 16, 8), "float64", block_dim=32, stages=3)  # (a description no other test compiles)
+    # (a description no other test compiles: Hopper's block, whose programs take seconds, not cuBLASDx's tens)
+    mm = tiles.Matmul((128, 64, 64), "float16", stages=3)
 
     @cuda.jit
     def tile_gemm(ops):
@@ -348,8 +349,8 @@ def test_a_description_compiles_its_code_ahead_and_a_kernel_waits_for_it(monkeyp
     def bmm(ops):
         mm.batched(ops)
 
-    tiles.compile(tile_gemm, (mm.operands_type("float64"),), arch="sm_80")
-    tiles.compile(bmm, (mm.operands_type("float64", batched=True),), arch="sm_80")
+    tiles.compile(tile_gemm, (mm.operands_type("float32"),), arch="sm_90a")
+    tiles.compile(bmm, (mm.operands_type("float32", batched=True),), arch="sm_90a")
     err = capfd.readouterr().err
     assert "which NVRTC has been compiling in the background" in err
     assert re.search(r"\rnumba_tiles: NVRTC has been compiling it for \d+ s", err), err
