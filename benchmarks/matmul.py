@@ -538,13 +538,18 @@ def main():
     n = args.large
     flops, repeats = 2 * n**3, max(args.repeats // 4, 5)  # (fewer samples: each is 10 launches of milliseconds)
     bf16_tiles = [((128, 128, 64), 4), ((128, 192, 64), 4), ((64, 256, 64), 4), ((128, 256, 64), 3)]
-    if large & {"tile loop", "Matmul.tile"}:
-        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+
+    def bf16_product(k):
+        """A (n x k), B (k x n) and C (n x n) of bf16 on the GPU, A @ B in float32, torch.matmul's time, and the
+        three as numba-cuda arrays."""
+        a = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
         c = torch.zeros(n, n, device="cuda", dtype=torch.bfloat16)
-        reference = torch.matmul(a.float(), b.float())
         peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
-        da, db, dc = (to_numba(t) for t in (a, b, c))
+        return a, b, c, torch.matmul(a.float(), b.float()), peer_ms, *(to_numba(t) for t in (a, b, c))
+
+    if large & {"tile loop", "Matmul.tile"}:
+        a, b, c, reference, peer_ms, da, db, dc = bf16_product(n)
         results = []
         for label, (kind, factory_args) in large_variants:  # (none unless "tile loop")
             tile, block_dim = factory_args[0], factory_args[3]
@@ -581,12 +586,7 @@ def main():
     if "Matmul.gemm" in large:
         descriptions = [tiles.Matmul(shape, "int16", precision="bf16", stages=s) for shape, s in bf16_tiles]
         for k in (n, n // 8):
-            a = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-            b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-            c = torch.zeros(n, n, device="cuda", dtype=torch.bfloat16)
-            reference = torch.matmul(a.float(), b.float())
-            peer_ms = median_ms(lambda: torch.matmul(a, b), args.repeats)
-            da, db, dc = (to_numba(t) for t in (a, b, c))
+            a, b, c, reference, peer_ms, da, db, dc = bf16_product(k)
             results = measure_tiles(
                 descriptions, da, db, dc, c, reference, 1e-2, 2 * n * n * k, repeats, args.only, call="gemm"
             )

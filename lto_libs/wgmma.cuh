@@ -358,6 +358,16 @@ __device__ __forceinline__ void wgmma_check_launch(const array_ref<unsigned char
                      message);
 }
 
+// The block of one of the calls below over the launch's dynamic shared memory, its launch checked first (`message`
+// under NUMBA_TILES_DEBUG).
+template <class Block, long long SharedBytes>
+__device__ __forceinline__ Block wgmma_started(const array_ref<unsigned char>& maps, const char* message) {
+  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
+  wgmma_check_launch<Block>(maps, message);
+  extern __shared__ __align__(1024) unsigned char shared[];
+  return Block(reinterpret_cast<const wgmma_pipe*>(maps.data), shared);
+}
+
 // C[i] = alpha A[i] B[i] + beta C[i] for the batch `pipe` describes, each product one M x N tile, by a
 // persistent block of wgmma_block's warpgroups; the multiplying warpgroups go on with the next product while
 // their C is stored.
@@ -373,12 +383,10 @@ __device__ __forceinline__ void wgmma_batched(array_ref<unsigned char> maps, bat
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
   constexpr int Ahead = 2;
-  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
-  wgmma_check_launch<Block>(maps, "tiles.Matmul.batched: launched with other threads or less dynamic shared memory "
-                                  "than mm.launch gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
-  extern __shared__ __align__(1024) unsigned char shared[];
-  wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);
-  Block at(pipe, shared);
+  Block at = wgmma_started<Block, SharedBytes>(
+      maps, "tiles.Matmul.batched: launched with other threads or less dynamic shared memory than mm.launch gives, "
+            "or ops.pipe is not what mm.operands(a, b, c) made\n");
+  wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);  // (its counters change)
   const int t = threadIdx.x, group = t / 128;
   const int block = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
   if (t == 0) {
@@ -419,12 +427,10 @@ __device__ __forceinline__ void wgmma_tile(array_ref<unsigned char> maps, matrix
                                                     long long j, float alpha, float beta, Epi epi = {}) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
-  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
-  wgmma_check_launch<Block>(maps, "tiles.Matmul.tile: launched with other threads or less dynamic shared memory "
-                                  "than mm.launch gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
-  extern __shared__ __align__(1024) unsigned char shared[];
-  const wgmma_pipe* const pipe = reinterpret_cast<const wgmma_pipe*>(maps.data);
-  Block at(pipe, shared);
+  Block at = wgmma_started<Block, SharedBytes>(
+      maps, "tiles.Matmul.tile: launched with other threads or less dynamic shared memory than mm.launch gives, or "
+            "ops.pipe is not what mm.operands(a, b, c) made\n");
+  const wgmma_pipe* const pipe = at.pipe;
   const int t = threadIdx.x;
   // (TMA's coordinates are 32-bit: Matmul.operands keeps C's sides below 2^31)
   const int row0 = static_cast<int>(i * M), col0 = static_cast<int>(j * N);
@@ -464,12 +470,10 @@ __device__ __forceinline__ void wgmma_gemm(array_ref<unsigned char> maps, matrix
                                            Epi epi = {}) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
-  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
-  wgmma_check_launch<Block>(maps, "tiles.Matmul.gemm: launched with other threads or less dynamic shared memory "
-                                  "than mm.launch gives, or ops.pipe is not what mm.operands(a, b, c) made\n");
-  extern __shared__ __align__(1024) unsigned char shared[];
-  wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);
-  Block at(pipe, shared);
+  Block at = wgmma_started<Block, SharedBytes>(
+      maps, "tiles.Matmul.gemm: launched with other threads or less dynamic shared memory than mm.launch gives, or "
+            "ops.pipe is not what mm.operands(a, b, c) made\n");
+  wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);  // (its counters change)
   const int t = threadIdx.x;
   const int block = static_cast<int>(linear_block());
   // (C's sides are below 2^31, as TMA's coordinates: Matmul.operands)

@@ -148,6 +148,13 @@ def _product(mm, a, b, c, rows, cols, alpha, beta, finish, lead=(), origin=(0, 0
     return _rounded(_epilogued(finish, value, lead, origin), c.dtype)
 
 
+def _launch_block(instance, args):
+    """(this thread's block's index in the grid, the grid's blocks), as a persistent loop counts them."""
+    thread = block_thread(instance.intrinsic, args["block_dim"])
+    grid = simulated.simulated_grid_dim(thread)
+    return thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z), math.prod(grid)
+
+
 def _tile(mm, a, b, c, i, j, args, finish):
     """C's tile (i, j) = alpha * A @ B + beta * C there, with the epilogue (none past C's edges)."""
     m, n, _ = mm.shape
@@ -177,14 +184,12 @@ def gemm_tile(t, tiles_m, tiles_n):
 
 def matmul_gemm(instance, args):
     mm, a, b, c, args = _ops(instance, args)
-    thread = block_thread(instance.intrinsic, args["block_dim"])
-    grid = simulated.simulated_grid_dim(thread)
-    block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
+    block, blocks = _launch_block(instance, args)
     finish = _epilogue(instance, args, mm._types[1].numpy)
     tiles_m, tiles_n = (-(-size // side) for size, side in zip(c.shape, mm.shape))
 
     def work():
-        for t in range(block, tiles_m * tiles_n, math.prod(grid)):
+        for t in range(block, tiles_m * tiles_n, blocks):
             _tile(mm, a, b, c, *gemm_tile(t, tiles_m, tiles_n), args, finish)
 
     by_first_thread(instance, args, work)
@@ -192,14 +197,12 @@ def matmul_gemm(instance, args):
 
 def matmul_batched(instance, args):
     mm, a, b, c, args = _ops(instance, args)
-    thread = block_thread(instance.intrinsic, args["block_dim"])
-    grid = simulated.simulated_grid_dim(thread)
-    block = thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z)
+    block, blocks = _launch_block(instance, args)
     finish = _epilogue(instance, args, mm._types[1].numpy)
 
     def work():
         whole = slice(None)
-        for i in range(block, a.shape[0], math.prod(grid)):
+        for i in range(block, a.shape[0], blocks):
             c[i] = _product(mm, a[i], b[i], c[i], whole, whole, args["alpha"], args["beta"], finish, (i,))
 
     by_first_thread(instance, args, work)
