@@ -492,6 +492,10 @@ def resident(ops, alpha, beta, cols, count):
         mm.tile(ops, t // cols, t % cols, alpha, beta)
 
 @cuda.jit
+def gemm(ops, alpha, beta, cols, count):
+    mm.gemm(ops, alpha, beta)
+
+@cuda.jit
 def batched(ops, alpha, beta, cols, count):
     mm.batched(ops, alpha, beta)
 """
@@ -504,6 +508,9 @@ def batched(ops, alpha, beta, cols, count):
         ("tile", "libmathdx"),
         ("tile", "cp.async"),
         ("resident", None),
+        ("gemm", "wgmma"),
+        ("gemm", "libmathdx"),
+        ("gemm", "cp.async"),
         ("batched", "tma"),
         ("batched", "wgmma"),
         ("batched", "cp.async"),
@@ -511,9 +518,9 @@ def batched(ops, alpha, beta, cols, count):
     ids=str,
 )
 def test_numba_cuda_mlir_kernels_launch_through_mm_launch(form, implementation, rng):
-    """``mm.tile`` and ``mm.batched`` in numba-cuda-mlir kernels, launched by ``mm.launch`` (``ops`` as the tuple
-    of its arrays that its launcher takes, dynamic shared memory over 48 KiB, the resident grid from the occupancy
-    of its kernel), A, B and C its own device arrays: C against NumPy, ragged sizes."""
+    """``mm.tile``, ``mm.gemm`` and ``mm.batched`` in numba-cuda-mlir kernels, launched by ``mm.launch`` (``ops`` as
+    the tuple of its arrays that its launcher takes, dynamic shared memory over 48 KiB, the resident grid from the
+    occupancy of its kernel), A, B and C its own device arrays: C against NumPy, ragged sizes."""
     mlir_cuda = pytest.importorskip("numba_cuda_mlir.cuda")
     import numba_tiles as tiles
 
@@ -541,7 +548,8 @@ def test_numba_cuda_mlir_kernels_launch_through_mm_launch(form, implementation, 
     d_c = mlir_cuda.to_device(c)
     ops = mm.operands(mlir_cuda.to_device(a), mlir_cuda.to_device(b), d_c, implementation=implementation)
     cols = -(-n // 128)
-    mm.launch(scope[form], ops, alpha, beta, cols, cols * -(-m // 128), grid="resident" if form == "resident" else None)
+    grid = "resident" if form in ("resident", "gemm") else None
+    mm.launch(scope[form], ops, alpha, beta, cols, cols * -(-m // 128), grid=grid)
     expected = alpha * np.matmul(a.astype(np.float64), b.astype(np.float64)) + beta * c
     error = np.linalg.norm(d_c.copy_to_host() - expected) / np.linalg.norm(expected)
     assert error < BOUND["float16"], f"{form} by {ops.implementation}, {lead} {m}x{n}x{k}: relative error {error:.2e}"
