@@ -592,7 +592,7 @@ def main():
             )
             rows.append(
                 best_row(
-                    f"bf16 {n}x{n}x{k}, bf16 C (Matmul.gemm)",
+                    f"bf16 {n}^3, bf16 C (Matmul.gemm)" if k == n else f"bf16 {n}x{n}x{k}, bf16 C (Matmul.gemm)",
                     results,
                     2 * n * n * k,
                     "torch.matmul",
