@@ -55,16 +55,23 @@ __device__ __forceinline__ void store_float(T& slot, float value) {
 // 8192^3 ran at 0.74x cuBLAS so, 0.79x through shared memory.)
 // P: C's precision (float, __half or __nv_bfloat16), T: the type C's array holds it in. epi(value, row,
 // col): the epilogue, applied to each item inside C before it is rounded (through shared memory, then).
+// Stop the kernel unless it was launched with the pipeline's threads and dynamic shared memory (`call`: the Matmul
+// call's name).
+template <int Threads, int BufferBytes>
+__device__ __forceinline__ void libmathdx_check_launch(const char* call) {
+  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes,
+                     "tiles.Matmul.%s: launched with %u threads and %u bytes of dynamic shared memory; it needs %d "
+                     "threads and %d bytes (launch it with mm.launch)\n",
+                     call, blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
+}
+
 template <int M, int N, int Threads, int BufferBytes, int TileBytes, int TileAlign, int AccBytes, int AccAlign,
           auto TileCreate, auto TileDestroy, auto AccCreate, auto AccDestroy, auto Execute, auto Finish,
           auto CopyF32, typename P, typename T, typename Epi = no_epilogue>
 __device__ __forceinline__ void libmathdx_tile(array_ref<unsigned char> pipe, matrix_ref<T> c, long long i, long long j,
                                               float alpha, float beta, Epi epi = {}) {
   extern __shared__ __align__(1024) unsigned char buffer[];
-  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes,
-                     "tiles.Matmul.tile: launched with %u threads and %u bytes of dynamic shared memory; it "
-                     "needs %d threads and %d bytes (launch it with mm.launch)\n",
-                     blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
+  libmathdx_check_launch<Threads, BufferBytes>("tile");
   alignas(TileAlign < 8 ? 8 : TileAlign) unsigned char tile[TileBytes];
   alignas(AccAlign < 16 ? 16 : AccAlign) unsigned char acc[AccBytes];
   int row = static_cast<int>(i), col = static_cast<int>(j);
@@ -135,10 +142,7 @@ template <int M, int N, int Threads, int BufferBytes, int TileBytes, int TileAli
           auto CopyF32, typename P, typename T, typename Epi = no_epilogue>
 __device__ __forceinline__ void libmathdx_gemm(array_ref<unsigned char> pipe, matrix_ref<T> c, float alpha,
                                               float beta, Epi epi = {}) {
-  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes,
-                     "tiles.Matmul.gemm: launched with %u threads and %u bytes of dynamic shared memory; it "
-                     "needs %d threads and %d bytes (launch it with mm.launch)\n",
-                     blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
+  libmathdx_check_launch<Threads, BufferBytes>("gemm");
   each_gemm_tile<M, N>(c.rows, c.cols, [&](int i, int j) {
     libmathdx_tile<M, N, Threads, BufferBytes, TileBytes, TileAlign, AccBytes, AccAlign, TileCreate, TileDestroy,
                    AccCreate, AccDestroy, Execute, Finish, CopyF32, P>(pipe, c, i, j, alpha, beta, epi);

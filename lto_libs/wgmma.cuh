@@ -98,12 +98,12 @@ struct wgmma_where {
   int z, row0, col0;
 };
 
-// What the wgmma loop's blocks share, Matmul.batched's and Matmul.tile's: the layout of the dynamic shared memory
-// (wgmma_shared_bytes), the loading thread's K-tiles and the multiplying warpgroups' product of one tile of C, stored
-// by TMA. A block is M / 64 + 1 warpgroups: the first thread loads each K-tile of A and B with TMA into a ring
-// of Stages buffers, a full barrier each; the other warpgroups multiply 64 rows of C each, straight from the
-// buffers by wgmma (one K-tile's products in flight), marking each buffer's empty barrier when done with it, then
-// round their C into a swizzled stage that one of their threads stores with TMA.
+// What the wgmma loop's blocks share, Matmul.batched's, Matmul.tile's and Matmul.gemm's: the layout of the dynamic
+// shared memory (wgmma_shared_bytes), the loading thread's K-tiles and the multiplying warpgroups' product of one tile
+// of C, stored by TMA. A block is M / 64 + 1 warpgroups: the first thread loads each K-tile of A and B with TMA
+// into a ring of Stages buffers, a full barrier each; the other warpgroups multiply 64 rows of C each, straight from
+// the buffers by wgmma (one K-tile's products in flight), marking each buffer's empty barrier when done with it,
+// then round their C into a swizzled stage that one of their threads stores with TMA.
 // P: the operands' type; PD: C's precision (float, __half, __nv_bfloat16); TD: the type C's array holds.
 template <int M, int N, int K, int Stages, bool RowA, bool RowB, typename P, typename PD, typename TD>
 struct wgmma_block {
@@ -348,22 +348,16 @@ struct wgmma_block {
   }
 };
 
-// The launch check of both calls (its message under NUMBA_TILES_DEBUG, else a trap).
-template <class Block>
-__device__ __forceinline__ void wgmma_check_launch(const array_ref<unsigned char>& maps, const char* message) {
+// The block of one of the calls below over the launch's dynamic shared memory, its launch checked first (`message`
+// under NUMBA_TILES_DEBUG, else a trap; whole, so that a debug build's cubin holds it as the call's own).
+template <class Block, long long SharedBytes>
+__device__ __forceinline__ Block wgmma_started(const array_ref<unsigned char>& maps, const char* message) {
+  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
   stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Block::Threads ||
                          dynamic_shared_bytes() < Block::SharedBytes ||
                          maps.size < static_cast<long long>(sizeof(wgmma_pipe)) || maps.stride != 1 ||
                          reinterpret_cast<unsigned long long>(maps.data) % 64 != 0,
                      message);
-}
-
-// The block of one of the calls below over the launch's dynamic shared memory, its launch checked first (`message`
-// under NUMBA_TILES_DEBUG).
-template <class Block, long long SharedBytes>
-__device__ __forceinline__ Block wgmma_started(const array_ref<unsigned char>& maps, const char* message) {
-  static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
-  wgmma_check_launch<Block>(maps, message);
   extern __shared__ __align__(1024) unsigned char shared[];
   return Block(reinterpret_cast<const wgmma_pipe*>(maps.data), shared);
 }
@@ -388,7 +382,7 @@ __device__ __forceinline__ void wgmma_batched(array_ref<unsigned char> maps, bat
             "or ops.pipe is not what mm.operands(a, b, c) made\n");
   wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);  // (its counters change)
   const int t = threadIdx.x, group = t / 128;
-  const int block = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  const int block = static_cast<int>(linear_block());
   if (t == 0) {
     at.start();
     // The block's first K-tile before it reads the batch's sizes: a launch's start waits on one load less.
@@ -428,8 +422,8 @@ __device__ __forceinline__ void wgmma_tile(array_ref<unsigned char> maps, matrix
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
   Block at = wgmma_started<Block, SharedBytes>(
-      maps, "tiles.Matmul.tile: launched with other threads or less dynamic shared memory than mm.launch gives, or "
-            "ops.pipe is not what mm.operands(a, b, c) made\n");
+      maps, "tiles.Matmul.tile: launched with other threads or less dynamic shared memory than mm.launch gives, "
+            "or ops.pipe is not what mm.operands(a, b, c) made\n");
   const wgmma_pipe* const pipe = at.pipe;
   const int t = threadIdx.x;
   // (TMA's coordinates are 32-bit: Matmul.operands keeps C's sides below 2^31)
@@ -471,8 +465,8 @@ __device__ __forceinline__ void wgmma_gemm(array_ref<unsigned char> maps, matrix
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Block = wgmma_block<M, N, K, Stages, RowA, RowB, P, PD, TD>;
   Block at = wgmma_started<Block, SharedBytes>(
-      maps, "tiles.Matmul.gemm: launched with other threads or less dynamic shared memory than mm.launch gives, or "
-            "ops.pipe is not what mm.operands(a, b, c) made\n");
+      maps, "tiles.Matmul.gemm: launched with other threads or less dynamic shared memory than mm.launch gives, "
+            "or ops.pipe is not what mm.operands(a, b, c) made\n");
   wgmma_pipe* const pipe = reinterpret_cast<wgmma_pipe*>(maps.data);  // (its counters change)
   const int t = threadIdx.x;
   const int block = static_cast<int>(linear_block());

@@ -54,13 +54,12 @@ def pytest_collection_modifyitems(config, items):
 
     items.sort(key=rank)  # (stable: each module's tests in their own order)
     if config.getoption("--one-case-each"):
-        seen, kept = set(), []
+        seen, kept, left = set(), [], []
         for item in items:
             function = (item.nodeid.split("::")[0], getattr(item, "originalname", item.name))
-            if function not in seen:
-                seen.add(function)
-                kept.append(item)
-        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+            (left if function in seen else kept).append(item)
+            seen.add(function)
+        config.hook.pytest_deselected(items=left)
         items[:] = kept
 
 

@@ -104,7 +104,7 @@ class Implementation:
     def register_loop(self, name, mm, plan, td, args, call, function, checks="", **more):
         """The `Instance` of matmul.cuh's loop ``function`` for ``call``, the register form's steps over K with
         ``plan``'s stages in the launch's dynamic shared memory, for a C of `Dtype` ``td``: its entry takes the
-        operands, the tile's coordinates (``tile``), then alpha and beta. ``checks``: C++ ahead of the entry point;
+        operands, the tile's coordinates (`coordinates`), then alpha and beta. ``checks``: C++ ahead of the entry point;
         ``more``: the template arguments of its own, after the stages'."""
         tc, ndim = mm._types[1], CALLS[call]
         _, result = c_precision(mm, name, "c", td)

@@ -1,7 +1,6 @@
 """``"cp.async"``: the register form's own loop (``matmul_tile``, ``matmul_gemm`` and ``matmul_batched`` in
-matmul.cuh), A and B
-copied into shared memory by the block's threads (16-byte ``cp.async``), multiplied by cuBLASDx: any GPU from
-sm_80 on, any strides."""
+matmul.cuh), A and B copied into shared memory by the block's threads (16-byte ``cp.async``), multiplied by
+cuBLASDx: any GPU from sm_80 on, any strides."""
 
 from .base import Implementation, Plan, stage_bytes
 

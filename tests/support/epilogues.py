@@ -124,11 +124,8 @@ def tile(rng, shape, out, implementation, tanh=False, call="tile"):
     d_c = cuda.to_device(c)
     ops = mm.operands(cuda.to_device(a), cuda.to_device(b), d_c, implementation=implementation)
     epilogue = gemm_epilogue.bias_gelu_tanh if tanh else gemm_epilogue.bias_gelu
-    if call == "gemm":
-        kernel = gemm_epilogue.make_whole_gemm(mm, epilogue)
-        mm.launch(kernel, ops, alpha, beta, (cuda.to_device(bias),), grid="resident")
-    else:
-        mm.launch(gemm_epilogue.make_tile_gemm(mm, epilogue), ops, alpha, beta, (cuda.to_device(bias),))
+    make, grid = (gemm_epilogue.make_whole_gemm, "resident") if call == "gemm" else (gemm_epilogue.make_tile_gemm, None)
+    mm.launch(make(mm, epilogue), ops, alpha, beta, (cuda.to_device(bias),), grid=grid)
     kind = "bf16" if out == "int16" else None
     v = alpha * matrices.values(a, "bf16") @ matrices.values(b, "bf16") + beta * matrices.values(c, kind) + bias
     gelu = (
