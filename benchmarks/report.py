@@ -266,6 +266,38 @@ def matmul_large(found):
     return table(header, rows) + "\n\n" + sources(cited)
 
 
+def matmul_whole(found):
+    """Matmul.gemm beside Matmul.tile's persistent loop, from one run: the H200's matmul result if it has a
+    Matmul.gemm row, else the H100's."""
+    r = next(
+        (
+            r
+            for r in (result(found, "matmul"), result(found, "matmul", "h100"))
+            if row_of(r, LARGE[3]) or row_of(r, LARGE[4])
+        ),
+        None,
+    )
+    if not r:
+        return "No result yet."
+    rows, cited = [], []
+    for case in LARGE:
+        row = row_of(r, case)
+        if row and "bf16" in case:
+            cited.append((r, row))
+            rows.append(
+                [
+                    case_name(case),
+                    row["block_dim"],
+                    f"{row['tflops']:.1f}",
+                    f"{row['peer']} {row['peer_tflops']:.1f}",
+                    ratio(row["peer_ms"] / row["ms"]),
+                    measured(r, row),
+                ]
+            )
+    header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "measured"]
+    return table(header, rows) + "\n\n" + sources(cited)
+
+
 def matmul_shared(found):
     """examples/gemm.py's shared-tile GEMM by the warps' MMA atoms and by cuBLASDx (benchmarks/matmul_shared.py)."""
     r = any_gpu(found, "matmul_shared")
@@ -905,6 +937,7 @@ BLOCKS = {
     "matmul_batched": matmul_batched,
     "matmul_sustained": matmul_sustained,
     "matmul_large": matmul_large,
+    "matmul_whole": matmul_whole,
     "matmul_shared": matmul_shared,
     "matmul_epilogue": matmul_epilogue,
     "compile_latency": compile_latency,
