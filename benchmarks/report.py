@@ -245,57 +245,38 @@ def matmul_sustained(found):
     return table(header, rows) + "\n\n" + sources(cited)
 
 
-def matmul_large(found):
-    rows, cited = [], []
-    for case in LARGE:
-        r, row = matmul_row(found, case)
-        if not r:
-            continue
-        cited.append((r, row))
-        rows.append(
-            [
-                case_name(case),
-                row["block_dim"],
-                f"{row['tflops']:.1f}",
-                f"{row['peer']} {row['peer_tflops']:.1f}",
-                ratio(row["peer_ms"] / row["ms"]),
-                measured(r, row),
-            ]
-        )
+def large_table(found_rows):
+    """The large GEMMs' table of ``found_rows``, (result, row) pairs, with the sentence of where they come from."""
+    rows = [
+        [
+            case_name(row["case"]),
+            row["block_dim"],
+            f"{row['tflops']:.1f}",
+            f"{row['peer']} {row['peer_tflops']:.1f}",
+            ratio(row["peer_ms"] / row["ms"]),
+            measured(r, row),
+        ]
+        for r, row in found_rows
+    ]
     header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "measured"]
-    return table(header, rows) + "\n\n" + sources(cited)
+    return table(header, rows) + "\n\n" + sources(found_rows)
+
+
+def matmul_large(found):
+    return large_table([(r, row) for r, row in (matmul_row(found, case) for case in LARGE) if r])
 
 
 def matmul_whole(found):
-    """Matmul.gemm beside Matmul.tile's persistent loop, from one run: the H200's matmul result if it has a
-    Matmul.gemm row, else the H100's."""
+    """Matmul.gemm beside Matmul.tile, from one run: the H200's matmul result if it has a Matmul.gemm row, else the
+    H100's."""
+    whole = LARGE[3:]
     r = next(
-        (
-            r
-            for r in (result(found, "matmul"), result(found, "matmul", "h100"))
-            if row_of(r, LARGE[3]) or row_of(r, LARGE[4])
-        ),
+        (r for r in (result(found, "matmul"), result(found, "matmul", "h100")) if any(row_of(r, c) for c in whole)),
         None,
     )
     if not r:
         return "No result yet."
-    rows, cited = [], []
-    for case in LARGE:
-        row = row_of(r, case)
-        if row and "bf16" in case:
-            cited.append((r, row))
-            rows.append(
-                [
-                    case_name(case),
-                    row["block_dim"],
-                    f"{row['tflops']:.1f}",
-                    f"{row['peer']} {row['peer_tflops']:.1f}",
-                    ratio(row["peer_ms"] / row["ms"]),
-                    measured(r, row),
-                ]
-            )
-    header = ["case", "kernel", "numba_tiles TFLOP/s", "cuBLAS (PyTorch) TFLOP/s", "ratio", "measured"]
-    return table(header, rows) + "\n\n" + sources(cited)
+    return large_table([(r, row) for row in (row_of(r, case) for case in LARGE) if row and "bf16" in row["case"]])
 
 
 def matmul_shared(found):
