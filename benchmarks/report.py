@@ -269,7 +269,7 @@ def matmul_large(found):
 def matmul_whole(found):
     """Matmul.gemm beside Matmul.tile, from one run: the H200's matmul result if it has a Matmul.gemm row, else the
     H100's."""
-    whole = LARGE[3:]
+    whole = [case for case in LARGE if "(Matmul.gemm)" in case]
     r = next(
         (r for r in (result(found, "matmul"), result(found, "matmul", "h100")) if any(row_of(r, c) for c in whole)),
         None,
