@@ -48,13 +48,6 @@ __device__ __forceinline__ void store_float(T& slot, float value) {
   *reinterpret_cast<P*>(&slot) = static_cast<P>(value);
 }
 
-// The block computes C's tile (i, j), of M x N items at C[i * M, j * N]: the whole K loop of A's row of tiles
-// times B's column, then C = alpha * (A @ B) + beta * C for the items inside C, through shared memory (the
-// pipeline's buffer, free once the loop is done) and out in 16-byte vectors where C's rows allow. (libmathdx's
-// copy of a 16-bit C from the registers straight to C writes 4 bytes a thread, rows apart: on an H100, bf16
-// 8192^3 ran at 0.74x cuBLAS so, 0.79x through shared memory.)
-// P: C's precision (float, __half or __nv_bfloat16), T: the type C's array holds it in. epi(value, row,
-// col): the epilogue, applied to each item inside C before it is rounded (through shared memory, then).
 // Stop the kernel unless it was launched with the pipeline's threads and dynamic shared memory (`call`: the Matmul
 // call's name).
 template <int Threads, int BufferBytes>
@@ -65,13 +58,19 @@ __device__ __forceinline__ void libmathdx_check_launch(const char* call) {
                      call, blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
 }
 
+// The block computes C's tile (i, j), of M x N items at C[i * M, j * N]: the whole K loop of A's row of tiles
+// times B's column, then C = alpha * (A @ B) + beta * C for the items inside C, through shared memory (the
+// pipeline's buffer, free once the loop is done) and out in 16-byte vectors where C's rows allow. (libmathdx's
+// copy of a 16-bit C from the registers straight to C writes 4 bytes a thread, rows apart: on an H100, bf16
+// 8192^3 ran at 0.74x cuBLAS so, 0.79x through shared memory.)
+// P: C's precision (float, __half or __nv_bfloat16), T: the type C's array holds it in. epi(value, row,
+// col): the epilogue, applied to each item inside C before it is rounded (through shared memory, then).
 template <int M, int N, int Threads, int BufferBytes, int TileBytes, int TileAlign, int AccBytes, int AccAlign,
           auto TileCreate, auto TileDestroy, auto AccCreate, auto AccDestroy, auto Execute, auto Finish,
           auto CopyF32, typename P, typename T, typename Epi = no_epilogue>
-__device__ __forceinline__ void libmathdx_tile(array_ref<unsigned char> pipe, matrix_ref<T> c, long long i, long long j,
-                                              float alpha, float beta, Epi epi = {}) {
+__device__ __forceinline__ void libmathdx_product_tile(array_ref<unsigned char> pipe, matrix_ref<T> c, long long i,
+                                                      long long j, float alpha, float beta, Epi epi) {
   extern __shared__ __align__(1024) unsigned char buffer[];
-  libmathdx_check_launch<Threads, BufferBytes>("tile");
   alignas(TileAlign < 8 ? 8 : TileAlign) unsigned char tile[TileBytes];
   alignas(AccAlign < 16 ? 16 : AccAlign) unsigned char acc[AccBytes];
   int row = static_cast<int>(i), col = static_cast<int>(j);
@@ -135,8 +134,19 @@ __device__ __forceinline__ void libmathdx_tile(array_ref<unsigned char> pipe, ma
   __syncthreads();  // the buffer is free for the block's next tile
 }
 
-// Matmul.gemm(ops, ...) by libmathdx's pipeline: all of C, this block's tiles in each_gemm_tile's order, each as
-// libmathdx_tile computes it (its launch checked once, first).
+// Matmul.tile(ops, i, j, ...) by libmathdx's pipeline: its launch checked, then libmathdx_product_tile.
+template <int M, int N, int Threads, int BufferBytes, int TileBytes, int TileAlign, int AccBytes, int AccAlign,
+          auto TileCreate, auto TileDestroy, auto AccCreate, auto AccDestroy, auto Execute, auto Finish,
+          auto CopyF32, typename P, typename T, typename Epi = no_epilogue>
+__device__ __forceinline__ void libmathdx_tile(array_ref<unsigned char> pipe, matrix_ref<T> c, long long i, long long j,
+                                              float alpha, float beta, Epi epi = {}) {
+  libmathdx_check_launch<Threads, BufferBytes>("tile");
+  libmathdx_product_tile<M, N, Threads, BufferBytes, TileBytes, TileAlign, AccBytes, AccAlign, TileCreate, TileDestroy,
+                         AccCreate, AccDestroy, Execute, Finish, CopyF32, P>(pipe, c, i, j, alpha, beta, epi);
+}
+
+// Matmul.gemm(ops, ...) by libmathdx's pipeline: its launch checked once, then all of C, this block's tiles in
+// each_gemm_tile's order, each by libmathdx_product_tile.
 template <int M, int N, int Threads, int BufferBytes, int TileBytes, int TileAlign, int AccBytes, int AccAlign,
           auto TileCreate, auto TileDestroy, auto AccCreate, auto AccDestroy, auto Execute, auto Finish,
           auto CopyF32, typename P, typename T, typename Epi = no_epilogue>
@@ -144,8 +154,9 @@ __device__ __forceinline__ void libmathdx_gemm(array_ref<unsigned char> pipe, ma
                                               float beta, Epi epi = {}) {
   libmathdx_check_launch<Threads, BufferBytes>("gemm");
   each_gemm_tile<M, N>(c.rows, c.cols, [&](int i, int j) {
-    libmathdx_tile<M, N, Threads, BufferBytes, TileBytes, TileAlign, AccBytes, AccAlign, TileCreate, TileDestroy,
-                   AccCreate, AccDestroy, Execute, Finish, CopyF32, P>(pipe, c, i, j, alpha, beta, epi);
+    libmathdx_product_tile<M, N, Threads, BufferBytes, TileBytes, TileAlign, AccBytes, AccAlign, TileCreate,
+                           TileDestroy, AccCreate, AccDestroy, Execute, Finish, CopyF32, P>(pipe, c, i, j, alpha,
+                                                                                            beta, epi);
   });
 }
 
