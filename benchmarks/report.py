@@ -480,18 +480,23 @@ def fft(found):
         "measured",
     ]
     text = cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials after {r.data['warmup']} warm-ups."
-    first = result(found, "first_result_fft")
-    if first:
-        cold, warm = first.data["median_cold"], [row for row in first.data["rows"] if row["mode"] == "warm"]
-        text += (
-            f"\n\nA first 1024-point FFT kernel (load, execute, store) in a fresh process: "
-            f"{cold['from_spawn_s']:.1f} s from the process's start to the checked result with an empty cache, "
-            f"{cold['launch_to_result_s']:.1f} s of it from the launch (median of {first.data['runs']})"
-            + (f"; {warm[0]['from_spawn_s']:.1f} s with the cache a first run filled" if warm else "")
-            + ". "
-            + sources([(first, None)])
-        )
-    return text
+    return text + first_result_sentence(result(found, "first_result_fft"), "1024-point FFT kernel (load, execute, store)")
+
+
+def first_result_sentence(first, kernel):
+    """A paragraph on the first result of ``kernel`` in a fresh process (a result of first_result_mathdx.py), or
+    nothing when ``first`` is None."""
+    if not first:
+        return ""
+    cold, warm = first.data["median_cold"], [row for row in first.data["rows"] if row["mode"] == "warm"]
+    return (
+        f"\n\nA first {kernel} in a fresh process: "
+        f"{cold['from_spawn_s']:.1f} s from the process's start to the checked result with an empty cache, "
+        f"{cold['launch_to_result_s']:.1f} s of it from the launch (median of {first.data['runs']})"
+        + (f"; {warm[0]['from_spawn_s']:.1f} s with the cache a first run filled" if warm else "")
+        + ". "
+        + sources([(first, None)])
+    )
 
 
 # ---- random numbers -------------------------------------------------------------------------------------
@@ -515,7 +520,11 @@ def random_numbers(found):
         ]
 
     header = ["case", "numba_tiles ms", "GB/s", "peer ms", "vs peer", "target", "measured"]
-    return cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials."
+    return (
+        cases_table(r, header, cells)
+        + f" Median of {r.data['repeats']} trials."
+        + first_result_sentence(any_gpu(found, "first_result_random"), "`Random` kernel (Philox, uniform float32)")
+    )
 
 
 # ---- small dense solves -----------------------------------------------------------------------------------
@@ -544,7 +553,11 @@ def solvers(found):
         ]
 
     header = ["case", "numba_tiles ms", "copy ms", "peer ms", "vs peer", "target", "measured"]
-    return cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials."
+    return (
+        cases_table(r, header, cells)
+        + f" Median of {r.data['repeats']} trials."
+        + first_result_sentence(any_gpu(found, "first_result_solver"), "`Solver` kernel (posv, 32×32 float32)")
+    )
 
 
 # ---- compile time, first result, start-up ---------------------------------------------------------------
