@@ -33,6 +33,14 @@ __device__ __forceinline__ T* fft_values(array_ref<V> items, const char* intrins
 template <int Stride, int Items, int Length, int Storage, typename T, typename V>
 __device__ __forceinline__ void fft_load(array_ref<T> src, array_ref<V> items) {
   T* values = fft_values<Items, Storage, T>(items, "FFT.load");
+  if (src.stride == 1 && src.size >= Length) {  // (a whole row of a batch: no zeros, no stride, 32-bit offsets)
+    const T* row = src.data + threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      if (static_cast<int>(threadIdx.x) + i * Stride < Length) values[i] = row[i * Stride];
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
     const long long j = fft_index<Stride>(i);
@@ -46,6 +54,14 @@ __device__ __forceinline__ void fft_load(array_ref<T> src, array_ref<V> items) {
 template <int Stride, int Items, int Length, int Storage, typename V, typename T>
 __device__ __forceinline__ void fft_store(array_ref<V> items, array_ref<T> dst) {
   const T* values = fft_values<Items, Storage, T>(items, "FFT.store");
+  if (dst.stride == 1 && dst.size >= Length) {  // (as load's)
+    T* row = dst.data + threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < Items; ++i) {
+      if (static_cast<int>(threadIdx.x) + i * Stride < Length) row[i * Stride] = values[i];
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
     const long long j = fft_index<Stride>(i);
