@@ -480,7 +480,8 @@ def fft(found):
         "measured",
     ]
     text = cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials after {r.data['warmup']} warm-ups."
-    return text + first_result_sentence(result(found, "first_result_fft"), "1024-point FFT kernel (load, execute, store)")
+    first = result(found, "first_result_fft")
+    return text + first_result_sentence(first, "1024-point FFT kernel (load, execute, store)")
 
 
 def first_result_sentence(first, kernel):
