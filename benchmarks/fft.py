@@ -29,6 +29,7 @@ prints a table last.
     python benchmarks/fft.py [--repeats 15] [--scale 1] [--cases "c2c f32 1024,conv f32 4096"] [--out DIR] [--draft]
     python benchmarks/fft.py --dry      # no GPU: compile every kernel for sm_90 (types and links them)
     python benchmarks/fft.py --sizes 1024=16:4,4096=16:2    # other elements a thread : FFTs a block, by size
+    python benchmarks/fft.py --blocks-per-sm 8     # launch_bounds=(threads, 8): registers capped for 8 blocks an SM
 
 On the GPU machines (after ``make gpu-site``): ``PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/fft.py``.
 """
@@ -67,13 +68,13 @@ ITEMS = {"complex64": complex64, "complex128": complex128}
 # ---- the kernels, as a user writes them from docs/guide/fft.md ----
 
 
-def transform_kernel(fft):
+def transform_kernel(fft, jit=cuda.jit):
     """``y[r] = fft(x[r])`` for every row ``r`` (c2c: complex rows of ``size``; r2c: real rows into ``size // 2 + 1``
     values), each block reading its next group of rows into ``ahead`` before the current group's FFT: those loads are
     in flight while it computes."""
     items_type, per_block = ITEMS[fft.value_type], fft.ffts_per_block
 
-    @cuda.jit
+    @jit
     def transform(x, y):
         items = cuda.local.array(fft.storage_size, items_type)
         ahead = cuda.local.array(fft.storage_size, items_type)
@@ -95,13 +96,13 @@ def transform_kernel(fft):
     return transform
 
 
-def convolution_kernel(forward, inverse):
+def convolution_kernel(forward, inverse, jit=cuda.jit):
     """``y[r] = size * ifft(fft(x[r]) * spectrum)`` for every row ``r``: ``ifft(fft(x[r]) * h)`` for ``spectrum = h /
     size``. (Reading ahead, as `transform_kernel` does, made it slower: with two FFTs inlined, the second register
     array costs more than the loads in flight gain.)"""
     items_type, per_block = ITEMS[forward.value_type], forward.ffts_per_block
 
-    @cuda.jit
+    @jit
     def convolution(x, spectrum, y):
         items = cuda.local.array(forward.storage_size, items_type)
         rows = x.shape[0]
@@ -119,9 +120,10 @@ def convolution_kernel(forward, inverse):
     return convolution
 
 
-def describe_case(name, sizes=None):
+def describe_case(name, sizes=None, blocks_per_sm=None):
     """(the kernel, its FFT descriptions, its signature for `tiles.compile`) of case ``name``; ``sizes``: {FFT size:
-    (elements_per_thread, ffts_per_block)} where not cuFFTDx's suggestions."""
+    (elements_per_thread, ffts_per_block)} where not cuFFTDx's suggestions; ``blocks_per_sm``: the kernel compiled
+    with ``launch_bounds=(its threads, blocks_per_sm)``, its registers capped so that as many blocks fit an SM."""
     kind, precision, size, _ = CASES[name]
     chosen = dict(zip(("elements_per_thread", "ffts_per_block"), (sizes or {}).get(size, ())))
     if kind == "conv":
@@ -135,13 +137,22 @@ def describe_case(name, sizes=None):
         )
         value = forward.value_type
         return (
-            convolution_kernel(forward, inverse),
+            convolution_kernel(forward, inverse, jitter(forward, blocks_per_sm)),
             (forward, inverse),
             f"void({value}[:, ::1], {value}[::1], {value}[:, ::1])",
         )
     fft = tiles.FFT(size, precision if kind == "r2c" else COMPLEX[precision], kind=kind, **chosen)
     source = fft.precision if kind == "r2c" else fft.value_type
-    return transform_kernel(fft), (fft,), f"void({source}[:, ::1], {fft.value_type}[:, ::1])"
+    return (
+        transform_kernel(fft, jitter(fft, blocks_per_sm)),
+        (fft,),
+        f"void({source}[:, ::1], {fft.value_type}[:, ::1])",
+    )
+
+
+def jitter(fft, blocks_per_sm):
+    """``cuda.jit``, with the launch bounds of ``blocks_per_sm`` blocks of ``fft.block_dim`` where given."""
+    return cuda.jit(launch_bounds=(fft.threads, blocks_per_sm)) if blocks_per_sm else cuda.jit
 
 
 # ---- timing ----
@@ -166,7 +177,7 @@ def run_case(name, args):
     import torch
 
     kind, precision, size, target = CASES[name]
-    kernel, ffts, _ = describe_case(name, args.sizes)
+    kernel, ffts, _ = describe_case(name, args.sizes, args.blocks_per_sm)
     fft = ffts[0]
     source = getattr(torch, fft.precision if kind == "r2c" else fft.value_type)
     rows = int(args.scale * 2**30) // (source.itemsize * size)
@@ -229,6 +240,7 @@ def run_case(name, args):
         target=f">= {target:.1f}x {peer_name}" if target else "none",
         met=peer_ms / ms >= target if target else None,
         fft=repr(fft),
+        blocks_per_sm=args.blocks_per_sm,
         block_dim=list(fft.block_dim),
         grid=grid,
         compile_s=compile_s,
@@ -247,11 +259,11 @@ def release():
 # ---- the run ----
 
 
-def dry(names, sizes=None):
+def dry(names, sizes=None, blocks_per_sm=None):
     """No GPU: compile each case's kernel for sm_90, linked with its FFTs."""
     for name in names:
         started = time.perf_counter()
-        kernel, ffts, signature = describe_case(name, sizes)
+        kernel, ffts, signature = describe_case(name, sizes, blocks_per_sm)
         cubin = tiles.compile(kernel, signature, arch="sm_90")
         print(
             f"{name:<15} {time.perf_counter() - started:6.1f} s  {len(cubin):>8} bytes of cubin  "
@@ -272,13 +284,18 @@ def main(argv=None):
         type=lambda text: {int(n): tuple(map(int, v.split(":"))) for n, v in (p.split("=") for p in text.split(","))},
         help="elements a thread and FFTs a block by FFT size, e.g. 1024=16:4,4096=16:2 (default: cuFFTDx's)",
     )
+    parser.add_argument(
+        "--blocks-per-sm",
+        type=int,
+        help="compile each kernel with launch_bounds=(its threads, N): registers capped so that N blocks fit an SM",
+    )
     add_output_arguments(parser)
     args = parser.parse_args(argv)
     names = [c.strip() for c in args.cases.split(",") if c.strip()]
     if not names or set(names) - set(CASES):
         parser.error(f"unknown cases {sorted(set(names) - set(CASES))}; choose from {', '.join(CASES)}")
     if args.dry:
-        return dry(names, args.sizes)
+        return dry(names, args.sizes, args.blocks_per_sm)
     if not cuda.is_available():
         raise SystemExit("fft: no CUDA GPU (numba.cuda.is_available() is False); --dry compiles without one")
     commit = measured_commit(args)
