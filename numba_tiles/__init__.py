@@ -54,6 +54,8 @@ if not simulated.simulator_enabled():
         # The user's first kernel is about a second away: parse CUB's base headers for this GPU meanwhile
         # (not when numba-cuda's extension loader imports us, in a process that may never use us).
         _pch.prepare_for_current_device(_library.CUB)
+else:
+    simulated.count_barriers()  # (the twins' check that a warp's lanes all come tells passed barriers apart)
 
 __all__ = [
     "block_load",

@@ -173,8 +173,8 @@ def _stuck(thread, width, group, missing, waited):
     }
 
     def waiting(t):  # at a block barrier, or at a warp call that lacks lanes (the key of its logical warp)
-        if t.syncthreads_blocked:
-            return "block"
+        if t.syncthreads_blocked:  # (at a barrier the caller has passed, it is being released: it will come)
+            return "block" if simulated.barriers_entered(t) > simulated.barriers_entered(thread) else None
         key, _, slots, size = getattr(t, "_numba_tiles_waiting", None) or (None, 0, (), 0)
         return key if key is not None and len(slots) < size else None
 

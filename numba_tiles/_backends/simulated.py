@@ -41,6 +41,30 @@ def simulated_grid_dim(thread):
     return dims + (1,) * (3 - len(dims))
 
 
+def count_barriers():
+    """Make every simulated thread count the block barriers it enters (`barriers_entered`). The simulator's block
+    manager releases a barrier's threads one at a time, each flag ``syncthreads_blocked`` cleared just before its
+    thread may go on, so a thread already past a barrier can see others still flagged at it: their counts tell a
+    barrier it passed (they will come) from one it has not reached (they wait for it)."""
+    from numba.cuda.simulator.kernel import BlockThread
+
+    entering = BlockThread.syncthreads
+    if getattr(entering, "_numba_tiles_counted", False):
+        return
+
+    def syncthreads(self):
+        self._numba_tiles_barriers = getattr(self, "_numba_tiles_barriers", 0) + 1
+        entering(self)
+
+    syncthreads._numba_tiles_counted = True
+    BlockThread.syncthreads = syncthreads
+
+
+def barriers_entered(thread):
+    """How many block barriers the simulated ``thread`` has entered (see `count_barriers`)."""
+    return getattr(thread, "_numba_tiles_barriers", 0)
+
+
 def block_scratch(thread):
     """A dict shared by the simulated threads of ``thread``'s block (and only them)."""
     return thread._manager.__dict__.setdefault("_numba_tiles_scratch", {})

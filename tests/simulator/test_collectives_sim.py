@@ -179,6 +179,44 @@ def test_a_warp_collective_not_every_lane_calls_is_an_error(rng):
     ), str(info.value)
 
 
+def test_a_warp_collective_lanes_skip_for_a_barrier_is_an_error(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    with pytest.raises(tiles.TilesError) as info:
+        d.warp_call_against_a_barrier[1, 64](x, np.zeros(64, np.float32))
+    assert (
+        f"tiles.warp_sum: called at {_line_of(d.warp_call_against_a_barrier, 'tiles.warp_sum(')} by 20 of the 32 "
+        "threads of logical warp" in str(info.value)
+    ), str(info.value)
+
+
+def test_lanes_still_being_released_from_a_barrier_are_waited_for(rng, monkeypatch):
+    """The simulator releases a barrier's threads one at a time: a lane released first reaches the warp call while
+    its warp's other lanes are still flagged at the barrier, which it has passed; they come. (Each release is slowed
+    here, so that the first lanes always get there first.)"""
+    import threading
+    import time
+
+    from numba.cuda.simulator import kernel as simulator_kernel
+
+    class SlowRelease(threading.Event):
+        def set(self):
+            super().set()
+            time.sleep(0.005)
+
+    made = simulator_kernel.BlockThread.__init__
+
+    def init(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        self.syncthreads_event = SlowRelease()
+
+    monkeypatch.setattr(simulator_kernel.BlockThread, "__init__", init)
+    x = rng.standard_normal(128).astype(np.float32)
+    out, lanes = np.zeros(1, np.float32), np.zeros(16, np.float32)
+    d.whole_block_and_warps[1, 128](x, out, lanes)
+    np.testing.assert_allclose(out, [x.sum()], rtol=1e-5)
+    np.testing.assert_allclose(lanes, x.reshape(-1, 8).sum(axis=1), rtol=1e-5)
+
+
 def test_collectives_every_thread_makes_pass_the_check(rng):
     x = rng.standard_normal(200).astype(np.float32)
     out, lanes = np.zeros(2, np.float32), np.zeros(32, np.float32)

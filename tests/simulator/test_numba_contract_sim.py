@@ -149,3 +149,21 @@ def test_bytecode_ir_is_none_where_the_front_end_refuses_the_function():
         return x
 
     assert bytecode.bytecode_ir(stores_an_exception.__code__, stores_an_exception.__globals__) is None
+
+
+def test_simulated_threads_count_the_barriers_they_enter():
+    """numba_tiles makes the simulator's threads count their block barriers (`simulated.count_barriers`, at import),
+    however the kernel reaches them."""
+    import numba_tiles as tiles
+
+    seen = {}
+
+    @cuda.jit
+    def kernel(x):
+        cuda.syncthreads()
+        tiles.block_sum(x[cuda.threadIdx.x], block_dim=4)  # (its twin's own barriers count too)
+        thread = simulated.simulated_thread()
+        seen[thread.thread_id] = simulated.barriers_entered(thread)
+
+    kernel[1, 4](np.zeros(4, np.float32))
+    assert len(set(seen.values())) == 1 and min(seen.values()) > 1, seen

@@ -44,6 +44,16 @@ def partial_warp(x, out):
 
 
 @cuda.jit
+def warp_call_against_a_barrier(x, out):
+    i = cuda.grid(1)
+    v = x[i]
+    if cuda.threadIdx.x % 32 < 20:
+        v = tiles.warp_sum(v)
+    cuda.syncthreads()  # (the other 12 lanes of each warp wait here)
+    out[i] = v
+
+
+@cuda.jit
 def whole_block_and_warps(x, out, lanes):
     i = cuda.grid(1)
     v = x[i] if i < x.size else np.float32(0)  # threads past the end give the sum's neutral value
