@@ -169,23 +169,19 @@ def test_two_collectives_in_two_branches_are_an_error(rng):
     ), message
 
 
-def test_a_warp_collective_not_every_lane_calls_is_an_error(rng):
+@pytest.mark.parametrize(
+    "kernel, arrived, lanes",
+    [(d.partial_warp, 12, 16), (d.warp_call_against_a_barrier, 20, 32)],
+    ids=["return", "barrier"],
+)
+def test_a_warp_collective_not_every_lane_calls_is_an_error(kernel, arrived, lanes, rng):
+    """The other lanes returned, or wait at a block barrier that the calling lanes have not reached."""
     x = rng.standard_normal(64).astype(np.float32)
     with pytest.raises(tiles.TilesError) as info:
-        d.partial_warp[1, 64](x, np.zeros(64, np.float32))
+        kernel[1, 64](x, np.zeros(64, np.float32))
     assert (
-        f"tiles.warp_sum: called at {_line_of(d.partial_warp, 'tiles.warp_sum(')} by 12 of the 16 threads of "
+        f"tiles.warp_sum: called at {_line_of(kernel, 'tiles.warp_sum(')} by {arrived} of the {lanes} threads of "
         "logical warp" in str(info.value)
-    ), str(info.value)
-
-
-def test_a_warp_collective_lanes_skip_for_a_barrier_is_an_error(rng):
-    x = rng.standard_normal(64).astype(np.float32)
-    with pytest.raises(tiles.TilesError) as info:
-        d.warp_call_against_a_barrier[1, 64](x, np.zeros(64, np.float32))
-    assert (
-        f"tiles.warp_sum: called at {_line_of(d.warp_call_against_a_barrier, 'tiles.warp_sum(')} by 20 of the 32 "
-        "threads of logical warp" in str(info.value)
     ), str(info.value)
 
 
