@@ -137,20 +137,20 @@ def describe_case(name, sizes=None, blocks_per_sm=None):
         )
         value = forward.value_type
         return (
-            convolution_kernel(forward, inverse, jitter(forward, blocks_per_sm)),
+            convolution_kernel(forward, inverse, kernel_jit(forward, blocks_per_sm)),
             (forward, inverse),
             f"void({value}[:, ::1], {value}[::1], {value}[:, ::1])",
         )
     fft = tiles.FFT(size, precision if kind == "r2c" else COMPLEX[precision], kind=kind, **chosen)
     source = fft.precision if kind == "r2c" else fft.value_type
     return (
-        transform_kernel(fft, jitter(fft, blocks_per_sm)),
+        transform_kernel(fft, kernel_jit(fft, blocks_per_sm)),
         (fft,),
         f"void({source}[:, ::1], {fft.value_type}[:, ::1])",
     )
 
 
-def jitter(fft, blocks_per_sm):
+def kernel_jit(fft, blocks_per_sm):
     """``cuda.jit``, with the launch bounds of ``blocks_per_sm`` blocks of ``fft.block_dim`` where given."""
     return cuda.jit(launch_bounds=(fft.threads, blocks_per_sm)) if blocks_per_sm else cuda.jit
 
