@@ -1,7 +1,8 @@
 // Block FFTs over cuFFTDx (MathDx), instantiated by numba_tiles for tiles.FFT.execute.
 //
 // Each thread holds its items of one FFT of the block (threadIdx.y picks the FFT) in cuFFTDx's register
-// layout: item i of thread x holds element x + i * Stride. numba_tiles computed the description's sizes on
+// layout: item i of thread x holds element x + i * Stride (fft_layout.cuh says where the real side's values
+// are). numba_tiles computed the description's sizes on
 // the host from cuFFTDx's database (numba_tiles/_fft/database.py); each is checked here against cuFFTDx's
 // own trait, so that the two can never disagree silently.
 #pragma once
@@ -15,14 +16,29 @@ namespace numba_tiles {
 // Kind: 0 c2c, 1 r2c, 2 c2r. P is the precision (float or double). SM is the arch NVRTC compiles for, so
 // that the instance's C++ text (and its symbol) is one for every arch; the cache key holds the arch.
 template <int Size, typename P, int Kind, bool Forward, int EPT, int FPB>
-using block_fft = decltype(cufftdx::Size<Size>() + cufftdx::Precision<P>() +
-                           cufftdx::Type<Kind == 0   ? cufftdx::fft_type::c2c
-                                         : Kind == 1 ? cufftdx::fft_type::r2c
-                                                     : cufftdx::fft_type::c2r>() +
-                           cufftdx::Direction<Forward ? cufftdx::fft_direction::forward
-                                                      : cufftdx::fft_direction::inverse>() +
-                           cufftdx::ElementsPerThread<EPT>() + cufftdx::FFTsPerBlock<FPB>() +
-                           cufftdx::SM<__CUDA_ARCH__>() + cufftdx::Block());
+using block_fft_unfolded = decltype(cufftdx::Size<Size>() + cufftdx::Precision<P>() +
+                                    cufftdx::Type<Kind == 0   ? cufftdx::fft_type::c2c
+                                                  : Kind == 1 ? cufftdx::fft_type::r2c
+                                                              : cufftdx::fft_type::c2r>() +
+                                    cufftdx::Direction<Forward ? cufftdx::fft_direction::forward
+                                                               : cufftdx::fft_direction::inverse>() +
+                                    cufftdx::ElementsPerThread<EPT>() + cufftdx::FFTsPerBlock<FPB>() +
+                                    cufftdx::SM<__CUDA_ARCH__>() + cufftdx::Block());
+
+// Folded (an r2c or c2r of a power-of-two size): cuFFTDx runs it as a c2c FFT of half its size, its real values
+// taken in pairs, the complex side in the natural layout (size / 2 + 1 values, as unfolded).
+template <typename Description, bool Folded>
+struct folded_if {
+  using type = Description;
+};
+template <typename Description>
+struct folded_if<Description, true> {
+  using type = decltype(Description() + cufftdx::RealFFTOptions<cufftdx::complex_layout::natural,
+                                                                 cufftdx::real_mode::folded>());
+};
+
+template <int Size, typename P, int Kind, bool Folded, bool Forward, int EPT, int FPB>
+using block_fft = typename folded_if<block_fft_unfolded<Size, P, Kind, Forward, EPT, FPB>, Folded>::type;
 
 // The block's shared workspace when the call is given none: a static buffer of its own, aligned for any value.
 template <int Bytes>
@@ -56,10 +72,10 @@ __device__ __forceinline__ void* fft_shared(Shared shared, const char* intrinsic
 // ::cuda::std::complex, the same two values as cuFFTDx's complex), in `shared` (the user's buffer, or
 // own_storage). cuFFTDx's execute ends with the block's data back in registers, and synchronizes the
 // block around its own shared steps.
-template <int Size, typename P, int Kind, bool Forward, int EPT, int FPB, int Stride, int Storage, int SharedBytes,
-          typename T, typename Shared>
+template <int Size, typename P, int Kind, bool Folded, bool Forward, int EPT, int FPB, int Stride, int Storage,
+          int SharedBytes, typename T, typename Shared>
 __device__ __forceinline__ void fft_execute(array_ref<T> items, Shared shared) {
-  using FFT = block_fft<Size, P, Kind, Forward, EPT, FPB>;
+  using FFT = block_fft<Size, P, Kind, Folded, Forward, EPT, FPB>;
   using V = typename FFT::value_type;
   static_assert(sizeof(T) == sizeof(V) && alignof(T) <= alignof(V), "items must hold cuFFTDx's complex values");
   static_assert(!FFT::requires_workspace, "numba_tiles describes only FFTs that need no workspace");

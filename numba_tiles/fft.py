@@ -36,11 +36,13 @@ class FFT:
     below. Creating one needs no GPU and compiles nothing: it checks the size against cuFFTDx's database (an
     unsupported size is an error naming the nearest supported ones; sizes cuFFTDx computes only with Bluestein's
     algorithm, which needs a workspace made on the host, are refused too). Its attributes are those arguments
-    (``size``, ``dtype``, ``kind``, ``direction``, ``arch``), ``precision`` (the real dtype) and ``value_type``
-    (the complex dtype of the items), and the sizes a kernel allocates and launches with, which are also constants
-    inside kernels (cuFFTDx's traits of the same names):
+    (``size``, ``dtype``, ``kind``, ``direction``, ``arch``), ``precision`` (the real dtype), ``value_type``
+    (the complex dtype of the items), ``real_mode`` (None for c2c; ``"folded"`` for an r2c or c2r of a
+    power-of-two size, which cuFFTDx runs as a c2c FFT of half the size on the real values taken in pairs, half
+    the work; ``"normal"`` for other sizes), and the sizes a kernel allocates and launches with, which are also
+    constants inside kernels (cuFFTDx's traits of the same names):
 
-    - ``elements_per_thread``: the elements of the FFT each thread holds;
+    - ``elements_per_thread``: the elements of the FFT each thread holds (folded: real ones, two to an item);
     - ``ffts_per_block``: the FFTs a block computes at once, one for each ``threadIdx.y``;
     - ``block_dim``: the block, ``(stride, ffts_per_block, 1)``, and ``threads``, its threads;
     - ``stride``: ``size // elements_per_thread``, the threads of one FFT;
@@ -122,8 +124,10 @@ class FFT:
             self.arch,
             ext.positive_int("elements_per_thread", 8, optional=True)(name, elements_per_thread),
             _positive(name, ffts_per_block),
+            self.kind,
         )
         self._sizes = sizes
+        self.real_mode = None if self.kind == "c2c" else "folded" if sizes.folded else "normal"
         self.elements_per_thread, self.ffts_per_block = sizes.elements_per_thread, sizes.ffts_per_block
         self.block_dim, self.stride = sizes.block_dim, sizes.block_dim[0]
         self.threads = self.stride * self.ffts_per_block
@@ -225,8 +229,9 @@ class FFT:
     def load(self, src, items):
         """This thread's items of the sequence ``src`` (a 1-D array of the FFT's input: ``value_type``, or for r2c
         its real ``precision``; any strides; a row ``x[row]`` of a batch), zeros past its end: item ``i`` of thread
-        ``x`` gets ``src[x + i * fft.stride]`` (real values packed, two to an item). Per thread: no barrier, so
-        threads without a sequence may skip it.
+        ``x`` gets ``src[x + i * fft.stride]``. Real values are packed two to an item: folded (``fft.real_mode``),
+        item ``i`` gets ``src[2 * fft.index(i)]`` and the value after it; else real value ``j`` of the items is
+        ``src[fft.index(j)]``. Per thread: no barrier, so threads without a sequence may skip it.
 
         Example, continuing `FFT`'s (zero-padded: 100 samples into a 128-point FFT)::
 

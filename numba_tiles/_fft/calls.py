@@ -33,7 +33,7 @@ def same_on_this_arch(fft, name):
     if cc is None:
         return
     arch = "sm_%d%d" % cc
-    here = database.sizes(name, fft.size, fft.precision, arch, fft.elements_per_thread, fft.ffts_per_block)
+    here = database.sizes(name, fft.size, fft.precision, arch, fft.elements_per_thread, fft.ffts_per_block, fft.kind)
     if here != fft._sizes:
         raise ext.error(
             name,
@@ -75,6 +75,7 @@ def execute_instance(name, args):
         Size=fft.size,
         P=ext.named(name, "dtype", fft.precision).cxx,
         Kind=KINDS[fft.kind],
+        Folded=fft.real_mode == "folded",
         Forward=fft.direction == "forward",
         EPT=fft.elements_per_thread,
         FPB=fft.ffts_per_block,
@@ -97,7 +98,7 @@ def execute_instance(name, args):
 
 def side(fft, output):
     """(dtype name, items, length) of the FFT's input or ``output`` side: the real side packed, the complex side of
-    r2c and c2r holding size // 2 + 1 values."""
+    r2c and c2r holding size // 2 + 1 values. (`pairs` says where the real side's values are.)"""
     real = fft.kind == ("c2r" if output else "r2c")
     half = fft.kind == ("r2c" if output else "c2r")
     ept = fft.elements_per_thread
@@ -106,6 +107,12 @@ def side(fft, output):
         ept // 2 + 1 if half else ept,
         fft.size // 2 + 1 if half else fft.size,
     )
+
+
+def pairs(fft, output):
+    """Whether the input or ``output`` side holds real values in pairs: folded, item i's two values are elements
+    2 * index(i) and 2 * index(i) + 1; else real value j is element index(j)."""
+    return fft.real_mode == "folded" and fft.kind == ("c2r" if output else "r2c")
 
 
 def move_rule(name, args, output):
@@ -128,6 +135,7 @@ def move_rule(name, args, output):
         Items=count,
         Length=length,
         Storage=fft.storage_size,
+        Pairs=pairs(fft, output),
     )
     ops = (Arg("items", args["items"]), Arg(param, args[param]))
     return Instance(

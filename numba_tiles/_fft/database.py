@@ -3,7 +3,9 @@
 cuFFTDx ships, beside its C++ records, the same records as JSON (``cufftdx/database/records/<arch>/``): for each
 size of a forward c2c FFT in each precision, its implementations, the first being cuFFTDx's suggestion. The
 inverse, r2c and c2r FFTs of a size run the c2c forward's implementations (``database/detail/block_fft.hpp``
-forwards their records to it), and the arches without records of their own run another's. `Sizes` applies
+forwards their records to it); an r2c or c2r FFT of a power-of-two size runs folded (``real_mode::folded``: the
+c2c implementations of half its size, on its real values taken in pairs as complex ones), and the arches without
+records of their own run another's. `Sizes` applies
 cuFFTDx's rules (``traits/detail/check_and_get_trait.hpp``, ``detail/fft_execution.hpp``) to them; ``fft.cuh``
 checks each result against cuFFTDx's own trait when it compiles.
 """
@@ -43,7 +45,7 @@ def record_arch(name, arch):
 class Sizes:
     """What cuFFTDx makes of one block FFT: its elements a thread, FFTs a block, block, storage a thread (complex
     values) and shared memory (bytes, for the whole block); ``suggested_ffts_per_block`` for its elements a
-    thread."""
+    thread; ``folded``: an r2c or c2r run as a c2c FFT of half its size."""
 
     elements_per_thread: int
     ffts_per_block: int
@@ -51,42 +53,55 @@ class Sizes:
     storage_size: int
     shared_memory_bytes: int
     suggested_ffts_per_block: int
+    folded: bool
 
 
-def sizes(name, size, real_dtype, arch, elements_per_thread=None, ffts_per_block=None):
-    """`Sizes` of a block FFT of ``size`` points in the precision of ``real_dtype`` (float32, float64) on ``arch``
-    (its kind and direction change none of them): for what is left out (None), cuFFTDx's suggestion, its first
-    implementation of at most `DEFAULT_MAX_ELEMENTS` elements a thread."""
+def folds(kind, size):
+    """Whether cuFFTDx runs an FFT of ``kind`` and ``size`` folded: r2c and c2r of power-of-two sizes from 4 (its
+    block fold's condition; a 2-point one has no 1-point c2c to run)."""
+    return kind != "c2c" and size >= 4 and size & (size - 1) == 0
+
+
+def sizes(name, size, real_dtype, arch, elements_per_thread=None, ffts_per_block=None, kind="c2c"):
+    """`Sizes` of a block FFT of ``kind`` and ``size`` points in the precision of ``real_dtype`` (float32, float64)
+    on ``arch`` (its direction changes none of them): for what is left out (None), cuFFTDx's suggestion, its first
+    implementation of at most `DEFAULT_MAX_ELEMENTS` complex elements a thread. A folded FFT (`folds`) runs the
+    implementations of ``size // 2``, two real elements to each complex one, and holds one more item (the
+    frequency ``size // 2``) than they do."""
     code = record_arch(name, arch)
     table = _records(code, PRECISIONS[real_dtype])
     if size not in table:
         raise error(
             name, f"cuFFTDx computes no block FFT of {size} points in {real_dtype} on {arch}", _nearest(size, table)
         )
-    blobs = table[size]
+    folded = folds(kind, size)
+    per = 2 if folded else 1  # elements of the FFT to a complex element of the implementation
+    blobs = table[size // per]
     default = next((b for b in blobs if b["ept"] <= DEFAULT_MAX_ELEMENTS), blobs[0])
     if elements_per_thread is None:
         chosen = default
     else:
         # search_by_ept: the first implementation of that many elements a thread
-        chosen = next((b for b in blobs if b["ept"] == elements_per_thread), None)
+        chosen = next((b for b in blobs if b["ept"] * per == elements_per_thread), None)
         if chosen is None:
-            offered = sorted({b["ept"] for b in blobs})
+            offered = sorted({b["ept"] * per for b in blobs})
             raise error(
                 name,
-                f"cuFFTDx has no {size}-point FFT of {elements_per_thread} elements a thread on {arch} ({real_dtype})",
+                f"cuFFTDx has no {size}-point {kind} FFT of {elements_per_thread} elements a thread on {arch} "
+                f"({real_dtype})",
                 f"pass elements_per_thread={' or '.join(map(str, offered))}, or leave it out (the default: "
-                f"{default['ept']})",
+                f"{default['ept'] * per})",
             )
     suggested = chosen["fpb"]
     fpb = suggested if ffts_per_block is None else ffts_per_block
     return Sizes(
-        elements_per_thread=chosen["ept"],
+        elements_per_thread=chosen["ept"] * per,
         ffts_per_block=fpb,
-        block_dim=(size // chosen["ept"], fpb, 1),
-        storage_size=chosen["storage"],
+        block_dim=(size // per // chosen["ept"], fpb, 1),
+        storage_size=chosen["storage"] + (1 if folded else 0),
         shared_memory_bytes=chosen["smem"] * fpb,
         suggested_ffts_per_block=suggested,
+        folded=folded,
     )
 
 

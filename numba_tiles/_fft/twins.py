@@ -1,6 +1,7 @@
 """NumPy twins of `FFT`'s calls on the simulator: ``numpy.fft`` over the items of the block's threads, held in
 cuFFTDx's register layout (item i of thread x holds element x + i * stride of FFT threadIdx.y, the real side
-packed) and normalized as cuFFTDx does: neither direction is scaled, so an inverse is ``n * numpy.fft.ifft``."""
+packed: see `calls.pairs`) and normalized as cuFFTDx does: neither direction is scaled, so an inverse is
+``n * numpy.fft.ifft``."""
 
 import numpy as np
 
@@ -14,9 +15,11 @@ def _thread_x():
     return simulated.simulated_thread().threadIdx.x
 
 
-def _positions(fft, count, length, x):
-    """(the items of thread ``x`` that exist, the elements they hold) for a side of ``count`` items a thread."""
-    at = x + fft.stride * np.arange(count)
+def _positions(fft, count, length, x, pairs):
+    """(the items of thread ``x`` that exist, the elements they hold) for a side of ``count`` items a thread (real
+    values in ``pairs``: value j holds element 2 * (x + j // 2 * stride) + j % 2)."""
+    j = np.arange(count)
+    at = 2 * (x + fft.stride * (j // 2)) + j % 2 if pairs else x + fft.stride * j
     return np.flatnonzero(at < length), at[at < length]
 
 
@@ -60,11 +63,11 @@ def execute(instance, args):
             threads = arrays[y * fft.stride : (y + 1) * fft.stride]
             signal = np.zeros(in_length, in_dtype)
             for x, items in enumerate(threads):
-                kept, at = _positions(fft, in_count, in_length, x)
+                kept, at = _positions(fft, in_count, in_length, x, calls.pairs(fft, False))
                 signal[at] = _values(fft, items, in_dtype)[kept]
             result = _transform(fft, signal.astype(np.complex128 if in_dtype == fft.value_type else np.float64))
             for x, items in enumerate(threads):
-                kept, at = _positions(fft, out_count, out_length, x)
+                kept, at = _positions(fft, out_count, out_length, x, calls.pairs(fft, True))
                 _values(fft, items, out_dtype)[kept] = result[at]
 
     by_first_thread(instance, {"block_dim": fft.block_dim}, work)
@@ -84,7 +87,7 @@ def load(instance, args):
     fft, src, items = args["mm"], args["src"], args["items"]
     _check_items(fft, instance.intrinsic, items)
     dtype, count, length = calls.side(fft, False)
-    kept, at = _positions(fft, count, length, _thread_x())
+    kept, at = _positions(fft, count, length, _thread_x(), calls.pairs(fft, False))
     padded = np.zeros(length, dtype)
     padded[: min(len(src), length)] = src[:length]
     _values(fft, items, dtype)[kept] = padded[at]
@@ -94,7 +97,7 @@ def store(instance, args):
     fft, items, dst = args["mm"], args["items"], args["dst"]
     _check_items(fft, instance.intrinsic, items)
     dtype, count, length = calls.side(fft, True)
-    kept, at = _positions(fft, count, length, _thread_x())
+    kept, at = _positions(fft, count, length, _thread_x(), calls.pairs(fft, True))
     inside = at < len(dst)
     dst[at[inside]] = _values(fft, items, dtype)[kept[inside]]
 

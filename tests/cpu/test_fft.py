@@ -40,6 +40,15 @@ def test_descriptions_take_cufftdx_suggestions_and_name_their_sizes():
     real = tiles.FFT(100, "float32", kind="r2c")
     assert (real.direction, real.dtype, real.value_type) == ("forward", "float32", "complex64")
     assert tiles.FFT(100, "float64", kind="c2r").direction == "inverse"
+    # r2c and c2r of powers of two run folded: a 2048-point c2c of 16 complex values a thread, one item more
+    half = tiles.FFT(4096, "float32", kind="r2c", arch="sm_90")
+    assert (half.real_mode, half.elements_per_thread, half.block_dim, half.storage_size) == (
+        "folded",
+        32,
+        (128, 1, 1),
+        17,
+    )
+    assert (real.real_mode, fft.real_mode) == ("normal", None)
     assert (
         tiles.FFT(1024, "complex64")
         == tiles.FFT(1024, "complex64")
@@ -54,6 +63,7 @@ def test_descriptions_take_cufftdx_suggestions_and_name_their_sizes():
         ((1023, "complex64"), {}, r"no block FFT of 1023 points .* the nearest are 1000 and 1024"),
         ((65536, "complex64"), {}, r"the nearest are 32768\b"),
         ((1024, "complex64"), {"elements_per_thread": 5}, r"pass elements_per_thread=2 or 4 or 8 or 16 or 32"),
+        ((1024, "float32"), {"kind": "c2r", "elements_per_thread": 2}, r"elements_per_thread=4 or 8 or 16 or 32 or 64"),
         (
             (100, "float32"),
             {},
@@ -123,6 +133,8 @@ def test_descriptions_are_cufftdx_own_traits(arch, precision):
             f"cufftdx::Direction<cufftdx::fft_direction::{direction}>() + cufftdx::SM<__CUDA_ARCH__>() + "
             "cufftdx::Block()"
         )
+        if fft.real_mode == "folded":
+            suggesting += " + cufftdx::RealFFTOptions<cufftdx::complex_layout::natural, cufftdx::real_mode::folded>()"
         described = f"{suggesting} + cufftdx::ElementsPerThread<{fft.elements_per_thread}>()" + (
             f" + cufftdx::FFTsPerBlock<{fpb}>()" if fpb else ""
         )
@@ -142,17 +154,27 @@ def test_descriptions_are_cufftdx_own_traits(arch, precision):
     assert value == (1 << len(terms)) - 1, [c for i, c in enumerate(CASES[arch, precision]) if not value >> i & 1]
 
 
-def test_the_default_1024_point_c2c_keeps_its_items_in_registers_on_sm_90(tmp_path):
-    """cuFFTDx's suggestion there, 32 elements a thread, took 255 registers and spilled to local memory; the default
-    takes 16. A whole contiguous row goes in and out by constant offsets from one address (item by item, the index
-    arithmetic of a 1024-point row had taken about two thirds as many instructions as the FFT)."""
-    fft = tiles.FFT(1024, "complex64", arch="sm_90")
-    kernel = ffts.looping_kernel(fft)
-    code = sass(tiles.compile(kernel, "void(complex64[:, ::1], complex64[:, ::1])", arch="sm_90"), tmp_path)
+@pytest.mark.parametrize(
+    "size, dtype, kind, signature, loads, stores",
+    [
+        (1024, "complex64", "c2c", "void(complex64[:, ::1], complex64[:, ::1])", 16, 16),
+        # folded: 2048 complex points of 16 a thread; the real samples move two a load, the 2049 frequencies one a
+        # store (the last, 2048, held by thread 0 alone)
+        (4096, "float32", "r2c", "void(float32[:, ::1], complex64[:, ::1])", 16, 17),
+    ],
+)
+def test_default_ffts_keep_their_items_in_registers_on_sm_90(size, dtype, kind, signature, loads, stores, tmp_path):
+    """cuFFTDx's suggestion for 1024 points there, 32 elements a thread, took 255 registers and spilled to local
+    memory; the default takes 16. A whole contiguous row goes in and out by constant offsets from one address, 64
+    bits a move (item by item, the index arithmetic of a 1024-point row had taken about two thirds as many
+    instructions as the FFT)."""
+    fft = tiles.FFT(size, dtype, kind=kind, arch="sm_90")
+    assert (fft.real_mode, fft.storage_size) == (("folded", 17) if kind == "r2c" else (None, 16))
+    code = sass(tiles.compile(ffts.looping_kernel(fft), signature, arch="sm_90"), tmp_path)
     opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
     assert not opcodes & {"LDL", "STL"}, fft
-    for move in (r"LDG\.E\.64 R\d+, desc\[UR\d+\]\[R\d+\.64\+0x", r"STG\.E\.64 desc\[UR\d+\]\[R\d+\.64\+0x"):
-        assert len(re.findall(move, code)) >= fft.elements_per_thread - 1, move
+    assert len(re.findall(r"LDG\.E\.64 R\d+, desc\[UR\d+\]\[R\d+\.64\+0x", code)) >= loads - 1
+    assert len(re.findall(r"STG\.E\.64 desc\[UR\d+\]\[R\d+\.64\+0x", code)) >= stores - 1
 
 
 @pytest.mark.heavy

@@ -64,6 +64,31 @@ def test_partial_loads_read_zeros_past_the_end(kind, size, length, rng):
     assert ffts.error(got, expected) < 4 * ffts.BOUND["float32"]
 
 
+@pytest.mark.parametrize("kind", ["r2c", "c2r"])
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+@pytest.mark.parametrize("size", [64, 100, 4096])
+def test_sequences_not_aligned_to_two_values_move_value_by_value(kind, precision, size, rng):
+    """``x[row, 1:]`` and ``y[row, 1:]``: for a folded FFT (powers of two) the real side is held in pairs, which a
+    whole row moves two values at a time; a row one value off that alignment must move value by value."""
+    fft = tiles.FFT(size, precision, kind=kind)
+    x, y, expected = ffts.case(rng, fft, 2 * fft.ffts_per_block + 1)
+    wide = np.zeros((x.shape[0], x.shape[1] + 1), x.dtype)
+    wide[:, 1:] = x
+    out = np.zeros((y.shape[0], y.shape[1] + 1), y.dtype)
+    got = ffts.launch(ffts.offset_kernel(fft), fft, wide, out)
+    assert ffts.error(got[:, 1:], expected) < 4 * ffts.BOUND[precision] and not got[:, 0].any()
+
+
+@pytest.mark.parametrize("size", [6, 64, 128, 4096])
+def test_real_samples_sit_where_the_docs_say(size, rng):
+    """The r2c's real side in registers, read through ``index`` as `FFT`'s docs say (folded for 64, 128 and 4096
+    points: in pairs)."""
+    fft = tiles.FFT(size, "float32", kind="r2c")
+    x = rng.standard_normal((2 * fft.ffts_per_block + 1, size)).astype(np.float32)
+    got = ffts.launch(ffts.real_items_kernel(fft), fft, x, np.zeros_like(x))
+    np.testing.assert_array_equal(got, x)
+
+
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 @pytest.mark.parametrize("size", [2, 7, 128, 1000, 4096])
 def test_a_round_trip_in_place_gives_size_times_the_input(precision, size, rng):

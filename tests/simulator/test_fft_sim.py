@@ -34,6 +34,15 @@ def test_partial_loads_read_zeros_past_the_end(kind, length, rng):
     assert ffts.error(got, expected) < ffts.BOUND["float32"]
 
 
+@pytest.mark.parametrize("size", [6, 64])
+def test_real_samples_sit_where_the_docs_say(size, rng):
+    """As on the GPU: the r2c's real side in registers, folded (64 points: in pairs) or not (6)."""
+    fft = tiles.FFT(size, "float32", kind="r2c")
+    x = rng.standard_normal((fft.ffts_per_block + 1, size)).astype(np.float32)
+    got = ffts.launch(ffts.real_items_kernel(fft), fft, x, np.zeros_like(x))
+    np.testing.assert_array_equal(got, x)
+
+
 def test_an_inverse_runs_on_the_forwards_items_in_place(rng):
     forward = tiles.FFT(100, "complex128", ffts_per_block=2)
     inverse = tiles.FFT(

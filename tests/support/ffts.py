@@ -64,6 +64,48 @@ def looping_kernel(fft):
     return looping
 
 
+def offset_kernel(fft):
+    """A kernel of ``fft`` from ``x[row, 1:]`` into ``y[row, 1:]``: sequences one value past the start of their rows
+    (for a real side held in pairs, not aligned to two values)."""
+    items_type = complex64 if fft.value_type == "complex64" else complex128
+
+    @cuda.jit
+    def offset(x, y):
+        items = cuda.local.array(fft.storage_size, items_type)
+        row = cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y
+        if row < x.shape[0]:
+            fft.load(x[row, 1:], items)
+        fft.execute(items)
+        if row < x.shape[0]:
+            fft.store(items, y[row, 1:])
+
+    return offset
+
+
+def real_items_kernel(fft):
+    """A kernel writing where an r2c's ``load`` put each real sample of ``x[row]``, as `FFT`'s docs say: folded,
+    item ``i`` holds samples ``2 * index(i)`` and ``2 * index(i) + 1``; else real value ``j`` of the items is
+    sample ``index(j)``. ``y[row]`` should then be ``x[row]``."""
+    items_type = complex64 if fft.value_type == "complex64" else complex128
+    folded = fft.real_mode == "folded"
+
+    @cuda.jit
+    def real_items(x, y):
+        items = cuda.local.array(fft.storage_size, items_type)
+        row = cuda.blockIdx.x * fft.ffts_per_block + cuda.threadIdx.y
+        if row < x.shape[0]:
+            fft.load(x[row], items)
+            for i in range(fft.elements_per_thread // 2):
+                if folded:
+                    y[row, 2 * fft.index(i)] = items[i].real
+                    y[row, 2 * fft.index(i) + 1] = items[i].imag
+                else:
+                    y[row, fft.index(2 * i)] = items[i].real
+                    y[row, fft.index(2 * i + 1)] = items[i].imag
+
+    return real_items
+
+
 def launch(kernel, fft, x, y):
     """``kernel`` over ``x``'s rows: on the GPU from and to device arrays, on the simulator on these arrays."""
     grid = -(-x.shape[0] // fft.ffts_per_block)
