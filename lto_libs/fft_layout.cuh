@@ -30,47 +30,59 @@ __device__ __forceinline__ T* fft_values(array_ref<V> items, const char* intrins
   return reinterpret_cast<T*>(items.data);
 }
 
-// The element of its sequence that value j of a thread's items holds (Pairs: see above).
-template <int Stride, bool Pairs>
-__device__ __forceinline__ long long fft_element(long long j) {
-  return Pairs ? 2 * fft_index<Stride>(j / 2) + j % 2 : fft_index<Stride>(j);
-}
-
 // Two values of T side by side, moved as one (a folded FFT's pair of real values).
 template <typename T>
 struct alignas(2 * sizeof(T)) fft_pair {
   T value[2];
 };
 
-// Whether the sequence a is a whole row of a batch (no zeros, no stride; with Pairs aligned to two values),
-// whose items move by constant offsets from one address.
-template <int Length, bool Pairs, typename T>
-__device__ __forceinline__ bool fft_whole_row(array_ref<T> a) {
-  return a.stride == 1 && a.size >= Length &&
-         (!Pairs || reinterpret_cast<unsigned long long>(a.data) % sizeof(fft_pair<T>) == 0);
+// Pairs: item i of this thread holds elements 2 * (x + i * Stride) and the one after it, of the sequence a (src
+// of load, dst of store); Items values, which move two at a time where a is a whole row aligned to two values.
+template <int Stride, int Items, int Length, bool Load, typename T>
+__device__ __forceinline__ void fft_move_pairs(array_ref<T> a, T* values) {
+  if (a.stride == 1 && a.size >= Length && reinterpret_cast<unsigned long long>(a.data) % sizeof(fft_pair<T>) == 0) {
+    fft_pair<T>* row = reinterpret_cast<fft_pair<T>*>(a.data) + threadIdx.x;
+    fft_pair<T>* pairs = reinterpret_cast<fft_pair<T>*>(values);
+#pragma unroll
+    for (int i = 0; i < Items / 2; ++i) {
+      if constexpr (Load) {
+        pairs[i] = row[i * Stride];
+      } else {
+        row[i * Stride] = pairs[i];
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < Items; ++j) {
+    const long long at = 2 * fft_index<Stride>(j / 2) + j % 2;
+    if constexpr (Load) {
+      values[j] = at < a.size ? a.data[at * a.stride] : T(0);
+    } else if (at < a.size) {
+      a.data[at * a.stride] = values[j];
+    }
+  }
 }
 
 // This thread's items of the sequence src (any length: zeros past its end, its items past Length unread).
 template <int Stride, int Items, int Length, int Storage, bool Pairs, typename T, typename V>
 __device__ __forceinline__ void fft_load(array_ref<T> src, array_ref<V> items) {
   T* values = fft_values<Items, Storage, T>(items, "FFT.load");
-  if (fft_whole_row<Length, Pairs>(src)) {  // (32-bit offsets from one address)
-    if constexpr (Pairs) {
-      const fft_pair<T>* row = reinterpret_cast<const fft_pair<T>*>(src.data) + threadIdx.x;
+  if constexpr (Pairs) {
+    fft_move_pairs<Stride, Items, Length, true>(src, values);
+    return;
+  }
+  if (src.stride == 1 && src.size >= Length) {  // (a whole row of a batch: no zeros, no stride, 32-bit offsets)
+    const T* row = src.data + threadIdx.x;
 #pragma unroll
-      for (int i = 0; i < Items / 2; ++i) reinterpret_cast<fft_pair<T>*>(values)[i] = row[i * Stride];
-    } else {
-      const T* row = src.data + threadIdx.x;
-#pragma unroll
-      for (int i = 0; i < Items; ++i) {
-        if (static_cast<int>(threadIdx.x) + i * Stride < Length) values[i] = row[i * Stride];
-      }
+    for (int i = 0; i < Items; ++i) {
+      if (static_cast<int>(threadIdx.x) + i * Stride < Length) values[i] = row[i * Stride];
     }
     return;
   }
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
-    const long long j = fft_element<Stride, Pairs>(i);
+    const long long j = fft_index<Stride>(i);
     if (j < Length) {
       values[i] = j < src.size ? src.data[j * src.stride] : T(0);
     }
@@ -80,24 +92,22 @@ __device__ __forceinline__ void fft_load(array_ref<T> src, array_ref<V> items) {
 // This thread's items into the sequence dst (as much of it as dst holds).
 template <int Stride, int Items, int Length, int Storage, bool Pairs, typename V, typename T>
 __device__ __forceinline__ void fft_store(array_ref<V> items, array_ref<T> dst) {
-  const T* values = fft_values<Items, Storage, T>(items, "FFT.store");
-  if (fft_whole_row<Length, Pairs>(dst)) {  // (as load's)
-    if constexpr (Pairs) {
-      fft_pair<T>* row = reinterpret_cast<fft_pair<T>*>(dst.data) + threadIdx.x;
+  T* values = fft_values<Items, Storage, T>(items, "FFT.store");
+  if constexpr (Pairs) {
+    fft_move_pairs<Stride, Items, Length, false>(dst, values);
+    return;
+  }
+  if (dst.stride == 1 && dst.size >= Length) {  // (as load's)
+    T* row = dst.data + threadIdx.x;
 #pragma unroll
-      for (int i = 0; i < Items / 2; ++i) row[i * Stride] = reinterpret_cast<const fft_pair<T>*>(values)[i];
-    } else {
-      T* row = dst.data + threadIdx.x;
-#pragma unroll
-      for (int i = 0; i < Items; ++i) {
-        if (static_cast<int>(threadIdx.x) + i * Stride < Length) row[i * Stride] = values[i];
-      }
+    for (int i = 0; i < Items; ++i) {
+      if (static_cast<int>(threadIdx.x) + i * Stride < Length) row[i * Stride] = values[i];
     }
     return;
   }
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
-    const long long j = fft_element<Stride, Pairs>(i);
+    const long long j = fft_index<Stride>(i);
     if (j < Length && j < dst.size) {
       dst.data[j * dst.stride] = values[i];
     }
