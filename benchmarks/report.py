@@ -450,10 +450,17 @@ FFT_SUMMARY = ["c2c f32 1024", "r2c f32 4096", "conv f32 4096"]  # the README's 
 
 
 def fft(found):
-    """The H200's fft rows, and its first result of an FFT kernel where there is one."""
-    r = result(found, "fft")
-    if not r:
+    """The fft rows of each Hopper GPU with a result (the H200's first: their memories differ, and these kernels
+    sit nearer the H100's), and the first result of an FFT kernel where there is one."""
+    tables = [fft_table(r) for r in (result(found, "fft"), result(found, "fft", "h100")) if r]
+    if not tables:
         return "No result yet."
+    first = result(found, "first_result_fft")
+    return "\n\n".join(tables) + first_result_sentence(first, "1024-point FFT kernel (load, execute, store)")
+
+
+def fft_table(r):
+    """The fft rows of one device's result ``r``."""
 
     def cells(row):
         return [
@@ -479,9 +486,7 @@ def fft(found):
         "target",
         "measured",
     ]
-    text = cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials after {r.data['warmup']} warm-ups."
-    first = result(found, "first_result_fft")
-    return text + first_result_sentence(first, "1024-point FFT kernel (load, execute, store)")
+    return cases_table(r, header, cells) + f" Median of {r.data['repeats']} trials after {r.data['warmup']} warm-ups."
 
 
 def first_result_sentence(first, kernel):
