@@ -1,8 +1,7 @@
 """Random numbers drawn in kernels (`tiles.Random`, cuRANDDx's Philox) against PyTorch's generators, in one run.
 
 Three cases, each numba_tiles kernel written as docs/guide/random.md teaches (a Philox subsequence a thread; the fills
-from a grid of the resident blocks, down to a power of two, looping over the output, each warp's stores 32
-consecutive values):
+by ``Random.fill`` from a grid of the resident blocks, down to a power of two, a 16-byte store a draw):
 
 - ``"uniform f32 1GiB"``: 2^28 float32 on (0, 1] into one array, against ``Tensor.uniform_`` (what ``torch.rand``
   fills with); the limit is a fill of the same bytes (``Tensor.fill_``). Target: >= 90% of the fill.
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from _timing import median_ms
 from _versions import add_output_arguments, device_name, measured_commit, versions, write_result
-from numba import cuda, float32, uint64
+from numba import cuda, uint64
 
 import numba_tiles as tiles
 
@@ -46,20 +45,14 @@ TARGETS = {
 
 
 def fill_kernel(rng):
-    """``out`` (a multiple of ``width`` times the grid's threads) filled by draws, thread ``t`` of the grid at
-    subsequence ``t``: its draw ``d``'s value ``j`` at ``(d * width + j) * threads + t``, so that each store of a warp
-    is 32 consecutive values."""
+    """``out`` filled by ``rng.fill``, thread ``t`` of the grid at subsequence ``t``: its draws are packs ``t``, ``t +
+    threads``, ... of ``out``, each one 16-byte store."""
 
     @cuda.jit
     def fill(out, seed):
-        thread, threads = cuda.grid(1), cuda.gridsize(1)
         state = cuda.local.array(rng.state_size, uint64)
-        rng.init(state, seed, thread)
-        values = cuda.local.array(rng.width, float32)
-        for start in range(thread, out.size, threads * rng.width):
-            rng.generate(state, values)
-            for j in range(rng.width):
-                out[start + j * threads] = values[j]
+        rng.init(state, seed, cuda.grid(1))
+        rng.fill(state, out)
 
     return fill
 
@@ -71,7 +64,7 @@ def fill_case(name, distribution, peer_name, torch_fill, repeats):
     kernel = fill_kernel(rng)
     out = torch.empty(VALUES, device="cuda")
     view = cuda.as_cuda_array(out)
-    # (the resident blocks, down to a power of two: 2^28 values are then a multiple of the threads' draws)
+    # (the resident blocks, down to a power of two: every thread then draws as many packs)
     grid = 1 << (tiles.resident_blocks(kernel, TPB, view, np.uint64(1)).bit_length() - 1)
 
     def ours():

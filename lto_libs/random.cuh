@@ -44,21 +44,9 @@ __device__ __forceinline__ void random_init(array_ref<unsigned long long> state,
 
 // Distribution: 0 uniform on (a, b], 1 normal (mean a, standard deviation b, Box-Muller), 2 raw 32-bit words,
 // 3 log-normal (exp of a normal value of mean a, standard deviation b).
-// Width values of T into `out`: one draw of cuRANDDx's natural pack for the generator and distribution.
-template <int Generator, int StateWords, int Distribution, int Width, typename P, typename T>
-__device__ __forceinline__ void random_generate(array_ref<unsigned long long> state, array_ref<T> out, P a, P b) {
-  random_check_state<Generator, StateWords>(state, "Random.generate");
-  if (out.size < Width || out.stride != 1) {
-    if (first_thread()) {
-      printf("tiles.Random.generate: out has %lld values (stride %lld); a draw makes %d contiguous ones "
-             "(cuda.local.array(rng.width, rng.dtype))\n",
-             out.size, out.stride, Width);
-    }
-    fail();
-  }
-  thread_rng<Generator> rng;
-  memcpy(&rng, state.data, sizeof(rng));
-  T* values = out.data;
+// Width values of T into `values`: one draw of cuRANDDx's natural pack for the generator and distribution.
+template <int Distribution, int Width, typename P, typename T, typename Rng>
+__device__ __forceinline__ void random_draw(Rng& rng, T* values, P a, P b) {
   if constexpr (Distribution == 2) {
     if constexpr (Width == 4) {
       const uint4 v = curanddx::uniform_bits<unsigned int>().generate4(rng);
@@ -80,6 +68,72 @@ __device__ __forceinline__ void random_generate(array_ref<unsigned long long> st
       values[0] = v.x, values[1] = v.y;
     } else {
       values[0] = d.generate(rng);
+    }
+  }
+}
+
+// One draw into `out` (tiles.Random.generate), from the generator in `state`, which steps on.
+template <int Generator, int StateWords, int Distribution, int Width, typename P, typename T>
+__device__ __forceinline__ void random_generate(array_ref<unsigned long long> state, array_ref<T> out, P a, P b) {
+  random_check_state<Generator, StateWords>(state, "Random.generate");
+  if (out.size < Width || out.stride != 1) {
+    if (first_thread()) {
+      printf("tiles.Random.generate: out has %lld values (stride %lld); a draw makes %d contiguous ones "
+             "(cuda.local.array(rng.width, rng.dtype))\n",
+             out.size, out.stride, Width);
+    }
+    fail();
+  }
+  thread_rng<Generator> rng;
+  memcpy(&rng, state.data, sizeof(rng));
+  random_draw<Distribution, Width>(rng, out.data, a, b);
+  memcpy(state.data, &rng, sizeof(rng));
+}
+
+// A draw's Width values side by side, stored as one (16 bytes for Philox's packs).
+template <int Width, typename T>
+struct alignas(Width * sizeof(T)) random_pack {
+  T value[Width];
+};
+
+// Every value of `out` (tiles.Random.fill), by all the grid's threads, each from its generator in `state`: the
+// values go in packs of Width, pack p (values p * Width on) drawn by the thread of grid rank p % threads, its
+// (p / threads)-th draw; of the last pack, where out's size is no multiple of Width, the first values. A pack goes
+// out as one store where out is contiguous and aligned to a pack; its draw and store are then all a loop step
+// does, where a kernel's own loop of `generate` adds its indexing of `out` to each value.
+template <int Generator, int StateWords, int Distribution, int Width, typename P, typename T>
+__device__ __forceinline__ void random_fill(array_ref<unsigned long long> state, array_ref<T> out, P a, P b) {
+  random_check_state<Generator, StateWords>(state, "Random.fill");
+  thread_rng<Generator> rng;
+  memcpy(&rng, state.data, sizeof(rng));
+  using Pack = random_pack<Width, T>;
+  const long long block = static_cast<long long>(blockDim.x) * blockDim.y * blockDim.z;
+  const long long threads = block * gridDim.x * gridDim.y * gridDim.z;
+  const long long rank =
+      ((static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * block +
+      (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  const long long whole = out.size / Width;  // (packs all of whose values exist)
+  if (out.stride == 1 && reinterpret_cast<unsigned long long>(out.data) % sizeof(Pack) == 0) {
+    Pack* packs = reinterpret_cast<Pack*>(out.data);
+    for (long long p = rank; p < whole; p += threads) {
+      Pack pack;
+      random_draw<Distribution, Width>(rng, pack.value, a, b);
+      packs[p] = pack;
+    }
+  } else {
+    for (long long p = rank; p < whole; p += threads) {
+      T values[Width];
+      random_draw<Distribution, Width>(rng, values, a, b);
+#pragma unroll
+      for (int j = 0; j < Width; ++j) out.data[(p * Width + j) * out.stride] = values[j];
+    }
+  }
+  if (out.size % Width != 0 && rank == whole % threads) {  // (the last pack, partial: this thread's next draw)
+    T values[Width];
+    random_draw<Distribution, Width>(rng, values, a, b);
+#pragma unroll
+    for (int j = 0; j < Width; ++j) {
+      if (whole * Width + j < out.size) out.data[(whole * Width + j) * out.stride] = values[j];
     }
   }
   memcpy(state.data, &rng, sizeof(rng));

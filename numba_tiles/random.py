@@ -177,3 +177,29 @@ class Random:
                 normals[8, 32](out)
                 assert abs(out.copy_to_host().mean() - 1.0) < 0.2
         """
+
+    @ext.method(rule=calls.fill_rule, simulate=twins.fill)
+    def fill(self, state, out):
+        """Every value of ``out`` (a 1-D array of ``rng.dtype``, any size and strides), drawn by all the grid's
+        threads, each from its generator in ``state``, which steps on: every thread of the grid calls it. The values
+        go in packs of ``rng.width``: pack ``p`` (values ``p * width`` on) is the ``p // threads``-th draw of the
+        thread of grid rank ``p % threads`` (ranks as ``cuda.grid(1)`` numbers a 1-D launch's threads), so the
+        result is reproducible for a given seed and grid. A pack goes out as one store (16 bytes for Philox) where
+        ``out`` is contiguous and so aligned: a draw and a store are all each step of its loop does, where a
+        kernel's own loop of `generate` computes each value's index. Per thread: no barrier.
+
+        Example, continuing `Random`'s (an array of uniform values, a subsequence a thread)::
+
+            @cuda.jit
+            def uniform(out, seed):
+                state = cuda.local.array(RNG.state_size, uint64)
+                RNG.init(state, seed, cuda.grid(1))
+                RNG.fill(state, out)
+
+            cubin = tiles.compile(uniform, "void(float32[::1], uint64)", arch="sm_90")
+            if cuda.is_available():
+                out = cuda.device_array(10**6 + 3, np.float32)
+                uniform[64, 256](out, 2026)
+                got = out.copy_to_host()
+                assert 0 < got.min() and got.max() <= 1 and abs(got.mean() - 0.5) < 0.01
+        """

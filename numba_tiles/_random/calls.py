@@ -1,4 +1,5 @@
-"""What `Random`'s calls in kernels check and instantiate: ``init`` and ``generate`` over cuRANDDx (random.cuh)."""
+"""What `Random`'s calls in kernels check and instantiate: ``init``, ``generate`` and ``fill`` over cuRANDDx
+(random.cuh)."""
 
 from numba.cuda import types
 
@@ -42,10 +43,28 @@ def generate_rule(name, args):
     rng = args["mm"]
     state(name, args)
     _array_of(name, args, "out", rng.dtype, "this generator draws", "width")
+    return _drawing(name, args, "random_generate")
+
+
+def fill_rule(name, args):
+    rng = args["mm"]
+    state(name, args)
+    found = ext.element(name, "out", args["out"], fix=f"pass a 1-D array of {rng.dtype}")
+    if found.name != rng.dtype:
+        raise ext.error(
+            name, f"out holds {found.name}; this generator draws {rng.dtype}", f"pass a 1-D array of {rng.dtype}"
+        )
+    return _drawing(name, args, "random_fill")
+
+
+def _drawing(name, args, function):
+    """The instance of random.cuh's ``function`` (``random_generate``, ``random_fill``) for ``args``' description,
+    ``state`` and ``out``."""
+    rng = args["mm"]
     real = rng.dtype if rng.distribution != "bits" else "float32"  # (bits take no parameters: any real type)
     cxx = ext.named(name, "dtype", real).cxx
     template = HEADER.template(
-        "numba_tiles::random_generate",
+        f"numba_tiles::{function}",
         Generator=GENERATORS[rng.generator],
         StateWords=rng.state_size,
         Distribution=DISTRIBUTIONS[rng.distribution],
@@ -53,6 +72,9 @@ def generate_rule(name, args):
         P=cxx,
     )
     a, b = rng.parameters  # (the distribution's two parameters, C++ literals of its precision)
+    # A shift of zero (uniform's low, normal's mean) is passed as -0.0: the same values (a draw's scaled value is
+    # never -0.0), and adding -0.0 is the identity, which NVVM drops, where adding +0.0 is a float add a value.
+    a = -0.0 if a == 0 else a
     params = (
         Arg("state", args["state"]),
         Arg("out", args["out"]),

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._backends import simulated
 from .._errors import error
 
 M32, M64 = 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
@@ -167,6 +168,31 @@ def generate(instance, args):
             f"out is {out.dtype} {out.shape}; a draw makes {rng.width} values of {rng.dtype}",
             f"allocate cuda.local.array(rng.width, {rng.dtype})",
         )
+    out[: rng.width] = _draw(rng, words)
+
+
+def fill(instance, args):
+    """random.cuh's ``random_fill``: pack p of ``out`` from the thread of grid rank p % threads, its (p //
+    threads)-th draw; the last pack, partial, as much of it as ``out`` holds."""
+    rng, words, out = args["mm"], args["state"], args["out"]
+    _check(instance.intrinsic, rng, words)
+    if out.ndim != 1 or out.dtype != np.dtype(rng.dtype):
+        raise error(
+            instance.intrinsic,
+            f"out is {out.dtype} {out.shape}; a fill takes a 1-D array of {rng.dtype}",
+            f"pass a 1-D array of {rng.dtype}",
+        )
+    thread = simulated.simulated_thread()
+    (bx, by, bz), (gx, gy, gz) = simulated.simulated_block_dim(thread), simulated.simulated_grid_dim(thread)
+    b, t = thread.blockIdx, thread.threadIdx
+    rank = ((b.z * gy + b.y) * gx + b.x) * (bx * by * bz) + (t.z * by + t.y) * bx + t.x
+    for p in range(rank, -(-out.size // rng.width), bx * by * bz * gx * gy * gz):
+        values = _draw(rng, words)
+        out[p * rng.width : (p + 1) * rng.width] = values[: out.size - p * rng.width]
+
+
+def _draw(rng, words):
+    """One draw's ``rng.width`` values (of ``rng.dtype``) from the generator in ``words``, which steps on."""
     dtype = np.dtype(rng.dtype)
     double = dtype == np.float64
     drawn = _words(rng, words, 4 if rng.generator == "philox" else 1)
@@ -185,7 +211,7 @@ def generate(instance, args):
         values = [_scaled(dtype.type(v), dtype.type(b), dtype.type(a), dtype) for v in values]
         if rng.distribution == "log_normal":
             values = [np.exp(np.float64(v)) for v in values]
-    out[: rng.width] = np.array(values[: rng.width]).astype(dtype)
+    return np.array(values[: rng.width]).astype(dtype)
 
 
 def _check(name, rng, words):

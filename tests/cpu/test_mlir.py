@@ -386,12 +386,21 @@ def kernel(out, seed):
 """
 
 
-def test_a_random_generator_compiles_to_the_same_code_as_under_numba_cuda(tmp_path):
-    """A `Random` description's methods (init, a loop of generate) in a numba-cuda-mlir kernel: cuRANDDx's
+FILL = """
+def kernel(out, seed):
+    state = cuda.local.array(RNG.state_size, np.uint64)
+    RNG.init(state, seed, cuda.grid(1))
+    RNG.fill(state, out)
+"""
+
+
+@pytest.mark.parametrize("source", [DRAWS, FILL], ids=["a loop of generate", "fill"])
+def test_a_random_generator_compiles_to_the_same_code_as_under_numba_cuda(source, tmp_path):
+    """A `Random` description's methods (init, a loop of generate; a fill) in a numba-cuda-mlir kernel: cuRANDDx's
     Philox rounds (IMAD) and Box-Muller as under numba-cuda, the generator's state in registers, no more code."""
     sig = (types.float32[::1], types.uint64)
     (ours, total, *_), (theirs, total_theirs, *_) = both_ways(
-        DRAWS, sig, "sm_80", tmp_path, ("IMAD", "MUFU", "LDL", "STL")
+        source, sig, "sm_80", tmp_path, ("IMAD", "MUFU", "LDL", "STL")
     )
     # (the same Box-Muller: its MUFU (log, sine, cosine, square root) counted alike; the compilers' integer code
     # around the rounds differs in how ptxas fuses it, so IMADs are only both there)

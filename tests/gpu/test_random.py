@@ -1,7 +1,7 @@
 """tiles.Random on the GPU: every generator, distribution and dtype draws what the simulator's twins draw for the
 same (seed, subsequence, offset) — raw words and uniform values equal, normal values within the fast sine's error —
 over many seeds, far subsequences and offsets; and 10^7 draws of each distribution have its mean, spread and shape
-(a Kolmogorov-Smirnov test)."""
+(a Kolmogorov-Smirnov test); a fill holds each thread's draws in turn, as its docs say."""
 
 import math
 
@@ -11,6 +11,7 @@ import pytest
 import numba_tiles as tiles
 from numba_tiles.random import WIDTHS
 
+from ..support import randoms
 from ..support.compiler import cuda
 from ..support.randoms import launch_draws, twin_draws
 
@@ -79,3 +80,20 @@ def test_ten_million_draws_have_the_distributions_shape(name):
     m = sample.size
     distance = max(np.max(np.arange(1, m + 1) / m - cdf), np.max(cdf - np.arange(m) / m))
     assert distance < 1.95 / math.sqrt(m), distance
+
+
+@pytest.mark.parametrize("view", ["whole", "every other", "one off"])
+@pytest.mark.parametrize("name", DESCRIPTIONS)
+def test_a_fill_holds_each_threads_draws_in_turn(name, view, rng):
+    """``Random.fill`` by 5 blocks of 96 threads of a million-odd values (a partial last pack): pack p is draw p //
+    480 of thread p % 480, as a kernel's own loop of ``generate`` draws it on the GPU; packs go out as 16-byte
+    stores where the array allows, value by value through a strided or misaligned view."""
+    description = DESCRIPTIONS[name]
+    threads, seed = 5 * 96, int(rng.integers(0, 2**64, dtype=np.uint64))
+    size = 10**6 + 3
+    length = randoms.view_length(view, size)
+    out = cuda.to_device(np.zeros(length, description.dtype))
+    randoms.fill_kernel(description, view)[5, 96](out, np.uint64(seed))
+    got = randoms.VIEWS[view](out.copy_to_host())
+    draws = launch_draws(description, threads, -(-size // (threads * description.width)), seed)
+    assert got.tobytes() == randoms.filled(draws, size, description.width).tobytes(), (name, view, seed)

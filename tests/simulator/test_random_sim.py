@@ -8,6 +8,7 @@ from numba import cuda, float32, uint64
 import numba_tiles as tiles
 from numba_tiles._random import twins
 
+from ..support import randoms
 from ..support.randoms import launch_draws
 
 KEY0_COUNTER0 = [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]  # Random123: Philox4x32-10 of key 0, counter 0
@@ -88,3 +89,20 @@ def test_pcg_subsequences_of_one_seed_begin_alike():
     the docs' advice: PCG threads take seeds of their own)."""
     out = launch_draws(tiles.Random("pcg", "bits"), 4, 4, seed=99)
     assert [len(set(out[:, d].tolist())) for d in range(4)] == [1, 1, 4, 4]
+
+
+@pytest.mark.parametrize("view", ["whole", "every other", "one off"])
+@pytest.mark.parametrize(
+    "generator, distribution, dtype", [("philox", "uniform", "float32"), ("philox", "normal", "float64")]
+)
+def test_a_fill_holds_each_threads_draws_in_turn(generator, distribution, dtype, view):
+    """``Random.fill`` of 2 x 3 threads over an array whose size leaves a partial last pack: pack p is draw p // 6
+    of thread p % 6, as a kernel's own loop of ``generate`` draws them; through a strided or offset view too."""
+    rng = tiles.Random(generator, distribution, dtype)
+    size = 6 * 3 * rng.width + 1  # (in the view)
+    length = randoms.view_length(view, size)
+    out = np.zeros(length, dtype)
+    randoms.fill_kernel(rng, view)[2, 3](out, np.uint64(11))
+    draws = randoms.launch_draws(rng, 6, 4, seed=11)
+    np.testing.assert_array_equal(randoms.VIEWS[view](out), randoms.filled(draws, size, rng.width))
+    assert view != "every other" or not out[1::2].any()

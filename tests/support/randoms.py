@@ -1,6 +1,6 @@
 """Kernels that draw from a `tiles.Random`, shared by the simulator's and the GPU's tests: every thread its own
 generator at ``(seed + thread * seed_step, subsequence = first + thread, offset)``, ``draws`` draws each, all of them
-kept."""
+kept; and fills of an array by `Random.fill`, with what its docs say they hold computed from such draws."""
 
 import numpy as np
 
@@ -62,3 +62,41 @@ def twin_draws(rng, threads, draws, seed, first=0, offset=0, seed_step=0):
             twins.generate(_Call, {"mm": rng, "state": state, "out": values})
             out[t, d * rng.width : (d + 1) * rng.width] = values
     return out
+
+
+VIEWS = {"whole": lambda a: a, "every other": lambda a: a[::2], "one off": lambda a: a[1:]}  # (of a 1-D array)
+
+
+def fill_kernel(rng, view="whole"):
+    """A kernel filling the `VIEWS` ``view`` of its ``out`` (``out`` itself, ``out[::2]``, ``out[1:]``) by
+    ``rng.fill``, thread ``t`` of the grid at ``(seed, subsequence = t)``."""
+    every_other, one_off = view == "every other", view == "one off"
+
+    @cuda.jit
+    def fill(out, seed):
+        state = cuda.local.array(rng.state_size, np.uint64)
+        rng.init(state, seed, cuda.grid(1))
+        if every_other:
+            rng.fill(state, out[::2])
+        elif one_off:
+            rng.fill(state, out[1:])
+        else:
+            rng.fill(state, out)
+
+    return fill
+
+
+def view_length(view, size):
+    """The length of an array whose `VIEWS` ``view`` holds ``size`` values."""
+    return {"whole": size, "every other": 2 * size, "one off": size + 1}[view]
+
+
+def filled(draws, size, width):
+    """What a fill of ``size`` values by ``threads = draws.shape[0]`` threads holds, by `Random.fill`'s docs, from
+    ``draws[t, d * width + j]`` (value ``j`` of draw ``d`` of thread ``t``, as `drawing_kernel` keeps them): pack ``p``
+    is draw ``p // threads`` of thread ``p % threads``."""
+    threads = draws.shape[0]
+    packs = -(-size // width)
+    p = np.arange(packs)
+    by_pack = draws.reshape(threads, -1, width)[p % threads, p // threads]
+    return by_pack.ravel()[:size]
