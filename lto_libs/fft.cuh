@@ -2,9 +2,9 @@
 //
 // Each thread holds its items of one FFT of the block (threadIdx.y picks the FFT) in cuFFTDx's register
 // layout: item i of thread x holds element x + i * Stride (fft_layout.cuh says where the real side's values
-// are). numba_tiles computed the description's sizes on
-// the host from cuFFTDx's database (numba_tiles/_fft/database.py); each is checked here against cuFFTDx's
-// own trait, so that the two can never disagree silently.
+// are). numba_tiles computed the description's sizes on the host from cuFFTDx's database
+// (numba_tiles/_fft/database.py); each is checked here against cuFFTDx's own trait, so that the two can never
+// disagree silently.
 #pragma once
 
 #include <cufftdx.hpp>

@@ -5,9 +5,9 @@ size of a forward c2c FFT in each precision, its implementations, the first bein
 inverse, r2c and c2r FFTs of a size run the c2c forward's implementations (``database/detail/block_fft.hpp``
 forwards their records to it); an r2c or c2r FFT of a power-of-two size runs folded (``real_mode::folded``: the
 c2c implementations of half its size, on its real values taken in pairs as complex ones), and the arches without
-records of their own run another's. `Sizes` applies
-cuFFTDx's rules (``traits/detail/check_and_get_trait.hpp``, ``detail/fft_execution.hpp``) to them; ``fft.cuh``
-checks each result against cuFFTDx's own trait when it compiles.
+records of their own run another's. `Sizes` applies cuFFTDx's rules (``traits/detail/check_and_get_trait.hpp``,
+``detail/fft_execution.hpp``) to them; ``fft.cuh`` checks each result against cuFFTDx's own trait when it
+compiles.
 """
 
 import bisect

@@ -175,6 +175,17 @@ def test_misused_calls_are_refused_at_typing():
         tiles.compile(wrong_out, "void(float64[::1])", arch="sm_90")
 
     @cuda.jit
+    def wrong_fill(out):
+        state = cuda.local.array(PHILOX.state_size, uint64)
+        PHILOX.init(state, 1)
+        PHILOX.fill(state, out)
+
+    with pytest.raises(tiles.TilesError, match=r"Random.fill: out holds float64; .* Fix: pass a 1-D array of float32"):
+        tiles.compile(wrong_fill, "void(float64[::1])", arch="sm_90")
+    with pytest.raises(tiles.TilesError, match=r"Random.fill: out must be a 1-D"):
+        tiles.compile(wrong_fill, "void(float32[:, ::1])", arch="sm_90")
+
+    @cuda.jit
     def float_seed(out, seed):
         state = cuda.local.array(PHILOX.state_size, uint64)
         PHILOX.init(state, seed)
