@@ -325,15 +325,9 @@ def kernel(x, spectrum):
     INVERSE.execute(items)
     FFT.store(items, x[row])
 """
-REAL = tiles.FFT(128, "float32", kind="r2c", arch="sm_80")  # (folded: real samples in pairs)
-REAL_INVERSE = tiles.FFT(
-    128,
-    "float32",
-    kind="c2r",
-    elements_per_thread=REAL.elements_per_thread,
-    ffts_per_block=REAL.ffts_per_block,
-    arch="sm_80",
-)
+# (folded: real samples in pairs; the FFTs of tests/cpu/test_fft.py's convolution, whose programs they share)
+REAL = tiles.FFT(1024, "float32", kind="r2c", arch="sm_90")
+REAL_INVERSE = tiles.FFT(1024, "float32", kind="c2r", elements_per_thread=REAL.elements_per_thread, arch="sm_90")
 REAL_FILTER = """
 def kernel(x, spectrum):
     items = cuda.local.array(REAL.storage_size, np.complex64)
@@ -348,20 +342,20 @@ def kernel(x, spectrum):
 
 
 @pytest.mark.parametrize(
-    "source, sig",
+    "source, sig, arch",
     [
-        (FILTER, (types.complex64[:, ::1], types.complex64[::1])),
-        (REAL_FILTER, (types.float32[:, ::1], types.complex64[::1])),
+        (FILTER, (types.complex64[:, ::1], types.complex64[::1]), "sm_80"),
+        (REAL_FILTER, (types.float32[:, ::1], types.complex64[::1]), "sm_90"),
     ],
     ids=["c2c", "r2c and c2r, folded"],
 )
-def test_an_fft_filter_compiles_to_the_same_code_as_under_numba_cuda(source, sig, tmp_path):
+def test_an_fft_filter_compiles_to_the_same_code_as_under_numba_cuda(source, sig, arch, tmp_path):
     """An FFT description's methods (load, with zero fill for c2c, execute, index, the inverse in place, store) in a
     numba-cuda-mlir kernel: the same cuFFTDx code as under numba-cuda (its multiply-adds, shuffles and barriers), no
     calls, no local memory, and about as many instructions in all (the filter loop's own addressing is each
     compiler's: numba-cuda-mlir's real filter takes 16 more, its spectrum's addresses computed one by one)."""
     (ours, total, *_), (theirs, total_theirs, *_) = both_ways(
-        source, sig, "sm_80", tmp_path, ("FFMA", "BAR", "SHFL", "CALL", "LDL", "STL")
+        source, sig, arch, tmp_path, ("FFMA", "BAR", "SHFL", "CALL", "LDL", "STL")
     )
     assert ours == theirs and ours["FFMA"] and ours["BAR"] and not ours["CALL"] + ours["LDL"] + ours["STL"], (
         ours,
