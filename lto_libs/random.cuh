@@ -108,11 +108,18 @@ __device__ __forceinline__ void random_fill(array_ref<unsigned long long> state,
   memcpy(&rng, state.data, sizeof(rng));
   using Pack = random_pack<Width, T>;
   const long long block = static_cast<long long>(blockDim.x) * blockDim.y * blockDim.z;
-  const long long threads = block * gridDim.x * gridDim.y * gridDim.z;
-  const long long rank =
-      ((static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * block +
-      (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  const long long threads = block * grid_blocks();
+  const long long rank = linear_block() * block + threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const long long whole = out.size / Width;  // (packs all of whose values exist)
+  // Pack p drawn and stored value by value, as much of it as out holds (a strided or misaligned out, the last pack).
+  auto scatter = [&](long long p) {
+    T values[Width];
+    random_draw<Distribution, Width>(rng, values, a, b);
+#pragma unroll
+    for (int j = 0; j < Width; ++j) {
+      if (p * Width + j < out.size) out.data[(p * Width + j) * out.stride] = values[j];
+    }
+  };
   if (out.stride == 1 && reinterpret_cast<unsigned long long>(out.data) % sizeof(Pack) == 0) {
     Pack* packs = reinterpret_cast<Pack*>(out.data);
     for (long long p = rank; p < whole; p += threads) {
@@ -121,21 +128,9 @@ __device__ __forceinline__ void random_fill(array_ref<unsigned long long> state,
       packs[p] = pack;
     }
   } else {
-    for (long long p = rank; p < whole; p += threads) {
-      T values[Width];
-      random_draw<Distribution, Width>(rng, values, a, b);
-#pragma unroll
-      for (int j = 0; j < Width; ++j) out.data[(p * Width + j) * out.stride] = values[j];
-    }
+    for (long long p = rank; p < whole; p += threads) scatter(p);
   }
-  if (out.size % Width != 0 && rank == whole % threads) {  // (the last pack, partial: this thread's next draw)
-    T values[Width];
-    random_draw<Distribution, Width>(rng, values, a, b);
-#pragma unroll
-    for (int j = 0; j < Width; ++j) {
-      if (whole * Width + j < out.size) out.data[(whole * Width + j) * out.stride] = values[j];
-    }
-  }
+  if (out.size % Width != 0 && rank == whole % threads) scatter(whole);  // (the last pack, partial: its next draw)
   memcpy(state.data, &rng, sizeof(rng));
 }
 

@@ -41,6 +41,14 @@ def simulated_grid_dim(thread):
     return dims + (1,) * (3 - len(dims))
 
 
+def simulated_linear_block(thread):
+    """(the simulated ``thread``'s block's index in the grid, x fastest, the grid's blocks): common.cuh's
+    ``linear_block()`` and ``grid_blocks()``."""
+    gx, gy, gz = simulated_grid_dim(thread)
+    b = thread.blockIdx
+    return b.x + gx * (b.y + gy * b.z), gx * gy * gz
+
+
 def count_barriers():
     """Make every simulated thread count the block barriers it enters (`barriers_entered`). The simulator's block
     manager releases a barrier's threads one at a time, each flag ``syncthreads_blocked`` cleared just before its

@@ -3,8 +3,6 @@ whole calls. Products are computed in float64 (complex128) from the operands as 
 (bfloat16 bits widened, tf32 rounded), then rounded to C's dtype once, as cuBLASDx accumulates in C's precision.
 """
 
-import math
-
 import numpy as np
 
 from .._backends import simulated
@@ -150,9 +148,7 @@ def _product(mm, a, b, c, rows, cols, alpha, beta, finish, lead=(), origin=(0, 0
 
 def _launch_block(instance, args):
     """(this thread's block's index in the grid, the grid's blocks), as a persistent loop counts them."""
-    thread = block_thread(instance.intrinsic, args["block_dim"])
-    grid = simulated.simulated_grid_dim(thread)
-    return thread.blockIdx.x + grid[0] * (thread.blockIdx.y + grid[1] * thread.blockIdx.z), math.prod(grid)
+    return simulated.simulated_linear_block(block_thread(instance.intrinsic, args["block_dim"]))
 
 
 def _tile(mm, a, b, c, i, j, args, finish):

@@ -13,10 +13,10 @@ DISTRIBUTIONS = {"uniform": 0, "normal": 1, "bits": 2, "log_normal": 3}  # rando
 SEEDS = ("seed", "subsequence", "offset")
 
 
-def _array_of(name, args, param, dtype, what, size):
-    """Check that ``param`` is a 1-D array of ``dtype``, allocated as ``cuda.local.array(rng.<size>, <dtype>)``;
-    the error says ``what`` of it before the dtype."""
-    fix = f"allocate cuda.local.array(rng.{size}, {dtype})"
+def _array_of(name, args, param, dtype, what, size=None):
+    """Check that ``param`` is a 1-D array of ``dtype``: allocated as ``cuda.local.array(rng.<size>, <dtype>)``, or
+    (``size`` None) any such array; the error says ``what`` of it before the dtype."""
+    fix = f"allocate cuda.local.array(rng.{size}, {dtype})" if size else f"pass a 1-D array of {dtype}"
     found = ext.element(name, param, args[param], fix=fix)
     if found.name != dtype:
         raise ext.error(name, f"{param} holds {found.name}; {what} {dtype}", fix)
@@ -49,11 +49,7 @@ def generate_rule(name, args):
 def fill_rule(name, args):
     rng = args["mm"]
     state(name, args)
-    found = ext.element(name, "out", args["out"], fix=f"pass a 1-D array of {rng.dtype}")
-    if found.name != rng.dtype:
-        raise ext.error(
-            name, f"out holds {found.name}; this generator draws {rng.dtype}", f"pass a 1-D array of {rng.dtype}"
-        )
+    _array_of(name, args, "out", rng.dtype, "this generator draws")
     return _drawing(name, args, "random_fill")
 
 

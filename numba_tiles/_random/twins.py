@@ -183,10 +183,10 @@ def fill(instance, args):
             f"pass a 1-D array of {rng.dtype}",
         )
     thread = simulated.simulated_thread()
-    (bx, by, bz), (gx, gy, gz) = simulated.simulated_block_dim(thread), simulated.simulated_grid_dim(thread)
-    b, t = thread.blockIdx, thread.threadIdx
-    rank = ((b.z * gy + b.y) * gx + b.x) * (bx * by * bz) + (t.z * by + t.y) * bx + t.x
-    for p in range(rank, -(-out.size // rng.width), bx * by * bz * gx * gy * gz):
+    (bx, by, bz), (block, blocks) = simulated.simulated_block_dim(thread), simulated.simulated_linear_block(thread)
+    t = thread.threadIdx
+    rank = block * bx * by * bz + t.x + bx * (t.y + by * t.z)
+    for p in range(rank, -(-out.size // rng.width), blocks * bx * by * bz):
         values = _draw(rng, words)
         out[p * rng.width : (p + 1) * rng.width] = values[: out.size - p * rng.width]
 
