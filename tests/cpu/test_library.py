@@ -1,5 +1,5 @@
-"""The CUB library's NVRTC options (the CCCL headers it skips are still CCCL's, and skipping them changes no code),
-and where its headers come from."""
+"""The libraries' NVRTC options (the CCCL headers they skip are still CCCL's, and skipping them changes no code),
+and where their headers come from."""
 
 import dataclasses
 import re
@@ -9,7 +9,18 @@ from numba import cuda
 
 import numba_tiles as tiles
 from numba_tiles import _programs, _toolchain
-from numba_tiles._library import CUB, UNUSED_PTX_HEADERS
+from numba_tiles._library import CUB, DECLARED, PROGRAM_MACROS, UNUSED_PTX_HEADERS
+
+
+def test_every_library_compiles_with_cccls_macros():
+    """MathDx's and CuTe's headers include CCCL's as CUB's do: every library of numba_tiles' (cuBLASDx, CuTe's
+    atoms, cuFFTDx, cuRANDDx, libmathdx's wrappers) is compiled with the macros that shorten CCCL's parse."""
+    ours = [library for library in DECLARED if library.name.startswith("numba_tiles.")]
+    assert {"numba_tiles.cub", "numba_tiles.mathdx", "numba_tiles.cute.sm90a", "numba_tiles.cufftdx.fp32"} <= {
+        library.name for library in ours
+    }
+    for library in ours:
+        assert set(PROGRAM_MACROS) <= set(library.macros), library.name
 
 
 def test_each_skipped_ptx_header_is_guarded_by_the_macro_we_define():
