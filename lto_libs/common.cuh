@@ -161,6 +161,15 @@ __device__ __forceinline__ long long grid_blocks() {
   return static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z;
 }
 
+// The calling thread's rank in its block (x fastest), and the block's threads, for a block shape known only when
+// the kernel runs (thread_rank below: a shape known when it compiles).
+__device__ __forceinline__ unsigned block_rank() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+__device__ __forceinline__ unsigned block_threads() {
+  return blockDim.x * blockDim.y * blockDim.z;
+}
+
 // Matmul.gemm's order of C's tiles: tile t of a C of tiles_m x tiles_n tiles, walked in groups of GemmGroup
 // tile rows, down a group's column before its next column, so that the tiles a grid works on at once share
 // A's rows and B's columns in L2 (numba_tiles/_matmul/twins.py's gemm_tile mirrors it). A t past the last
@@ -283,8 +292,8 @@ template <int Warp>
 __device__ __forceinline__ void check_warp(const char* intrinsic) {
 #ifdef NUMBA_TILES_DEBUG
   const unsigned lane = ::cuda::ptx::get_sreg_laneid();
-  const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
-  const unsigned first = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) - lane;  // lane 0's
+  const unsigned threads = block_threads();
+  const unsigned first = block_rank() - lane;  // lane 0's
   const unsigned exist = threads - first >= 32 ? 0xffffffffu : (1u << (threads - first)) - 1;
   const unsigned group = (Warp == 32 ? 0xffffffffu : ((1u << Warp) - 1) << (lane / Warp * Warp)) & exist;
   const unsigned here = __activemask() & group;

@@ -52,10 +52,10 @@ __device__ __forceinline__ void store_float(T& slot, float value) {
 // call's name).
 template <int Threads, int BufferBytes>
 __device__ __forceinline__ void libmathdx_check_launch(const char* call) {
-  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Threads || dynamic_shared_bytes() < BufferBytes,
+  stop_without_calls(block_threads() != Threads || dynamic_shared_bytes() < BufferBytes,
                      "tiles.Matmul.%s: launched with %u threads and %u bytes of dynamic shared memory; it needs %d "
                      "threads and %d bytes (launch it with mm.launch)\n",
-                     call, blockDim.x * blockDim.y * blockDim.z, dynamic_shared_bytes(), Threads, BufferBytes);
+                     call, block_threads(), dynamic_shared_bytes(), Threads, BufferBytes);
 }
 
 // The block computes C's tile (i, j), of M x N items at C[i * M, j * N]: the whole K loop of A's row of tiles
@@ -98,7 +98,7 @@ __device__ __forceinline__ void libmathdx_product_tile(array_ref<unsigned char> 
   CopyF32(lmdx::storage{acc}, lmdx::rows{staged, {N}});
   AccDestroy(lmdx::storage{acc});
   __syncthreads();
-  const int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const int t = block_rank();
   const auto finish = [&](float staged_item, T& out, long long r, long long q) {
     float value = alpha * staged_item;
     if (beta != 0.0f) value += beta * load_float<P>(out);

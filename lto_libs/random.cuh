@@ -107,9 +107,9 @@ __device__ __forceinline__ void random_fill(array_ref<unsigned long long> state,
   thread_rng<Generator> rng;
   memcpy(&rng, state.data, sizeof(rng));
   using Pack = random_pack<Width, T>;
-  const long long block = static_cast<long long>(blockDim.x) * blockDim.y * blockDim.z;
+  const long long block = block_threads();
   const long long threads = block * grid_blocks();
-  const long long rank = linear_block() * block + threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const long long rank = linear_block() * block + block_rank();
   const long long whole = out.size / Width;  // (packs all of whose values exist)
   // Pack p drawn and stored value by value, as much of it as out holds (a strided or misaligned out, the last pack).
   auto scatter = [&](long long p) {

@@ -353,7 +353,7 @@ struct wgmma_block {
 template <class Block, long long SharedBytes>
 __device__ __forceinline__ Block wgmma_started(const array_ref<unsigned char>& maps, const char* message) {
   static_assert(SharedBytes == Block::SharedBytes, "numba_tiles/_matmul/wgmma.py's shared_bytes counts these bytes");
-  stop_without_calls(blockDim.x * blockDim.y * blockDim.z != Block::Threads ||
+  stop_without_calls(block_threads() != Block::Threads ||
                          dynamic_shared_bytes() < Block::SharedBytes ||
                          maps.size < static_cast<long long>(sizeof(wgmma_pipe)) || maps.stride != 1 ||
                          reinterpret_cast<unsigned long long>(maps.data) % 64 != 0,
