@@ -78,14 +78,22 @@ struct mma_atom<double> {
 // half), tf32 rounded from float as cuBLASDx's tfloat32_t rounds it (CUTLASS's: half an ulp up, then the tensor
 // cores drop the low 13 bits), doubles as they are.
 template <typename T>
-__device__ __forceinline__ unsigned pack2(const T* p, long long second) {
-  const auto lo = *reinterpret_cast<const unsigned short*>(p);
-  const auto hi = *reinterpret_cast<const unsigned short*>(p + second);
+__device__ __forceinline__ unsigned pack2(const T* first, const T* second) {
+  const auto lo = *reinterpret_cast<const unsigned short*>(first);
+  const auto hi = *reinterpret_cast<const unsigned short*>(second);
   return lo | static_cast<unsigned>(hi) << 16;
 }
 __device__ __forceinline__ unsigned tf32_bits(unsigned f) {
   return cutlass::tfloat32_t::round_half_ulp_truncate(__uint_as_float(f)).raw();
 }
+
+// A tile's item (r, c) as an offset in items: row-major (Row) or column-major with leading dimension LD.
+// (mma_steps.cuh's swizzled tiles answer the same two names.)
+template <bool Row, int LD>
+struct dense {
+  static constexpr bool row = Row;
+  static __device__ __forceinline__ int at(int r, int c) { return Row ? r * LD + c : r + c * LD; }
+};
 
 // The 16-byte line at `p` that a lane hands ldmatrix: a row of one of its 8 x 8 blocks of 16-bit items (8 x 4 tf32).
 template <typename T>
@@ -95,11 +103,12 @@ __device__ __forceinline__ const cute::uint128_t& line(const T* p) {
 
 // A warp's fragment of A for the atom at (m0, k0): by ldmatrix (Ldsm: 16-bit items, or tf32 along K) from the
 // row-major or column-major tile, else item by item.
-template <typename P, bool Row, int LD, bool Ldsm, typename T>
+template <typename P, class Layout, bool Ldsm, typename T>
 __device__ __forceinline__ void load_a(const T* a, int m0, int k0, int lane,
                                        typename mma_atom<P>::reg (&r)[mma_atom<P>::a_regs]) {
+  constexpr bool Row = Layout::row;
   const int g = lane / 4, t = lane % 4;
-  auto at = [&](int m, int k) { return a + (Row ? m * LD + k : m + k * LD); };
+  auto at = [&](int m, int k) { return a + Layout::at(m, k); };
   if constexpr (cuda::std::is_same_v<P, double>) {
     r[0] = *at(m0 + g, k0 + t);
   } else if constexpr (cuda::std::is_same_v<P, tf32>) {
@@ -123,17 +132,19 @@ __device__ __forceinline__ void load_a(const T* a, int m0, int k0, int lane,
   } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      r[i] = pack2(at(m0 + g + 8 * (i % 2), k0 + 2 * t + 8 * (i / 2)), Row ? 1 : LD);
+      const int m = m0 + g + 8 * (i % 2), k = k0 + 2 * t + 8 * (i / 2);
+      r[i] = pack2(at(m, k), at(m, k + 1));
     }
   }
 }
 
 // A warp's fragments of B for the atoms side by side at (k0, n0), (k0, n0 + 8) (one for fp64).
-template <typename P, bool Row, int LD, bool Ldsm, typename T>
+template <typename P, class Layout, bool Ldsm, typename T>
 __device__ __forceinline__ void load_b(const T* b, int k0, int n0, int lane,
                                        typename mma_atom<P>::reg (&r)[mma_atom<P>::nb][mma_atom<P>::b_regs]) {
+  constexpr bool Row = Layout::row;
   const int g = lane / 4, t = lane % 4, j = lane / 8;
-  auto at = [&](int k, int n) { return b + (Row ? k * LD + n : k + n * LD); };
+  auto at = [&](int k, int n) { return b + Layout::at(k, n); };
   if constexpr (cuda::std::is_same_v<P, double>) {
     r[0][0] = *at(k0 + t, n0 + g);
   } else if constexpr (cuda::std::is_same_v<P, tf32>) {
@@ -158,7 +169,8 @@ __device__ __forceinline__ void load_b(const T* b, int k0, int n0, int lane,
   } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      r[i / 2][i % 2] = pack2(at(k0 + 2 * t + 8 * (i % 2), n0 + 8 * (i / 2) + g), Row ? LD : 1);
+      const int k = k0 + 2 * t + 8 * (i % 2), n = n0 + 8 * (i / 2) + g;
+      r[i / 2][i % 2] = pack2(at(k, n), at(k + 1, n));
     }
   }
 }
@@ -192,26 +204,26 @@ __device__ __forceinline__ void mma(typename Atom::acc (&d)[Atom::c_regs], const
   Atom::op::fma(d[C]..., a[A]..., b[B]..., d[C]...);
 }
 
-// The warp's TM x TN tile of C at (m0, n0): acc over all of K, then C = alpha acc + beta C (C not read when beta
-// is 0), rounded to C's type.
-template <typename P, int K, bool RowA, bool RowB, bool RowC, int LDA, int LDB, int LDC, int TM, int TN, bool Ldsm,
-          typename TA, typename TB, typename TC>
-__device__ __forceinline__ void mma_warp_tile(const TA* a, const TB* b, TC* c, int m0, int n0, int lane, TC alpha,
-                                              TC beta) {
+// acc += the warp's TM x TN tile of A B at (m0, n0), over all of K: A (M x K) and B (K x N) in shared memory as
+// LayoutA and LayoutB place their items, the fragments by ldmatrix (Ldsm) or item by item. acc is the warp's
+// fragments, [TM / m][TN / n][c_regs] of the atom (PTX's fragment of C: lane l holds rows l / 4 (+ 8), columns
+// 2 (l % 4) and the next).
+template <typename P, int K, class LayoutA, class LayoutB, int TM, int TN, bool Ldsm, typename TA, typename TB>
+__device__ __forceinline__ void warp_product(const TA* a, const TB* b, int m0, int n0, int lane,
+                                             typename mma_atom<P>::acc (&acc)[TM / mma_atom<P>::m][TN / mma_atom<P>::n]
+                                                                             [mma_atom<P>::c_regs]) {
   using Atom = mma_atom<P>;
-  using Acc = typename Atom::acc;
   using R = typename Atom::reg;
   constexpr int MI = TM / Atom::m, NI = TN / Atom::n, NB = Atom::nb;
   static_assert(TM % Atom::m == 0 && TN % (Atom::n * NB) == 0 && K % Atom::k == 0, "a warp tile of whole atoms");
-  Acc acc[MI][NI][Atom::c_regs] = {};
   // (K's steps rolled past 8: a long K unrolled whole would only grow the code)
 #pragma unroll(K / Atom::k <= 8 ? K / Atom::k : 2)
   for (int k0 = 0; k0 < K; k0 += Atom::k) {
     R fa[MI][Atom::a_regs], fb[NI / NB][NB][Atom::b_regs];
 #pragma unroll
-    for (int i = 0; i < MI; ++i) load_a<P, RowA, LDA, Ldsm>(a, m0 + i * Atom::m, k0, lane, fa[i]);
+    for (int i = 0; i < MI; ++i) load_a<P, LayoutA, Ldsm>(a, m0 + i * Atom::m, k0, lane, fa[i]);
 #pragma unroll
-    for (int j = 0; j < NI / NB; ++j) load_b<P, RowB, LDB, Ldsm>(b, k0, n0 + j * NB * Atom::n, lane, fb[j]);
+    for (int j = 0; j < NI / NB; ++j) load_b<P, LayoutB, Ldsm>(b, k0, n0 + j * NB * Atom::n, lane, fb[j]);
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
 #pragma unroll
@@ -222,6 +234,19 @@ __device__ __forceinline__ void mma_warp_tile(const TA* a, const TB* b, TC* c, i
       }
     }
   }
+}
+
+// The warp's TM x TN tile of C at (m0, n0): acc over all of K, then C = alpha acc + beta C (C not read when beta
+// is 0), rounded to C's type.
+template <typename P, int K, bool RowA, bool RowB, bool RowC, int LDA, int LDB, int LDC, int TM, int TN, bool Ldsm,
+          typename TA, typename TB, typename TC>
+__device__ __forceinline__ void mma_warp_tile(const TA* a, const TB* b, TC* c, int m0, int n0, int lane, TC alpha,
+                                              TC beta) {
+  using Atom = mma_atom<P>;
+  using Acc = typename Atom::acc;
+  constexpr int MI = TM / Atom::m, NI = TN / Atom::n;
+  Acc acc[MI][NI][Atom::c_regs] = {};
+  warp_product<P, K, dense<RowA, LDA>, dense<RowB, LDB>, TM, TN, Ldsm>(a, b, m0, n0, lane, acc);
   const Acc s = static_cast<Acc>(alpha), z = static_cast<Acc>(beta);
   const bool reads = z != Acc(0);
   const int g = lane / 4, t = lane % 4;

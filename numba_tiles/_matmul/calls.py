@@ -7,7 +7,7 @@ from .. import _callback, _compile, _matrices
 from .. import extending as ext
 from .._backends import numba_cuda
 from ..extending import Arg, Instance
-from . import IMPLEMENTATIONS, base
+from . import IMPLEMENTATIONS, base, mma_tiles
 from .base import MATMUL
 
 
@@ -33,15 +33,26 @@ def accumulator(mm, name, args):
     return _array_of(name, args, "acc", mm._types[1], "accumulator", allocation)
 
 
+def _step(mm, function, **more):
+    """``(header, template)`` of the register form's step ``function`` (matmul.cuh's name, ``matmul_load`` and the
+    like) for the kernel's GPU: `mma_steps.cuh`'s on MMA atoms where they serve, else cuBLASDx's."""
+    grid = mma_tiles.warp_grid(mm, _compile.typing_cc())
+    if grid is None:
+        return MATMUL, base.instantiate(mm, f"numba_tiles::{function}", **more)
+    return mma_tiles.STEPS, mma_tiles.steps_template(
+        mm, f"numba_tiles::{function.replace('matmul', 'mma')}", grid, **more
+    )
+
+
 def load_rule(name, args, operand):
     mm = args["mm"]
     ta = shared_tile(mm, name, args, "tile", "ab"[operand] + "_items")
     _matrices.matrix(name, args, "src", like=("tile", ta))
     _matrices.origin(name, args)
-    template = base.instantiate(mm, "numba_tiles::matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
+    header, template = _step(mm, "matmul_load", Operand=operand, Async=args["asynchronous"], T=ta.cxx)
     return Instance(
         intrinsic=name,
-        header=MATMUL,
+        header=header,
         template=template,
         result=types.none,
         params=_matrices.copy_params(args, ta.numba),
@@ -54,10 +65,10 @@ def multiply_rule(name, args):
     ta = shared_tile(mm, name, args, "a", "a_items")
     shared_tile(mm, name, args, "b", "b_items")
     tc = accumulator(mm, name, args)
-    template = base.instantiate(mm, "numba_tiles::matmul_multiply", TA=ta.cxx, TB=ta.cxx, TC=tc.cxx)
+    header, template = _step(mm, "matmul_multiply", TA=ta.cxx, TB=ta.cxx, TC=tc.cxx)
     return Instance(
         intrinsic=name,
-        header=MATMUL,
+        header=header,
         template=template,
         result=types.none,
         params=(Arg("a", args["a"]), Arg("b", args["b"]), Arg("acc", args["acc"])),
@@ -79,7 +90,7 @@ def store_rule(name, args):
         Arg("alpha", tc.numba, 1),
         Arg("beta", tc.numba, 0),
     )
-    function = "numba_tiles::matmul_store"
+    function = "matmul_store"
     if args["stage"] is not None:
         if ext.element(name, "stage", args["stage"]) != tc or not isinstance(args["stage"], types.Array):
             raise ext.error(
@@ -87,12 +98,13 @@ def store_rule(name, args):
                 f"stage must be a shared array of {tc.name}, got {args['stage']}",
                 f"allocate cuda.shared.array(mm.c_items, {tc.name}, alignment=16)",
             )
-        function, params = "numba_tiles::matmul_store_staged", params + (Arg("stage", args["stage"]),)
+        function, params = "matmul_store_staged", params + (Arg("stage", args["stage"]),)
     fused, prelude = _callback.fused(name, args, tc.numba, 2)
+    header, template = _step(mm, function, TC=tc.cxx, PD=result, TD=td.cxx)
     return Instance(
         intrinsic=name,
-        header=MATMUL,
-        template=base.instantiate(mm, function, TC=tc.cxx, PD=result, TD=td.cxx),
+        header=header,
+        template=template,
         result=types.none,
         params=params + fused,
         prelude=prelude,

@@ -386,24 +386,54 @@ def test_cublasdx_suggests_a_block_with_no_gpu():
         tiles.Matmul.suggested_block_dim((64, 64), "float16")
 
 
-@pytest.mark.heavy
-def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory(tmp_path):
-    """examples/gemm.py's own-loop kernel (fp16 -> fp32, C staged): HMMA fed by LDSM from cuBLASDx's
-    swizzled tiles, 16-byte cp.async loads (LDGSTS), C through shared memory in vectors, the
-    accumulator in registers (no LDL/STL), no calls but the checks' message; its (dynamic) shared
-    memory is two buffers of A and B and the stage."""
+def test_the_register_form_compiles_to_tensor_cores_cp_async_and_no_local_memory(tmp_path, monkeypatch):
+    """examples/gemm.py's own-loop kernel (fp16 -> fp32, C staged) on sm_80: its steps on CuTe's MMA atoms
+    (programs of mma_steps.cuh and tile.cuh's wait, no cuBLASDx GEMM among them): HMMA fed by LDSM from numba_tiles' swizzled
+    tiles, 16-byte cp.async loads (LDGSTS), C through shared memory in vectors, the accumulator in registers
+    (no LDL/STL), no calls but the checks' message; its (dynamic) shared memory is two buffers of A and B and
+    the stage."""
+    monkeypatch.setenv(mma_tiles.ENABLED, "1")
+    seen = observed_programs(monkeypatch)
     mm = tiles.Matmul((64, 64, 32), "float16", block_dim=128)  # (Matmul's docstrings' MM, whose programs it shares)
     kernel = gemm.make_own_loop(mm, staged=True)
     signature = "void(float16[:, ::1], float16[:, ::1], float32[:, ::1], float64, float64)"
     code = sass(tiles.compile(kernel, signature, arch="sm_80"), tmp_path)
-    for instruction in ("HMMA.16816.F32", "LDSM.16", "LDGSTS.E.LTC128B.128", "LDS.128", "STG.E.128"):
+    for instruction in ("HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.MT88.4", "LDGSTS.E.BYPASS.LTC128B.128", "LDS.128"):
         assert instruction in code, instruction
+    assert "STG.E.128" in code and "STS.64" in code  # (the fragments' pairs into the stage, out in vectors)
     opcodes = {ins[1 if ins[0].startswith("@") else 0].split(".")[0] for ins in instructions(code) if ins}
     assert not opcodes & {"LDL", "STL"}, sorted(opcodes)
     # the only calls are the run-time checks' message and stop (a global matrix's strides are run-time)
     assert set(re.findall(r"CALL[.A-Z]* `\((\w+)\)", code)) <= {"vprintf", "__assertfail"}
     assert kernel.shared_bytes == 2 * mm.shared_memory_bytes + mm.c_items * 4
     assert tiles.shared_memory(kernel, signature, arch="sm_80")["total"] == 0  # all of it dynamic
+    programs = [re.findall(r'#include "([^"]+)"', source) for source, _ in seen]
+    assert ["mma_steps.cuh"] in programs and not any("matmul.cuh" in p for p in programs), programs
+
+
+@pytest.mark.parametrize(
+    "shape,dtype,more,cc,grid",
+    [
+        ((64, 64, 32), "float16", {}, (8, 0), (2, 2)),  # the docstrings' MM: a 32 x 32 quarter a warp
+        ((128, 128, 32), "float16", {"block_dim": 256}, (9, 0), (4, 2)),  # 32 x 64 a warp
+        ((64, 64, 32), "int16", {"precision": "bf16"}, (8, 6), (2, 2)),
+        ((64, 64, 16), "float32", {"precision": "tf32"}, (8, 0), (2, 2)),
+        ((32, 32, 8), "float64", {"block_dim": 64}, (8, 0), (2, 1)),
+        ((16, 64, 16), "float16", {"block_dim": 128}, (8, 0), (1, 4)),  # (one atom's rows: the warps side by side)
+        ((64, 64, 32), "float16", {"accumulator": "float16"}, (8, 0), None),  # (a half accumulator: cuBLASDx)
+        ((64, 64, 32), "float32", {}, (8, 0), None),  # (float32 SIMT products: cuBLASDx)
+        ((64, 64, 32), "float16", {}, (7, 5), None),  # (before sm_80)
+        ((16, 16, 16), "float16", {"block_dim": 64}, (8, 0), None),  # (no whole atoms a warp)
+        ((64, 64, 32), "float16", {}, None, None),  # (the simulator)
+    ],
+)
+def test_the_register_form_takes_a_grid_of_warp_tiles_of_whole_atoms(shape, dtype, more, cc, grid, monkeypatch):
+    monkeypatch.setenv(mma_tiles.ENABLED, "1")
+    mm = tiles.Matmul(shape, dtype, **more)
+    assert mma_tiles.warp_grid(mm, cc) == grid
+    if grid is not None:  # each warp an equal share: the accumulator the host counts
+        (wm, wn), (m, n, _) = grid, shape
+        assert m // wm * (n // wn) // 32 == mm.accumulator_items
 
 
 @pytest.mark.heavy
