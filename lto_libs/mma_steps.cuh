@@ -11,6 +11,7 @@
 #include <cute/arch/copy_sm80.hpp>
 
 #include "mma.cuh"
+#include "register_loops.cuh"
 #include "stage.cuh"
 
 namespace numba_tiles {
@@ -227,6 +228,68 @@ __device__ __forceinline__ void mma_store_staged(array_ref<TC> acc, matrix_ref<T
     });
   }
   stage_out<M, N, BX, BY, BZ, LD, Bulk, Reused, PD>(staged, dst, row0, col0, beta, inside, epi);
+}
+
+// The MMA atoms as register_loops.cuh's product engine (Matmul.tile, gemm and batched by cp.async): the swizzled
+// layouts, tile_in, the warps' products and mma_store_staged.
+template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
+          int CItems, int WM, int WN>
+struct atom_engine {
+  using Grid = warp_grid<M, N, P, BX, BY, BZ, WM, WN>;
+  template <typename T>
+  using layout_a = swizzled<M, K, RowA, T>;
+  template <typename T>
+  using layout_b = swizzled<K, N, RowB, T>;
+  template <int Operand, typename T>
+  static __device__ __forceinline__ void copy(const matrix_ref<T>& src, long long row0, long long col0, T* tile,
+                                              T fill) {
+    using Layout = cuda::std::conditional_t<Operand == 0, layout_a<T>, layout_b<T>>;
+    tile_in<Layout, Operand == 0 ? M : K, Operand == 0 ? K : N, BX * BY * BZ>(src, row0, col0, tile, fill,
+                                                                              thread_rank<BX, BY>());
+  }
+  template <class LayoutA, class LayoutB, typename T, typename TC>
+  static __device__ __forceinline__ void multiply(T* a, T* b, TC* items) {
+    using Atom = mma_atom<P>;
+    static_assert(Grid::items == CItems && cuda::std::is_same_v<TC, typename Atom::acc>, "numba_tiles' accumulator");
+    auto& fragments = *reinterpret_cast<TC(*)[Grid::MI][Grid::NI][Atom::c_regs]>(items);
+    constexpr bool Ldsm = LayoutA::chunks > 0 && LayoutB::chunks > 0;
+    const int warp = Grid::warp();
+    warp_product<P, K, LayoutA, LayoutB, Grid::TM, Grid::TN, Ldsm>(a, b, warp % WM * Grid::TM, warp / WM * Grid::TN,
+                                                                   Grid::lane(), fragments);
+  }
+  template <typename PD, bool Reused, typename TC, typename TD, typename TS, typename Epi>
+  static __device__ __forceinline__ void store_staged(const array_ref<TC>& acc, const matrix_ref<TD>& dst, TC alpha,
+                                                      TC beta, const array_ref<TS>& stage, Epi epi) {
+    mma_store_staged<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN, TC, PD, TD, Reused, TS>(
+        acc, dst, 0, 0, alpha, beta, stage, epi);
+  }
+};
+
+// Matmul.batched(ops, ...) by cp.async, the MMA atoms multiplying.
+template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
+          int CItems, int WM, int WN, int Stages, long long SharedBytes, typename T, typename TC, typename PD,
+          typename TD, typename TS, typename Epi = no_epilogue>
+__device__ __forceinline__ void mma_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
+                                            TC alpha, TC beta, Epi epi = {}) {
+  copied_batched<atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta, epi);
+}
+
+// Matmul.tile(ops, i, j, ...) by cp.async, the MMA atoms multiplying: C's tile (i, j).
+template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
+          int CItems, int WM, int WN, int Stages, long long SharedBytes, typename T, typename TC, typename PD,
+          typename TD, typename TS, typename Epi = no_epilogue>
+__device__ __forceinline__ void mma_tile(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, long long i, long long j,
+                                         array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
+  copied_tile_call<atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, i, j, shared, alpha, beta, epi);
+}
+
+// Matmul.gemm(ops, ...) by cp.async, the MMA atoms multiplying: all of C.
+template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
+          int CItems, int WM, int WN, int Stages, long long SharedBytes, typename T, typename TC, typename PD,
+          typename TD, typename TS, typename Epi = no_epilogue>
+__device__ __forceinline__ void mma_gemm(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, array_ref<TS> shared,
+                                         TC alpha, TC beta, Epi epi = {}) {
+  copied_gemm<atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta, epi);
 }
 
 }  // namespace numba_tiles

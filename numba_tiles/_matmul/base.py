@@ -10,6 +10,7 @@ from numba.cuda import types
 from .. import _callback, _matrices, _tensor_maps
 from .. import extending as ext
 from ..extending import MATHDX, Arg, Instance, Literal, Member
+from . import mma_tiles
 
 MATMUL = MATHDX.header("matmul.cuh")  # the register form's steps and loops, and the shared-tile product
 STAGES = ext.choice("stages", dict.fromkeys(range(2, 17)))  # the K-steps of A and B in flight: a parser
@@ -101,29 +102,25 @@ class Implementation:
         found = member_types(mm.dtype, td.name, ndim)
         return tuple(Member("ops", m, found[m]) for m in self.members)
 
-    def register_loop(self, name, mm, plan, td, args, call, function, checks="", **more):
-        """The `Instance` of matmul.cuh's loop ``function`` for ``call``, the register form's steps over K with
-        ``plan``'s stages in the launch's dynamic shared memory, for a C of `Dtype` ``td``: its entry takes the
-        operands, the tile's coordinates (`coordinates`), then alpha and beta. ``checks``: C++ ahead of the entry point;
-        ``more``: the template arguments of its own, after the stages'."""
+    def register_loop(self, name, mm, plan, td, args, call, function, checks="", grid=None, **more):
+        """The `Instance` of matmul.cuh's loop ``function`` for ``call`` (of mma_steps.cuh's, on MMA atoms, for a
+        warp ``grid``: `mma_tiles.warp_grid`), the register form's steps over K with ``plan``'s stages in the
+        launch's dynamic shared memory, for a C of `Dtype` ``td``: its entry takes the operands, the tile's
+        coordinates (`coordinates`), then alpha and beta. ``checks``: C++ ahead of the entry point; ``more``: the
+        template arguments of its own, after the stages'."""
         tc, ndim = mm._types[1], CALLS[call]
         _, result = c_precision(mm, name, "c", td)
         fused, prelude = _callback.fused(name, args, tc.numba, ndim)
-        template = instantiate(
-            mm,
-            function,
-            Stages=plan.stages,
-            SharedBytes=plan.shared_bytes,
-            **more,
-            TC=tc.cxx,
-            PD=result,
-            TD=td.cxx,
-            TS="unsigned char",
-        )
+        loop = dict(Stages=plan.stages, SharedBytes=plan.shared_bytes, **more)
+        storage = dict(TC=tc.cxx, PD=result, TD=td.cxx, TS="unsigned char")
+        if grid is None:
+            header, template = MATMUL, instantiate(mm, function, **loop, **storage)
+        else:
+            header, template = mma_tiles.STEPS, mma_tiles.steps_template(mm, function, grid, **loop, **storage)
         scales = (Literal("shared", SHARED), Arg("alpha", tc.numba, 1), Arg("beta", tc.numba, 0))
         params = self.operand_params(mm, td, ndim) + coordinates(call) + scales + fused
         fields = dict(result=types.none, params=params, prelude=checks + prelude, threads=plan.threads)
-        return Instance(intrinsic=name, header=MATMUL, template=template, **fields)
+        return Instance(intrinsic=name, header=header, template=template, **fields)
 
 
 def coordinates(call):

@@ -1,7 +1,10 @@
-"""``"cp.async"``: the register form's own loop (``matmul_tile``, ``matmul_gemm`` and ``matmul_batched`` in
-matmul.cuh), A and B copied into shared memory by the block's threads (16-byte ``cp.async``), multiplied by
-cuBLASDx: any GPU from sm_80 on, any strides."""
+"""``"cp.async"``: the register form's own loop (``copied_batched`` and its kin in register_loops.cuh), A and B
+copied into shared memory by the block's threads (16-byte ``cp.async``), multiplied on MMA atoms where they serve
+(``mma_tile``, ``mma_gemm`` and ``mma_batched`` in mma_steps.cuh), else by cuBLASDx (``matmul_tile`` and the like
+in matmul.cuh): any GPU from sm_80 on, any strides."""
 
+from .. import _compile
+from . import mma_tiles
 from .base import Implementation, Plan, stage_bytes
 
 
@@ -26,8 +29,9 @@ class CpAsync(Implementation):
         return Plan(self.name, stages, mm.block_dim, shared, "tiles" if ndim == 2 else "even")
 
     def instance(self, name, mm, plan, td, args, call):
-        function = f"numba_tiles::matmul_{call}"
-        return self.register_loop(name, mm, plan, td, args, call, function, T=mm._types[0].cxx)
+        grid = mma_tiles.warp_grid(mm, _compile.typing_cc())
+        function = f"numba_tiles::{'matmul' if grid is None else 'mma'}_{call}"
+        return self.register_loop(name, mm, plan, td, args, call, function, grid=grid, T=mm._types[0].cxx)
 
 
 CP_ASYNC = CpAsync()
