@@ -27,10 +27,13 @@ struct swizzled {
   static constexpr int length = Row ? Cols : Rows, lines = Row ? Rows : Cols, V = 16 / sizeof(T);
   static constexpr int chunks = length % V == 0 ? length / V : 0;  // (0: lines not of whole chunks)
   static constexpr bool swizzles = chunks > 1 && (chunks & (chunks - 1)) == 0;
-  // f(l) = (l / spread) & mask: lines of 8 chunks or more, l % 8; of 4, (l / 2) % 4; of 2, (l / 4) % 2
-  static constexpr int spread = !swizzles || chunks >= 8 ? 1 : 8 / chunks, mask = !swizzles ? 0 : chunks >= 8 ? 7 : chunks - 1;
+  // f(l) = (l % 8 / spread) & mask: lines of 8 chunks or more, l % 8; of 4, (l / 2) % 4; of 2, (l / 4) % 2. (From
+  // l % 8: the compiler then sees that lines 8 apart, a warp's atoms', share it, and addresses them by one register
+  // and constant offsets.)
+  static constexpr int spread = !swizzles || chunks >= 8 ? 1 : 8 / chunks;
+  static constexpr int mask = !swizzles ? 0 : chunks >= 8 ? 7 : chunks - 1;
   static __device__ __forceinline__ int at_line(int line, int pos) {
-    return line * length + ((pos / V) ^ (line / spread & mask)) * V + pos % V;
+    return line * length + ((pos / V) ^ ((line & 7) / spread & mask)) * V + pos % V;
   }
   static __device__ __forceinline__ int at(int r, int c) { return Row ? at_line(r, c) : at_line(c, r); }
 };
@@ -83,13 +86,37 @@ __device__ __forceinline__ void tile_in(const matrix_ref<T>& src, long long row0
   const long long across = Layout::row ? src.row_stride : src.col_stride;
   const bool inside = row0 >= 0 && col0 >= 0 && row0 + Rows <= src.rows && col0 + Cols <= src.cols;
   if (Layout::chunks > 0 && inside && along == 1 && across % V == 0 && (Layout::row ? col0 : row0) % V == 0 &&
-      reinterpret_cast<unsigned long long>(src.data) % 16 == 0) {
+      across <= 0x7fffffff / Layout::lines && reinterpret_cast<unsigned long long>(src.data) % 16 == 0) {
+    // Thread t copies chunk t % chunks of lines t / chunks, + Threads / chunks, ...: offsets in 32 bits, computed
+    // once (where the lines a step apart have the same swizzle, as for every power-of-two block), a fixed count.
+    constexpr int Chunks = Layout::chunks > 0 ? Layout::chunks : 1, Total = Layout::lines * Chunks;
+    constexpr int Step = Threads / Chunks, Period = Layout::spread * (Layout::mask + 1);
+    constexpr bool Even = Threads % Chunks == 0 && Step % Period == 0;
     const T* const origin = &src(row0, col0);
-    for (int i = t; i < Layout::lines * Layout::chunks; i += Threads) {
-      const int line = i / Layout::chunks, q = i % Layout::chunks;
+    const int q = t % Chunks, line0 = t / Chunks, stride = static_cast<int>(across);
+    const auto copy = [&](int line, int at) {
       cute::SM80_CP_ASYNC_CACHEGLOBAL<cute::uint128_t>::copy(
-          *reinterpret_cast<const cute::uint128_t*>(origin + line * across + q * V),
-          *reinterpret_cast<cute::uint128_t*>(tile + Layout::at_line(line, q * V)));
+          *reinterpret_cast<const cute::uint128_t*>(origin + line * stride + q * V),
+          *reinterpret_cast<cute::uint128_t*>(tile + at));
+    };
+    if constexpr (Even) {
+      const int at0 = Layout::at_line(line0, q * V);
+#pragma unroll
+      for (int j = 0; j < Total / Threads; ++j) {
+        copy(line0 + j * Step, at0 + j * Step * Layout::length);
+      }
+      if constexpr (Total % Threads != 0) {
+        if (t < Total % Threads) {
+          copy(line0 + Total / Threads * Step, at0 + Total / Threads * Step * Layout::length);
+        }
+      }
+    } else {
+      for (int i = t; i < Total; i += Threads) {
+        const int line = i / Chunks, chunk = i % Chunks;
+        cute::SM80_CP_ASYNC_CACHEGLOBAL<cute::uint128_t>::copy(
+            *reinterpret_cast<const cute::uint128_t*>(origin + line * stride + chunk * V),
+            *reinterpret_cast<cute::uint128_t*>(tile + Layout::at_line(line, chunk * V)));
+      }
     }
   } else {
 #pragma unroll 1  // (the edge path: unrolled, its loads would hold the registers of more resident blocks)
