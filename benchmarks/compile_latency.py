@@ -27,7 +27,7 @@ os.environ.setdefault("NUMBA_TILES_BACKGROUND", "0")  # (its kernels are precomp
 
 CHILD = r"""
 import json, os, sys, time
-if "by cuBLASDx" in sys.argv[1]:  # tiles.matmul's products left to cuBLASDx (its complex and float32 path)
+if "by cuBLASDx" in sys.argv[1]:  # the products left to cuBLASDx (its complex, float32 and float16-accumulator path)
     os.environ["NUMBA_TILES_MATMUL_ATOMS"] = "0"
 t0 = time.perf_counter()
 from numba import cuda
@@ -67,7 +67,8 @@ def without_batched(pipe, a, b, c, alpha, beta):  # the same arguments (what ops
     c[0, 0, cuda.threadIdx.x] = pipe[0] + a[0, 0, 0] + b[0, 0, 0] + int(alpha * beta)
 
 kernel = {"without": without, "matmul": with_matmul, "matmul by cuBLASDx": with_matmul,
-          "register matmul": with_register, "without matmul": without_matmul, "hopper batched": with_batched,
+          "register matmul": with_register, "register matmul by cuBLASDx": with_register,
+          "without matmul": without_matmul, "hopper batched": with_batched,
           "without batched": without_batched}.get(sys.argv[1].split(",")[0], with_reduce)
 sig = ("void(float16[:, :], float16[:, :], float32[:, :], float64, float64)" if "matmul" in sys.argv[1]
        else (BMM.operands_type("int16", batched=True, implementation="wgmma"), types.float32, types.float32)
@@ -149,6 +150,7 @@ def main():
             "matmul by cuBLASDx, cold cache",
             "register matmul, cold cache",
             "register matmul, warm cache",
+            "register matmul by cuBLASDx, cold cache",
         )
     if args.batched:
         variants += ("without batched", "hopper batched, cold cache", "hopper batched, warm cache")

@@ -645,14 +645,22 @@ def compile_later(found):
 # figure: its notice then gives none.
 COLD_FORMS = [
     ("tiles.matmul", "matmul by cuBLASDx", "a first tiles.matmul kernel by cuBLASDx"),
-    ("tiles.Matmul", "register matmul", "a first kernel of tiles.Matmul's own loop"),
+    ("tiles.Matmul", "register matmul by cuBLASDx", "a first kernel of tiles.Matmul's own loop by cuBLASDx"),
 ]
 # What the matmul guide lists, in order: (the case, the kernel as the guide names it); the forms above and a
 # Hopper kernel with no cuBLASDx GEMM (no notice: it is short).
 COLD_KERNELS = [
     ("matmul", "a first `tiles.matmul` kernel (shared C, 64×64×64 fp16; the warps' MMA atoms, no cuBLASDx GEMM)"),
     ("matmul by cuBLASDx", "the same kernel by cuBLASDx (`NUMBA_TILES_MATMUL_ATOMS=0`; its complex and float32 path)"),
-    ("register matmul", "a first kernel of `tiles.Matmul`'s own loop (loads, product and staged store, 64×64×32 fp16)"),
+    (
+        "register matmul",
+        "a first kernel of `tiles.Matmul`'s own loop (loads, product and staged store, 64×64×32 fp16; the warps' MMA "
+        "atoms, no cuBLASDx GEMM)",
+    ),
+    (
+        "register matmul by cuBLASDx",
+        "the same kernel by cuBLASDx (`NUMBA_TILES_MATMUL_ATOMS=0`; its float16-accumulator and float32 path)",
+    ),
     ("hopper batched", 'a first `Matmul.batched` kernel by `"wgmma"` (bf16 128×128×32, sm_90a; no cuBLASDx GEMM)'),
 ]
 

@@ -257,14 +257,6 @@ __device__ __forceinline__ void matmul_store(array_ref<TC> acc, matrix_ref<TD> d
   });
 }
 
-// Whether the TMA loop's stage of TS items (`stage` bytes) lives in the bytes of a buffer of A
-// and B tiles (`buffer` bytes) that the block has multiplied: when it fits, and goes out by the
-// threads' copy, not bulk_out's (a bulk copy would still read it while the buffer refills).
-// numba_tiles.Matmul._tma_bytes mirrors it.
-template <typename TS, typename TD>
-__device__ constexpr bool batched_tma_aliased(long long stage, long long buffer) {
-  return !bulk_out<TS, TD> && stage <= buffer;
-}
 
 // The same through `stage`, a shared array of the stage's items TS: the block writes alpha acc
 // into it (rows of staged_pitch items, so that a warp's writes do not collide in banks), then moves
@@ -374,8 +366,8 @@ __device__ __forceinline__ void matmul_store_staged(array_ref<TC> acc, matrix_re
   stage_out<M, N, BX, BY, BZ, LD, Bulk, Reused, PD>(staged, dst, row0, col0, beta, inside, epi);
 }
 
-// cuBLASDx as register_loops.cuh's product engine: its suggested layouts, its copy into them, its block
-// execute, and matmul_store_staged.
+// cuBLASDx as register_loops.cuh's product engine: its suggested layouts (and the TMA loop's as CuTe layouts), its
+// copy into them, its block execute, and matmul_store_staged.
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
           int AItems, int BItems, int CItems>
 struct dx_engine {
@@ -384,6 +376,8 @@ struct dx_engine {
   using layout_a = decltype(BLAS::suggest_layout_smem_a().layout);
   template <typename T>
   using layout_b = decltype(BLAS::suggest_layout_smem_b().layout);
+  template <class Tile>
+  using tma_layout = typename Tile::layout_type;
   template <int Operand, typename T>
   static __device__ __forceinline__ void copy(const matrix_ref<T>& src, long long row0, long long col0, T* tile,
                                               T fill) {
@@ -432,85 +426,15 @@ __device__ __forceinline__ void matmul_gemm(matrix_ref<T> a, matrix_ref<T> b, ma
   copied_gemm<dx_engine<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta, epi);
 }
 
-// Matmul.batched(pipe, c, ...): the first thread loads each K-tile with TMA (pipe: the tensor
-// maps of A and B the host made, zeros past their edges), a box a line's 128 bytes wide (at most),
-// into tma_tile's layouts, counted on the buffer's mbarrier. `shared` holds up to 1 KiB of
-// alignment (TMA's swizzle needs 1024-byte aligned boxes), Stages buffers of an A tile then a B
-// tile (each a multiple of 1 KiB), the stage unless the buffer holds it (batched_tma_aliased) and
-// the Stages mbarriers. The block's first K-tile is started before the sizes are read and checked:
-// a block's start then waits on one load less, which with the aliased stage's sixth block an SM is
-// what brings fp16 64^3 x 16384 on an H200 level with torch.bmm, from about 2% behind.
+// Matmul.batched(pipe, c, ...) by TMA (sm_90 and later), cuBLASDx multiplying.
 template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA, bool RowB, int BX, int BY, int BZ,
           int AItems, int BItems, int CItems, int Stages, long long SharedBytes, typename TC, typename PD,
           typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_batched_tma(array_ref<unsigned char> maps, batch_ref<TD> c,
                                                    array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
-  using T = PA;
-  using TileA = tma_tile<M, K, RowA, T>;
-  using TileB = tma_tile<K, N, RowB, T>;
-  static_assert(TileA::tma && TileB::tma, "numba_tiles refuses these tiles for TMA at typing");
-  using Staged = batched_stage<TC, TD>;
-  constexpr long long StageItems = batched_stage_items<M, N, TC, TD>;
-  constexpr int Buffer = TileA::items + TileB::items;  // (items of T)
-  constexpr bool Aliased = batched_tma_aliased<Staged, TD>(StageItems * sizeof(Staged), TileA::bytes + TileB::bytes);
-  constexpr long long StageBytes = Aliased ? 0 : StageItems * sizeof(Staged);  // (the stage's own bytes)
-  check_launch<BX, BY, BZ>("Matmul.batched");
-  const batched_maps* const pipe = reinterpret_cast<const batched_maps*>(maps.data);
-  if (maps.size < static_cast<long long>(sizeof(batched_maps)) || maps.stride != 1 ||
-      reinterpret_cast<unsigned long long>(maps.data) % 64 != 0) {
-    if (first_thread()) {
-      printf("tiles.Matmul.batched: ops.pipe is not what mm.operands(a, b, c) made\n");
-    }
-    fail();
-  }
-  // (before the first load writes into it)
-  static_assert(SharedBytes == 1008 + Stages * (TileA::bytes + TileB::bytes) + StageBytes + Stages * 8,
-                "numba_tiles.Matmul._tma_bytes counts these bytes");
-  check_batched_shared(shared, SharedBytes);
-  const unsigned base = shared_address(shared.data);
-  T* const tiles_a = reinterpret_cast<T*>(reinterpret_cast<char*>(shared.data) + ((base + 1023) / 1024 * 1024 - base));
-  T* const tiles_b = tiles_a + TileA::items;
-  Staged* const stage = Aliased ? nullptr : reinterpret_cast<Staged*>(tiles_a + Stages * Buffer);
-  unsigned long long* const barriers =
-      reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(tiles_a + Stages * Buffer) + StageBytes);
-  const bool leader = thread_rank<BX, BY>() == 0;
-  const auto load = [&](int slot, long long item, int k) {
-    unsigned long long* const bar = barriers + slot;
-    tma_expect(bar, TileA::loaded + TileB::loaded);
-    tma_tile_load<TileA>(pipe->a, tiles_a + slot * Buffer, 0, k * K, static_cast<int>(item), bar);
-    tma_tile_load<TileB>(pipe->b, tiles_b + slot * Buffer, k * K, 0, static_cast<int>(item), bar);
-  };
-  if (leader) {
-    for (int s = 0; s < Stages; ++s) {
-      tma_barrier_init(barriers + s);
-    }
-    // (the first product as batched_loop counts it; 32-bit as TMA's coordinates: the loop's own 64-bit
-    // index here took the fp16 kernel from 79 to 99 registers)
-    load(0, static_cast<int>(linear_block()), 0);
-  }
-  check_batch<M, N>(pipe->count, pipe->m, pipe->k, pipe->count, pipe->k, pipe->n, c.count, c.rows, c.cols);
-  __syncthreads();  // (the barriers initialized before any thread waits on them)
-  struct {
-    decltype(load)& start;
-    unsigned long long* barriers;
-    bool leader;
-    __device__ __forceinline__ void load(int slot, long long item, int k) {
-      if (leader) {
-        start(slot, item, k);
-      }
-    }
-    __device__ __forceinline__ void commit() {}
-    __device__ __forceinline__ void wait(int slot, unsigned phase) { tma_wait(barriers + slot, phase); }
-  } loader{load, barriers, leader};
-  batched_loop<dx_engine<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems>, M, N, K, BX, BY, BZ, CItems, Stages, typename TileA::layout_type,
-               typename TileB::layout_type, Buffer, Buffer, PD, true, Aliased>(
-      loader, pipe->count, pipe->k, tiles_a, tiles_b, stage, c, alpha, beta, epi, linear_block(), grid_blocks());
-  __syncthreads();  // (every barrier's last phase waited for)
-  if (leader) {
-    for (int s = 0; s < Stages; ++s) {
-      tma_barrier_inval(barriers + s);  // (before the kernel may use their bytes otherwise)
-    }
-  }
+  using E = dx_engine<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems>;
+  tma_batched<E, M, N, K, RowA, RowB, BX, BY, BZ, CItems, Stages, SharedBytes, PA, PD>(maps, c, shared, alpha, beta,
+                                                                                       epi);
 }
 
 }  // namespace numba_tiles

@@ -218,13 +218,12 @@ __device__ __forceinline__ void mma_store_staged(array_ref<TC> acc, matrix_ref<T
       staged_tile_in<M, N, BX, BY, BZ, LD>(dst, row0, col0, staged);
       __syncthreads();
     }
-    // An item: read (when blended) and written by the thread that holds it, so no barrier between.
-    const auto finish = [&](int i, TC item, auto edges) {
-      const int r = Grid::row(i, warp, lane), col = Grid::col(i, warp, lane);
-      PD& out = results[r * LD + col];
+    // An item's value: the stage's item read (when blended) and written by the thread that holds it, so no
+    // barrier between.
+    const auto value_of = [&](int r, int col, TC item, auto edges) {
       TC value = alpha * item;
       if (beta != TC(0)) {
-        value += beta * static_cast<TC>(out);
+        value += beta * static_cast<TC>(results[r * LD + col]);
       }
       if constexpr (has_epilogue<Epi>) {
         const long long gr = row0 + r, gc = col0 + col;
@@ -232,7 +231,11 @@ __device__ __forceinline__ void mma_store_staged(array_ref<TC> acc, matrix_ref<T
           value = epi(value, gr, gc);  // (only inside dst: the epilogue may index arrays of dst's rows or columns)
         }
       }
-      out = static_cast<PD>(value);
+      return static_cast<PD>(value);
+    };
+    const auto finish = [&](int i, TC item, auto edges) {
+      const int r = Grid::row(i, warp, lane), col = Grid::col(i, warp, lane);
+      results[r * LD + col] = value_of(r, col, item, edges);
     };
     if (has_epilogue<Epi> && !inside) {
       // Across dst's edge with an epilogue: a loop the compiler keeps rolled (its items from local memory), so
@@ -244,7 +247,18 @@ __device__ __forceinline__ void mma_store_staged(array_ref<TC> acc, matrix_ref<T
         finish(i, copy[i], cuda::std::true_type{});
       }
     } else {
-      unrolled<CItems>([&](int i) { finish(i, items[i], cuda::std::false_type{}); });
+      // (every item finished before any is written, so that the epilogue's loads of an item's row or column are
+      // made once for all the thread's items that share it; a thread's two adjacent items as one 32-bit write)
+      struct alignas(2 * sizeof(PD)) two { PD first, second; };
+      two done[CItems / 2];
+      unrolled<CItems / 2>([&](int h) {
+        const int r = Grid::row(2 * h, warp, lane), col = Grid::col(2 * h, warp, lane);
+        done[h] = two{value_of(r, col, items[2 * h], cuda::std::false_type{}),
+                      value_of(r, col + 1, items[2 * h + 1], cuda::std::false_type{})};
+      });
+      unrolled<CItems / 2>([&](int h) {
+        *reinterpret_cast<two*>(results + Grid::row(2 * h, warp, lane) * LD + Grid::col(2 * h, warp, lane)) = done[h];
+      });
     }
   } else {
     using Pair = typename pair_of<TC>::type;
@@ -257,8 +271,17 @@ __device__ __forceinline__ void mma_store_staged(array_ref<TC> acc, matrix_ref<T
   stage_out<M, N, BX, BY, BZ, LD, Bulk, Reused, PD>(staged, dst, row0, col0, beta, inside, epi);
 }
 
-// The MMA atoms as register_loops.cuh's product engine (Matmul.tile, gemm and batched by cp.async): the swizzled
-// layouts, tile_in, the warps' products and mma_store_staged.
+// A TMA tile (tma.cuh's tma_tile: boxes of 16-byte units swizzled by the copy engine) as warp_product reads it:
+// its CuTe layout's offsets; its lines are whole 16-byte units, which ldmatrix reads.
+template <class Tile>
+struct tma_lines {
+  static constexpr bool row = Tile::row;
+  static constexpr int chunks = Tile::line_bytes / 16;
+  static __device__ __forceinline__ int at(int r, int c) { return typename Tile::layout_type{}(r, c); }
+};
+
+// The MMA atoms as register_loops.cuh's product engine (Matmul.tile, gemm and batched by cp.async, batched by TMA):
+// the swizzled layouts (and TMA's), tile_in, the warps' products and mma_store_staged.
 template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
           int CItems, int WM, int WN>
 struct atom_engine {
@@ -267,6 +290,8 @@ struct atom_engine {
   using layout_a = swizzled<M, K, RowA, T>;
   template <typename T>
   using layout_b = swizzled<K, N, RowB, T>;
+  template <class Tile>
+  using tma_layout = tma_lines<Tile>;
   template <int Operand, typename T>
   static __device__ __forceinline__ void copy(const matrix_ref<T>& src, long long row0, long long col0, T* tile,
                                               T fill) {
@@ -317,6 +342,19 @@ template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY,
 __device__ __forceinline__ void mma_gemm(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, array_ref<TS> shared,
                                          TC alpha, TC beta, Epi epi = {}) {
   copied_gemm<atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta, epi);
+}
+
+// Matmul.batched(pipe, c, ...) by TMA (sm_90 and later), the MMA atoms multiplying (T: an item of A and B, of the
+// precision's size, as the tiles' layouts count them).
+template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
+          int CItems, int WM, int WN, int Stages, long long SharedBytes, typename TC, typename PD, typename TD,
+          typename TS, typename Epi = no_epilogue>
+__device__ __forceinline__ void mma_batched_tma(array_ref<unsigned char> maps, batch_ref<TD> c, array_ref<TS> shared,
+                                                TC alpha, TC beta, Epi epi = {}) {
+  using E = atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>;
+  using T = cuda::std::conditional_t<cuda::std::is_same_v<P, tf32>, float, P>;
+  tma_batched<E, M, N, K, RowA, RowB, BX, BY, BZ, CItems, Stages, SharedBytes, T, PD>(maps, c, shared, alpha, beta,
+                                                                                      epi);
 }
 
 }  // namespace numba_tiles

@@ -1,4 +1,5 @@
-"""Matrix products of tiles by cuBLASDx: `matmul` on shared tiles, and the `Matmul` description.
+"""Matrix products of tiles on tensor cores (CuTe's MMA atoms, cuBLASDx, Hopper's wgmma): `matmul` on shared tiles, and
+the `Matmul` description.
 
 `matmul` is the one-call form: ``c = alpha * a @ b + beta * c`` for tiles in shared memory (see
 `numba_tiles.tile` for moving them). `Matmul` describes one product at module level; in kernels its
@@ -388,8 +389,9 @@ class Matmul:
     @_load(0)
     def load_a(self, src, tile, row, col, fill=0, *, asynchronous=False):
         """Copy A's tile of the 2-D array ``src`` at ``src[row, col]`` (M x K items, ``fill`` past ``src``'s
-        edges) into ``tile``, a shared array of ``mm.a_items`` items of ``dtype`` (``alignment=16``), in
-        cuBLASDx's layout, by the whole block: 16-byte asynchronous copies inside the matrix. It ends with a
+        edges) into ``tile``, a shared array of ``mm.a_items`` items of ``dtype`` (``alignment=16``), in the
+        layout `multiply` reads (swizzled: numba_tiles' own where the MMA atoms multiply, else cuBLASDx's), by
+        the whole block: 16-byte asynchronous copies inside the matrix. It ends with a
         barrier, unless ``asynchronous=True``: then it returns at once and ``mm.wait`` completes it.
 
         Example, continuing `Matmul`'s::

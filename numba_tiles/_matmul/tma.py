@@ -1,11 +1,13 @@
-"""``"tma"``: ``Matmul.batched`` by the register form's loop with A and B loaded by TMA (``matmul_batched_tma``
-in matmul.cuh), from sm_90 on, for tiles whose lines TMA's swizzled boxes take; ``pipe`` holds A's and B's
-tensor maps (`_tensor_maps.prepare`)."""
+"""``"tma"``: ``Matmul.batched`` by the register form's loop with A and B loaded by TMA (``tma_batched`` in
+register_loops.cuh: on MMA atoms where they serve, ``mma_batched_tma`` in mma_steps.cuh, else by cuBLASDx), from
+sm_90 on, for tiles whose lines TMA's swizzled boxes take; ``pipe`` holds A's and B's tensor maps
+(`_tensor_maps.prepare`)."""
 
 import numpy as np
 
-from .. import _tensor_maps
+from .. import _compile, _tensor_maps
 from .. import extending as ext
+from . import mma_tiles
 from .base import Implementation, Plan, stage_bytes
 
 
@@ -61,7 +63,9 @@ class Tma(Implementation):
 
     def instance(self, name, mm, plan, td, args, call):
         checks = _tensor_maps.CHECKS["batched_maps"] + "\n"
-        return self.register_loop(name, mm, plan, td, args, call, "numba_tiles::matmul_batched_tma", checks=checks)
+        grid = mma_tiles.warp_grid(mm, _compile.typing_cc())
+        function = f"numba_tiles::{'matmul' if grid is None else 'mma'}_batched_tma"
+        return self.register_loop(name, mm, plan, td, args, call, function, checks=checks, grid=grid)
 
 
 TMA = Tma()
