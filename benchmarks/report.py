@@ -645,7 +645,7 @@ def compile_later(found):
 # figure: its notice then gives none.
 COLD_FORMS = [
     ("tiles.matmul", "matmul by cuBLASDx", "a first tiles.matmul kernel by cuBLASDx"),
-    ("tiles.Matmul", "register matmul by cuBLASDx", "a first kernel of tiles.Matmul's own loop by cuBLASDx"),
+    ("tiles.Matmul", "register matmul by cuBLASDx", "a first tiles.Matmul own loop by cuBLASDx"),
 ]
 # What the matmul guide lists, in order: (the case, the kernel as the guide names it); the forms above and a
 # Hopper kernel with no cuBLASDx GEMM (no notice: it is short).

@@ -4,10 +4,10 @@ result, the GPU machine's first FFT result); do not edit: run ``python benchmark
 
 # form → what a notice says of its first kernel with an empty cache (a form not here: no figure)
 COLD = {
-    # compile_latency-cpu2.json: 2026-12-06, 8c470f0
-    "tiles.matmul": "a first tiles.matmul kernel by cuBLASDx took about 12 s on 2 CPU cores",
-    # compile_latency-cpu2.json: 2026-12-06, 8c470f0
-    "tiles.Matmul": "a first kernel of tiles.Matmul's own loop took about 25 s on 2 CPU cores, less on more",
+    # compile_latency-cpu2.json: 2026-12-07, 2d1b451
+    "tiles.matmul": "a first tiles.matmul kernel by cuBLASDx took about 24 s on 2 CPU cores",
+    # compile_latency-cpu2.json: 2026-12-07, 2d1b451
+    "tiles.Matmul": "a first tiles.Matmul own loop by cuBLASDx took about 42 s on 2 CPU cores, less on more",
     # first_result_fft-h200.json: 2026-11-29, 765f18a
     "tiles.FFT": "a first tiles.FFT kernel took about 8 s to its result from a fresh process on 16 CPU cores",
 }
