@@ -211,11 +211,7 @@ __device__ __forceinline__ void matmul_load(matrix_ref<T> src, long long row0, l
   check_launch<BX, BY, BZ>("Matmul.load");
   operand_copy<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, Operand>(
       src, row0, col0, reinterpret_cast<P*>(shared_tile<items>(tile)), fill);
-  cute::cp_async_fence();
-  if constexpr (!Async) {
-    cute::cp_async_wait<0>();
-    __syncthreads();
-  }
+  copies_issued<Async>();
 }
 
 // acc += A B over the block's shared tiles; ends with a barrier, so the tiles may be refilled.
@@ -405,7 +401,9 @@ template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA,
           typename PD, typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
                                                TC alpha, TC beta, Epi epi = {}) {
-  copied_batched<dx_engine<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta, epi);
+  using E = dx_engine<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems>;
+  copied_batched<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
+      a, b, c, shared, alpha, beta, epi);
 }
 
 // Matmul.tile(ops, i, j, ...) by cp.async (any GPU), cuBLASDx multiplying: C's tile (i, j).
@@ -414,7 +412,9 @@ template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA,
           typename PD, typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_tile(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, long long i,
                                             long long j, array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
-  copied_tile_call<dx_engine<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, i, j, shared, alpha, beta, epi);
+  using E = dx_engine<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems>;
+  copied_tile_call<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
+      a, b, c, i, j, shared, alpha, beta, epi);
 }
 
 // Matmul.gemm(ops, ...) by cp.async (any GPU), cuBLASDx multiplying: all of C.
@@ -423,7 +423,9 @@ template <int M, int N, int K, typename PA, typename PB, typename PC, bool RowA,
           typename PD, typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void matmul_gemm(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, array_ref<TS> shared,
                                             TC alpha, TC beta, Epi epi = {}) {
-  copied_gemm<dx_engine<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta, epi);
+  using E = dx_engine<M, N, K, PA, PB, PC, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems>;
+  copied_gemm<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
+      a, b, c, shared, alpha, beta, epi);
 }
 
 // Matmul.batched(pipe, c, ...) by TMA (sm_90 and later), cuBLASDx multiplying.

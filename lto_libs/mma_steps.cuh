@@ -67,8 +67,10 @@ template <int Items, typename TC>
 __device__ __forceinline__ TC* accumulator_items(const array_ref<TC>& acc) {
   if (acc.size < Items || acc.stride != 1) {
     if (first_thread()) {
-      printf("tiles.Matmul: the accumulator holds %lld items (stride %lld); it must be a "
-             "cuda.local.array(mm.accumulator_items) of %d\n", acc.size, acc.stride, Items);
+      printf(
+          "tiles.Matmul: the accumulator holds %lld items (stride %lld); it must be a "
+          "cuda.local.array(mm.accumulator_items) of %d\n",
+          acc.size, acc.stride, Items);
     }
     fail();
   }
@@ -132,19 +134,14 @@ __device__ __forceinline__ void tile_in(const matrix_ref<T>& src, long long row0
 // no barrier (Matmul.wait completes it).
 template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
           int CItems, int WM, int WN, int Operand, bool Async, typename T>
-__device__ __forceinline__ void mma_load(matrix_ref<T> src, long long row0, long long col0, array_ref<T> tile,
-                                         T fill) {
+__device__ __forceinline__ void mma_load(matrix_ref<T> src, long long row0, long long col0, array_ref<T> tile, T fill) {
   constexpr int Rows = Operand == 0 ? M : K, Cols = Operand == 0 ? K : N;
   static_assert(Rows * Cols == (Operand == 0 ? AItems : BItems), "numba_tiles' shared tile size");
   check_launch<BX, BY, BZ>("Matmul.load");
   using Layout = swizzled<Rows, Cols, Operand == 0 ? RowA : RowB, T>;
   tile_in<Layout, Rows, Cols, BX * BY * BZ>(src, row0, col0, shared_tile<Rows * Cols>(tile), fill,
                                             thread_rank<BX, BY>());
-  cute::cp_async_fence();
-  if constexpr (!Async) {
-    cute::cp_async_wait<0>();
-    __syncthreads();
-  }
+  copies_issued<Async>();
 }
 
 // Matmul.multiply: acc += A B over the block's shared tiles, each warp its tile; ends with a barrier, so the tiles
@@ -163,9 +160,9 @@ __device__ __forceinline__ void mma_multiply(array_ref<TA> a, array_ref<TB> b, a
   // (ldmatrix reads 16-byte lines: both tiles' lines are whole chunks, and the tiles 16-byte aligned)
   constexpr bool Ldsm = LayoutA::chunks > 0 && LayoutB::chunks > 0;
   const int warp = Grid::warp();
-  warp_product<P, K, LayoutA, LayoutB, Grid::TM, Grid::TN, Ldsm>(
-      shared_tile<AItems>(a), shared_tile<BItems>(b), warp % WM * Grid::TM, warp / WM * Grid::TN, Grid::lane(),
-      fragments);
+  warp_product<P, K, LayoutA, LayoutB, Grid::TM, Grid::TN, Ldsm>(shared_tile<AItems>(a), shared_tile<BItems>(b),
+                                                                 warp % WM * Grid::TM, warp / WM * Grid::TN,
+                                                                 Grid::lane(), fragments);
   __syncthreads();
 }
 
@@ -197,9 +194,8 @@ __device__ __forceinline__ void mma_store(array_ref<TC> acc, matrix_ref<TD> dst,
 template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
           int CItems, int WM, int WN, typename TC, typename PD, typename TD, bool Reused = true, typename TS = TC,
           typename Epi = no_epilogue>
-__device__ __forceinline__ void mma_store_staged(array_ref<TC> acc, matrix_ref<TD> dst, long long row0,
-                                                 long long col0, TC alpha, TC beta, array_ref<TS> stage,
-                                                 Epi epi = {}) {
+__device__ __forceinline__ void mma_store_staged(array_ref<TC> acc, matrix_ref<TD> dst, long long row0, long long col0,
+                                                 TC alpha, TC beta, array_ref<TS> stage, Epi epi = {}) {
   using Grid = warp_grid<M, N, P, BX, BY, BZ, WM, WN>;
   static_assert(sizeof(PD) == sizeof(TD), "the result's storage must match its precision");
   constexpr bool rounded = !cuda::std::is_same_v<TS, TC>;
@@ -249,7 +245,9 @@ __device__ __forceinline__ void mma_store_staged(array_ref<TC> acc, matrix_ref<T
     } else {
       // (every item finished before any is written, so that the epilogue's loads of an item's row or column are
       // made once for all the thread's items that share it; a thread's two adjacent items as one 32-bit write)
-      struct alignas(2 * sizeof(PD)) two { PD first, second; };
+      struct alignas(2 * sizeof(PD)) two {
+        PD first, second;
+      };
       two done[CItems / 2];
       unrolled<CItems / 2>([&](int h) {
         const int r = Grid::row(2 * h, warp, lane), col = Grid::col(2 * h, warp, lane);
@@ -265,7 +263,8 @@ __device__ __forceinline__ void mma_store_staged(array_ref<TC> acc, matrix_ref<T
     static_assert(LD % 2 == 0, "pairs of items in whole rows");
     unrolled<CItems / 2>([&](int h) {
       const int r = Grid::row(2 * h, warp, lane), col = Grid::col(2 * h, warp, lane);
-      *reinterpret_cast<Pair*>(staged + r * LD + col) = pair_of<TC>::make(alpha * items[2 * h], alpha * items[2 * h + 1]);
+      *reinterpret_cast<Pair*>(staged + r * LD + col) =
+          pair_of<TC>::make(alpha * items[2 * h], alpha * items[2 * h + 1]);
     });
   }
   stage_out<M, N, BX, BY, BZ, LD, Bulk, Reused, PD>(staged, dst, row0, col0, beta, inside, epi);
@@ -323,7 +322,9 @@ template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY,
           typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void mma_batched(batch_ref<T> a, batch_ref<T> b, batch_ref<TD> c, array_ref<TS> shared,
                                             TC alpha, TC beta, Epi epi = {}) {
-  copied_batched<atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta, epi);
+  using E = atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>;
+  copied_batched<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta,
+                                                                                          epi);
 }
 
 // Matmul.tile(ops, i, j, ...) by cp.async, the MMA atoms multiplying: C's tile (i, j).
@@ -332,7 +333,9 @@ template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY,
           typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void mma_tile(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, long long i, long long j,
                                          array_ref<TS> shared, TC alpha, TC beta, Epi epi = {}) {
-  copied_tile_call<atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, i, j, shared, alpha, beta, epi);
+  using E = atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>;
+  copied_tile_call<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, i, j, shared,
+                                                                                            alpha, beta, epi);
 }
 
 // Matmul.gemm(ops, ...) by cp.async, the MMA atoms multiplying: all of C.
@@ -341,7 +344,9 @@ template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY,
           typename TD, typename TS, typename Epi = no_epilogue>
 __device__ __forceinline__ void mma_gemm(matrix_ref<T> a, matrix_ref<T> b, matrix_ref<TD> c, array_ref<TS> shared,
                                          TC alpha, TC beta, Epi epi = {}) {
-  copied_gemm<atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta, epi);
+  using E = atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>;
+  copied_gemm<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(a, b, c, shared, alpha, beta,
+                                                                                       epi);
 }
 
 // Matmul.batched(pipe, c, ...) by TMA (sm_90 and later), the MMA atoms multiplying (T: an item of A and B, of the

@@ -13,6 +13,17 @@
 
 namespace numba_tiles {
 
+// The end of Matmul.load_a's or load_b's copies: one cp.async group; unless Async, waited for, then a barrier (Async:
+// Matmul.wait completes it).
+template <bool Async>
+__device__ __forceinline__ void copies_issued() {
+  cute::cp_async_fence();
+  if constexpr (!Async) {
+    cute::cp_async_wait<0>();
+    __syncthreads();
+  }
+}
+
 // The loop of Matmul.batched (either form): C[i] = alpha A[i] B[i] + beta C[i] for i = `block`,
 // `block` + `blocks`, ... below `count` (a persistent loop: this block of a grid of `blocks`; launch about
 // as many blocks as fit at once), each product `ksteps` K-tiles. The K-tiles stream through Stages
@@ -32,8 +43,8 @@ template <class E, int M, int N, int K, int BX, int BY, int BZ, int CItems, int 
           int ItemsA, int ItemsB, typename PD, bool Started, bool Aliased, typename T, typename TC, typename TD,
           class Pipe, typename Epi>
 __device__ __forceinline__ void batched_loop(Pipe& pipe, long long count, long long k, T* tiles_a, T* tiles_b,
-                                             batched_stage<TC, TD>* stage, const batch_ref<TD>& c, TC alpha,
-                                             TC beta, Epi epi, long long block, long long blocks) {
+                                             batched_stage<TC, TD>* stage, const batch_ref<TD>& c, TC alpha, TC beta,
+                                             Epi epi, long long block, long long blocks) {
   using Staged = batched_stage<TC, TD>;
   static_assert(Stages >= 2, "a pipeline needs two stages or more");
   constexpr int StageItems = batched_stage_items<M, N, TC, TD>;
@@ -124,9 +135,11 @@ __device__ __forceinline__ void check_batch(long long count, long long m, long l
                                             long long bn, long long c_count, long long cm, long long cn) {
   if (count != b_count || count != c_count || k != bk || cm != m || cn != bn || m > M || bn > N) {
     if (first_thread()) {
-      printf("tiles.Matmul.batched: A is %lld x %lld x %lld, B %lld x %lld x %lld, C %lld x %lld x %lld; they must "
-             "be count x m x k, count x k x n and count x m x n with m <= %d and n <= %d (a larger product: mm.tile over its tiles)\n",
-             count, m, k, b_count, bk, bn, c_count, cm, cn, M, N);
+      printf(
+          "tiles.Matmul.batched: A is %lld x %lld x %lld, B %lld x %lld x %lld, C %lld x %lld x %lld; they must "
+          "be count x m x k, count x k x n and count x m x n with m <= %d and n <= %d (a larger product: mm.tile over "
+          "its tiles)\n",
+          count, m, k, b_count, bk, bn, c_count, cm, cn, M, N);
     }
     fail();
   }
@@ -138,9 +151,10 @@ __device__ __forceinline__ void check_batched_shared(const array_ref<TS>& shared
   if (shared.stride != 1 || shared.size * static_cast<long long>(sizeof(TS)) < bytes ||
       reinterpret_cast<unsigned long long>(shared.data) % 16 != 0) {
     if (first_thread()) {
-      printf("tiles.Matmul.batched: shared holds %lld bytes (stride %lld); it needs %lld contiguous bytes, 16-byte "
-             "aligned: launch it with mm.launch, which gives the dynamic shared memory it needs\n",
-             shared.size * static_cast<long long>(sizeof(TS)), shared.stride, bytes);
+      printf(
+          "tiles.Matmul.batched: shared holds %lld bytes (stride %lld); it needs %lld contiguous bytes, 16-byte "
+          "aligned: launch it with mm.launch, which gives the dynamic shared memory it needs\n",
+          shared.size * static_cast<long long>(sizeof(TS)), shared.stride, bytes);
     }
     fail();
   }
@@ -148,7 +162,8 @@ __device__ __forceinline__ void check_batched_shared(const array_ref<TS>& shared
 
 // The bytes of Matmul.batched's (and Matmul.tile's) dynamic shared memory: Stages A tiles, Stages B tiles, the stage.
 template <int M, int N, int AItems, int BItems, int Stages, typename T, typename TC, typename TD>
-inline constexpr long long batched_shared_bytes = Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
+inline constexpr long long batched_shared_bytes =
+    Stages * (AItems + BItems) * static_cast<long long>(sizeof(T)) +
     batched_stage_items<M, N, TC, TD> * static_cast<long long>(sizeof(batched_stage<TC, TD>));
 
 // Products block, block + blocks, ... of a batch by cp.async: every thread copies the tiles (operand_copy:
@@ -182,9 +197,9 @@ __device__ __forceinline__ void copied_loop(const char* name, const batch_ref<T>
     __device__ __forceinline__ void wait(int, unsigned) { cute::cp_async_wait<Stages - 2>(); }
   } pipe{a, b, tiles_a, tiles_b};
   batched_loop<E, M, N, K, BX, BY, BZ, CItems, Stages, typename E::template layout_a<T>,
-               typename E::template layout_b<T>, AItems, BItems, PD, false, false>(pipe, a.count, a.cols, tiles_a, tiles_b,
-                                         reinterpret_cast<Staged*>(tiles_b + Stages * BItems), c, alpha, beta, epi,
-                                         block, blocks);
+               typename E::template layout_b<T>, AItems, BItems, PD, false, false>(
+      pipe, a.count, a.cols, tiles_a, tiles_b, reinterpret_cast<Staged*>(tiles_b + Stages * BItems), c, alpha, beta,
+      epi, block, blocks);
   cute::cp_async_wait<0>();  // (only empty groups remain; a kernel may reuse the buffers after the call)
   __syncthreads();
 }
@@ -196,7 +211,8 @@ template <class E, int M, int N, int K, int BX, int BY, int BZ, int AItems, int 
 __device__ __forceinline__ void copied_batched(const batch_ref<T>& a, const batch_ref<T>& b, const batch_ref<TD>& c,
                                                const array_ref<TS>& shared, TC alpha, TC beta, Epi epi) {
   check_batch<M, N>(a.count, a.rows, a.cols, b.count, b.rows, b.cols, c.count, c.rows, c.cols);
-  copied_loop<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>("Matmul.batched", a, b, c, shared, alpha, beta, epi, linear_block(), grid_blocks());
+  copied_loop<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
+      "Matmul.batched", a, b, c, shared, alpha, beta, epi, linear_block(), grid_blocks());
 }
 
 // Stop the kernel unless A (m x k), B (k x n) and C (m x n) are one product's (`call`: the Matmul call's name).
@@ -229,11 +245,11 @@ __device__ __forceinline__ void copied_tile(const char* name, const matrix_ref<T
   const batch_ref<TD> pc{&c(r0, c0), 1, m, n, 0, c.row_stride, c.col_stride};
   const auto at = [&](TC value, long long, long long r, long long q) { return epi(value, r0 + r, c0 + q); };
   if constexpr (has_epilogue<Epi>) {
-    copied_loop<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
-        name, pa, pb, pc, shared, alpha, beta, at, 0, 1);
+    copied_loop<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(name, pa, pb, pc, shared,
+                                                                                         alpha, beta, at, 0, 1);
   } else {
-    copied_loop<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(
-        name, pa, pb, pc, shared, alpha, beta, epi, 0, 1);
+    copied_loop<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>(name, pa, pb, pc, shared,
+                                                                                         alpha, beta, epi, 0, 1);
   }
 }
 
@@ -244,7 +260,8 @@ __device__ __forceinline__ void copied_tile_call(const matrix_ref<T>& a, const m
                                                  const matrix_ref<TD>& c, long long i, long long j,
                                                  const array_ref<TS>& shared, TC alpha, TC beta, Epi epi) {
   check_product("tile", a, b, c);
-  copied_tile<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>("Matmul.tile", a, b, c, i, j, shared, alpha, beta, epi);
+  copied_tile<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>("Matmul.tile", a, b, c, i, j,
+                                                                                       shared, alpha, beta, epi);
 }
 
 // Matmul.gemm(ops, ...) by cp.async (any GPU) with the product engine E: all of C, this block's tiles in
@@ -255,7 +272,8 @@ __device__ __forceinline__ void copied_gemm(const matrix_ref<T>& a, const matrix
                                             const array_ref<TS>& shared, TC alpha, TC beta, Epi epi) {
   check_product("gemm", a, b, c);
   each_gemm_tile<M, N>(c.rows, c.cols, [&](int i, int j) {
-    copied_tile<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>("Matmul.gemm", a, b, c, i, j, shared, alpha, beta, epi);
+    copied_tile<E, M, N, K, BX, BY, BZ, AItems, BItems, CItems, Stages, SharedBytes, PD>("Matmul.gemm", a, b, c, i, j,
+                                                                                         shared, alpha, beta, epi);
   });
 }
 
@@ -268,14 +286,13 @@ __device__ constexpr bool batched_tma_aliased(long long stage, long long buffer)
   return !bulk_out<TS, TD> && stage <= buffer;
 }
 
-// Matmul.batched(pipe, c, ...) by TMA with the product engine E (T: A's and B's storage): the first thread loads each K-tile with TMA (pipe: the tensor
-// maps of A and B the host made, zeros past their edges), a box a line's 128 bytes wide (at most),
-// into tma_tile's layouts, counted on the buffer's mbarrier. `shared` holds up to 1 KiB of
-// alignment (TMA's swizzle needs 1024-byte aligned boxes), Stages buffers of an A tile then a B
-// tile (each a multiple of 1 KiB), the stage unless the buffer holds it (batched_tma_aliased) and
-// the Stages mbarriers. The block's first K-tile is started before the sizes are read and checked:
-// a block's start then waits on one load less, which with the aliased stage's sixth block an SM is
-// what brings fp16 64^3 x 16384 on an H200 level with torch.bmm, from about 2% behind.
+// Matmul.batched(pipe, c, ...) by TMA with the product engine E (T: A's and B's storage): the first thread loads each
+// K-tile with TMA (pipe: the tensor maps of A and B the host made, zeros past their edges), a box a line's 128 bytes
+// wide (at most), into tma_tile's layouts, counted on the buffer's mbarrier. `shared` holds up to 1 KiB of alignment
+// (TMA's swizzle needs 1024-byte aligned boxes), Stages buffers of an A tile then a B tile (each a multiple of 1 KiB),
+// the stage unless the buffer holds it (batched_tma_aliased) and the Stages mbarriers. The block's first K-tile is
+// started before the sizes are read and checked: a block's start then waits on one load less, which with the aliased
+// stage's sixth block an SM is what brings fp16 64^3 x 16384 on an H200 level with torch.bmm, from about 2% behind.
 template <class E, int M, int N, int K, bool RowA, bool RowB, int BX, int BY, int BZ, int CItems, int Stages,
           long long SharedBytes, typename T, typename PD, typename TC, typename TD, typename TS, typename Epi>
 __device__ __forceinline__ void tma_batched(const array_ref<unsigned char>& maps, const batch_ref<TD>& c,

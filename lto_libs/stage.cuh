@@ -17,16 +17,18 @@ template <int Items, typename T>
 __device__ __forceinline__ T* shared_tile(const array_ref<T>& tile) {
   if (tile.size < Items || tile.stride != 1) {  // folds away for a cuda.shared.array
     if (first_thread()) {
-      printf("tiles.Matmul: a shared tile is smaller than the description needs, or strided; allocate "
-             "cuda.shared.array(mm.a_items, mm.b_items or mm.c_items, dtype, alignment=16), or slice that many "
-             "items of a dynamic one\n");
+      printf(
+          "tiles.Matmul: a shared tile is smaller than the description needs, or strided; allocate "
+          "cuda.shared.array(mm.a_items, mm.b_items or mm.c_items, dtype, alignment=16), or slice that many "
+          "items of a dynamic one\n");
     }
     fail();
   }
   if (reinterpret_cast<unsigned long long>(tile.data) % 16 != 0) {
     if (first_thread()) {
-      printf("tiles.Matmul: a shared tile is not 16-byte aligned; allocate it with "
-             "cuda.shared.array(items, dtype, alignment=16), or slice a dynamic one at a multiple of 16 bytes\n");
+      printf(
+          "tiles.Matmul: a shared tile is not 16-byte aligned; allocate it with "
+          "cuda.shared.array(items, dtype, alignment=16), or slice a dynamic one at a multiple of 16 bytes\n");
     }
     fail();
   }
@@ -71,7 +73,8 @@ inline constexpr int stage_pitch = N + 32 / sizeof(TC);
 template <typename TC, typename TD>
 using batched_stage = cuda::std::conditional_t<(sizeof(TD) < sizeof(TC)), TD, TC>;
 template <int N, typename TC, typename TS>
-inline constexpr int staged_pitch = sizeof(TS) < sizeof(TC) ? N + 16 / static_cast<int>(sizeof(TS)) : stage_pitch<N, TC>;
+inline constexpr int staged_pitch =
+    sizeof(TS) < sizeof(TC) ? N + 16 / static_cast<int>(sizeof(TS)) : stage_pitch<N, TC>;
 template <int M, int N, typename TC, typename TD>
 inline constexpr int batched_stage_items = M * staged_pitch<N, TC, batched_stage<TC, TD>>;
 
@@ -87,7 +90,9 @@ __device__ __forceinline__ void staged_tile_in(const matrix_ref<TD>& dst, long l
   if (N % W == 0 && LD % W == 0 && row0 >= 0 && col0 >= 0 && row0 + M <= dst.rows && col0 + N <= dst.cols &&
       dst.col_stride == 1 && dst.row_stride % W == 0 && col0 % W == 0 &&
       reinterpret_cast<unsigned long long>(dst.data) % 16 == 0) {
-    struct alignas(16) vector { TD item[W]; };
+    struct alignas(16) vector {
+      TD item[W];
+    };
     const TD* const corner = &dst(row0, col0);
 #pragma unroll 1  // (the accumulator is live here: one vector in flight at a time keeps registers for it)
     for (int i = t; i < M * N / W; i += Threads) {
@@ -150,8 +155,12 @@ __device__ __forceinline__ void stage_out(TS* staged, const matrix_ref<TD>& dst,
     constexpr bool Blend = decltype(with_old)::value;
     if (N % W == 0 && inside && dst.col_stride == 1 && dst.row_stride % W == 0 && col0 % W == 0 &&
         reinterpret_cast<unsigned long long>(dst.data) % (W * sizeof(TD)) == 0) {
-      struct alignas(W * sizeof(TD)) vector { TD item[W]; };
-      struct alignas(16) chunk { TS item[V]; };
+      struct alignas(W * sizeof(TD)) vector {
+        TD item[W];
+      };
+      struct alignas(16) chunk {
+        TS item[V];
+      };
       TD* const corner = &dst(row0, col0);
       for (int i = t; i < M * N / W; i += threads) {
         const int r = i / (N / W), col = i % (N / W) * W;

@@ -111,8 +111,8 @@ def test_a_notice_quotes_the_benchmark_figure_of_its_form_and_the_matmul_guide_t
     guide = guide[guide.index("<!-- perf:begin compile_cold -->") :]
     guide = guide[: guide.index("<!-- perf:end -->")]
     for intrinsic, case, kernel in (
-        ("matmul", "matmul by cuBLASDx", "the same kernel by cuBLASDx"),
-        ("Matmul.multiply", "register matmul", "`tiles.Matmul`'s own loop"),
+        ("matmul", "matmul by cuBLASDx", "its complex and float32 path"),
+        ("Matmul.multiply", "register matmul by cuBLASDx", "its float16-accumulator and float32 path"),
     ):
         newest = [r for r in results if f"{case}, cold cache" in r.data.get("results", {})][-1]
         seconds = round(newest.data["results"][f"{case}, cold cache"]["compile_s"])
