@@ -28,8 +28,7 @@ struct swizzled {
   static constexpr int chunks = length % V == 0 ? length / V : 0;  // (0: lines not of whole chunks)
   static constexpr bool swizzles = chunks > 1 && (chunks & (chunks - 1)) == 0;
   // f(l) = (l % 8 / spread) & mask: lines of 8 chunks or more, l % 8; of 4, (l / 2) % 4; of 2, (l / 4) % 2. (From
-  // l % 8: the compiler then sees that lines 8 apart, a warp's atoms', share it, and addresses them by one register
-  // and constant offsets.)
+  // l % 8, so that the compiler may see that lines 8 apart, a warp's atoms', share it.)
   static constexpr int spread = !swizzles || chunks >= 8 ? 1 : 8 / chunks;
   static constexpr int mask = !swizzles ? 0 : chunks >= 8 ? 7 : chunks - 1;
   static __device__ __forceinline__ int at_line(int line, int pos) {
