@@ -95,28 +95,26 @@ __device__ __forceinline__ void tile_in(const matrix_ref<T>& src, long long row0
     constexpr bool Even = Threads % Chunks == 0 && Step % Period == 0;
     const T* const origin = &src(row0, col0);
     const int q = t % Chunks, line0 = t / Chunks, stride = static_cast<int>(across);
-    const auto copy = [&](int line, int at) {
+    const auto copy = [&](int line, int chunk, int at) {
       cute::SM80_CP_ASYNC_CACHEGLOBAL<cute::uint128_t>::copy(
-          *reinterpret_cast<const cute::uint128_t*>(origin + line * stride + q * V),
+          *reinterpret_cast<const cute::uint128_t*>(origin + line * stride + chunk * V),
           *reinterpret_cast<cute::uint128_t*>(tile + at));
     };
     if constexpr (Even) {
       const int at0 = Layout::at_line(line0, q * V);
 #pragma unroll
       for (int j = 0; j < Total / Threads; ++j) {
-        copy(line0 + j * Step, at0 + j * Step * Layout::length);
+        copy(line0 + j * Step, q, at0 + j * Step * Layout::length);
       }
       if constexpr (Total % Threads != 0) {
         if (t < Total % Threads) {
-          copy(line0 + Total / Threads * Step, at0 + Total / Threads * Step * Layout::length);
+          copy(line0 + Total / Threads * Step, q, at0 + Total / Threads * Step * Layout::length);
         }
       }
     } else {
       for (int i = t; i < Total; i += Threads) {
         const int line = i / Chunks, chunk = i % Chunks;
-        cute::SM80_CP_ASYNC_CACHEGLOBAL<cute::uint128_t>::copy(
-            *reinterpret_cast<const cute::uint128_t*>(origin + line * stride + chunk * V),
-            *reinterpret_cast<cute::uint128_t*>(tile + Layout::at_line(line, chunk * V)));
+        copy(line, chunk, Layout::at_line(line, chunk * V));
       }
     }
   } else {
@@ -127,42 +125,6 @@ __device__ __forceinline__ void tile_in(const matrix_ref<T>& src, long long row0
       tile[Layout::at_line(line, pos)] = r >= 0 && r < src.rows && c >= 0 && c < src.cols ? src(r, c) : fill;
     }
   }
-}
-
-// Matmul.load_a (Operand 0: M x K) or load_b (1: K x N) into a tile of the kernel's, as one cp.async group. Async:
-// no barrier (Matmul.wait completes it).
-template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
-          int CItems, int WM, int WN, int Operand, bool Async, typename T>
-__device__ __forceinline__ void mma_load(matrix_ref<T> src, long long row0, long long col0, array_ref<T> tile, T fill) {
-  constexpr int Rows = Operand == 0 ? M : K, Cols = Operand == 0 ? K : N;
-  static_assert(Rows * Cols == (Operand == 0 ? AItems : BItems), "numba_tiles' shared tile size");
-  check_launch<BX, BY, BZ>("Matmul.load");
-  using Layout = swizzled<Rows, Cols, Operand == 0 ? RowA : RowB, T>;
-  tile_in<Layout, Rows, Cols, BX * BY * BZ>(src, row0, col0, shared_tile<Rows * Cols>(tile), fill,
-                                            thread_rank<BX, BY>());
-  copies_issued<Async>();
-}
-
-// Matmul.multiply: acc += A B over the block's shared tiles, each warp its tile; ends with a barrier, so the tiles
-// may be refilled.
-template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
-          int CItems, int WM, int WN, typename TA, typename TB, typename TC>
-__device__ __forceinline__ void mma_multiply(array_ref<TA> a, array_ref<TB> b, array_ref<TC> acc) {
-  using Grid = warp_grid<M, N, P, BX, BY, BZ, WM, WN>;
-  using Atom = mma_atom<P>;
-  using Acc = typename Atom::acc;
-  using LayoutA = swizzled<M, K, RowA, TA>;
-  using LayoutB = swizzled<K, N, RowB, TB>;
-  static_assert(Grid::items == CItems && cuda::std::is_same_v<TC, Acc>, "numba_tiles' accumulator");
-  check_launch<BX, BY, BZ>("Matmul.multiply");
-  auto& fragments = *reinterpret_cast<Acc(*)[Grid::MI][Grid::NI][Atom::c_regs]>(accumulator_items<CItems>(acc));
-  // (ldmatrix reads 16-byte lines: both tiles' lines are whole chunks, and the tiles 16-byte aligned)
-  constexpr bool Ldsm = LayoutA::chunks > 0 && LayoutB::chunks > 0;
-  const int warp = Grid::warp();
-  warp_product<P, K, LayoutA, LayoutB, Grid::TM, Grid::TN, Ldsm>(shared_tile<AItems>(a), shared_tile<BItems>(b),
-                                                                 warp % WM * Grid::TM, warp / WM * Grid::TN,
-                                                                 Grid::lane(), fragments);
-  __syncthreads();
 }
 
 // Matmul.store: dst's M x N tile at (row0, col0) = epi(alpha acc + beta dst, row, col) (beta == 0: dst is not
@@ -314,6 +276,31 @@ struct atom_engine {
         acc, dst, 0, 0, alpha, beta, stage, epi);
   }
 };
+
+// Matmul.load_a (Operand 0: M x K) or load_b (1: K x N) into a tile of the kernel's (the engine's copy), as one
+// cp.async group. Async: no barrier (Matmul.wait completes it).
+template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
+          int CItems, int WM, int WN, int Operand, bool Async, typename T>
+__device__ __forceinline__ void mma_load(matrix_ref<T> src, long long row0, long long col0, array_ref<T> tile, T fill) {
+  using E = atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>;
+  constexpr int Items = Operand == 0 ? AItems : BItems;
+  static_assert(Items == (Operand == 0 ? M * K : K * N), "numba_tiles' shared tile size");
+  check_launch<BX, BY, BZ>("Matmul.load");
+  E::template copy<Operand>(src, row0, col0, shared_tile<Items>(tile), fill);
+  copies_issued<Async>();
+}
+
+// Matmul.multiply: acc += A B over the block's shared tiles (the engine's product, each warp its tile); ends with a
+// barrier, so the tiles may be refilled.
+template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
+          int CItems, int WM, int WN, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void mma_multiply(array_ref<TA> a, array_ref<TB> b, array_ref<TC> acc) {
+  using E = atom_engine<M, N, K, P, RowA, RowB, BX, BY, BZ, AItems, BItems, CItems, WM, WN>;
+  check_launch<BX, BY, BZ>("Matmul.multiply");
+  E::template multiply<typename E::template layout_a<TA>, typename E::template layout_b<TB>>(
+      shared_tile<AItems>(a), shared_tile<BItems>(b), accumulator_items<CItems>(acc));
+  __syncthreads();
+}
 
 // Matmul.batched(ops, ...) by cp.async, the MMA atoms multiplying.
 template <int M, int N, int K, typename P, bool RowA, bool RowB, int BX, int BY, int BZ, int AItems, int BItems,
