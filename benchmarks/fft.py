@@ -1,9 +1,10 @@
 """Batched block FFTs (`tiles.FFT`, cuFFTDx) against cuFFT through PyTorch, and the copy limit, in one run.
 
 Seven cases, 1 GiB of input each (``--scale`` in GiB), each numba_tiles kernel written as docs/guide/fft.md
-teaches: a block transforms ``fft.ffts_per_block`` rows at a time, looping over groups of rows (a grid-stride loop,
-the grid ``tiles.resident_blocks`` of the kernel: as many blocks as the GPU runs at once), out of place; the plain
-transforms read each block's next rows while the current ones are transformed (the guide's "Reading ahead"):
+teaches: a block transforms a group of ``fft.ffts_per_block`` rows, out of place, a block for each group (no loop:
+`FFT.launch`'s default grid). ``--loop`` times the other form instead: as many blocks as the GPU runs at once
+(``tiles.resident_blocks``), each looping over groups of rows, the plain transforms reading their next rows while
+the current ones are transformed:
 
 - ``"c2c f32 256"``, ``"c2c f32 1024"``, ``"c2c f32 4096"``, ``"c2c f64 1024"``: forward FFTs of every row, against
   ``torch.fft.fft(x, dim=-1)`` (into a new tensor from torch's caching allocator: with ``out=``, cuFFT writes a
@@ -30,6 +31,7 @@ prints a table last.
     python benchmarks/fft.py --dry      # no GPU: compile every kernel for sm_90 (types and links them)
     python benchmarks/fft.py --sizes 1024=16:4,4096=16:2    # other elements a thread : FFTs a block, by size
     python benchmarks/fft.py --blocks-per-sm 8     # launch_bounds=(threads, 8): registers capped for 8 blocks an SM
+    python benchmarks/fft.py --loop --out /tmp/loop  # the looping form, kept apart from the record
 
 On the GPU machines (after ``make gpu-site``): ``PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/fft.py``.
 """
@@ -70,8 +72,46 @@ ITEMS = {"complex64": complex64, "complex128": complex128}
 
 def transform_kernel(fft, jit=cuda.jit):
     """``y[r] = fft(x[r])`` for every row ``r`` (c2c: complex rows of ``size``; r2c: real rows into ``size // 2 + 1``
-    values), each block reading its next group of rows into ``ahead`` before the current group's FFT: those loads are
-    in flight while it computes."""
+    values), a block a group of ``fft.ffts_per_block`` rows, as `FFT`'s example."""
+    items_type, per_block = ITEMS[fft.value_type], fft.ffts_per_block
+
+    @jit
+    def transform(x, y):
+        items = cuda.local.array(fft.storage_size, items_type)
+        row = cuda.blockIdx.x * per_block + cuda.threadIdx.y
+        if row < x.shape[0]:
+            fft.load(x[row], items)
+        fft.execute(items)
+        if row < x.shape[0]:
+            fft.store(items, y[row])
+
+    return transform
+
+
+def convolution_kernel(forward, inverse, jit=cuda.jit):
+    """``y[r] = size * ifft(fft(x[r]) * spectrum)`` for every row ``r``: ``ifft(fft(x[r]) * h)`` for ``spectrum = h /
+    size``, a block a group of rows."""
+    items_type, per_block = ITEMS[forward.value_type], forward.ffts_per_block
+
+    @jit
+    def convolution(x, spectrum, y):
+        items = cuda.local.array(forward.storage_size, items_type)
+        row = cuda.blockIdx.x * per_block + cuda.threadIdx.y
+        if row < x.shape[0]:
+            forward.load(x[row], items)
+        forward.execute(items)
+        for i in range(forward.elements_per_thread):
+            items[i] *= spectrum[forward.index(i)]
+        inverse.execute(items)  # in place, in the forward's layout
+        if row < x.shape[0]:
+            inverse.store(items, y[row])
+
+    return convolution
+
+
+def looping_transform_kernel(fft, jit=cuda.jit):
+    """`transform_kernel` on the resident blocks (``--loop``), each looping over groups of rows and reading its next
+    group into ``ahead`` before the current group's FFT: those loads are in flight while it computes."""
     items_type, per_block = ITEMS[fft.value_type], fft.ffts_per_block
 
     @jit
@@ -96,10 +136,10 @@ def transform_kernel(fft, jit=cuda.jit):
     return transform
 
 
-def convolution_kernel(forward, inverse, jit=cuda.jit):
-    """``y[r] = size * ifft(fft(x[r]) * spectrum)`` for every row ``r``: ``ifft(fft(x[r]) * h)`` for ``spectrum = h /
-    size``. (Reading ahead, as `transform_kernel` does, made it slower: with two FFTs inlined, the second register
-    array costs more than the loads in flight gain.)"""
+def looping_convolution_kernel(forward, inverse, jit=cuda.jit):
+    """`convolution_kernel` on the resident blocks (``--loop``), each looping over groups of rows. (Reading ahead, as
+    `looping_transform_kernel` does, made it slower: with two FFTs inlined, the second register array costs more
+    than the loads in flight gain.)"""
     items_type, per_block = ITEMS[forward.value_type], forward.ffts_per_block
 
     @jit
@@ -120,10 +160,11 @@ def convolution_kernel(forward, inverse, jit=cuda.jit):
     return convolution
 
 
-def describe_case(name, sizes=None, blocks_per_sm=None):
+def describe_case(name, sizes=None, blocks_per_sm=None, loop=False):
     """(the kernel, its FFT descriptions, its signature for `tiles.compile`) of case ``name``; ``sizes``: {FFT size:
     (elements_per_thread, ffts_per_block)} where not cuFFTDx's suggestions; ``blocks_per_sm``: the kernel compiled
-    with ``launch_bounds=(its threads, blocks_per_sm)``, its registers capped so that as many blocks fit an SM."""
+    with ``launch_bounds=(its threads, blocks_per_sm)``, its registers capped so that as many blocks fit an SM;
+    ``loop``: the looping form, for the resident blocks."""
     kind, precision, size, _ = CASES[name]
     chosen = dict(zip(("elements_per_thread", "ffts_per_block"), (sizes or {}).get(size, ())))
     if kind == "conv":
@@ -137,14 +178,16 @@ def describe_case(name, sizes=None, blocks_per_sm=None):
         )
         value = forward.value_type
         return (
-            convolution_kernel(forward, inverse, kernel_jit(forward, blocks_per_sm)),
+            (looping_convolution_kernel if loop else convolution_kernel)(
+                forward, inverse, kernel_jit(forward, blocks_per_sm)
+            ),
             (forward, inverse),
             f"void({value}[:, ::1], {value}[::1], {value}[:, ::1])",
         )
     fft = tiles.FFT(size, precision if kind == "r2c" else COMPLEX[precision], kind=kind, **chosen)
     source = fft.precision if kind == "r2c" else fft.value_type
     return (
-        transform_kernel(fft, kernel_jit(fft, blocks_per_sm)),
+        (looping_transform_kernel if loop else transform_kernel)(fft, kernel_jit(fft, blocks_per_sm)),
         (fft,),
         f"void({source}[:, ::1], {fft.value_type}[:, ::1])",
     )
@@ -177,7 +220,7 @@ def run_case(name, args):
     import torch
 
     kind, precision, size, target = CASES[name]
-    kernel, ffts, _ = describe_case(name, args.sizes, args.blocks_per_sm)
+    kernel, ffts, _ = describe_case(name, args.sizes, args.blocks_per_sm, args.loop)
     fft = ffts[0]
     source = getattr(torch, fft.precision if kind == "r2c" else fft.value_type)
     rows = int(args.scale * 2**30) // (source.itemsize * size)
@@ -201,7 +244,9 @@ def run_case(name, args):
             return transform(x, dim=-1)
 
     started = time.perf_counter()
-    grid = min(tiles.resident_blocks(kernel, fft.block_dim, *arguments), -(-rows // fft.ffts_per_block))
+    grid = -(-rows // fft.ffts_per_block)  # a block a group (FFT.launch's default grid)
+    if args.loop:
+        grid = min(tiles.resident_blocks(kernel, fft.block_dim, *arguments), grid)
 
     def ours():
         kernel[grid, fft.block_dim](*arguments)
@@ -241,6 +286,7 @@ def run_case(name, args):
         met=peer_ms / ms >= target if target else None,
         fft=repr(fft),
         blocks_per_sm=args.blocks_per_sm,
+        form="loop" if args.loop else "a block a group",
         block_dim=list(fft.block_dim),
         grid=grid,
         compile_s=compile_s,
@@ -259,11 +305,11 @@ def release():
 # ---- the run ----
 
 
-def dry(names, sizes=None, blocks_per_sm=None):
+def dry(names, sizes=None, blocks_per_sm=None, loop=False):
     """No GPU: compile each case's kernel for sm_90, linked with its FFTs."""
     for name in names:
         started = time.perf_counter()
-        kernel, ffts, signature = describe_case(name, sizes, blocks_per_sm)
+        kernel, ffts, signature = describe_case(name, sizes, blocks_per_sm, loop)
         cubin = tiles.compile(kernel, signature, arch="sm_90")
         print(
             f"{name:<15} {time.perf_counter() - started:6.1f} s  {len(cubin):>8} bytes of cubin  "
@@ -289,13 +335,16 @@ def main(argv=None):
         type=int,
         help="compile each kernel with launch_bounds=(its threads, N): registers capped so that N blocks fit an SM",
     )
+    parser.add_argument(
+        "--loop", action="store_true", help="the looping form on the resident blocks instead of a block a group"
+    )
     add_output_arguments(parser)
     args = parser.parse_args(argv)
     names = [c.strip() for c in args.cases.split(",") if c.strip()]
     if not names or set(names) - set(CASES):
         parser.error(f"unknown cases {sorted(set(names) - set(CASES))}; choose from {', '.join(CASES)}")
     if args.dry:
-        return dry(names, args.sizes, args.blocks_per_sm)
+        return dry(names, args.sizes, args.blocks_per_sm, args.loop)
     if not cuda.is_available():
         raise SystemExit("fft: no CUDA GPU (numba.cuda.is_available() is False); --dry compiles without one")
     commit = measured_commit(args)
