@@ -32,9 +32,12 @@ and epilogues (`pack`: the store's functor calls the user's function in numba-cu
 """
 
 import functools
+import importlib.abc
 import importlib.util
 import io
+import sys
 import threading
+import warnings
 import weakref
 
 from numba import cuda
@@ -56,6 +59,63 @@ def available():
 
     found = tuple(int(p) for p in version("numba-cuda-mlir").split(".")[:2])
     return MIN_VERSION <= found < MAX_VERSION
+
+
+# --- registering, once numba-cuda-mlir is imported ----------------------------------------------------
+
+# Importing numba-cuda-mlir takes about half a second (more than all of numba_tiles after numba.cuda), which a process
+# that never compiles with it should not pay at `import numba_tiles`. So the intrinsics, descriptions and handles are
+# registered with it as its import ends (`_RegisterOnImport`), or at once where it is imported already: before any
+# of its kernels can be typed either way.
+_pending = []  # (register, args) made before numba-cuda-mlir was imported, in order
+_pending_lock = threading.Lock()
+
+
+def _once_imported(register):
+    """``register(*args)`` now if numba-cuda-mlir is imported, else as soon as it is."""
+
+    @functools.wraps(register)
+    def deferred(*args):
+        with _pending_lock:
+            _pending.append((register, args))
+            if "numba_cuda_mlir" not in sys.modules:
+                if not any(isinstance(f, _RegisterOnImport) for f in sys.meta_path):
+                    sys.meta_path.insert(0, _RegisterOnImport())
+                return
+        _register_pending()
+
+    return deferred
+
+
+def _register_pending():
+    """Make the registrations that waited for numba-cuda-mlir's import."""
+    with _pending_lock:
+        waiting = list(_pending)
+        _pending.clear()
+    for register, args in waiting:
+        register(*args)
+
+
+class _RegisterOnImport(importlib.abc.MetaPathFinder):
+    """Finds ``numba_cuda_mlir`` as the other finders do, and makes the pending registrations as its import ends."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "numba_cuda_mlir":
+            return None
+        sys.meta_path.remove(self)  # (the import itself is the other finders')
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            execute = spec.loader.exec_module
+
+            def exec_module(module):
+                execute(module)
+                try:
+                    _register_pending()
+                except Exception as exc:  # (its import must not fail for us: numba-cuda-mlir's kernels lack ours)
+                    warnings.warn(f"numba_tiles could not register its intrinsics with numba-cuda-mlir: {exc!r}")
+
+            spec.loader.exec_module = exec_module
+        return spec
 
 
 def is_kernel(value):
@@ -165,6 +225,7 @@ def _handle_class():
     return MlirHandle
 
 
+@_once_imported
 def register_handle(cls):
     """`numba_cuda.register_handle` for numba-cuda-mlir: an instance of ``cls`` is typed by its ``_numba_type_``, and
     launched as `launch_arguments` makes it."""
@@ -247,6 +308,7 @@ def typing_cc():
 # --- typing and lowering ------------------------------------------------------------------------
 
 
+@_once_imported
 def register(func, name, pysig, resolve, lower):
     """Make ``func`` (the intrinsic ``name``, of Python signature ``pysig``) callable in numba-cuda-mlir kernels:
     ``resolve(args, kws, origins, debug)`` → a numba.cuda signature for numba.cuda argument types (``origins``:
@@ -291,6 +353,7 @@ def register(func, name, pysig, resolve, lower):
         extending.refresh_registries(include_uninitialized_cuda=False)
 
 
+@_once_imported
 def register_description(cls, attribute):
     """`numba_cuda.register_description` for numba-cuda-mlir kernels: a module-level instance of ``cls`` is a
     compile-time object of its own type there; ``attribute(obj, name)`` is an int (a constant), an intrinsic

@@ -628,6 +628,22 @@ def test_numba_cuda_mlirs_extension_loader_imports_us():
     assert done.stdout.split() == ["True"], done.stdout + done.stderr
 
 
+def test_importing_numba_tiles_leaves_numba_cuda_mlir_unimported_and_its_import_registers_us():
+    """``import numba_tiles`` does not import numba-cuda-mlir (half a second a process that never compiles with it
+    would pay); a program that imports it afterwards compiles kernels calling the intrinsics all the same."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nimport numba_tiles as tiles\nprint('numba_cuda_mlir' in sys.modules)\n"
+        "from numba_cuda_mlir import cuda\n"
+        "@cuda.jit\ndef k(x, out):\n    out[0] = tiles.block_sum(x[cuda.threadIdx.x], block_dim=64)\n"
+        "print(tiles.compile(k, 'void(float32[:], float32[:])', arch='sm_90')[:4] == b'\\x7fELF')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr
+
+
 def test_the_numba_cuda_mlir_hooks_the_adapter_uses_are_there():
     """numba_tiles/_backends/mlir.py's private hooks, by name: a numba-cuda-mlir upgrade that moves one fails here."""
     import numba_cuda_mlir.tools as tools
