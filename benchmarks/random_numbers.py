@@ -64,8 +64,8 @@ def fill_case(name, distribution, peer_name, torch_fill, repeats):
     kernel = fill_kernel(rng)
     out = torch.empty(VALUES, device="cuda")
     view = cuda.as_cuda_array(out)
-    # (four times the blocks the GPU runs at once: on an H100 the normal fill ran 7% faster so than on a power of two
-    # of them, 3.5% faster than on all of them once)
+    # (four times the blocks the GPU runs at once: on an H100 the normal fill ran fastest so, ahead of all of them
+    # once and of a power of two of them; docs/notes/random-fills.md)
     grid = 4 * tiles.resident_blocks(kernel, TPB, view, np.uint64(1))
 
     def ours():
