@@ -10,9 +10,10 @@ calls on the same batch, on the GPU:
 - ``"gesv f32 32 x 65536"``: LU with partial pivoting, against ``torch.linalg.solve``. Target: >= 5x.
 - ``"gels f32 64x32 x 16384"``: least squares by QR, against ``torch.linalg.lstsq``. Target: >= 5x.
 
-Each case runs a few shapes of the kernel (threads a block, problems a block) and reports the fastest, all in the
-JSON; results are checked against the peer's first. The limit shown is a copy of the batch's bytes (A and B read, X
-written) at the speed of ``Tensor.copy_`` measured in the same run. Each time is the median of ``--repeats`` trials
+Each case runs a few shapes of the kernel (threads a block, problems a block, A's rows padded by an item or not, and
+for Cholesky's symmetric A either arrangement) and reports the fastest, all in the JSON; results are checked against
+the peer's first. The limit shown is a copy of the batch's bytes (A and B read, X written) at the speed of
+``Tensor.copy_`` measured in the same run. Each time is the median of ``--repeats`` trials
 (benchmarks/_timing.py). Writes benchmarks/results/solvers-DEVICE.json and prints a table last.
 
     python benchmarks/solvers.py [--repeats 9] [--out DIR] [--draft]
@@ -34,13 +35,44 @@ import numba_tiles as tiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-# case: (function, (m, n), dtype, problems, target ratio, shapes tried: (threads, batches_per_block) or None for
-# the description's defaults)
+# The shapes of the kernel a case tries: the description's defaults, and (threads, batches_per_block, A's rows
+# padded by one item, arrangement) where given ("col_major" for the symmetric A of Cholesky only: the same bytes)
+DEFAULT, PADDED = (None, None, False, "row_major"), (None, None, True, "row_major")
+# case: (function, (m, n), dtype, problems, target ratio, shapes)
 CASES = {
-    "posv f32 32 x 65536": ("posv", (32, 32), "float32", 65536, 10, [None, (64, 2), (128, 4), (64, 1)]),
-    "posv f64 64 x 16384": ("posv", (64, 64), "float64", 16384, 10, [None, (32, 1)]),
-    "gesv f32 32 x 65536": ("gesv", (32, 32), "float32", 65536, 5, [None, (64, 2), (128, 4)]),
-    "gels f32 64x32 x 16384": ("gels", (64, 32), "float32", 16384, 5, [None, (32, 1), (32, 2)]),
+    "posv f32 32 x 65536": (
+        "posv",
+        (32, 32),
+        "float32",
+        65536,
+        10,
+        [DEFAULT, (64, 2, False, "row_major"), (128, 4, False, "row_major"), PADDED, (128, 4, True, "row_major")]
+        + [(None, None, False, "col_major"), (None, None, True, "col_major"), (128, 4, True, "col_major")],
+    ),
+    "posv f64 64 x 16384": (
+        "posv",
+        (64, 64),
+        "float64",
+        16384,
+        10,
+        [DEFAULT, PADDED, (None, None, False, "col_major"), (None, None, True, "col_major")],
+    ),
+    "gesv f32 32 x 65536": (
+        "gesv",
+        (32, 32),
+        "float32",
+        65536,
+        5,
+        [DEFAULT, (64, 2, False, "row_major"), (128, 4, False, "row_major"), PADDED, (128, 4, True, "row_major")],
+    ),
+    "gels f32 64x32 x 16384": (
+        "gels",
+        (64, 32),
+        "float32",
+        16384,
+        5,
+        [DEFAULT, (32, 2, False, "row_major"), PADDED, (32, 2, True, "row_major")],
+    ),
 }
 
 
@@ -84,9 +116,17 @@ def case(name, repeats):
     want = peer()
     scale = want.abs().max().item()
     tried = []
-    for shape in shapes:
-        threads, batches = shape or (None, None)
-        s = tiles.Solver(function, (m, n), dtype, block_dim=threads, batches_per_block=batches)
+    for threads, batches, padded, arrangement in shapes:
+        rows = (n, 1) if arrangement == "row_major" else (m, n)
+        s = tiles.Solver(
+            function,
+            (m, n),
+            dtype,
+            block_dim=threads,
+            batches_per_block=batches,
+            arrangement=arrangement,
+            leading_dimension=(rows[0] + 1, rows[1]) if padded else None,
+        )
         kernel = batched_cholesky.group_kernel(s)
         x = torch.empty_like(b)
         info = cuda.device_array(count, np.int32)
@@ -100,12 +140,14 @@ def case(name, repeats):
         ours()
         cuda.synchronize()
         error = ((x[:, :n] - want[:, :n]).abs().max() / scale).item()
-        assert error < (1e-3 if dtype == "float32" else 1e-9), (name, shape, error)
+        assert error < (1e-3 if dtype == "float32" else 1e-9), (name, s, error)
         assert not info.copy_to_host().any() or function == "gels", name
         tried.append(
             {
                 "threads": s.threads,
                 "batches_per_block": s.batches_per_block,
+                "leading_dimension": s.leading_dimension,
+                "arrangement": s.arrangement,
                 "ms": median_ms(ours, repeats, 3),
                 "error": error,
             }
@@ -120,6 +162,8 @@ def case(name, repeats):
         "ms": best["ms"],
         "threads": best["threads"],
         "batches_per_block": best["batches_per_block"],
+        "leading_dimension": best["leading_dimension"],
+        "arrangement": best["arrangement"],
         "error_vs_peer": best["error"],
         "peer": peer_name,
         "peer_ms": peer_ms,
@@ -150,12 +194,13 @@ def main():
     }
     path = write_result("solvers", record, args)
     print(f"\n{name}, commit {commit}, median of {args.repeats}; wrote {path}")
-    print(f"{'case':<24}{'ms':>8}{'limit':>8}{'peer ms':>9}{'ratio':>8}  shape  target")
+    print(f"{'case':<24}{'ms':>8}{'limit':>8}{'peer ms':>9}{'ratio':>8}  {'shape':<18}target")
     for r in rows:
         verdict = "met" if r["met"] else "NOT MET"
-        shape = f"{r['threads']}x{r['batches_per_block']}"
+        lda = r["leading_dimension"][0]
+        shape = f"{r['threads']}x{r['batches_per_block']} lda {lda}{' col' if r['arrangement'] == 'col_major' else ''}"
         print(
-            f"{r['case']:<24}{r['ms']:>8.3f}{r['limit_ms']:>8.3f}{r['peer_ms']:>9.3f}{r['ratio']:>7.1f}x  {shape:<6} "
+            f"{r['case']:<24}{r['ms']:>8.3f}{r['limit_ms']:>8.3f}{r['peer_ms']:>9.3f}{r['ratio']:>7.1f}x  {shape:<18}"
             f"{r['target']}: {verdict}"
         )
     return 0 if all(r["met"] for r in rows) else 1

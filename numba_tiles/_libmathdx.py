@@ -74,9 +74,10 @@ class Pipeline:
 class Solve:
     """One cuSOLVERDx function (``function``: a ``cusolverdxFunction`` number, ``name`` its name) for matrices of
     ``size`` (M, N, K: K right-hand sides) of ``precision`` ("float32", "float64"), real or ``complex``, in shared
-    memory with compile-time leading dimensions; ``fill`` the triangle it reads (``cusolverdxFillMode``, or None
-    where the function has none); ``arrangement`` of A and B (``cusolverdxArrangement``: 0 column-, 1 row-major);
-    ``batches`` problems a call, by a block of ``threads``; for ``sm`` (900: sm_90)."""
+    memory with compile-time leading dimensions (``leading``: lda and ldb, or () for the dense ones); ``fill`` the
+    triangle it reads (``cusolverdxFillMode``, or None where the function has none); ``arrangement`` of A and B
+    (``cusolverdxArrangement``: 0 column-, 1 row-major); ``batches`` problems a call, by a block of ``threads``; for
+    ``sm`` (900: sm_90)."""
 
     function: int
     name: str
@@ -88,6 +89,7 @@ class Solve:
     batches: int
     threads: int
     sm: int
+    leading: tuple = ()
 
     def key(self):
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -109,7 +111,7 @@ class Solve:
 _SOLVER_OPERATOR = dict(
     SIZE=0, TYPE=1, PRECISION=2, SM=3, EXECUTION=4, BLOCK_DIM=5, API=6, FUNCTION=7, ARRANGEMENT=8, FILL_MODE=9
 )
-_SOLVER_OPERATOR.update(BATCHES_PER_BLOCK=14)  # (cusolverdxOperatorType)
+_SOLVER_OPERATOR.update(LEADING_DIMENSION=13, BATCHES_PER_BLOCK=14)  # (cusolverdxOperatorType)
 _SOLVER_PRECISION = {"float32": 5, "float64": 6}  # commondxPrecision
 
 # ---- in the worker process ------------------------------------------------------------------------
@@ -243,6 +245,8 @@ def _solver(lib, s, part):
     )
     if s.fill is not None:
         operators["FILL_MODE"] = s.fill
+    if s.leading:
+        operators["LEADING_DIMENSION"] = list(s.leading)
     for name, value in operators.items():
         if isinstance(value, int):
             lib("cusolverdxSetOperatorInt64", _LL(h), _SOLVER_OPERATOR[name], _LL(value))

@@ -63,19 +63,21 @@ class Solver:
       ``"gels"`` (least squares: the X of n rows minimizing ||A X - B|| for m >= n, by QR).
 
     ``nrhs``: the right-hand sides (B's columns); ``fill_mode``: the triangle of A that Cholesky reads and writes
-    (``"lower"`` or ``"upper"``); ``arrangement``: how A and B lie in memory, ``"row_major"`` (C order, NumPy's:
-    the default) or ``"col_major"``; ``batches_per_block``: the problems one call solves (by default 32 // n, at
-    least 1); ``block_dim``: the block's threads (by default a warp up to 64 rows, the fastest measured, then the
-    next power of two, at most 256; a warp, and no more, for an odd ``nrhs`` past one and for gels of several
-    problems a block, which cuSOLVERDx 0.5 computes wrongly with more threads); ``arch``: the GPU (by
-    default this machine's, else sm_90), whose shared memory bounds the size. Creating one needs no GPU and compiles
-    nothing; libmathdx generates its code (a few seconds, in the background; then the disk cache answers) for each
-    arch a kernel calls it on.
+    (``"lower"`` or ``"upper"``); ``arrangement``: how A and B lie in memory, ``"row_major"`` (C order, NumPy's: the
+    default) or ``"col_major"``; ``leading_dimension``: ``(lda, ldb)``, the items from the start of one of A's rows
+    (row-major; columns col-major) to the next, and B's, in shared memory: by default dense, more to pad them;
+    ``batches_per_block``: the problems one call solves (by default 32 // n, at least 1); ``block_dim``: the block's
+    threads (by default a warp up to 64 rows, the fastest measured, then the next power of two, at most 256; a warp,
+    and no more, for an odd ``nrhs`` past one and for gels of several problems a block, which cuSOLVERDx 0.5
+    computes wrongly with more threads); ``arch``: the GPU (by default this machine's, else sm_90), whose shared
+    memory bounds the size. Creating one needs no GPU and compiles nothing; libmathdx generates its code (a few
+    seconds, in the background; then the disk cache answers) for each arch a kernel calls it on.
 
     Its sizes are attributes, and constants inside kernels: ``m``, ``n``, ``nrhs``; ``lda`` and ``ldb``, the leading
-    dimensions; ``batches_per_block`` and ``threads`` (``block_dim`` is ``(threads, 1, 1)``); for each operand the
-    items of all of a call's problems, back to back: ``a_size`` (m x n each), ``b_size`` (n x nrhs, gels max(m, n) x
-    nrhs), ``ipiv_size`` and ``tau_size`` (min(m, n)), ``info_size`` (one int32 each); and
+    dimensions (``leading_dimension`` is the pair); ``batches_per_block`` and ``threads`` (``block_dim`` is
+    ``(threads, 1, 1)``); for each operand the items of all of a call's problems, back to back: ``a_size`` (m x n
+    each, dense; m x lda row-major, n x lda col-major), ``b_size`` (n x nrhs, gels max(m, n) x nrhs, its lines ldb
+    apart too), ``ipiv_size`` and ``tau_size`` (min(m, n)), ``info_size`` (one int32 each); and
     ``shared_memory_bytes``, theirs together in shared memory (each rounded up to 16 bytes), A, B, ipiv and tau back
     to back from ``a_start``, ``b_start``, ``ipiv_start`` and ``tau_start`` (each in its own items: for a launch's
     dynamic shared memory, past a block's 48 KiB of static shared memory, see `launch`). ``operands`` names the
@@ -124,6 +126,7 @@ class Solver:
         fill_mode="lower",
         pivot="partial",
         arrangement="row_major",
+        leading_dimension=None,
         batches_per_block=None,
         block_dim=None,
         arch=None,
@@ -170,9 +173,11 @@ class Solver:
         self.block_dim = (self.threads, 1, 1)
         row = self.arrangement == "row_major"
         b_rows = largest if self.function == "gels" else self.n
-        self.lda = self.n if row else self.m
-        self.ldb = self.nrhs if row else b_rows
-        self.sizes = _items(self.function, self.m, self.n, self.nrhs, self.batches_per_block)
+        dense = (self.n, self.nrhs) if row else (self.m, b_rows)
+        self.lda, self.ldb = _leading(name, leading_dimension, dense, self.arrangement)
+        self.leading_dimension = (self.lda, self.ldb)
+        self._padded = self.leading_dimension != dense
+        self.sizes = _items(self.function, self.m, self.n, self.nrhs, self.batches_per_block, row, self.lda, self.ldb)
         self.a_size, self.b_size, self.ipiv_size, self.tau_size, self.info_size = self.sizes.values()
         starts, self.shared_memory_bytes = _shared_layout(self.sizes, self.operands, self.dtype)
         self.a_start, self.b_start, self.ipiv_start, self.tau_start = starts.values()
@@ -209,6 +214,7 @@ class Solver:
             self.batches_per_block,
             self.threads,
             cc[0] * 100 + cc[1] * 10,
+            self.leading_dimension if self._padded else (),  # (the dense ones: cuSOLVERDx's default)
         )
 
     def _key(self):
@@ -315,11 +321,36 @@ def _wrong_shape(function, nrhs, batches):
     return None
 
 
-def _items(function, m, n, nrhs, batches):
-    """Each operand's items for ``batches`` problems."""
+def _items(function, m, n, nrhs, batches, row=True, lda=None, ldb=None):
+    """Each operand's items for ``batches`` problems, A's and B's rows (row-major; columns col-major) ``lda`` and
+    ``ldb`` items apart (by default dense)."""
     b_rows = max(m, n) if function == "gels" else n
-    each = dict(a=m * n, b=b_rows * nrhs, ipiv=min(m, n), tau=min(m, n), info=1)
+    lda, ldb = lda or (n if row else m), ldb or (nrhs if row else b_rows)
+    each = dict(a=(m if row else n) * lda, b=(b_rows if row else nrhs) * ldb, ipiv=min(m, n), tau=min(m, n), info=1)
     return {p: each[p] * batches for p in each}
+
+
+def _leading(name, given, dense, arrangement):
+    """(lda, ldb): ``given``, checked against the dense ones, or the dense ones."""
+    if given is None:
+        return dense
+    if not (
+        isinstance(given, tuple)
+        and len(given) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in given)
+    ):
+        raise ext.error(
+            name, f"leading_dimension is a pair (lda, ldb), got {given!r}", f"pass leading_dimension={dense}"
+        )
+    line = "row" if arrangement == "row_major" else "column"
+    for what, value, least in zip(("lda", "ldb"), given, dense):
+        if value < least:
+            raise ext.error(
+                name,
+                f"{what}={value} is shorter than a {line} of its matrix ({least} items)",
+                f"pass leading_dimension={tuple(max(v, d) for v, d in zip(given, dense))}",
+            )
+    return given
 
 
 def _shared_layout(sizes, operands, dtype):

@@ -21,10 +21,12 @@ def _flat(name, solver, operand, array):
     return array.reshape(-1)
 
 
-def _matrix(flat, j, rows, cols, row_major):
-    """Problem ``j``'s rows x cols matrix of ``flat``, a view in the solver's arrangement."""
-    part = flat[j * rows * cols : (j + 1) * rows * cols]
-    return part.reshape(rows, cols) if row_major else part.reshape(cols, rows).T
+def _matrix(flat, j, rows, cols, row_major, ld):
+    """Problem ``j``'s rows x cols matrix of ``flat``, a view in the solver's arrangement, its rows (row-major) or
+    columns ``ld`` items apart."""
+    lines, length = (rows, cols) if row_major else (cols, rows)
+    part = flat[j * lines * ld : (j + 1) * lines * ld].reshape(lines, ld)[:, :length]
+    return part if row_major else part.T
 
 
 def _cholesky(w):
@@ -85,8 +87,8 @@ def execute(instance, args):
     lower = solver.fill_mode == "lower"
 
     def solve_one(j):
-        a = _matrix(ops["a"], j, m, n, row)
-        b = _matrix(ops["b"], j, b_rows, k, row) if "b" in ops else None
+        a = _matrix(ops["a"], j, m, n, row, solver.lda)
+        b = _matrix(ops["b"], j, b_rows, k, row, solver.ldb) if "b" in ops else None
         w = a.astype(wide)
         f = solver.function
         if f in ("potrf", "posv"):

@@ -24,6 +24,10 @@ def test_descriptions_name_their_sizes():
     qr = tiles.Solver("gels", (64, 32), "float32", nrhs=2)
     assert (qr.a_size, qr.b_size, qr.tau_size, qr.threads) == (2048, 128, 32, 32)
     assert tiles.Solver("posv", 100, "float32").threads == 128
+    padded = tiles.Solver("posv", 32, "float32", leading_dimension=(33, 1))
+    assert (padded.lda, padded.ldb, padded.a_size, padded.b_size) == (33, 1, 32 * 33, 32)
+    cols = tiles.Solver("gels", (64, 32), "float64", arrangement="col_major", leading_dimension=(65, 66))
+    assert (cols.a_size, cols.b_size) == (32 * 65, 66)
     assert repr(qr) == (
         "Solver('gels', (64, 32), 'float32', nrhs=2, arrangement='row_major', batches_per_block=1, "
         "block_dim=32, arch='sm_90')"
@@ -50,6 +54,12 @@ def test_descriptions_name_their_sizes():
             r"computes 5 right-hand sides .* Fix: pass block_dim=32",
         ),
         (("gels", (16, 8), "float32"), {"batches_per_block": 2, "block_dim": 64}, r"gels with 2 problems a block"),
+        (("posv", 8, "float32"), {"leading_dimension": 9}, r"leading_dimension is a pair .* Fix: pass .*=\(8, 1\)"),
+        (
+            ("gesv", 8, "float32"),
+            {"arrangement": "col_major", "leading_dimension": (9, 4)},
+            r"ldb=4 is shorter than a column of its matrix \(8 items\). Fix: pass leading_dimension=\(9, 8\)",
+        ),
     ],
 )
 def test_an_unsupported_description_is_refused_with_the_fix(args, kwargs, message):

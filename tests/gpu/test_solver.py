@@ -175,3 +175,19 @@ def expect_info(function, a, b, failing, dtype, scale):
     np.testing.assert_array_equal(info, want)
     good = want == 0
     close(x[good], np.linalg.solve(a[good], b[good]), dtype, scale=scale)
+
+
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("function", ["posv", "gesv", "gels"])
+def test_padded_leading_dimensions(function, dtype, rng):
+    m, n = (40, 32) if function == "gels" else (32, 32)
+    for arrangement in ("row_major", "col_major"):
+        lines = (n, 1) if arrangement == "row_major" else (m, m)
+        s = tiles.Solver(
+            function, (m, n), dtype, arrangement=arrangement, leading_dimension=(lines[0] + 1, lines[1] + 2)
+        )
+        a = spd(rng, COUNT, n, dtype) if function == "posv" else random(rng, (COUNT, m, n), dtype)
+        b = random(rng, (COUNT, m, 1), dtype)
+        _, x, _, _, _ = run(s, a, b)  # (the padding holds NaNs: a solution that read it would be NaN)
+        want = np.stack([np.linalg.lstsq(a[j], b[j], rcond=None)[0] for j in range(COUNT)])
+        close(x[:, :n], want, dtype, scale=n)

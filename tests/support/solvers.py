@@ -61,17 +61,19 @@ def run(solver, a, b=None, ipiv=None):
     dtype = _DTYPES[solver.dtype]
     order = "C" if solver.arrangement == "row_major" else "F"
 
-    def flat(x):  # each problem's matrix in the solver's arrangement, back to back
-        return (
-            np.concatenate([np.asarray(m, dtype).ravel(order=order) for m in x])
-            if x is not None
-            else np.zeros(1, dtype)
-        )
+    def lines(m):  # a matrix's rows (row-major) or columns
+        return np.asarray(m, dtype) if order == "C" else np.asarray(m, dtype).T
+
+    def flat(x, ld):  # each problem's matrix in the solver's arrangement, its lines ld apart, back to back
+        if x is None:
+            return np.zeros(1, dtype)
+        padded = [np.pad(lines(m), ((0, 0), (0, ld - lines(m).shape[1])), constant_values=np.nan) for m in x]
+        return np.concatenate([m.ravel() for m in padded])
 
     k = min(solver.m, solver.n)
     arrays = [
-        cuda.to_device(flat(a)),
-        cuda.to_device(flat(b)),
+        cuda.to_device(flat(a, solver.lda)),
+        cuda.to_device(flat(b, solver.ldb)),
         cuda.to_device(
             np.ascontiguousarray(ipiv, np.int32).ravel() if ipiv is not None else np.zeros(count * k, np.int32)
         ),
@@ -82,14 +84,15 @@ def run(solver, a, b=None, ipiv=None):
     cuda.synchronize()
     a_out, b_out, ipiv_out, tau_out, info = (x.copy_to_host() for x in arrays)
 
-    def shaped(x, rows, cols):
-        per = x.reshape(count, -1)
-        return np.stack([m.reshape(rows, cols) if order == "C" else m.reshape(cols, rows).T for m in per])
+    def shaped(x, rows, cols, ld):
+        if order == "C":
+            return x.reshape(count, rows, ld)[:, :, :cols]
+        return x.reshape(count, cols, ld)[:, :, :rows].transpose(0, 2, 1)
 
     b_rows = max(solver.m, solver.n) if solver.function == "gels" else solver.n
     return (
-        shaped(a_out, solver.m, solver.n),
-        shaped(b_out, b_rows, solver.nrhs) if b is not None else None,
+        shaped(a_out, solver.m, solver.n, solver.lda),
+        shaped(b_out, b_rows, solver.nrhs, solver.ldb) if b is not None else None,
         ipiv_out.reshape(count, k),
         tau_out.reshape(count, k),
         info,
