@@ -10,8 +10,8 @@ calls on the same batch, on the GPU:
 - ``"gesv f32 32 x 65536"``: LU with partial pivoting, against ``torch.linalg.solve``. Target: >= 5x.
 - ``"gels f32 64x32 x 16384"``: least squares by QR, against ``torch.linalg.lstsq``. Target: >= 5x.
 
-Each case runs a few shapes of the kernel (threads a block, problems a block, A's rows padded by an item or not, and
-for Cholesky's symmetric A either arrangement) and reports the fastest, all in the JSON; results are checked against
+Each case runs a few shapes of the kernel (threads a block, problems a block, A's rows padded or not, either
+arrangement in shared memory) and reports the fastest, all in the JSON; results are checked against
 the peer's first. The limit shown is a copy of the batch's bytes (A and B read, X written) at the speed of
 ``Tensor.copy_`` measured in the same run. Each time is the median of ``--repeats`` trials
 (benchmarks/_timing.py). Writes benchmarks/results/solvers-DEVICE.json and prints a table last.
@@ -35,9 +35,11 @@ import numba_tiles as tiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-# The shapes of the kernel a case tries: the description's defaults, and (threads, batches_per_block, A's rows
-# padded by one item, arrangement) where given ("col_major" for the symmetric A of Cholesky only: the same bytes)
-DEFAULT, PADDED = (None, None, False, "row_major"), (None, None, True, "row_major")
+# The shapes of the kernel a case tries, (threads, batches_per_block, leading_dimension, arrangement) of the
+# description (None: its default); the kernel reads and writes C-ordered problems whatever the arrangement in shared
+# memory (examples/batched_cholesky.py's group kernel)
+ROW, COL = (None, None, None, "row_major"), (None, None, None, "col_major")
+ROW_PADDED, COL_PADDED = (None, None, "padded", "row_major"), (None, None, "padded", "col_major")
 # case: (function, (m, n), dtype, problems, target ratio, shapes)
 CASES = {
     "posv f32 32 x 65536": (
@@ -46,8 +48,7 @@ CASES = {
         "float32",
         65536,
         10,
-        [DEFAULT, (64, 2, False, "row_major"), (128, 4, False, "row_major"), PADDED, (128, 4, True, "row_major")]
-        + [(None, None, False, "col_major"), (None, None, True, "col_major"), (128, 4, True, "col_major")],
+        [ROW, ROW_PADDED, COL_PADDED, (128, 4, None, "row_major"), (128, 4, "padded", "row_major")],
     ),
     "posv f64 64 x 16384": (
         "posv",
@@ -55,7 +56,7 @@ CASES = {
         "float64",
         16384,
         10,
-        [DEFAULT, PADDED, (None, None, False, "col_major"), (None, None, True, "col_major")],
+        [ROW, ROW_PADDED, COL_PADDED, (64, 1, "padded", "row_major"), (64, 1, "padded", "col_major")],
     ),
     "gesv f32 32 x 65536": (
         "gesv",
@@ -63,7 +64,7 @@ CASES = {
         "float32",
         65536,
         5,
-        [DEFAULT, (64, 2, False, "row_major"), (128, 4, False, "row_major"), PADDED, (128, 4, True, "row_major")],
+        [ROW, ROW_PADDED, COL, COL_PADDED, (64, 2, "padded", "row_major"), (64, 2, "padded", "col_major")],
     ),
     "gels f32 64x32 x 16384": (
         "gels",
@@ -71,7 +72,7 @@ CASES = {
         "float32",
         16384,
         5,
-        [DEFAULT, (32, 2, False, "row_major"), PADDED, (32, 2, True, "row_major")],
+        [ROW, ROW_PADDED, COL_PADDED, (32, 2, "padded", "row_major")],
     ),
 }
 
@@ -116,8 +117,7 @@ def case(name, repeats):
     want = peer()
     scale = want.abs().max().item()
     tried = []
-    for threads, batches, padded, arrangement in shapes:
-        rows = (n, 1) if arrangement == "row_major" else (m, n)
+    for threads, batches, leading, arrangement in shapes:
         s = tiles.Solver(
             function,
             (m, n),
@@ -125,7 +125,7 @@ def case(name, repeats):
             block_dim=threads,
             batches_per_block=batches,
             arrangement=arrangement,
-            leading_dimension=(rows[0] + 1, rows[1]) if padded else None,
+            leading_dimension=leading,
         )
         kernel = batched_cholesky.group_kernel(s)
         x = torch.empty_like(b)

@@ -21,17 +21,22 @@ SOLVER = tiles.Solver("posv", N, "float32")
 
 def group_kernel(solver):
     """The kernel ``(a, b, info)`` (``a``, ``b``: every problem's A and B back to back, flat; ``info``: one a
-    problem) in which each block loops over groups of ``solver.batches_per_block`` problems, ``gridDim.x`` apart:
-    their A and B (and, for the functions that take them, tau and the pivots) in shared memory, in the solver's
-    leading dimensions. For posv, gesv and gels, whose solutions land in B."""
+    problem, each matrix C-ordered) in which each block loops over groups of ``solver.batches_per_block`` problems,
+    ``gridDim.x`` apart: their A and B (and, for the functions that take them, tau and the pivots) in shared memory,
+    in the solver's arrangement and leading dimensions. For posv, gesv and gels, whose solutions land in B."""
     S = solver
     dtype = getattr(types, S.dtype)
     pivots, householder = "ipiv" in S.operands, "tau" in S.operands
-    # A's and B's rows (row-major; columns col-major) are dense in global memory and lda and ldb items apart in
-    # shared memory (more than dense where the solver pads them)
     b_rows = max(S.m, S.n) if S.function == "gels" else S.n
-    a_line, b_line = (S.n, S.nrhs) if S.arrangement == "row_major" else (S.m, b_rows)
     a_items, b_items = S.m * S.n * S.batches_per_block, b_rows * S.nrhs * S.batches_per_block
+    row = S.arrangement == "row_major"
+
+    @cuda.jit(device=True, inline=True)
+    def staged(i, rows, cols, ld):
+        """Where item ``i`` of a group's C-ordered problems (each rows x cols) lies in shared memory: in the solver's
+        arrangement, its rows (row-major) or columns ``ld`` items apart."""
+        problem, r, c = i // (rows * cols), i // cols % rows, i % cols
+        return (problem * rows + r) * ld + c if row else (problem * cols + c) * ld + r
 
     @cuda.jit
     def solve_groups(a, b, info):
@@ -42,9 +47,9 @@ def group_kernel(solver):
         t = cuda.threadIdx.x
         for group in range(cuda.blockIdx.x, info.size // S.batches_per_block, cuda.gridDim.x):
             for i in range(t, a_items, S.threads):
-                A[i // a_line * S.lda + i % a_line] = a[group * a_items + i]
+                A[staged(i, S.m, S.n, S.lda)] = a[group * a_items + i]
             for i in range(t, b_items, S.threads):
-                B[i // b_line * S.ldb + i % b_line] = b[group * b_items + i]
+                B[staged(i, b_rows, S.nrhs, S.ldb)] = b[group * b_items + i]
             cuda.syncthreads()
             if householder:  # (a constant: Numba compiles the one call the solver takes)
                 S.execute(A, B, tau=T)
@@ -53,7 +58,7 @@ def group_kernel(solver):
             else:
                 S.execute(A, B, info=info[group * S.batches_per_block :])
             for i in range(t, b_items, S.threads):
-                b[group * b_items + i] = B[i // b_line * S.ldb + i % b_line]
+                b[group * b_items + i] = B[staged(i, b_rows, S.nrhs, S.ldb)]
             cuda.syncthreads()  # (the next group's loads overwrite A and B)
 
     return solve_groups

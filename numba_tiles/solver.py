@@ -65,7 +65,9 @@ class Solver:
     ``nrhs``: the right-hand sides (B's columns); ``fill_mode``: the triangle of A that Cholesky reads and writes
     (``"lower"`` or ``"upper"``); ``arrangement``: how A and B lie in memory, ``"row_major"`` (C order, NumPy's: the
     default) or ``"col_major"``; ``leading_dimension``: ``(lda, ldb)``, the items from the start of one of A's rows
-    (row-major; columns col-major) to the next, and B's, in shared memory: by default dense, more to pad them;
+    (row-major; columns col-major) to the next, and B's, in shared memory: by default dense; ``"padded"`` adds an
+    item to each even one, so that a warp's accesses along rows and along columns fall in different banks of shared
+    memory (faster: see the guide);
     ``batches_per_block``: the problems one call solves (by default 32 // n, at least 1); ``block_dim``: the block's
     threads (by default a warp up to 64 rows, the fastest measured, then the next power of two, at most 256; a warp,
     and no more, for an odd ``nrhs`` past one and for gels of several problems a block, which cuSOLVERDx 0.5
@@ -331,16 +333,21 @@ def _items(function, m, n, nrhs, batches, row=True, lda=None, ldb=None):
 
 
 def _leading(name, given, dense, arrangement):
-    """(lda, ldb): ``given``, checked against the dense ones, or the dense ones."""
+    """(lda, ldb): ``given``, checked against the dense ones; the dense ones; or for "padded" each even one padded
+    by an item, so that a warp's accesses along a row and along a column fall in different banks."""
     if given is None:
         return dense
+    if given == "padded":
+        return tuple(d + 1 if d % 2 == 0 and d > 1 else d for d in dense)
     if not (
         isinstance(given, tuple)
         and len(given) == 2
         and all(isinstance(v, int) and not isinstance(v, bool) for v in given)
     ):
         raise ext.error(
-            name, f"leading_dimension is a pair (lda, ldb), got {given!r}", f"pass leading_dimension={dense}"
+            name,
+            f"leading_dimension is a pair (lda, ldb) or 'padded', got {given!r}",
+            f"pass leading_dimension={dense}",
         )
     line = "row" if arrangement == "row_major" else "column"
     for what, value, least in zip(("lda", "ldb"), given, dense):
