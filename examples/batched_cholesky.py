@@ -35,8 +35,10 @@ def group_kernel(solver):
     def staged(i, rows, cols, ld):
         """Where item ``i`` of a group's C-ordered problems (each rows x cols) lies in shared memory: in the solver's
         arrangement, its rows (row-major) or columns ``ld`` items apart."""
+        if row:  # (the problem's rows follow the previous problem's)
+            return i // cols * ld + i % cols
         problem, r, c = i // (rows * cols), i // cols % rows, i % cols
-        return (problem * rows + r) * ld + c if row else (problem * cols + c) * ld + r
+        return (problem * cols + c) * ld + r
 
     @cuda.jit
     def solve_groups(a, b, info):
