@@ -509,8 +509,8 @@ def first_result_sentence(first, kernel):
 
 
 def random_numbers(found):
-    """The H200's random rows (benchmarks/random_numbers.py)."""
-    r = result(found, "random")
+    """The random rows of the newer run, the H200's or the H100's (benchmarks/random_numbers.py)."""
+    r = newest_gpu(found, "random")
     if not r:
         return "No result yet."
 
@@ -553,10 +553,16 @@ def solvers(found):
     if not r:
         return "No result yet."
 
+    def layout(row):  # (the shared-memory layout, where the run recorded it)
+        if "leading_dimension" not in row:
+            return ""
+        arrangement = row["arrangement"].replace("_", "-")
+        return f", {arrangement}, lda {row['leading_dimension'][0]}"
+
     def cells(row):
         return [
             row["case"],
-            f"{row['ms']:.3f} ({row['threads']} threads, {row['batches_per_block']} a block)",
+            f"{row['ms']:.3f} ({row['threads']} threads, {row['batches_per_block']} a block{layout(row)})",
             f"{row['limit_ms']:.3f}",
             f"{row['peer']} {row['peer_ms']:.3f}",
             f"{row['ratio']:.1f}×",
@@ -901,7 +907,7 @@ def summary(found):
                     ratio(row["ratio"]),
                 ]
             )
-    r = result(found, "random")
+    r = newest_gpu(found, "random")
     row = row_of(r, "monte carlo pi 2^32")
     if row:
         cited.append((r, row))
