@@ -70,7 +70,7 @@ def test_an_unsupported_description_is_refused_with_the_fix(args, kwargs, messag
 
 
 CHOLESKY = tiles.Solver("posv", 32, "float32")
-QR = tiles.Solver("gels", (16, 8), "float64")
+QR = tiles.Solver("gels", (16, 8), "float64", leading_dimension="padded")  # (lda 9)
 
 
 @cuda.jit
@@ -89,11 +89,10 @@ def cholesky_solves(a, b, info):
 
 @cuda.jit
 def least_squares(a, b):
-    A = cuda.shared.array((16, 8), float64)
+    A = cuda.shared.array((16, QR.lda), float64)
     B = cuda.shared.array((16, 1), float64)
     tau = cuda.shared.array(QR.tau_size, float64)
-    for i in range(cuda.threadIdx.x, 16 * 8, QR.threads):
-        A[i // 8, i % 8] = a[i // 8, i % 8]
+    tiles.tile_load(a, A[:, :8], 0, 0, block_dim=QR.threads)  # (its padded rows)
     for i in range(cuda.threadIdx.x, 16, QR.threads):
         B[i, 0] = b[i]
     cuda.syncthreads()
@@ -109,7 +108,7 @@ def least_squares(a, b):
         (cholesky_solves, "void(float32[::1], float32[::1], int32[::1])", "sm_90"),
         (least_squares, "void(float64[:, ::1], float64[::1])", "sm_90"),
     ],
-    ids=["posv-sm_80", "posv-sm_90", "gels-2d-sm_90"],
+    ids=["posv-sm_80", "posv-sm_90", "gels-2d-padded-sm_90"],
 )
 def test_a_solver_kernel_links_cusolverdx_and_inlines_it(kernel, signature, arch, tmp_path):
     """The kernel links libmathdx's LTO-IR and cuSOLVERDx's fatbin (`tiles.compile`'s modules say so), and its code

@@ -4,9 +4,11 @@
 
 import numpy as np
 import pytest
+from numba import float32
 
 import numba_tiles as tiles
 
+from ..support.compiler import cuda
 from ..support.solvers import householder_q, permutation_of, random, run, spd
 
 COUNT = 12
@@ -79,3 +81,28 @@ def test_padded_leading_dimensions(function, arrangement, rng):
     _, x, _, _, _ = run(s, a, b)  # (the padding holds NaNs: a solution that read it would be NaN)
     want = np.stack([np.linalg.lstsq(a[j], b[j], rcond=None)[0] for j in range(COUNT)])
     np.testing.assert_allclose(x[:, :n], want, rtol=1e-9, atol=1e-9)
+
+
+def test_tile_load_stages_a_padded_matrix(rng):
+    s = tiles.Solver("posv", 8, "float32", leading_dimension="padded", batches_per_block=1)
+
+    @cuda.jit
+    def solve(a, b, info):  # a: (problems * 8) x 8, b: problems x 8
+        A = cuda.shared.array((s.m, s.lda), float32)
+        B = cuda.shared.array(s.b_size, float32)
+        k = cuda.blockIdx.x
+        tiles.tile_load(a, A[:, : s.n], k * s.m, 0, block_dim=s.threads)
+        for i in range(cuda.threadIdx.x, s.n, s.threads):
+            B[i] = b[k, i]
+        cuda.syncthreads()
+        s.execute(A, B, info=info[k:])
+        for i in range(cuda.threadIdx.x, s.n, s.threads):
+            b[k, i] = B[i]
+
+    a = spd(rng, 4, 8, "float32").astype(np.float32)
+    b = random(rng, (4, 8), "float32").astype(np.float32)
+    x, info = b.copy(), np.full(4, -1, np.int32)
+    solve[4, s.threads](a.reshape(32, 8), x, info)
+    assert not info.any()
+    want = np.linalg.solve(a.astype(np.float64), b[..., None].astype(np.float64))[..., 0]
+    np.testing.assert_allclose(x, want, rtol=1e-4, atol=1e-4)
