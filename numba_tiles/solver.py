@@ -67,13 +67,13 @@ class Solver:
     default) or ``"col_major"``; ``leading_dimension``: ``(lda, ldb)``, the items from the start of one of A's rows
     (row-major; columns col-major) to the next, and B's, in shared memory: by default dense; ``"padded"`` adds an
     item to each even one, so that a warp's accesses along rows and along columns fall in different banks of shared
-    memory (faster: see the guide);
-    ``batches_per_block``: the problems one call solves (by default 32 // n, at least 1); ``block_dim``: the block's
-    threads (by default a warp up to 64 rows, the fastest measured, then the next power of two, at most 256; a warp,
-    and no more, for an odd ``nrhs`` past one and for gels of several problems a block, which cuSOLVERDx 0.5
-    computes wrongly with more threads); ``arch``: the GPU (by default this machine's, else sm_90), whose shared
-    memory bounds the size. Creating one needs no GPU and compiles nothing; libmathdx generates its code (a few
-    seconds, in the background; then the disk cache answers) for each arch a kernel calls it on.
+    memory (faster: see the guide); ``batches_per_block``: the problems one call solves (by default 32 // n, at
+    least 1); ``block_dim``: the block's threads (by default a warp up to 64 rows, the fastest measured, then the
+    next power of two, at most 256; a warp, and no more, for an odd ``nrhs`` past one and for gels of several
+    problems a block, which cuSOLVERDx 0.5 computes wrongly with more threads); ``arch``: the GPU (by default this
+    machine's, else sm_90), whose shared memory bounds the size. Creating one needs no GPU and compiles nothing;
+    libmathdx generates its code (a few seconds, in the background; then the disk cache answers) for each arch a
+    kernel calls it on.
 
     Its sizes are attributes, and constants inside kernels: ``m``, ``n``, ``nrhs``; ``lda`` and ``ldb``, the leading
     dimensions (``leading_dimension`` is the pair); ``batches_per_block`` and ``threads`` (``block_dim`` is
@@ -226,6 +226,7 @@ class Solver:
         size = self.n if self.m == self.n else (self.m, self.n)
         extra = f", fill_mode={self.fill_mode!r}" if self.function in CHOLESKY else ""
         extra += f", pivot={self.pivot!r}" if self.function in ("getrf", "getrs", "gesv") else ""
+        extra += f", leading_dimension={self.leading_dimension}" if self._padded else ""
         return (
             f"Solver({self.function!r}, {size}, {self.dtype!r}, nrhs={self.nrhs}{extra}, "
             f"arrangement={self.arrangement!r}, batches_per_block={self.batches_per_block}, "

@@ -26,6 +26,7 @@ def test_descriptions_name_their_sizes():
     assert tiles.Solver("posv", 100, "float32").threads == 128
     padded = tiles.Solver("posv", 32, "float32", leading_dimension=(33, 1))
     assert (padded.lda, padded.ldb, padded.a_size, padded.b_size) == (33, 1, 32 * 33, 32)
+    assert "leading_dimension=(33, 1)" in repr(padded) and padded != tiles.Solver("posv", 32, "float32")
     assert tiles.Solver("posv", 32, "float32", nrhs=4, leading_dimension="padded").leading_dimension == (33, 5)
     assert tiles.Solver("gesv", 5, "float64", arrangement="col_major", leading_dimension="padded").lda == 5
     cols = tiles.Solver("gels", (64, 32), "float64", arrangement="col_major", leading_dimension=(65, 66))
