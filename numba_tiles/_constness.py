@@ -12,6 +12,7 @@ import inspect
 import threading
 
 from ._backends import bytecode, simulated
+from ._errors import host_only
 
 _functions = {}  # code object → its _Function, or None where the front end does not take its bytecode
 _verdicts = {}  # (spec, code, instruction offset) → {parameter: True (compile-time) or False (run-time)}
@@ -178,6 +179,9 @@ class _Scope:
             return None
         if isinstance(owner, tuple):
             return type(owner) is tuple if item else False
+        refused = None if item else host_only(owner, site[2])
+        if refused:  # (the compilers refuse it so)
+            raise refused
         if inspect.ismodule(owner):
             return not isinstance(value, (int, float, complex, str, bytes, tuple))
         return None if item else True

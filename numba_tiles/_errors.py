@@ -44,6 +44,22 @@ def error(intrinsic, problem, fix):
     return TilesError(f"tiles.{intrinsic}: {problem}. Fix: {fix}.")
 
 
+def host_only(obj, name):
+    """The error for a kernel's read of ``obj.name``, an attribute of a description (`extending.description`) that
+    only the host has (a kernel has its sizes and methods, ``type(obj)._kernel_names``), or None where a kernel has
+    it, ``obj`` is no description or has no such attribute. The compilers and the simulator raise the same one."""
+    names = getattr(type(obj), "_kernel_names", None)
+    if names is None or name in names or name.startswith("_") or not hasattr(obj, name):
+        return None
+    kind = type(obj).__name__
+    sizes = sorted(n for n in names if isinstance(getattr(obj, n, None), int))
+    fix = f"read it in the module (a global the kernel reads), or one of its sizes: {', '.join(sizes)}"
+    threads = getattr(obj, "threads", None)
+    if name == "block_dim" and isinstance(threads, int) and getattr(obj, name) == (threads, 1, 1):
+        fix = f"pass block_dim={kind.lower()}.threads (the same block, ({threads}, 1, 1))"
+    return error(f"{kind}.{name}", f"a kernel has a {kind}'s sizes and methods; {name} is the host's", fix)
+
+
 def typing_site(func, propagate, call_constraint):
     """The call of ``func`` a compiler's type inference is typing now, as ``(constraint, typeinfer, location)``, or
     None: found by walking up the Python frames to the one running ``propagate`` (its ``ConstraintNetwork

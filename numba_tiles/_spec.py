@@ -38,7 +38,7 @@ from numba.cuda import types
 from . import _backends, _compile, _constness, _dtypes, _params, _programs, simulator
 from ._backends import numba_cuda
 from ._entry import OWN_STORAGE, Arg, Function, Instance, Literal, Member, NumbaType
-from ._errors import UNKNOWN, Origin, error
+from ._errors import UNKNOWN, Origin, error, host_only
 from ._target import Target
 
 Parser = Callable[[str, object], object]  # (intrinsic, value) → the parsed compile-time argument, or a TilesError
@@ -536,7 +536,12 @@ def description(*, constants: tuple[str, ...] = ()) -> Callable[[type], type]:
         methods = {name for name in dir(cls) if isinstance(inspect.getattr_static(cls, name, None), method)}
 
         def attribute(obj, name):
-            return getattr(obj, name) if name in methods or name in constants else None
+            if name in methods or name in constants:
+                return getattr(obj, name)
+            refused = host_only(obj, name)  # (our error, not the compiler's unknown attribute)
+            if refused:
+                raise refused
+            return None
 
         init = cls.__init__
 
@@ -547,6 +552,7 @@ def description(*, constants: tuple[str, ...] = ()) -> Callable[[type], type]:
                 getattr(self, name)
 
         cls.__init__ = __init__
+        cls._kernel_names = frozenset(constants) | frozenset(methods)
         if hasattr(cls, "_key"):
             cls.__eq__ = lambda self, other: type(other) is type(self) and self._key() == other._key()
             cls.__hash__ = lambda self: hash(self._key())

@@ -162,6 +162,17 @@ def test_misuse_is_the_same_clear_error():
     )
 
 
+def test_a_descriptions_host_attribute_is_our_error():
+    solver = tiles.Solver("posv", 8, "float32")
+
+    @mlir_cuda.jit
+    def kernel(out):
+        out[0] = solver.lda + len(solver.function)
+
+    with pytest.raises(tiles.TilesError, match=r"tiles\.Solver\.function: a kernel has a Solver's sizes and methods"):
+        tiles.compile(kernel, (types.float32[::1],), arch="sm_90")
+
+
 # (user functions: an op, a comparison; each case's kernel over x and out, with `items` loaded and stored)
 USER = {
     "block_reduce by a user op": "out[i] = tiles.block_reduce(x[i], larger, block_dim=128)",

@@ -143,3 +143,12 @@ def test_misused_calls_are_refused_at_typing():
 
     with pytest.raises(tiles.TilesError, match=r"a holds float64; this solver's a is float32"):
         tiles.compile(wrong_dtype, "void(float32[::1])", arch="sm_90")
+
+    @cuda.jit
+    def host_block(a):  # (block_dim is the host's; the simulator refuses it too)
+        A = cuda.shared.array((32, 32), float32)
+        tiles.tile_load(a, A, 0, 0, block_dim=CHOLESKY.block_dim)
+
+    fix = r"block_dim is the host's. Fix: pass block_dim=solver.threads \(the same block, \(32, 1, 1\)\)"
+    with pytest.raises(tiles.TilesError, match=r"tiles\.Solver\.block_dim: a kernel has a Solver's sizes .*" + fix):
+        tiles.compile(host_block, "void(float32[:, ::1])", arch="sm_90")

@@ -106,3 +106,15 @@ def test_tile_load_stages_a_padded_matrix(rng):
     assert not info.any()
     want = np.linalg.solve(a.astype(np.float64), b[..., None].astype(np.float64))[..., 0]
     np.testing.assert_allclose(x, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_host_attribute_passed_as_a_constant_is_refused_as_the_compilers_do():
+    s = tiles.Solver("posv", 8, "float32", batches_per_block=1)
+
+    @cuda.jit
+    def host_block(a):
+        A = cuda.shared.array((8, 8), float32)
+        tiles.tile_load(a, A, 0, 0, block_dim=s.block_dim)
+
+    with pytest.raises(tiles.TilesError, match=r"tiles\.Solver\.block_dim: .* Fix: pass block_dim=solver.threads"):
+        host_block[1, 32](np.zeros((8, 8), np.float32))
