@@ -16,7 +16,8 @@ from numba import cuda, types
 import numba_tiles as tiles
 
 N = 8 if cuda.config.ENABLE_CUDASIM else 32
-SOLVER = tiles.Solver("posv", N, "float32")
+# (A's rows padded by an item in shared memory: the fast layout, docs/guide/solver.md)
+SOLVER = tiles.Solver("posv", N, "float32", leading_dimension="padded")
 
 
 def group_kernel(solver):

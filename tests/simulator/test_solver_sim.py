@@ -67,17 +67,20 @@ def test_operands_past_48_kib_go_to_the_launchs_dynamic_shared_memory(rng):
     np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("function, arrangement", [("posv", "col_major"), ("gesv", "row_major"), ("gels", "col_major")])
-def test_padded_leading_dimensions(function, arrangement, rng):
+@pytest.mark.parametrize(
+    "function, arrangement, dtype",
+    [("posv", "col_major", "float64"), ("gesv", "row_major", "complex128"), ("gels", "col_major", "float64")],
+)
+def test_padded_leading_dimensions(function, arrangement, dtype, rng):
     m, n = (6, 4) if function == "gels" else (5, 5)
     padded = (m + 3, m + 1)
     s = tiles.Solver(
-        function, (m, n), "float64", nrhs=2, arrangement=arrangement, leading_dimension=padded, batches_per_block=3
+        function, (m, n), dtype, nrhs=2, arrangement=arrangement, leading_dimension=padded, batches_per_block=3
     )
     lines = n if arrangement == "col_major" else m
     assert s.a_size == s.batches_per_block * lines * (m + 3) and s.leading_dimension == (s.lda, s.ldb)
-    a = spd(rng, COUNT, n, "float64") if function == "posv" else random(rng, (COUNT, m, n), "float64")
-    b = random(rng, (COUNT, m, 2), "float64")
+    a = spd(rng, COUNT, n, dtype) if function == "posv" else random(rng, (COUNT, m, n), dtype)
+    b = random(rng, (COUNT, m, 2), dtype)
     _, x, _, _, _ = run(s, a, b)  # (the padding holds NaNs: a solution that read it would be NaN)
     want = np.stack([np.linalg.lstsq(a[j], b[j], rcond=None)[0] for j in range(COUNT)])
     np.testing.assert_allclose(x[:, :n], want, rtol=1e-9, atol=1e-9)
