@@ -535,8 +535,10 @@ def description(*, constants: tuple[str, ...] = ()) -> Callable[[type], type]:
     def register(cls):
         methods = {name for name in dir(cls) if isinstance(inspect.getattr_static(cls, name, None), method)}
 
+        cls._kernel_names = frozenset(constants) | frozenset(methods)  # (what kernels read of an instance)
+
         def attribute(obj, name):
-            if name in methods or name in constants:
+            if name in cls._kernel_names:
                 return getattr(obj, name)
             refused = host_only(obj, name)  # (our error, not the compiler's unknown attribute)
             if refused:
@@ -552,7 +554,6 @@ def description(*, constants: tuple[str, ...] = ()) -> Callable[[type], type]:
                 getattr(self, name)
 
         cls.__init__ = __init__
-        cls._kernel_names = frozenset(constants) | frozenset(methods)
         if hasattr(cls, "_key"):
             cls.__eq__ = lambda self, other: type(other) is type(self) and self._key() == other._key()
             cls.__hash__ = lambda self: hash(self._key())

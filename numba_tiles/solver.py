@@ -174,12 +174,13 @@ class Solver:
             )
         self.block_dim = (self.threads, 1, 1)
         row = self.arrangement == "row_major"
-        b_rows = largest if self.function == "gels" else self.n
-        dense = (self.n, self.nrhs) if row else (self.m, b_rows)
+        dense = _dense(self.function, self.m, self.n, self.nrhs, row)
         self.lda, self.ldb = _leading(name, leading_dimension, dense, self.arrangement)
         self.leading_dimension = (self.lda, self.ldb)
         self._padded = self.leading_dimension != dense
-        self.sizes = _items(self.function, self.m, self.n, self.nrhs, self.batches_per_block, row, self.lda, self.ldb)
+        self.sizes = _items(
+            self.function, self.m, self.n, self.nrhs, self.batches_per_block, row, self.leading_dimension
+        )
         self.a_size, self.b_size, self.ipiv_size, self.tau_size, self.info_size = self.sizes.values()
         starts, self.shared_memory_bytes = _shared_layout(self.sizes, self.operands, self.dtype)
         self.a_start, self.b_start, self.ipiv_start, self.tau_start = starts.values()
@@ -324,11 +325,21 @@ def _wrong_shape(function, nrhs, batches):
     return None
 
 
-def _items(function, m, n, nrhs, batches, row=True, lda=None, ldb=None):
-    """Each operand's items for ``batches`` problems, A's and B's rows (row-major; columns col-major) ``lda`` and
-    ``ldb`` items apart (by default dense)."""
-    b_rows = max(m, n) if function == "gels" else n
-    lda, ldb = lda or (n if row else m), ldb or (nrhs if row else b_rows)
+def _b_rows(function, m, n):
+    """B's rows: n, or for gels max(m, n) (B holds the m right-hand values and gets X's n rows)."""
+    return max(m, n) if function == "gels" else n
+
+
+def _dense(function, m, n, nrhs, row):
+    """The dense (lda, ldb): a row's items (row-major) or a column's (col-major) of A and of B."""
+    return (n, nrhs) if row else (m, _b_rows(function, m, n))
+
+
+def _items(function, m, n, nrhs, batches, row=True, leading=None):
+    """Each operand's items for ``batches`` problems, A's and B's rows (row-major; columns col-major) ``leading`` =
+    (lda, ldb) items apart (by default dense)."""
+    b_rows = _b_rows(function, m, n)
+    lda, ldb = leading or _dense(function, m, n, nrhs, row)
     each = dict(a=(m if row else n) * lda, b=(b_rows if row else nrhs) * ldb, ipiv=min(m, n), tau=min(m, n), info=1)
     return {p: each[p] * batches for p in each}
 
