@@ -8,8 +8,10 @@ Each case times our kernel (examples/gemm_epilogue.py's `Matmul.batched` kernel,
 examples/gemm_epilogue.py's ``bias_gelu_tanh``; eager: ``approximate="tanh"``), checked against eager's result
 first; eager's erf form (PyTorch's default) is timed too, ``eager_erf_ms``. The batched rows also give the host's
 time to queue one launch (``host_launch_ms``): by ``Matmul.launch``, which works out the launch each call, and of
-the launch worked out once (``Matmul.launch_config``), as the timed ones are. Prints a table and writes
-``benchmarks/results/matmul_epilogue-DEVICE.json`` (the cases it ran; ``--out`` another folder).
+the launch worked out once (``Matmul.launch_config``), as the timed ones are, and the batch's bytes at a copy's
+speed (``limit_ms``: no kernel of the product runs faster; ``eager_bound``, eager's time over it: the most a kernel
+can gain on eager). Prints a table and writes ``benchmarks/results/matmul_epilogue-DEVICE.json`` (the cases it
+ran; ``--out`` another folder).
 
     PYTHONPATH=$PWD/.gpu-site:$PWD python3 benchmarks/matmul_epilogue.py [--repeats 20] [--only relu] [--out DIR]
 """
@@ -71,7 +73,14 @@ def batched_case(name, dtype, size, count, repeats):
         f"{row['host_launch_ms']['configured']:.3f} ms",
         flush=True,
     )
-    return finish(row, {"eager_ms": eager, "bare_ms": lambda: torch.bmm(a, b)}, repeats)
+    row = finish(row, {"eager_ms": eager, "bare_ms": lambda: torch.bmm(a, b)}, repeats)
+    # (the batch's bytes, A and B read and C written, at the speed of a copy in the same run: no kernel of the
+    # product runs faster, so eager_bound is the most any kernel can gain on eager PyTorch)
+    copy = torch.empty_like(a)
+    row["limit_ms"] = median_ms(lambda: copy.copy_(a), repeats) * (a.nbytes + b.nbytes + c.nbytes) / (2 * a.nbytes)
+    row["eager_bound"] = row["eager_ms"] / row["limit_ms"]
+    print(f"  the bytes at a copy's speed: {row['limit_ms']:.3f} ms (eager over that: {row['eager_bound']:.2f}x)")
+    return row
 
 
 def large_case(name, m, n, k, repeats):

@@ -311,9 +311,9 @@ EPILOGUE = [
 
 
 def matmul_epilogue(found):
-    """Each case's row of the H200's matmul_epilogue result."""
+    """Each case's row of the newer matmul_epilogue result, the H200's or the H100's."""
     rows, cited = [], []
-    r = result(found, "matmul_epilogue")
+    r = newest_gpu(found, "matmul_epilogue")
     for case in EPILOGUE:
         row = row_of(r, case)
         if not row:
@@ -328,7 +328,9 @@ def matmul_epilogue(found):
                 f"{row['eager_ms']:.3f}",
                 f"{fused:.3f}" if fused else "—",
                 f"{row['bare_ms']:.3f}",
+                f"{row['limit_ms']:.3f}" if "limit_ms" in row else "—",
                 ratio(row["speedup_vs_eager"]),
+                ratio(row["eager_bound"]) if "eager_bound" in row else "—",
                 ratio(fused / row["ms"]) if fused else "—",
                 ratio(row["bare_ms"] / row["ms"]),
             ]
@@ -342,7 +344,9 @@ def matmul_epilogue(found):
         "eager PyTorch ms",
         "cuBLASLt fused ms",
         "bare product ms",
+        "bytes at a copy's speed ms",
         "vs eager",
+        "eager over the bytes' time",
         "vs cuBLASLt fused",
         "vs bare product",
     ]
