@@ -185,7 +185,7 @@ class Random:
         go in packs of ``rng.width``: pack ``p`` (values ``p * width`` on) is the ``p // threads``-th draw of the
         thread of grid rank ``p % threads`` (ranks as ``cuda.grid(1)`` numbers a 1-D launch's threads), so the
         result is reproducible for a given seed and grid. A pack goes out as one store (16 bytes for Philox) where
-        ``out`` is contiguous and so aligned: a draw and a store are all each step of its loop does, where a
+        ``out`` is contiguous and so aligned: draws and their stores are all its loop does, two a step, where a
         kernel's own loop of `generate` computes each value's index. Per thread: no barrier.
 
         Example, continuing `Random`'s (an array of uniform values, a subsequence a thread)::
