@@ -122,8 +122,8 @@ __device__ __forceinline__ void random_fill(array_ref<unsigned long long> state,
   };
   if (out.stride == 1 && reinterpret_cast<unsigned long long>(out.data) % sizeof(Pack) == 0) {
     Pack* packs = reinterpret_cast<Pack*>(out.data);
-    // Two packs a step: the second draw's Philox rounds do not wait for the first's transform (for the normal
-    // draws, bound by the SM's issue slots, faster so on an H100: docs/notes/random-fills.md).
+    // Two packs a step: the second draw's Philox rounds need not wait for the first's transform, which the normal
+    // draws, bound by the SM's issue slots, gain from (docs/notes/random-fills.md). Same values, same places.
     long long p = rank;
     for (; p + threads < whole; p += 2 * threads) {
       Pack first, second;
