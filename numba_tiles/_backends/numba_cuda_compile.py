@@ -133,7 +133,9 @@ def device_functions_for(cc, fresh=False):
     throwaway = collections.defaultdict(collections.OrderedDict)
 
     def table(self):
-        if self.targetoptions.get("device") and threading.get_ident() == me:
+        # (a dispatcher made meanwhile, e.g. for an @overload's implementation, reads its overloads in its
+        # __init__, before it has targetoptions: it is no device function yet)
+        if self.__dict__.get("targetoptions", {}).get("device") and threading.get_ident() == me:
             if fresh:
                 return throwaway[id(self)]
             if tuple(cc) != own():

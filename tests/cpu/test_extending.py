@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from numba import cuda
 from numba.cuda import types
+from numba.cuda.extending import overload
 
 import numba_tiles as tiles
 from numba_tiles import _programs, _target, _toolchain
@@ -68,6 +69,36 @@ def test_device_function_versions_are_kept_per_arch():
     for arch in ("sm_90", "sm_80", "sm_90"):
         modules = tiles.compile(kernels.top_means, (F32, F32), arch=arch, output="ltoir")
         assert len(modules) >= 3  # Numba's, and tiles_extras' and CUB's programs
+
+
+def _doubled(x):
+    return 2 * x
+
+
+@overload(_doubled, target="cuda")
+def _doubled_impl(x):
+    return lambda x: x + x
+
+
+def _make_overloads_kernel(mode):
+    @cuda.jit
+    def kernel(x, out):
+        i = cuda.grid(1)
+        # (a string against a tuple of them and a user's @overload: each of their implementations gets its own
+        # dispatcher while the kernel compiles)
+        if mode in ("sum", "max"):
+            out[0] = tiles.block_reduce(_doubled(x[i]), "+" if mode == "sum" else "max", block_dim=128)
+
+    return kernel
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_a_kernel_whose_compile_makes_dispatchers_compiles_for_any_arch(arch, tmp_path):
+    """Numba makes a dispatcher for an @overload's implementation (a user's, or its own for a string compared
+    with ``in``) in the middle of typing a kernel: tiles.compile, which reads device functions' compiled versions
+    by arch while it runs, takes such a new dispatcher too."""
+    code = sass(tiles.compile(_make_overloads_kernel("sum"), (F32, F32), arch=arch), tmp_path)
+    assert "BAR.SYNC" in code and not external_calls(code)
 
 
 def test_storage_is_measured():
