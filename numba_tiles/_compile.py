@@ -133,7 +133,8 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
     (``"void(float32[:], float32[:])"`` or a tuple of Numba types). ``output="cubin"`` or
     ``"ptx"`` returns the bytes of the fully linked kernel; ``output="ltoir"`` returns the list of
     modules that the link would take (Numba's LTO-IR first, then the intrinsics'; a `Solver`'s kernel adds
-    cuSOLVERDx's fatbin, a ``bytes`` of the class ``Fatbin``). ``lineinfo``
+    cuSOLVERDx's fatbin, a ``bytes`` of the class ``Fatbin``; a kernel that syncs its grid, CUDA's device
+    runtime, a ``bytes`` of the class ``Library``). ``lineinfo``
     is as for ``@cuda.jit`` and reaches NVRTC too (``-lineinfo``); ``debug=True`` is refused for a
     kernel that calls an intrinsic, as for ``@cuda.jit`` (see the profiling guide). A ``@cuda.jit``
     kernel's own ``fastmath``, ``launch_bounds`` and ``max_registers`` apply, as at its launches. (An
@@ -193,7 +194,11 @@ def compile(pyfunc, signature, *, arch="sm_90", output="cubin", lineinfo=False, 
         max_register_count=options.get("max_registers"),
     )
     objects = [
-        ObjectCode.from_fatbin(m) if isinstance(m, numba_cuda_compile.Fatbin) else ObjectCode.from_ltoir(m)
+        ObjectCode.from_fatbin(m)
+        if isinstance(m, numba_cuda_compile.Fatbin)
+        else ObjectCode.from_library(m)
+        if isinstance(m, numba_cuda_compile.Library)
+        else ObjectCode.from_ltoir(m)
         for m in modules
     ]
     return _link.link(objects, linker_options, output)

@@ -43,7 +43,8 @@ def static_shared(cubin):
     size = sum(
         size
         for name, _, _, size, _ in found
-        if name.startswith(".nv.shared.") and not name.startswith(".nv.shared.reserved")
+        # (not the file-static kernels of a library linked in: CUDA's device runtime, for a grid's sync)
+        if name.startswith(".nv.shared.") and not name.startswith((".nv.shared.reserved", ".nv.shared.__nv_static_"))
     )
     reserved = any(name.startswith(".nv.shared.reserved") for name, *_ in found)
     return max(size - 1024, 0) if reserved else size

@@ -3,7 +3,8 @@ contract test in ``tests/cpu/test_numba_contract.py``):
 - `lazy_ltoir`: a public ``numba.cuda.LTOIR`` whose bytes are made when numba-cuda first reads
   them (its documented file-object form), so that all of a kernel's intrinsics compile together (or a
   ``numba.cuda.Fatbin``: cuSOLVERDx's drivers);
-- `compile_kernel_ltoir`: numba-cuda's public ``compile_all`` of a kernel to LTO-IR;
+- `compile_kernel_ltoir`: numba-cuda's public ``compile_all`` of a kernel to LTO-IR (and, seen through its
+  ``_compile_pyfunc_with_fixup``, whether the kernel syncs its grid);
 - `device_functions_for`: device functions compiled for the kernel's arch, with no GPU;
 - `loaded_as_extension`: whether numba-cuda's extension loader is importing us;
 - `cache_kernels_with_intrinsics`: ``@cuda.jit(cache=True)`` for kernels that link our LTO-IR;
@@ -48,6 +49,11 @@ class Fatbin(bytes):
     """A kernel's module that is a fatbin, not LTO-IR (`compile_kernel_ltoir`): linked as such."""
 
 
+class Library(bytes):
+    """A kernel's module that is a static library (`compile_kernel_ltoir`: CUDA's device runtime, for a grid's
+    sync): linked as such."""
+
+
 def ltoir(name, data):
     code = cuda.LTOIR(data, name=name)
     _ours.add(code)
@@ -58,8 +64,9 @@ def compile_kernel_ltoir(
     pyfunc, signature, cc, lineinfo=False, debug=False, fresh=False, fastmath=False, launch_bounds=None
 ):
     """A kernel's modules as bytes: numba-cuda's LTO-IR first, then every linked object's (a fatbin as a `Fatbin`;
+    CUDA's device runtime as a `Library` where the kernel syncs its grid, as numba-cuda's launch links it;
     ``fresh``: its device functions compiled again, see `device_functions_for`)."""
-    with device_functions_for(cc, fresh):
+    with device_functions_for(cc, fresh), _cooperative() as libraries:
         codes, _ = cuda.compile_all(
             pyfunc,
             signature,
@@ -74,7 +81,7 @@ def compile_kernel_ltoir(
             launch_bounds=launch_bounds,
         )
     # bytes, LTOIR or Fatbin objects (.data), or cuda.core ObjectCode (.code: numba-cuda's own fp16 helpers)
-    return [
+    modules = [
         Fatbin(code.data)
         if isinstance(code, cuda.Fatbin)
         else code
@@ -82,6 +89,32 @@ def compile_kernel_ltoir(
         else getattr(code, "data", None) or code.code
         for code in codes
     ]
+    if any(library.use_cooperative for library in libraries):
+        from numba.cuda.cudadrv.libs import get_cudalib
+
+        with open(get_cudalib("cudadevrt", static=True), "rb") as archive:
+            modules.append(Library(archive.read()))
+    return modules
+
+
+@contextlib.contextmanager
+def _cooperative():
+    """The code libraries ``cuda.compile_all`` makes while the block runs (a list): whether a kernel syncs its
+    grid (``use_cooperative``) is known to its library only, which ``compile_all`` does not return."""
+    from numba.cuda import compiler
+
+    original, made = compiler._compile_pyfunc_with_fixup, []
+
+    def compile_and_keep(*args, **kwargs):
+        library, result = original(*args, **kwargs)
+        made.append(library)
+        return library, result
+
+    compiler._compile_pyfunc_with_fixup = compile_and_keep
+    try:
+        yield made
+    finally:
+        compiler._compile_pyfunc_with_fixup = original
 
 
 class _Device:

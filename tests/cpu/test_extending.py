@@ -101,6 +101,30 @@ def test_a_kernel_whose_compile_makes_dispatchers_compiles_for_any_arch(arch, tm
     assert "BAR.SYNC" in code and not external_calls(code)
 
 
+@cuda.jit
+def _grid_total(x, out):
+    i = cuda.grid(1)
+    s = tiles.block_reduce(x[i], "+", block_dim=128)
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = s
+    cuda.cg.this_grid().sync()
+    if i == 0:
+        t = 0.0
+        for b in range(cuda.gridDim.x):
+            t += out[b]
+        out[0] = t
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_a_kernel_that_syncs_its_grid_links_the_device_runtime(arch, tmp_path):
+    """A grid's sync (``cuda.cg.this_grid().sync()``) beside an intrinsic: tiles.compile links CUDA's device runtime
+    as numba-cuda's launch does, so the cubin defines the runtime's ``cudaCGGetIntrinsicHandle`` it calls. Its
+    shared memory is the kernel's, not that of the runtime's own kernels linked beside it (over 40 KB)."""
+    code = sass(tiles.compile(_grid_total, (F32, F32), arch=arch), tmp_path)
+    assert re.search(r"\.text\.cudaCGGetIntrinsicHandle\b", code) and "BAR.SYNC" in code
+    assert tiles.shared_memory(_grid_total, (F32, F32), arch=arch)["total"] < 2048
+
+
 def test_storage_is_measured():
     need = tiles.temp_bytes(block_argmax, types.float64, types.int32, block_dim=128)
     assert need >= 4 * 16  # a (key, value) pair per warp at least

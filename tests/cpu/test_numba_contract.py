@@ -154,6 +154,22 @@ def test_compile_kernel_and_device_ltoir():
     assert isinstance(code, bytes) and code
 
 
+def test_compile_all_tells_its_library_whether_the_kernel_syncs_its_grid():
+    """compile_kernel_ltoir: numba-cuda's compile_all makes its code library by _compile_pyfunc_with_fixup, whose
+    use_cooperative says a kernel syncs its grid; then the modules end with CUDA's device runtime, else not."""
+
+    def synced(x, out):
+        cuda.cg.this_grid().sync()
+        out[0] = x[0]
+
+    modules = numba_cuda_compile.compile_kernel_ltoir(synced, SIG, (9, 0))
+    assert isinstance(modules[-1], numba_cuda_compile.Library) and modules[-1][:8] == b"!<arch>\n"
+    assert not any(
+        isinstance(m, numba_cuda_compile.Library)
+        for m in numba_cuda_compile.compile_kernel_ltoir(reduce_kernel, SIG, (9, 0))
+    )
+
+
 @pytest.mark.parametrize("mode", ["lineinfo", "debug"])
 def test_numba_cudas_line_info_links_with_nvrtc_ltoir(mode):
     """link_line_info_with_nvrtc (applied at import): numba-cuda's LTO-IR with line tables links with
