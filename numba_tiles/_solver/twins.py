@@ -78,12 +78,14 @@ def _lu_solve(w, pivots, b):
 
 
 def execute(instance, args):
+    from ..solver import _b_rows  # (solver.py imports this module)
+
     solver, name = args["mm"], instance.intrinsic
     ops = {p: _flat(name, solver, p, args[p]) for p in solver.operands}
     m, n, k = solver.m, solver.n, solver.nrhs
     row = solver.arrangement == "row_major"
     wide = np.complex128 if solver.complex else np.float64
-    b_rows = max(m, n) if solver.function == "gels" else n
+    b_rows = _b_rows(solver.function, m, n)
     lower = solver.fill_mode == "lower"
 
     def solve_one(j):
