@@ -90,11 +90,17 @@ def compile_kernel_ltoir(
         for code in codes
     ]
     if any(library.use_cooperative for library in libraries):
-        from numba.cuda.cudadrv.libs import get_cudalib
-
-        with open(get_cudalib("cudadevrt", static=True), "rb") as archive:
-            modules.append(Library(archive.read()))
+        modules.append(_device_runtime())
     return modules
+
+
+@functools.cache
+def _device_runtime():
+    """CUDA's device runtime (``libcudadevrt.a``, where numba-cuda finds it), read once a process."""
+    from numba.cuda.cudadrv.libs import get_cudalib
+
+    with open(get_cudalib("cudadevrt", static=True), "rb") as archive:
+        return Library(archive.read())
 
 
 @contextlib.contextmanager
