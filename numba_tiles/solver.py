@@ -3,7 +3,7 @@ matrices."""
 
 from . import _ahead, _compile, _libmathdx
 from . import extending as ext
-from ._solver import calls, twins
+from ._solver import calls, layout, twins
 
 __all__ = ["Solver"]
 
@@ -174,11 +174,11 @@ class Solver:
             )
         self.block_dim = (self.threads, 1, 1)
         row = self.arrangement == "row_major"
-        dense = _dense(self.function, self.m, self.n, self.nrhs, row)
+        dense = layout.dense(self.function, self.m, self.n, self.nrhs, row)
         self.lda, self.ldb = _leading(name, leading_dimension, dense, self.arrangement)
         self.leading_dimension = (self.lda, self.ldb)
         self._padded = self.leading_dimension != dense
-        self.sizes = _items(
+        self.sizes = layout.items(
             self.function, self.m, self.n, self.nrhs, self.batches_per_block, row, self.leading_dimension
         )
         self.a_size, self.b_size, self.ipiv_size, self.tau_size, self.info_size = self.sizes.values()
@@ -271,7 +271,7 @@ class Solver:
         if pivot == "partial" and FUNCTIONS[function][1] is not None:
             operands = operands + ("ipiv",)
         limit, n = _shared_limit(arch), 1
-        while _shared_layout(_items(function, n + 1, n + 1, nrhs, 1), operands, dtype)[1] <= limit:
+        while _shared_layout(layout.items(function, n + 1, n + 1, nrhs, 1), operands, dtype)[1] <= limit:
             n += 1
         return n
 
@@ -323,25 +323,6 @@ def _wrong_shape(function, nrhs, batches):
     if batches > 1 and function == "gels":
         return f"gels with {batches} problems a block"
     return None
-
-
-def _b_rows(function, m, n):
-    """B's rows: n, or for gels max(m, n) (B holds the m right-hand values and gets X's n rows)."""
-    return max(m, n) if function == "gels" else n
-
-
-def _dense(function, m, n, nrhs, row):
-    """The dense (lda, ldb): a row's items (row-major) or a column's (col-major) of A and of B."""
-    return (n, nrhs) if row else (m, _b_rows(function, m, n))
-
-
-def _items(function, m, n, nrhs, batches, row=True, leading=None):
-    """Each operand's items for ``batches`` problems, A's and B's rows (row-major; columns col-major) ``leading`` =
-    (lda, ldb) items apart (by default dense)."""
-    b_rows = _b_rows(function, m, n)
-    lda, ldb = leading or _dense(function, m, n, nrhs, row)
-    each = dict(a=(m if row else n) * lda, b=(b_rows if row else nrhs) * ldb, ipiv=min(m, n), tau=min(m, n), info=1)
-    return {p: each[p] * batches for p in each}
 
 
 def _leading(name, given, dense, arrangement):

@@ -1,1 +1,2 @@
-"""`Solver`'s parts: the call's rule (`calls`) and its NumPy twin on the simulator (`twins`)."""
+"""`Solver`'s parts: the call's rule (`calls`), its NumPy twin on the simulator (`twins`) and where its operands
+lie in shared memory (`layout`)."""

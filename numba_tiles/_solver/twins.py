@@ -7,6 +7,7 @@ import numpy as np
 
 from ..extending import error
 from ..simulator import by_first_thread
+from . import layout
 
 
 def _flat(name, solver, operand, array):
@@ -78,14 +79,12 @@ def _lu_solve(w, pivots, b):
 
 
 def execute(instance, args):
-    from ..solver import _b_rows  # (solver.py imports this module)
-
     solver, name = args["mm"], instance.intrinsic
     ops = {p: _flat(name, solver, p, args[p]) for p in solver.operands}
     m, n, k = solver.m, solver.n, solver.nrhs
     row = solver.arrangement == "row_major"
     wide = np.complex128 if solver.complex else np.float64
-    b_rows = _b_rows(solver.function, m, n)
+    b_rows = layout.b_rows(solver.function, m, n)
     lower = solver.fill_mode == "lower"
 
     def solve_one(j):
