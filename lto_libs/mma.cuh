@@ -197,6 +197,21 @@ struct pair_of<__half> {
   static __device__ __forceinline__ __half second(type p) { return __high2half(p); }
 };
 
+// fp64 K-steps of two atoms: a lane's items are A's (m, k0 + 2t) and (m, k0 + 2t + 1) and B's (k0 + 2t, n) and
+// (k0 + 2t + 1, n), the first atom taking the step's even K-items and the second its odd ones (an atom sums over
+// its four K-items whichever they are, so long as A's and B's agree). Where a lane's two items are adjacent in the
+// tile (A row-major, B column-major) on 16-byte lines (Lines), they are one 16-byte load: half the loads of an
+// item at a time, and on unpadded tiles, whose rows all start on the same bank, half the bank conflicts.
+template <bool Adjacent, bool Lines>
+__device__ __forceinline__ void load_pair(const double* first, const double* second, double& x, double& y) {
+  if constexpr (Adjacent && Lines) {
+    const double2 both = *reinterpret_cast<const double2*>(first);
+    x = both.x, y = both.y;
+  } else {
+    x = *first, y = *second;
+  }
+}
+
 template <class Atom, typename R, int... A, int... B, int... C>
 __device__ __forceinline__ void mma(typename Atom::acc (&d)[Atom::c_regs], const R (&a)[Atom::a_regs],
                                     const R (&b)[Atom::b_regs], cuda::std::integer_sequence<int, A...>,
@@ -205,9 +220,9 @@ __device__ __forceinline__ void mma(typename Atom::acc (&d)[Atom::c_regs], const
 }
 
 // acc += the warp's TM x TN tile of A B at (m0, n0), over all of K: A (M x K) and B (K x N) in shared memory as
-// LayoutA and LayoutB place their items, the fragments by ldmatrix (Ldsm) or item by item. acc is the warp's
-// fragments, [TM / m][TN / n][c_regs] of the atom (PTX's fragment of C: lane l holds rows l / 4 (+ 8), columns
-// 2 (l % 4) and the next).
+// LayoutA and LayoutB place their items, the fragments by ldmatrix (Ldsm: lines on 16 bytes; fp64's by 16-byte
+// pairs) or item by item. acc is the warp's fragments, [TM / m][TN / n][c_regs] of the atom (PTX's fragment of C:
+// lane l holds rows l / 4 (+ 8), columns 2 (l % 4) and the next).
 template <typename P, int K, class LayoutA, class LayoutB, int TM, int TN, bool Ldsm, typename TA, typename TB>
 __device__ __forceinline__ void warp_product(const TA* a, const TB* b, int m0, int n0, int lane,
                                              typename mma_atom<P>::acc (&acc)[TM / mma_atom<P>::m][TN / mma_atom<P>::n]
@@ -217,20 +232,49 @@ __device__ __forceinline__ void warp_product(const TA* a, const TB* b, int m0, i
   constexpr int MI = TM / Atom::m, NI = TN / Atom::n, NB = Atom::nb;
   static_assert(TM % Atom::m == 0 && TN % (Atom::n * NB) == 0 && K % Atom::k == 0, "a warp tile of whole atoms");
   // (K's steps rolled past 8: a long K unrolled whole would only grow the code)
-#pragma unroll(K / Atom::k <= 8 ? K / Atom::k : 2)
-  for (int k0 = 0; k0 < K; k0 += Atom::k) {
-    R fa[MI][Atom::a_regs], fb[NI / NB][NB][Atom::b_regs];
+  if constexpr (cuda::std::is_same_v<P, double> && K % (2 * Atom::k) == 0) {  // (load_pair's steps of two atoms)
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll(K / 8 <= 8 ? K / 8 : 2)
+    for (int k0 = 0; k0 < K; k0 += 2 * Atom::k) {
+      const int k = k0 + 2 * t;
+      double fa[MI][2], fb[NI][2];
 #pragma unroll
-    for (int i = 0; i < MI; ++i) load_a<P, LayoutA, Ldsm>(a, m0 + i * Atom::m, k0, lane, fa[i]);
-#pragma unroll
-    for (int j = 0; j < NI / NB; ++j) load_b<P, LayoutB, Ldsm>(b, k0, n0 + j * NB * Atom::n, lane, fb[j]);
-#pragma unroll
-    for (int i = 0; i < MI; ++i) {
+      for (int i = 0; i < MI; ++i) {
+        const int m = m0 + i * Atom::m + g;
+        load_pair<LayoutA::row, Ldsm>(a + LayoutA::at(m, k), a + LayoutA::at(m, k + 1), fa[i][0], fa[i][1]);
+      }
 #pragma unroll
       for (int j = 0; j < NI; ++j) {
-        mma<Atom>(acc[i][j], fa[i], fb[j / NB][j % NB], cuda::std::make_integer_sequence<int, Atom::a_regs>{},
-                  cuda::std::make_integer_sequence<int, Atom::b_regs>{},
-                  cuda::std::make_integer_sequence<int, Atom::c_regs>{});
+        const int n = n0 + j * Atom::n + g;
+        load_pair<!LayoutB::row, Ldsm>(b + LayoutB::at(k, n), b + LayoutB::at(k + 1, n), fb[j][0], fb[j][1]);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+#pragma unroll
+          for (int j = 0; j < NI; ++j) {
+            Atom::op::fma(acc[i][j][0], acc[i][j][1], fa[i][h], fb[j][h], acc[i][j][0], acc[i][j][1]);
+          }
+        }
+      }
+    }
+  } else {
+#pragma unroll(K / Atom::k <= 8 ? K / Atom::k : 2)
+    for (int k0 = 0; k0 < K; k0 += Atom::k) {
+      R fa[MI][Atom::a_regs], fb[NI / NB][NB][Atom::b_regs];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) load_a<P, LayoutA, Ldsm>(a, m0 + i * Atom::m, k0, lane, fa[i]);
+#pragma unroll
+      for (int j = 0; j < NI / NB; ++j) load_b<P, LayoutB, Ldsm>(b, k0, n0 + j * NB * Atom::n, lane, fb[j]);
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+          mma<Atom>(acc[i][j], fa[i], fb[j / NB][j % NB], cuda::std::make_integer_sequence<int, Atom::a_regs>{},
+                    cuda::std::make_integer_sequence<int, Atom::b_regs>{},
+                    cuda::std::make_integer_sequence<int, Atom::c_regs>{});
+        }
       }
     }
   }
@@ -310,10 +354,10 @@ __device__ __forceinline__ void mma_matmul(matrix_ref<TA> a, matrix_ref<TB> b, m
   check_tile<RowB, LDB, Align>(b, K, N, 'B');
   check_tile<RowC, LDC, Align>(c, M, N, 'C');
   constexpr int Warps = BX * BY * BZ / 32, Tiles = M / TM * (N / TN);
-  // ldmatrix reads 16-byte lines: every line of A and B starts at a multiple of 16 bytes when the leading
-  // dimensions are whole 16 bytes and the tiles start so (alignment=16 promises it; else it is tested here, once,
-  // the same for every thread: shared arrays are mostly so placed).
-  constexpr bool Lines = LDA * sizeof(TA) % 16 == 0 && LDB * sizeof(TB) % 16 == 0 && !cuda::std::is_same_v<P, double>;
+  // ldmatrix (and fp64's pairs) read 16-byte lines: every line of A and B starts at a multiple of 16 bytes when
+  // the leading dimensions are whole 16 bytes and the tiles start so (alignment=16 promises it; else it is tested
+  // here, once, the same for every thread: shared arrays are mostly so placed).
+  constexpr bool Lines = LDA * sizeof(TA) % 16 == 0 && LDB * sizeof(TB) % 16 == 0;
   const auto starts = reinterpret_cast<unsigned long long>(a.data) | reinterpret_cast<unsigned long long>(b.data);
   const bool aligned = Lines && (Align == 16 || starts % 16 == 0);
   const int warp = thread_rank<BX, BY>() / 32, lane = thread_rank<BX, BY>() % 32;

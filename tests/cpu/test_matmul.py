@@ -309,6 +309,24 @@ def test_the_warps_form_multiplies_on_mma_atoms_fed_by_ldmatrix(tmp_path, monkey
     assert ["mma.cuh"] in programs and not any("matmul.cuh" in p for p in programs), programs
 
 
+def test_fp64_atoms_take_a_16_byte_load_for_two(tmp_path, monkeypatch):
+    """fp64 tiles go by K-steps of two DMMAs, each lane's two items of A's row (B's column) one 16-byte load where
+    they are adjacent on 16-byte lines: a 16 x 16 C with K = 16 against K = 8 adds one such step, two loads of A and
+    two of B for eight DMMAs, and no 8-byte load."""
+    monkeypatch.setenv(mma_tiles.ENABLED, "1")
+    counts = []
+    for k in (8, 16):
+        kernel = gemm.make_gemm((16, 16, k), "float64", "float64", 32, order=("C", "F"), alignment=16)
+        code = sass(
+            tiles.compile(kernel, "void(float64[:, :], float64[:, :], float64[:, :], float64, float64)", arch="sm_80"),
+            tmp_path,
+        )
+        ops = [i[1] if i[0].startswith("@") else i[0] for i in instructions(code) if i]
+        counts.append({name: sum(op.startswith(name) for op in ops) for name in ("DMMA", "LDS.128", "LDS.64")})
+    added = {name: counts[1][name] - counts[0][name] for name in counts[0]}
+    assert added == {"DMMA": 8, "LDS.128": 4, "LDS.64": 0}, counts
+
+
 @pytest.mark.parametrize(
     "compute,shape,threads,cc,tile",
     [
