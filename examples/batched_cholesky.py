@@ -28,8 +28,7 @@ def group_kernel(solver):
     S = solver
     dtype = getattr(types, S.dtype)
     pivots, householder = "ipiv" in S.operands, "tau" in S.operands
-    b_rows = max(S.m, S.n) if S.function == "gels" else S.n
-    a_items, b_items = S.m * S.n * S.batches_per_block, b_rows * S.nrhs * S.batches_per_block
+    a_items, b_items = S.m * S.n * S.batches_per_block, S.b_rows * S.nrhs * S.batches_per_block
     row = S.arrangement == "row_major"
 
     @cuda.jit(device=True, inline=True)
@@ -52,7 +51,7 @@ def group_kernel(solver):
             for i in range(t, a_items, S.threads):
                 A[staged(i, S.m, S.n, S.lda)] = a[group * a_items + i]
             for i in range(t, b_items, S.threads):
-                B[staged(i, b_rows, S.nrhs, S.ldb)] = b[group * b_items + i]
+                B[staged(i, S.b_rows, S.nrhs, S.ldb)] = b[group * b_items + i]
             cuda.syncthreads()
             if householder:  # (a constant: Numba compiles the one call the solver takes)
                 S.execute(A, B, tau=T)
@@ -61,7 +60,7 @@ def group_kernel(solver):
             else:
                 S.execute(A, B, info=info[group * S.batches_per_block :])
             for i in range(t, b_items, S.threads):
-                b[group * b_items + i] = B[staged(i, b_rows, S.nrhs, S.ldb)]
+                b[group * b_items + i] = B[staged(i, S.b_rows, S.nrhs, S.ldb)]
             cuda.syncthreads()  # (the next group's loads overwrite A and B)
 
     return solve_groups

@@ -34,6 +34,7 @@ MAX_SHARED_BYTES.update({100: 227 * 1024, 120: 99 * 1024})
         "m",
         "n",
         "nrhs",
+        "b_rows",
         "lda",
         "ldb",
         "batches_per_block",
@@ -75,10 +76,11 @@ class Solver:
     libmathdx generates its code (a few seconds, in the background; then the disk cache answers) for each arch a
     kernel calls it on.
 
-    Its sizes are attributes, and constants inside kernels: ``m``, ``n``, ``nrhs``; ``lda`` and ``ldb``, the leading
-    dimensions (``leading_dimension`` is the pair); ``batches_per_block`` and ``threads`` (``block_dim`` is
-    ``(threads, 1, 1)``); for each operand the items of all of a call's problems, back to back: ``a_size`` (m x n
-    each, dense; m x lda row-major, n x lda col-major), ``b_size`` (n x nrhs, gels max(m, n) x nrhs, its lines ldb
+    Its sizes are attributes, and constants inside kernels: ``m``, ``n``, ``nrhs``; ``b_rows``, B's rows (``n``;
+    for gels ``max(m, n)``: B holds the m values of each right-hand side and gets X's n rows); ``lda`` and ``ldb``,
+    the leading dimensions (``leading_dimension`` is the pair); ``batches_per_block`` and ``threads`` (``block_dim``
+    is ``(threads, 1, 1)``); for each operand the items of all of a call's problems, back to back: ``a_size`` (m x n
+    each, dense; m x lda row-major, n x lda col-major), ``b_size`` (b_rows x nrhs, its lines ldb
     apart too), ``ipiv_size`` and ``tau_size`` (min(m, n)), ``info_size`` (one int32 each); and
     ``shared_memory_bytes``, theirs together in shared memory (each rounded up to 16 bytes), A, B, ipiv and tau back
     to back from ``a_start``, ``b_start``, ``ipiv_start`` and ``tau_start`` (each in its own items: for a launch's
@@ -174,6 +176,7 @@ class Solver:
             )
         self.block_dim = (self.threads, 1, 1)
         row = self.arrangement == "row_major"
+        self.b_rows = layout.b_rows(self.function, self.m, self.n)
         dense = layout.dense(self.function, self.m, self.n, self.nrhs, row)
         self.lda, self.ldb = _leading(name, leading_dimension, dense, self.arrangement)
         self.leading_dimension = (self.lda, self.ldb)

@@ -23,6 +23,7 @@ def test_descriptions_name_their_sizes():
     assert tiles.Solver("gesv", 8, "float32", pivot=None).operands == ("a", "b", "info")
     qr = tiles.Solver("gels", (64, 32), "float32", nrhs=2)
     assert (qr.a_size, qr.b_size, qr.tau_size, qr.threads) == (2048, 128, 32, 32)
+    assert (qr.b_rows, s.b_rows, tiles.Solver("gels", (48, 48), "float32").b_rows) == (64, 16, 48)
     assert tiles.Solver("posv", 100, "float32").threads == 128
     padded = tiles.Solver("posv", 32, "float32", leading_dimension=(33, 1))
     assert (padded.lda, padded.ldb, padded.a_size, padded.b_size) == (33, 1, 32 * 33, 32)
