@@ -186,10 +186,12 @@ def test_default_ffts_keep_their_items_in_registers_on_sm_90(size, dtype, kind, 
 )
 def test_a_block_a_group_keeps_the_registers_low(dtype, kind, signature):
     """The kernel the guide's fast launch teaches (a block a group of rows, no loop) holds few registers a thread, so
-    an SM runs many of its blocks: the 1024-point FFTs take 56 on sm_90, where a loop reading its next rows ahead
-    took 168 (a third of the warps an SM, and 92% of a copy's speed on an H100 where this kernel reaches it)."""
+    an SM runs many of its blocks: the 1024-point FFTs take 56 on sm_90. A kernel's own loop over the rows keeps as
+    few: load and store compute their items' offsets in a strided row each time, where the compiler had kept all of
+    them in registers across the loop (142 for the 4096-point c2c loop, against 48 without)."""
     fft = tiles.FFT(1024, dtype, kind=kind, arch="sm_90")
     assert registers(tiles.compile(ffts.transform_kernel(fft), signature, arch="sm_90")) <= 64
+    assert registers(tiles.compile(ffts.looping_kernel(fft), signature, arch="sm_90")) <= 64
 
 
 @pytest.mark.heavy
