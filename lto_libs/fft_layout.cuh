@@ -23,6 +23,7 @@ __device__ __forceinline__ long long fft_index(long long i) {
 // registers a thread, against 48 without the loop); seen through this, they are recomputed each row (a few
 // instructions of the path a row takes). The whole-row paths' offsets are constants and need none of it.
 __device__ __forceinline__ long long fft_opaque(long long x) {
+  // (inline PTX: no library call hides a value from the optimizer; an empty move is the barrier)
   asm volatile("mov.b64 %0, %0;" : "+l"(x));
   return x;
 }
