@@ -12,9 +12,15 @@
 
 namespace numba_tiles {
 
+// The element of the thread's FFT that item i of thread x holds.
+template <int Stride>
+__device__ __forceinline__ long long fft_element(long long x, long long i) {
+  return x + i * Stride;
+}
+
 template <int Stride>
 __device__ __forceinline__ long long fft_index(long long i) {
-  return static_cast<long long>(threadIdx.x) + i * Stride;
+  return fft_element<Stride>(threadIdx.x, i);
 }
 
 // x, as the compiler cannot see through. The strided paths below take the thread's index and the row's stride so:
@@ -67,7 +73,7 @@ __device__ __forceinline__ void fft_move_pairs(array_ref<T> a, T* values) {
   const long long x = fft_opaque(threadIdx.x), stride = fft_opaque(a.stride);
 #pragma unroll
   for (int j = 0; j < Items; ++j) {
-    const long long at = 2 * (x + j / 2 * Stride) + j % 2;
+    const long long at = 2 * fft_element<Stride>(x, j / 2) + j % 2;
     if constexpr (Load) {
       values[j] = at < a.size ? a.data[at * stride] : T(0);
     } else if (at < a.size) {
@@ -95,7 +101,7 @@ __device__ __forceinline__ void fft_load(array_ref<T> src, array_ref<V> items) {
   const long long x = fft_opaque(threadIdx.x), stride = fft_opaque(src.stride);
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
-    const long long j = x + i * Stride;
+    const long long j = fft_element<Stride>(x, i);
     if (j < Length) {
       values[i] = j < src.size ? src.data[j * stride] : T(0);
     }
@@ -121,7 +127,7 @@ __device__ __forceinline__ void fft_store(array_ref<V> items, array_ref<T> dst) 
   const long long x = fft_opaque(threadIdx.x), stride = fft_opaque(dst.stride);
 #pragma unroll
   for (int i = 0; i < Items; ++i) {
-    const long long j = x + i * Stride;
+    const long long j = fft_element<Stride>(x, i);
     if (j < Length && j < dst.size) {
       dst.data[j * stride] = values[i];
     }
